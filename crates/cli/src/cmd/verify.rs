@@ -1,0 +1,12 @@
+//! `topoalign verify` (not wired yet).
+
+use std::process::ExitCode;
+
+/// Arguments.
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+/// Runs the command.
+pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("`topoalign verify` is not implemented yet")
+}

@@ -1,0 +1,77 @@
+//! `topoalign`: topology-aware GPU + NIC placement for Kubernetes.
+//!
+//! A thin binary: it parses arguments, calls the libraries and formats their results.
+
+mod cmd;
+mod output;
+mod source;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Topology-aware GPU + NIC placement for Kubernetes.
+#[derive(Debug, Parser)]
+#[command(name = "topoalign", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Discover a node's topology (sysfs, a profile, or saved vendor tool output).
+    Discover(cmd::discover::Args),
+    /// Print the pair matrix in `nvidia-smi topo -m` layout, for any vendor.
+    Matrix(cmd::matrix::Args),
+    /// Draw the machine as SVG or Graphviz DOT.
+    Draw(cmd::draw::Args),
+    /// List, show or materialise the built-in machine profiles.
+    Profile(cmd::profile::Args),
+    /// Choose GPUs, NICs and CPUs for a pod, and explain the choice.
+    Plan(cmd::plan::Args),
+    /// Simulate a fleet under several placement policies.
+    Simulate(cmd::simulate::Args),
+    /// The story of seed 000 on one screen: blind vs Topology Manager vs topoalign.
+    Demo(cmd::demo::Args),
+    /// Simulate the kubelet Topology Manager for a pod on a node.
+    Tm(cmd::tm::Args),
+    /// Show, change or roll back a KubeletConfiguration file.
+    #[command(name = "kubelet-config")]
+    KubeletConfig(cmd::kubelet_config::Args),
+    /// Check, from inside a pod or on a host, that each GPU has a close NIC.
+    Verify(cmd::verify::Args),
+    /// Lint Kubernetes manifests for topology-alignment problems.
+    Lint(cmd::lint::Args),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TOPOALIGN_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Discover(a) => cmd::discover::run(a),
+        Command::Matrix(a) => cmd::matrix::run(a),
+        Command::Draw(a) => cmd::draw::run(a),
+        Command::Profile(a) => cmd::profile::run(a),
+        Command::Plan(a) => cmd::plan::run(a),
+        Command::Simulate(a) => cmd::simulate::run(a),
+        Command::Demo(a) => cmd::demo::run(a),
+        Command::Tm(a) => cmd::tm::run(a),
+        Command::KubeletConfig(a) => cmd::kubelet_config::run(a),
+        Command::Verify(a) => cmd::verify::run(a),
+        Command::Lint(a) => cmd::lint::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

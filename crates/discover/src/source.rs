@@ -1,0 +1,65 @@
+//! One entry point for every topology source the CLI accepts.
+
+use std::path::PathBuf;
+
+use topoalign_topology::Topology;
+
+use crate::error::DiscoverError;
+use crate::profiles;
+
+/// Where a topology comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// Walk sysfs/procfs under `root` (`/` on a live host).
+    Sysfs {
+        /// The directory that plays `/`.
+        root: PathBuf,
+        /// `nvidia-smi topo -m` output to take NVLink counts from (NVLink is not in
+        /// sysfs; NVML knows it).
+        nvlink_from: Option<PathBuf>,
+    },
+    /// A built-in profile by name.
+    Profile(String),
+    /// A saved `nvidia-smi topo -m` output.
+    NvidiaSmi(PathBuf),
+    /// A saved `amd-smi topology` or `rocm-smi --showtopo` output.
+    AmdSmi(PathBuf),
+    /// An NCCL topology XML file (`NCCL_TOPO_FILE` format).
+    NcclXml(PathBuf),
+}
+
+/// A discovered topology and what was odd on the way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Discovery {
+    /// The topology.
+    pub topology: Topology,
+    /// Things that were missing or odd and were worked around (never fatal).
+    pub warnings: Vec<String>,
+}
+
+impl Discovery {
+    /// A discovery with no warnings.
+    pub fn clean(topology: Topology) -> Self {
+        Discovery {
+            topology,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// Loads a topology from any source.
+pub fn load(source: &Source) -> Result<Discovery, DiscoverError> {
+    match source {
+        Source::Profile(name) => {
+            profiles::get(name)
+                .map(Discovery::clean)
+                .ok_or_else(|| DiscoverError::UnknownProfile {
+                    name: name.clone(),
+                    known: profiles::NAMES.join(", "),
+                })
+        }
+        Source::Sysfs { .. } | Source::NvidiaSmi(_) | Source::AmdSmi(_) | Source::NcclXml(_) => {
+            Err(DiscoverError::Unsupported(format!("{source:?}")))
+        }
+    }
+}

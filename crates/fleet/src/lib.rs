@@ -1,0 +1,1 @@
+//! Fleet simulation: a seeded stream of pods placed under blind, Topology Manager, DRA first-fit and topoalign policies.

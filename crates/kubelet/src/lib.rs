@@ -1,0 +1,1 @@
+//! Safe editing of KubeletConfiguration files (JSON or YAML): show, set with validation, atomic write with backup, rollback.

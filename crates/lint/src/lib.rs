@@ -1,0 +1,1 @@
+//! Linting of Pod/Deployment/Job/MPIJob/ResourceClaimTemplate manifests for topology-alignment problems.

@@ -1,0 +1,1 @@
+//! The joint GPU+NIC+CPU allocator: exact, explained, fast.

@@ -1,0 +1,204 @@
+//! The classifier: precomputes ancestor chains once per topology so that classifying a
+//! pair costs a short walk, then answers PCIe, GPU-GPU and GPU→NIC questions.
+
+use crate::Topology;
+use crate::class::{GpuNicPath, PairClass, PcieClass};
+use crate::device::FabricKind;
+use crate::pci::{PciKind, PciParent};
+
+/// Precomputed view of a [`Topology`] for fast pair classification.
+#[derive(Debug, Clone)]
+pub struct Classifier<'t> {
+    topo: &'t Topology,
+    /// For every PCI device: its bridge ancestors, nearest first.
+    chains: Vec<Vec<usize>>,
+    /// For every PCI device: the host bridge it hangs under.
+    host: Vec<usize>,
+    /// For every PCI device: the "bridge unit" it belongs to when it is a bridge (a
+    /// downstream port belongs to its switch's upstream port; others are their own unit).
+    unit: Vec<usize>,
+    /// For every PCI device: its NUMA node after the fallbacks in the module docs.
+    numa: Vec<Option<u32>>,
+    /// GPU×GPU fabric class, row-major.
+    fabric: Vec<Option<PairClass>>,
+}
+
+impl<'t> Classifier<'t> {
+    /// Builds the classifier. The topology must be valid ([`Topology::validate`]); on an
+    /// invalid one (cycles, dangling parents) chains stop at the first bad link rather
+    /// than loop or panic.
+    pub fn new(topo: &'t Topology) -> Self {
+        let n = topo.pci.len();
+        let mut chains = Vec::with_capacity(n);
+        let mut host = Vec::with_capacity(n);
+        for i in 0..n {
+            let mut chain = Vec::new();
+            let mut cur = topo.pci[i].parent;
+            let mut h = usize::MAX;
+            // Bounded by n steps: a cycle cannot loop forever.
+            for _ in 0..=n {
+                match cur {
+                    PciParent::Host(hb) => {
+                        h = hb;
+                        break;
+                    }
+                    PciParent::Bridge(p) => {
+                        if p >= n || chain.contains(&p) {
+                            break;
+                        }
+                        chain.push(p);
+                        cur = topo.pci[p].parent;
+                    }
+                }
+            }
+            chains.push(chain);
+            host.push(h);
+        }
+        let unit = (0..n)
+            .map(|i| {
+                let d = &topo.pci[i];
+                match (d.kind, d.parent) {
+                    (PciKind::SwitchDownstream, PciParent::Bridge(p))
+                        if p < n && topo.pci[p].kind == PciKind::SwitchUpstream =>
+                    {
+                        p
+                    }
+                    _ => i,
+                }
+            })
+            .collect();
+
+        // NUMA fallbacks: own value, else a sibling under the same host bridge, else the
+        // only node of a single-node machine.
+        let mut host_numa: Vec<Option<u32>> = vec![None; topo.host_bridges.len()];
+        for (i, d) in topo.pci.iter().enumerate() {
+            if let (Some(nn), Some(slot)) = (d.numa_node, host_numa.get_mut(host[i])) {
+                slot.get_or_insert(nn);
+            }
+        }
+        let single = if topo.numa.len() <= 1 {
+            Some(topo.numa.first().map_or(0, |n| n.id))
+        } else {
+            None
+        };
+        let numa = (0..n)
+            .map(|i| {
+                topo.pci[i]
+                    .numa_node
+                    .or_else(|| host_numa.get(host[i]).copied().flatten())
+                    .or(single)
+            })
+            .collect();
+
+        let g = topo.gpus.len();
+        let mut fabric = vec![None; g * g];
+        for l in &topo.gpu_links {
+            if l.a < g && l.b < g && l.a != l.b {
+                let c = match l.kind {
+                    FabricKind::Nvlink => PairClass::NvLink(l.count),
+                    FabricKind::Xgmi => PairClass::Xgmi(l.count),
+                };
+                fabric[l.a * g + l.b] = Some(c);
+                fabric[l.b * g + l.a] = Some(c);
+            }
+        }
+        Classifier {
+            topo,
+            chains,
+            host,
+            unit,
+            numa,
+            fabric,
+        }
+    }
+
+    /// The topology this classifier reads.
+    pub fn topology(&self) -> &'t Topology {
+        self.topo
+    }
+
+    /// The NUMA node a PCI device counts as (after fallbacks), if any.
+    pub fn numa_of(&self, pci: usize) -> Option<u32> {
+        self.numa.get(pci).copied().flatten()
+    }
+
+    /// The host bridge index of a PCI device.
+    pub fn host_of(&self, pci: usize) -> usize {
+        self.host[pci]
+    }
+
+    /// Classifies two PCI functions by their PCIe path alone (`X` for the same one).
+    pub fn pci(&self, a: usize, b: usize) -> PairClass {
+        if a == b {
+            return PairClass::Same;
+        }
+        PairClass::Pcie(self.pcie_path(a, b))
+    }
+
+    /// The PCIe class of the path between two distinct PCI functions.
+    pub fn pcie_path(&self, a: usize, b: usize) -> PcieClass {
+        if self.host[a] != self.host[b] || self.host[a] == usize::MAX {
+            return match (self.numa[a], self.numa[b]) {
+                (Some(x), Some(y)) if x == y => PcieClass::Node,
+                _ => PcieClass::Sys,
+            };
+        }
+        let (ca, cb) = (&self.chains[a], &self.chains[b]);
+        // Lowest common ancestor: the first bridge on A's chain that is also on B's.
+        let lca = ca
+            .iter()
+            .position(|x| cb.contains(x))
+            .map(|ia| (ia, ca[ia]));
+        let Some((ia, l)) = lca else {
+            return PcieClass::Phb;
+        };
+        let ib = cb.iter().position(|x| *x == l).unwrap_or(cb.len());
+        // A switch (upstream port plus downstream ports) is one bridge unit: the path is
+        // PIX while every bridge on A→L→B (L included) belongs to a single unit.
+        let mut first_unit = None;
+        for &br in ca[..=ia].iter().chain(cb[..ib].iter()) {
+            let u = self.unit[br];
+            match first_unit {
+                None => first_unit = Some(u),
+                Some(f) if f != u => return PcieClass::Pxb,
+                Some(_) => {}
+            }
+        }
+        PcieClass::Pix
+    }
+
+    /// Classifies two GPUs (indices into `gpus`): NVLink/xGMI first, else PCIe.
+    pub fn gpu_gpu(&self, a: usize, b: usize) -> PairClass {
+        if a == b {
+            return PairClass::Same;
+        }
+        let g = self.topo.gpus.len();
+        if let Some(c) = self.fabric[a * g + b] {
+            return c;
+        }
+        self.pci(self.topo.gpus[a].pci, self.topo.gpus[b].pci)
+    }
+
+    /// Classifies a GPU and a NIC (indices into `gpus` and `nics`), with NCCL's view.
+    pub fn gpu_nic(&self, gpu: usize, nic: usize) -> GpuNicPath {
+        let g = &self.topo.gpus[gpu];
+        let class = self.pcie_path(g.pci, self.topo.nics[nic].pci);
+        GpuNicPath::new(class, g.c2c)
+    }
+
+    /// Classifies two NICs.
+    pub fn nic_nic(&self, a: usize, b: usize) -> PairClass {
+        self.pci(self.topo.nics[a].pci, self.topo.nics[b].pci)
+    }
+
+    /// The whole GPU×NIC table, row-major (`gpus.len()` rows of `nics.len()`).
+    pub fn gpu_nic_table(&self) -> Vec<GpuNicPath> {
+        let mut out = Vec::with_capacity(self.topo.gpus.len() * self.topo.nics.len());
+        for g in 0..self.topo.gpus.len() {
+            for n in 0..self.topo.nics.len() {
+                out.push(self.gpu_nic(g, n));
+            }
+        }
+        out
+    }
+}
