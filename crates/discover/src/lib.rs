@@ -8,9 +8,12 @@
 //!   profile as a real sysfs tree (how the walker is tested on what Linux shows).
 
 pub mod profiles;
+pub mod sysfs;
+pub mod sysfs_write;
 
 pub use profiles::NAMES as PROFILE_NAMES;
 pub mod error;
+pub mod parse;
 pub mod source;
 
 pub use error::DiscoverError;

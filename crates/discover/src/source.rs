@@ -58,8 +58,15 @@ pub fn load(source: &Source) -> Result<Discovery, DiscoverError> {
                     known: profiles::NAMES.join(", "),
                 })
         }
-        Source::Sysfs { .. } | Source::NvidiaSmi(_) | Source::AmdSmi(_) | Source::NcclXml(_) => {
-            Err(DiscoverError::Unsupported(format!("{source:?}")))
+        Source::Sysfs { root, nvlink_from } => {
+            let mut discovery = crate::sysfs::discover(root)?;
+            if let Some(path) = nvlink_from {
+                crate::parse::apply_nvlink_file(&mut discovery, path)?;
+            }
+            Ok(discovery)
         }
+        Source::NvidiaSmi(path) => crate::parse::load_nvidia_smi(path),
+        Source::AmdSmi(path) => crate::parse::load_amd_smi(path),
+        Source::NcclXml(path) => crate::parse::load_nccl_xml(path),
     }
 }

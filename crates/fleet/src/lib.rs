@@ -1,1 +1,35 @@
-//! Fleet simulation: a seeded stream of pods placed under blind, Topology Manager, DRA first-fit and topoalign policies.
+//! Fleet simulation: a seeded stream of pods placed under blind, Topology Manager, DRA
+//! first-fit and topoalign policies.
+//!
+//! A fleet of nodes (one or more profiles) receives pod arrivals (Poisson) with
+//! exponential lifetimes and a mix of 1+1, 2+2, 4+4, 8+8 GPU+NIC requests
+//! ([`workload`]). The same stream runs under every [`Policy`], each on its own copy of
+//! the fleet ([`engine`]): nodes are tried in a fixed order (topoalign takes the node
+//! whose plan scores best, the scheduler-extender role), pods that fit nowhere wait in a
+//! FIFO queue with a patience limit. Per policy the [`metrics`] count GPU↔NIC pairs by
+//! class (each GPU with its best NIC of the pod, as NCCL pairs them), GPUDirect RDMA,
+//! placed / rejected / timed-out / pending pods and GPU utilisation over time.
+//!
+//! [`dra`] is a faithful model of the DRA structured-parameters allocator (first full
+//! solution in slice/device order, backtracking, no scoring). Every random choice comes
+//! from [`rng::SplitMix64`] seeded by the user: same seed, same numbers.
+
+pub mod chart;
+pub mod dra;
+pub mod engine;
+pub mod error;
+pub mod metrics;
+pub mod node;
+pub mod numa_hints;
+pub mod placers;
+pub mod planner;
+pub mod policy;
+pub mod rng;
+pub mod workload;
+
+pub use engine::{NodeGroup, SimConfig, SimReport, simulate};
+pub use error::FleetError;
+pub use metrics::{PolicyReport, SizeStats, UtilSample};
+pub use node::{Assignment, NodeModel, NodeState, PairCounts};
+pub use policy::Policy;
+pub use workload::{Mix, PodArrival, StreamLength, WorkloadSpec};

@@ -1,1 +1,34 @@
-//! Safe editing of KubeletConfiguration files (JSON or YAML): show, set with validation, atomic write with backup, rollback.
+//! Safe editing of KubeletConfiguration files (JSON or YAML): show, set with validation,
+//! atomic write with backup, rollback.
+//!
+//! - [`ConfigDocument`] reads a file and checks it is a KubeletConfiguration.
+//! - [`topology_settings`] lists the topology-relevant settings, defaults marked.
+//! - [`plan_set`] validates a [`ChangeRequest`] the way the kubelet would, renders the
+//!   new file (JSON: same key order and indent; YAML: only changed top-level entries are
+//!   rewritten, so comments survive) and proves it re-parses to the intended values;
+//!   [`apply_set`] writes it (backup `FILE.bak.<UTC>`, temp file + fsync + rename).
+//! - [`rollback`] restores the newest (or a given) backup the same way.
+
+pub mod atomic;
+pub mod backup;
+pub mod change;
+pub mod diff;
+pub mod document;
+pub mod edit_json;
+pub mod edit_yaml;
+pub mod error;
+pub mod ops;
+pub mod quantity;
+pub mod settings;
+pub mod timestamp;
+pub mod validate;
+
+pub use atomic::{NoHook, WriteHook};
+pub use change::{ChangeRequest, parse_option_arg};
+pub use document::{ConfigDocument, ConfigFormat};
+pub use error::ConfigError;
+pub use ops::{
+    Applied, DEFAULT_CPU_MANAGER_STATE, RolledBack, SetPlan, apply_set, plan_set, rollback,
+};
+pub use settings::{Setting, topology_settings};
+pub use validate::{Validation, validate};

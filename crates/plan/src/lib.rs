@@ -1,1 +1,55 @@
 //! The joint GPU+NIC+CPU allocator: exact, explained, fast.
+//!
+//! [`Planner::new`] precomputes a topology's GPU×NIC path table, fabric links, NUMA
+//! facts, fragmentation groups and device equivalence classes once; [`Planner::plan`]
+//! then answers a [`Request`] against the node's current [`Usage`] with a [`Plan`] —
+//! GPUs, NICs, a GPU↔NIC pairing, CPUs and memory — or a [`PlanError`] naming the bound
+//! that cannot be met and the best plan without it.
+//!
+//! # Optimality
+//!
+//! A plan is optimal under this lexicographic order (earlier criteria dominate):
+//!
+//! 1. It meets every hard bound: GPU and NIC counts (total M spread ⌊M/N⌋/⌈M/N⌉ over
+//!    the GPUs, or K per GPU), the device filters, free devices only, enough free CPUs
+//!    and memory, every pair at most `max_pair`, every GPU pair NVLink/xGMI-linked when
+//!    `gpu_link` is `Nvlink`.
+//! 2. Most GPU↔NIC pairs with GPUDirect RDMA (NCCL's default rule:
+//!    [`topoalign_topology::GpuNicPath::gdr`]).
+//! 3. The smallest worst pair class, then the smallest sum of pair class ranks
+//!    (PIX 0, PXB 1, PHB 2, NODE 3, SYS 4).
+//! 4. The fewest NUMA nodes spanned by GPUs, NICs, CPUs and memory, then the smallest sum
+//!    of SLIT distances over unordered pairs of spanned nodes. CPUs and memory come
+//!    from the devices' nodes first (GPUs' nodes, then NICs'), then from the fewest,
+//!    closest extra nodes.
+//! 5. The largest GPU interconnect: the sum over chosen GPU pairs of their NVLink count
+//!    (the 18 of NV18) or xGMI link count; PCIe-only pairs add 0.
+//! 6. The least fragmentation: the number of PCIe switches, NUMA nodes and NVLink/xGMI
+//!    islands (of two or more GPUs) that are *partially* used after the allocation — some
+//!    but not all of their GPU and NIC functions taken (already used or planned).
+//!    Filling a switch, node or island completely, or leaving it untouched, costs 0.
+//! 7. Deterministic tie-break: the lexicographically smallest sorted GPU address list,
+//!    then NIC address list.
+//!
+//! # Search
+//!
+//! Devices are grouped into exact equivalence classes (see `model`), and a
+//! branch-and-bound searches over how many devices to take from each class, solving the
+//! NIC assignment of each candidate as a min-cost flow. It is exact: a property test
+//! compares it with [`brute::brute_force`] on random topologies.
+
+pub mod brute;
+pub mod error;
+mod explain;
+mod flow;
+mod model;
+mod planner;
+pub mod request;
+pub mod score;
+mod search;
+pub mod types;
+
+pub use error::{Bound, PlanError};
+pub use planner::Planner;
+pub use request::{GpuLinkBound, NicCount, NicRole, Request, Usage};
+pub use types::{CostKey, NodeMemory, Pairing, Plan, Score};

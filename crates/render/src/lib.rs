@@ -1,1 +1,21 @@
-//! Output formats for topologies: the nvidia-smi topo -m matrix, tables, and SVG/DOT drawings that render without Graphviz.
+//! Output formats for topologies: the `nvidia-smi topo -m` matrix, human tables, and
+//! SVG/DOT drawings that render without Graphviz, plus small SVG charts.
+//!
+//! - [`matrix`]: a [`topoalign_topology::PairMatrix`] in the exact layout of
+//!   `nvidia-smi topo -m` (tab-separated like the tool, or space-aligned), with its
+//!   `Legend:` and `NIC Legend:` blocks.
+//! - [`summary`]: a readable multi-section table of a whole topology.
+//! - [`svg`] and [`dot`]: drawings of the machine (NUMA nodes, host bridges, switches,
+//!   GPUs, NICs, the NVLink/xGMI fabric and each GPU's best NIC coloured by pair class).
+//! - [`chart`]: generic stacked horizontal bar and line charts as SVG.
+//!
+//! Everything here is pure: functions take a model and return a `String`.
+
+pub mod chart;
+pub mod dot;
+pub mod matrix;
+pub mod scene;
+pub mod summary;
+pub mod svg;
+pub mod table;
+pub mod text;

@@ -1,1 +1,45 @@
-//! An exact simulator of the kubelet Topology Manager (hint providers, merge, policies, scopes) and the device manager's allocation.
+//! An exact simulator of the kubelet Topology Manager (hint providers, merge, policies,
+//! scopes) and the device manager's allocation.
+//!
+//! Each module names the kubelet file and function it mirrors:
+//! - [`bitmask`] mirrors `topologymanager/bitmask/bitmask.go`;
+//! - [`numa_info`] mirrors `topologymanager/numa_info.go` (`Closest`, `Narrowest`);
+//! - [`merge`] mirrors `topologymanager/policy.go` (`filterProvidersHints`, `mergePermutation`,
+//!   `HintMerger`, `iterateAllProviderTopologyHints`);
+//! - [`policy`] mirrors `policy_*.go`, `policy_options.go`, `NewManager`;
+//! - [`providers`] mirrors `devicemanager/topology_hints.go`, `cpumanager/policy_static.go`,
+//!   `memorymanager/policy_static.go`;
+//! - [`allocate`] mirrors `devicemanager/manager.go` (`devicesToAllocate`, `filterByAffinity`);
+//! - [`simulate`] mirrors `scope_container.go`, `scope_pod.go`, `scope_none.go`;
+//! - [`matrix`] mirrors seed 000's policy table, computed by simulation.
+
+pub mod allocate;
+pub mod bitmask;
+pub mod case;
+pub mod error;
+pub mod hint;
+pub mod matrix;
+pub mod merge;
+pub mod node;
+pub mod numa_info;
+pub mod outcome;
+pub mod pod;
+pub mod policy;
+pub mod providers;
+pub mod quantity;
+pub mod resources;
+pub mod rng;
+pub mod settings;
+pub mod simulate;
+
+pub use bitmask::NumaMask;
+pub use error::{ConfigError, InputError};
+pub use hint::{ProviderHints, TopologyHint};
+pub use node::Usage;
+pub use outcome::Outcome;
+pub use pod::{Pod, QosClass};
+pub use policy::{Policy, PolicyOptions, Scope, TopologyManager};
+pub use quantity::Quantity;
+pub use resources::{DeviceKind, PluginAllocator, ResourceMap};
+pub use settings::Settings;
+pub use simulate::{Case, SimError, simulate};

@@ -151,13 +151,14 @@ impl FromStr for PairClass {
         if t.eq_ignore_ascii_case("XGMI") {
             return Ok(PairClass::Xgmi(1));
         }
-        if let Some(n) = t.strip_prefix("NV") {
-            if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
-                let count = n.parse::<u32>().map_err(|_| {
-                    ParseError::new("pair class", s, "NVLink count does not fit in 32 bits")
-                })?;
-                return Ok(PairClass::NvLink(count));
-            }
+        if let Some(n) = t.strip_prefix("NV")
+            && !n.is_empty()
+            && n.bytes().all(|b| b.is_ascii_digit())
+        {
+            let count = n.parse::<u32>().map_err(|_| {
+                ParseError::new("pair class", s, "NVLink count does not fit in 32 bits")
+            })?;
+            return Ok(PairClass::NvLink(count));
         }
         t.parse::<PcieClass>().map(PairClass::Pcie).map_err(|_| {
             ParseError::new(

@@ -1,0 +1,66 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `topoalign demo` end to end.
+
+use assert_cmd::Command;
+
+fn demo(args: &[&str]) -> String {
+    let out = Command::cargo_bin("topoalign")
+        .unwrap()
+        .arg("demo")
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn tells_the_seed_000_story() {
+    let s = demo(&[]);
+    // The matrix header of nvidia-smi topo -m.
+    assert!(
+        s.contains("GPU0") && s.contains("NIC0") && s.contains("CPU Affinity"),
+        "{s}"
+    );
+    let line = |label: &str| {
+        s.lines()
+            .skip_while(|l| !l.starts_with("== One pod"))
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} line in\n{s}"))
+            .to_string()
+    };
+    let ta = line("topoalign");
+    assert_eq!(ta.matches("PIX+GDR").count(), 4, "{ta}");
+    let restricted = line("restricted");
+    assert_eq!(restricted.matches("PIX").count(), 1, "{restricted}");
+    assert_eq!(restricted.matches("NODE").count(), 3, "{restricted}");
+    // The summary line: restricted has fewer GDR pairs than topoalign.
+    let summary = s.lines().find(|l| l.starts_with("GDR pairs")).unwrap();
+    let count = |label: &str| -> usize {
+        let part = summary.split('|').find(|p| p.contains(label)).unwrap();
+        let frac = part.split_whitespace().last().unwrap();
+        frac.split('/').next().unwrap().parse().unwrap()
+    };
+    assert!(count("restricted") < count("topoalign"), "{summary}");
+    assert_eq!(count("topoalign"), 12, "{summary}");
+    let lines = s.lines().count();
+    assert!((40..=90).contains(&lines), "{lines} lines");
+}
+
+#[test]
+fn is_deterministic_per_seed_and_rejects_unknown_profiles() {
+    assert_eq!(demo(&["--seed", "5"]), demo(&["--seed", "5"]));
+    assert!(demo(&["--profile", "dgx-h100"]).contains("topoalign"));
+    let out = Command::cargo_bin("topoalign")
+        .unwrap()
+        .args(["demo", "--profile", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown profile `nope`"));
+}

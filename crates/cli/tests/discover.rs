@@ -1,0 +1,91 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `topoalign discover`: summary, JSON and YAML of a topology.
+
+use assert_cmd::Command;
+
+fn run(args: &[&str]) -> std::process::Output {
+    Command::cargo_bin("topoalign")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn table_summary_names_every_device() {
+    let out = stdout(&["discover", "--profile", "dgx-h100"]);
+    for bdf in [
+        "0000:1b:00.0",
+        "0000:df:00.0",
+        "0000:18:00.0",
+        "0000:29:00.0",
+    ] {
+        assert!(out.contains(bdf), "{bdf} missing from\n{out}");
+    }
+    assert!(out.contains("NV18 all-to-all among GPU0-7"));
+    assert!(out.contains("pci0000:27"));
+    for line in out.lines() {
+        assert!(line.chars().count() <= 100, "too wide: {line}");
+    }
+}
+
+#[test]
+fn json_is_the_topology_model() {
+    let out = stdout(&["discover", "--profile", "gb300-4", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["name"], "gb300-4");
+    assert_eq!(v["gpus"].as_array().unwrap().len(), 4);
+    assert_eq!(v["nics"].as_array().unwrap().len(), 4);
+    assert_eq!(v["numa"].as_array().unwrap().len(), 2);
+    assert_eq!(v["nics"][0]["rdma"], "mlx5_0");
+    assert!(
+        v["nics"][0].get("netdev").is_none(),
+        "IB-only NIC has no netdev"
+    );
+}
+
+#[test]
+fn yaml_is_the_same_model() {
+    let out = stdout(&["discover", "--profile", "pcie-2socket", "-o", "yaml"]);
+    assert!(out.contains("name: pcie-2socket"), "{out}");
+    assert!(out.contains("hostBridges:"));
+    assert!(out.contains("0000:01:00.0"));
+}
+
+#[test]
+fn unknown_profile_exits_2_listing_known_profiles() {
+    let out = run(&["discover", "--profile", "dgx-a100"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(err.contains("dgx-a100") && err.contains("mi300x-8") && err.contains("gb300-4"));
+}
+
+#[test]
+fn missing_file_and_conflicting_sources_are_usage_errors() {
+    let out = run(&["discover", "--from-nccl-xml", "/nonexistent/topo.xml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/topo.xml"));
+    let out = run(&["discover", "--profile", "gb300-4", "--sysfs-root", "/"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "two sources at once are refused"
+    );
+}
+
+#[test]
+fn bad_output_format_is_refused() {
+    let out = run(&["discover", "--profile", "gb300-4", "-o", "xml"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,222 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `topoalign kubelet-config` end to end.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../kubelet/tests")
+        .join(name)
+}
+
+fn staged(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    fs::copy(fixture(&format!("fixtures/{name}")), &path).unwrap();
+    (dir, path)
+}
+
+fn topoalign() -> Command {
+    Command::cargo_bin("topoalign").unwrap()
+}
+
+const SEED_000: [&str; 8] = [
+    "--topology-manager-policy",
+    "restricted",
+    "--topology-manager-scope",
+    "container",
+    "--topology-manager-option",
+    "prefer-closest-numa-nodes=true",
+    "--cpu-manager-policy",
+    "static",
+];
+
+#[test]
+fn show_marks_defaults() {
+    let out = topoalign()
+        .args(["kubelet-config", "show"])
+        .arg(fixture("fixtures/oke-kubelet-config.json"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.contains("topologyManagerPolicy") && l.ends_with("none  (default)")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("kubeReserved.cpu") && l.trim_end().ends_with("637m")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("featureGates.DynamicResourceAllocation") && l.ends_with("true")),
+        "{text}"
+    );
+}
+
+#[test]
+fn show_json() {
+    let out = topoalign()
+        .args(["kubelet-config", "show", "-o", "json"])
+        .arg(fixture("fixtures/kubeadm-config.yaml"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["format"], "yaml");
+    let policy = v["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["field"] == "topologyManagerPolicy")
+        .unwrap();
+    assert_eq!(policy["value"], "best-effort");
+    assert_eq!(policy["default"], false);
+}
+
+#[test]
+fn set_writes_golden_file_backup_and_reminder() {
+    let (dir, path) = staged("oke-kubelet-config.json");
+    let state = dir.path().join("cpu_manager_state");
+    fs::write(&state, "{}").unwrap();
+    let out = topoalign()
+        .args(["kubelet-config", "set"])
+        .arg(&path)
+        .args(SEED_000)
+        .arg("--remove-cpu-manager-state")
+        .arg(&state)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("systemctl restart kubelet")
+            && text.contains("NotReady")
+            && text.contains("every GPU node"),
+        "{text}"
+    );
+    assert!(text.contains("removed the CPU manager checkpoint"));
+    assert_eq!(
+        fs::read(&path).unwrap(),
+        fs::read(fixture("golden/oke-kubelet-config.seed000.json")).unwrap()
+    );
+    assert!(!state.exists());
+    let backups: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("oke-kubelet-config.json.bak."))
+        .collect();
+    assert_eq!(backups.len(), 1);
+}
+
+#[test]
+fn dry_run_prints_a_diff_and_writes_nothing() {
+    let (dir, path) = staged("kubeadm-config.yaml");
+    let before = fs::read(&path).unwrap();
+    let out = topoalign()
+        .args(["kubelet-config", "set"])
+        .arg(&path)
+        .args(SEED_000)
+        .arg("--dry-run")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("-topologyManagerPolicy: best-effort # none"),
+        "{text}"
+    );
+    assert!(
+        text.contains("+topologyManagerPolicy: restricted # none"),
+        "{text}"
+    );
+    assert!(
+        text.contains("+  prefer-closest-numa-nodes: \"true\""),
+        "{text}"
+    );
+    assert_eq!(fs::read(&path).unwrap(), before);
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn refusals_exit_2_and_leave_the_file() {
+    for (file, args, expect) in [
+        (
+            "oke-kubelet-config.json",
+            vec!["--topology-manager-policy", "numa"],
+            "expected one of none|best-effort",
+        ),
+        (
+            "no-reserved.yaml",
+            vec!["--cpu-manager-policy", "static"],
+            "static needs reserved CPUs",
+        ),
+        (
+            "kubeadm-config.yaml",
+            vec![
+                "--topology-manager-option",
+                "prefer-closest-numa-nodes=maybe",
+            ],
+            "expected true or false",
+        ),
+        ("truncated.json", SEED_000.to_vec(), "not valid JSON"),
+        (
+            "not-kubelet.yaml",
+            SEED_000.to_vec(),
+            "not a KubeletConfiguration",
+        ),
+    ] {
+        let (dir, path) = staged(file);
+        let before = fs::read(&path).unwrap();
+        let out = topoalign()
+            .args(["kubelet-config", "set"])
+            .arg(&path)
+            .args(&args)
+            .assert()
+            .code(2)
+            .get_output()
+            .stderr
+            .clone();
+        let err = String::from_utf8(out).unwrap();
+        assert!(err.contains(expect), "{file}: {err}");
+        assert_eq!(fs::read(&path).unwrap(), before, "{file} modified");
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "{file}: stray files"
+        );
+    }
+}
+
+#[test]
+fn rollback_restores_the_original() {
+    let (_dir, path) = staged("kubeadm-config.yaml");
+    let original = fs::read(&path).unwrap();
+    topoalign()
+        .args(["kubelet-config", "set"])
+        .arg(&path)
+        .args(SEED_000)
+        .assert()
+        .success();
+    assert_ne!(fs::read(&path).unwrap(), original);
+    topoalign()
+        .args(["kubelet-config", "rollback"])
+        .arg(&path)
+        .assert()
+        .success();
+    assert_eq!(fs::read(&path).unwrap(), original);
+}

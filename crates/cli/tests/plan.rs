@@ -1,0 +1,151 @@
+//! `topoalign plan` end to end.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn plan_json(args: &[&str]) -> Value {
+    let out = Command::cargo_bin("topoalign")
+        .unwrap()
+        .arg("plan")
+        .args(args)
+        .args(["-o", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Runs `topoalign plan ARGS` and returns (exit code, stderr).
+fn fails(args: &[&str]) -> (i32, String) {
+    let out = Command::cargo_bin("topoalign")
+        .unwrap()
+        .arg("plan")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn classes(v: &Value) -> Vec<String> {
+    v["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["class"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn mi300x_four_gpus_get_four_pix_pairs_on_one_node() {
+    let v = plan_json(&[
+        "--profile",
+        "mi300x-8",
+        "--gpus",
+        "4",
+        "--nics-per-gpu",
+        "1",
+    ]);
+    assert_eq!(classes(&v), vec!["PIX"; 4]);
+    assert_eq!(v["numaNodes"].as_array().unwrap().len(), 1);
+    assert_eq!(v["score"]["gdrPairs"], 4);
+}
+
+#[test]
+fn mi300x_default_profile_eight_gpus_get_eight_pix_pairs_across_both_nodes() {
+    let v = plan_json(&["--gpus", "8", "--nics-per-gpu", "1"]);
+    assert_eq!(classes(&v), vec!["PIX"; 8]);
+    assert_eq!(v["numaNodes"], serde_json::json!([0, 1]));
+}
+
+#[test]
+fn gb300_one_gpu_two_nics_takes_its_own_node_never_sys() {
+    let v = plan_json(&["--profile", "gb300-4", "--gpus", "1", "--nics", "2"]);
+    assert_eq!(classes(&v), vec!["NODE", "NODE"]);
+    assert_eq!(v["gpus"], serde_json::json!(["0008:06:00.0"]));
+    assert_eq!(
+        v["nics"],
+        serde_json::json!(["0101:00:00.0", "0102:00:00.0"])
+    );
+}
+
+#[test]
+fn used_devices_and_cpus_are_avoided() {
+    let dir = tempfile::tempdir().unwrap();
+    let used = dir.path().join("used.yaml");
+    std::fs::write(
+        &used,
+        "gpus: [\"0000:11:00.0\"]\nnics: [\"0000:0c:00.0\"]\ncpus: \"0-7\"\n",
+    )
+    .unwrap();
+    let v = plan_json(&[
+        "--gpus",
+        "1",
+        "--nics-per-gpu",
+        "1",
+        "--cpus",
+        "4",
+        "--used",
+        used.to_str().unwrap(),
+    ]);
+    assert_ne!(v["gpus"][0], "0000:11:00.0");
+    assert_eq!(classes(&v), vec!["PIX"]);
+    assert_eq!(v["cpus"], "8-11");
+}
+
+#[test]
+fn too_many_gpus_exits_1_naming_the_bound() {
+    let (code, err) = fails(&["--profile", "mi300x-8", "--gpus", "9"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("(gpus)") && err.contains("need 9 GPUs"),
+        "{err}"
+    );
+}
+
+#[test]
+fn max_pair_pix_on_gb300_exits_1_with_the_relaxation() {
+    let (code, err) = fails(&[
+        "--profile",
+        "gb300-4",
+        "--gpus",
+        "1",
+        "--nics",
+        "1",
+        "--max-pair",
+        "PIX",
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("max-pair") && err.contains("worst pair NODE"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_used_files_exit_2_naming_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let unknown = dir.path().join("unknown.yaml");
+    std::fs::write(&unknown, "gpus: [\"0000:99:00.0\"]\n").unwrap();
+    let (code, err) = fails(&["--gpus", "1", "--used", unknown.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("0000:99:00.0") && err.contains("gpus"),
+        "{err}"
+    );
+    let garbage = dir.path().join("garbage.json");
+    std::fs::write(&garbage, "{\"gpus\": [\"not-a-bdf\"]}").unwrap();
+    let (code, err) = fails(&["--gpus", "1", "--used", garbage.to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("garbage.json") && err.contains("PCI address"),
+        "{err}"
+    );
+}

@@ -1,0 +1,250 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `topoalign tm` end to end.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn tm() -> Command {
+    let mut c = Command::cargo_bin("topoalign").unwrap();
+    c.arg("tm");
+    c
+}
+
+fn stderr_of(c: &mut Command) -> (i32, String) {
+    let out = c.output().unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+#[test]
+fn restricted_four_plus_four_is_admitted_on_one_node_with_the_seed_gap() {
+    let out = tm()
+        .args([
+            "--profile",
+            "mi300x-8",
+            "--policy",
+            "restricted",
+            "--gpus",
+            "4",
+            "--nics",
+            "4",
+        ])
+        .args([
+            "--option",
+            "prefer-closest-numa-nodes=true",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["admitted"], true);
+    assert_eq!(v["numaNodesUsed"], serde_json::json!([0]));
+    let classes: Vec<&str> = v["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(classes, ["PIX", "NODE", "NODE", "NODE"]);
+    assert_eq!(v["merges"][0]["best"]["affinity"], serde_json::json!([0]));
+}
+
+#[test]
+fn single_numa_node_rejects_eight_plus_eight_with_exit_1() {
+    let out = tm()
+        .args([
+            "--profile",
+            "mi300x-8",
+            "--policy",
+            "single-numa-node",
+            "--gpus",
+            "8",
+            "--nics",
+            "8",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("REJECTED  TopologyAffinityError"), "{text}");
+}
+
+#[test]
+fn matrix_prints_the_seed_rows() {
+    let out = tm().args(["--matrix", "--draws", "50"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Forces single-NUMA"), "{text}");
+    assert!(text.contains("Allows cross-NUMA"), "{text}");
+    assert!(
+        text.contains("Rejects pod (TopologyAffinityError)"),
+        "{text}"
+    );
+    assert!(text.contains("No alignment — random"), "{text}");
+}
+
+#[test]
+fn pod_manifest_kubelet_config_and_used_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let pod = dir.path().join("pod.yaml");
+    std::fs::write(
+        &pod,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\nspec:\n  containers:\n  - name: c\n    resources:\n      limits:\n        amd.com/gpu: 2\n        nvidia.com/sriov-rdma-vf: 2\n        cpu: \"4\"\n        memory: 8Gi\n",
+    )
+    .unwrap();
+    let cfg = dir.path().join("kubelet.json");
+    std::fs::write(
+        &cfg,
+        r#"{"topologyManagerPolicy": "restricted", "cpuManagerPolicy": "static", "kubeReserved": {"cpu": "637m"}}"#,
+    )
+    .unwrap();
+    let used = dir.path().join("used.json");
+    std::fs::write(
+        &used,
+        r#"{"gpus": ["0000:11:00.0", "0000:2f:00.0", "0000:46:00.0"], "cpus": "0-3"}"#,
+    )
+    .unwrap();
+    let out = tm()
+        .args(["--profile", "mi300x-8", "--format", "json"])
+        .arg("--pod")
+        .arg(&pod)
+        .arg("--kubelet-config")
+        .arg(&cfg)
+        .arg("--used")
+        .arg(&used)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["qos"], "Guaranteed");
+    assert_eq!(
+        v["numaNodesUsed"],
+        serde_json::json!([1]),
+        "only one GPU left on NUMA 0"
+    );
+    assert_eq!(
+        v["allocations"][0]["cpus"]
+            .as_str()
+            .unwrap()
+            .split(',')
+            .count()
+            >= 1,
+        true
+    );
+}
+
+#[test]
+fn input_case_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let case = dir.path().join("case.json");
+    std::fs::write(
+        &case,
+        r#"{"profile": "mi300x-8", "settings": {"topologyManagerPolicy": "restricted"},
+            "pod": {"kind": "Pod", "spec": {"containers": [{"name": "c", "resources": {"limits": {"amd.com/gpu": 8, "example.com/vf": 8}}}]}},
+            "resources": {"example.com/vf": "vfs:1"}, "seed": 3}"#,
+    )
+    .unwrap();
+    let out = tm()
+        .arg("--input")
+        .arg(&case)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["numaNodesUsed"], serde_json::json!([0, 1]));
+}
+
+#[test]
+fn bad_input_is_a_clear_error_with_exit_2() {
+    let (rc, err) =
+        stderr_of(tm().args(["--profile", "mi300x-8", "--policy", "strict", "--gpus", "1"]));
+    assert_eq!(rc, 2);
+    assert!(err.contains("unknown policy `strict`"), "{err}");
+
+    let (rc, err) =
+        stderr_of(tm().args(["--profile", "mi300x-8", "--cpus", "2x", "--memory", "1Gi"]));
+    assert_eq!(rc, 2);
+    assert!(err.contains("--cpus") && err.contains("2x"), "{err}");
+
+    let (rc, err) = stderr_of(tm().args([
+        "--profile",
+        "mi300x-8",
+        "--gpus",
+        "1",
+        "--gpu-resource",
+        "example.com/thing",
+    ]));
+    assert_eq!(rc, 2);
+    assert!(
+        err.contains("unknown resource `example.com/thing`"),
+        "{err}"
+    );
+
+    let (rc, err) = stderr_of(tm().args([
+        "--profile",
+        "mi300x-8",
+        "--policy",
+        "single-numa-node",
+        "--option",
+        "prefer-closest-numa-nodes=true",
+        "--gpus",
+        "1",
+    ]));
+    assert_eq!(rc, 2);
+    assert!(
+        err.contains("not allowed with policy `single-numa-node`"),
+        "{err}"
+    );
+
+    let (rc, err) = stderr_of(tm().args([
+        "--profile",
+        "mi300x-8",
+        "--policy",
+        "restricted",
+        "--option",
+        "max-allowable-numa-nodes=2",
+        "--gpus",
+        "1",
+    ]));
+    assert_eq!(rc, 2);
+    assert!(err.contains("max-allowable-numa-nodes"), "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let pod = dir.path().join("pod.yaml");
+    std::fs::write(
+        &pod,
+        "spec:\n  containers:\n  - name: c\n    resources:\n      limits:\n        memory: 64Gb\n",
+    )
+    .unwrap();
+    let (rc, err) = stderr_of(tm().args(["--profile", "mi300x-8"]).arg("--pod").arg(&pod));
+    assert_eq!(rc, 2);
+    assert!(
+        err.contains("spec.containers[0].resources.limits.memory"),
+        "{err}"
+    );
+
+    let used = dir.path().join("used.json");
+    std::fs::write(&used, r#"{"gpus": ["0000:99:00.0"]}"#).unwrap();
+    let (rc, err) = stderr_of(
+        tm().args(["--profile", "mi300x-8", "--gpus", "1"])
+            .arg("--used")
+            .arg(&used),
+    );
+    assert_eq!(rc, 2);
+    assert!(err.contains("usage.gpus[0]"), "{err}");
+}

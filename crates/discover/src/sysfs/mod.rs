@@ -1,0 +1,96 @@
+//! The sysfs walker: builds a [`Topology`] from what Linux exposes under a root directory
+//! (`/` on a live host, a copied or generated tree in tests).
+//!
+//! Read: `/sys/bus/pci/devices/*` (resolved into `/sys/devices/pciDDDD:BB/…` chains),
+//! NUMA nodes and CPU packages, RDMA/net class directories, DRM nodes, the AMD KFD
+//! topology and the NVIDIA driver's `/proc/driver/nvidia/gpus`. Only GPUs, NICs and the
+//! bridges above them are kept. Odd or missing files become warnings; only a tree that
+//! cannot be walked at all (a symlink loop) is an error.
+
+pub mod config;
+pub mod fsread;
+pub mod gpu;
+pub mod kfd;
+pub mod nic;
+pub mod numa;
+pub mod pci;
+
+use std::path::Path;
+
+use topoalign_topology::{FabricKind, Gpu, GpuLink, GpuVendor, Nic, Topology};
+
+use crate::error::DiscoverError;
+use crate::source::Discovery;
+
+/// Walks sysfs/procfs under `root` and returns the topology it describes.
+pub fn discover(root: &Path) -> Result<Discovery, DiscoverError> {
+    if !root.is_dir() {
+        return Err(DiscoverError::Io {
+            path: root.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
+        });
+    }
+    let mut warnings = Vec::new();
+    let name = numa::hostname(root, &mut warnings);
+    let numa_nodes = numa::scan(root, &mut warnings);
+    let scan = pci::scan(root, &mut warnings)?;
+    let drm = gpu::drm_minors(root)?;
+    let nvidia = gpu::nvidia_infos(root, &mut warnings);
+    let kfd = kfd::scan(root, &mut warnings);
+    let mut nic_info = nic::scan(root, &mut warnings)?;
+
+    let mut gpus = Vec::with_capacity(scan.gpus.len());
+    for &p in &scan.gpus {
+        let dev = &scan.pci[p];
+        let mut g = Gpu::on(p, GpuVendor::from_pci(dev.vendor));
+        gpu::fill(
+            &mut g,
+            root,
+            &scan.dirs[p],
+            drm.get(&dev.bdf),
+            nvidia.get(&dev.bdf),
+        );
+        g.kfd_node = kfd.node_of.get(&dev.bdf).copied();
+        gpus.push(g);
+    }
+
+    let mut nics = Vec::with_capacity(scan.nics.len());
+    for &p in &scan.nics {
+        let bdf = scan.pci[p].bdf;
+        let mut n = Nic::on(p);
+        if let Some(info) = nic_info.remove(&bdf) {
+            nic::apply(&mut n, info);
+        }
+        n.sriov = nic::sriov_of(root, &scan.dirs[p], bdf, &mut warnings)?;
+        nics.push(n);
+    }
+
+    let mut gpu_links = Vec::new();
+    for l in &kfd.xgmi {
+        let a = gpus.iter().position(|g| g.kfd_node == Some(l.from));
+        let b = gpus.iter().position(|g| g.kfd_node == Some(l.to));
+        if let (Some(a), Some(b)) = (a, b) {
+            gpu_links.push(GpuLink {
+                a: a.min(b),
+                b: a.max(b),
+                kind: FabricKind::Xgmi,
+                count: 1,
+                weight: l.weight,
+                hops: Some(1),
+            });
+        }
+    }
+
+    let mut topology = Topology {
+        name,
+        numa: numa_nodes,
+        host_bridges: scan.host_bridges,
+        pci: scan.pci,
+        gpus,
+        nics,
+        gpu_links,
+    };
+    topology.canonicalize();
+    topology.validate()?;
+    Ok(Discovery { topology, warnings })
+}

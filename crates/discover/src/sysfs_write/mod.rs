@@ -1,0 +1,91 @@
+//! Materialises a [`Topology`] as a real sysfs/procfs/dev tree, laid out as Linux lays it
+//! out (`sys/devices/pciDDDD:BB/<root port>/<switch ports>/<device>`, relative symlinks
+//! from `sys/bus/pci/devices` and the class directories, KFD topology, NVIDIA
+//! `information` files, and `/dev` nodes as plain files). The walker in
+//! [`crate::sysfs`] reads it back; `topoalign verify` tests run against it.
+//!
+//! The tree is written into a temporary sibling directory and renamed into place, so a
+//! failure never leaves a half-written tree at the target.
+
+mod classes;
+mod pci;
+mod system;
+mod tree;
+
+use std::path::{Path, PathBuf};
+
+use topoalign_topology::Topology;
+
+use crate::error::DiscoverError;
+use tree::Tree;
+
+/// Writes `topo` as a sysfs tree rooted at `dir`. `dir` must not exist or be empty.
+pub fn write_tree(topo: &Topology, dir: &Path) -> Result<(), DiscoverError> {
+    topo.validate()?;
+    check_target(dir)?;
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let base = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "tree".to_string());
+    let tmp = parent.join(format!(".{base}.partial-{}", std::process::id()));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|e| io_err(&tmp, e))?;
+    }
+    let result = write_into(topo, &tmp).and_then(|()| {
+        // rename(2) replaces an empty directory atomically.
+        std::fs::rename(&tmp, dir).map_err(|e| io_err(dir, e))
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result?;
+    if let Ok(d) = std::fs::File::open(&parent) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Refuses an existing non-empty target (or a target that is not a directory).
+fn check_target(dir: &Path) -> Result<(), DiscoverError> {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(DiscoverError::Io {
+                    path: dir.to_path_buf(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::AlreadyExists,
+                        "directory is not empty; a sysfs tree is written only into a new or empty directory",
+                    ),
+                });
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io_err(dir, e)),
+    }
+}
+
+/// Writes every part of the tree under `root`.
+fn write_into(topo: &Topology, root: &Path) -> Result<(), DiscoverError> {
+    let tree = Tree::new(root)?;
+    let dirs = pci::device_dirs(topo);
+    system::write_host(&tree, topo)?;
+    pci::write_functions(&tree, topo, &dirs)?;
+    classes::write_nics(&tree, topo, &dirs)?;
+    classes::write_gpus(&tree, topo, &dirs)?;
+    system::write_kfd(&tree, topo)?;
+    system::write_nvidia(&tree, topo)?;
+    Ok(())
+}
+
+/// An I/O error naming its path.
+fn io_err(path: &Path, source: std::io::Error) -> DiscoverError {
+    DiscoverError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}

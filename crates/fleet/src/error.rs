@@ -1,0 +1,40 @@
+//! Errors of the fleet simulator: every one names the parameter and what was expected.
+
+use thiserror::Error;
+
+/// A simulation parameter that cannot be used.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum FleetError {
+    /// A parameter outside its domain (`--nodes 0`, a negative rate, ...).
+    #[error("invalid {param} `{value}`: {expected}")]
+    InvalidParam {
+        /// The parameter's name as the user typed it (`--nodes`).
+        param: &'static str,
+        /// The offending value.
+        value: String,
+        /// What would have been accepted.
+        expected: String,
+    },
+    /// A policy name that is not one of the four.
+    #[error("unknown policy `{0}`: expected one of blind, tm-restricted, dra-first-fit, topoalign")]
+    UnknownPolicy(String),
+    /// A fleet with no node, or a node type without a GPU or a usable NIC.
+    #[error("node type `{profile}` cannot host pods: {reason}")]
+    UnusableNode {
+        /// The profile/topology name.
+        profile: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl FleetError {
+    /// Shorthand for [`FleetError::InvalidParam`].
+    pub fn invalid(param: &'static str, value: impl ToString, expected: impl ToString) -> Self {
+        FleetError::InvalidParam {
+            param,
+            value: value.to_string(),
+            expected: expected.to_string(),
+        }
+    }
+}

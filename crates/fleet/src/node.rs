@@ -1,0 +1,372 @@
+//! A node type of the fleet (a topology with its allocatable devices precomputed) and
+//! the mutable state of one node (what is in use).
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use topoalign_topology::{GpuNicPath, PcieClass, Topology};
+
+use crate::error::FleetError;
+
+/// A node type: a topology plus the facts every policy needs, computed once.
+#[derive(Debug, Clone)]
+pub struct NodeModel {
+    /// The topology.
+    pub topology: Arc<Topology>,
+    /// GPU indices (into `topology.gpus`), in PCI address order.
+    pub gpus: Vec<usize>,
+    /// The NIC functions pods get (indices into `topology.nics`), in PCI address order:
+    /// SR-IOV VFs when the node has any (seed 000's `sriov-rdma-vf`), else the RDMA PFs.
+    pub nics: Vec<usize>,
+    /// Whether `nics` are VFs.
+    pub nics_are_vfs: bool,
+    /// NUMA node of each GPU in `gpus` order (after the classifier's fallbacks).
+    pub gpu_numa: Vec<Option<u32>>,
+    /// NUMA node of each NIC in `nics` order.
+    pub nic_numa: Vec<Option<u32>>,
+    /// `resource.kubernetes.io/pcieRoot` of each GPU in `gpus` order.
+    pub gpu_root: Vec<String>,
+    /// `resource.kubernetes.io/pcieRoot` of each NIC in `nics` order.
+    pub nic_root: Vec<String>,
+    /// GPU×NIC paths, row-major over the positions in `gpus` and `nics`.
+    pub paths: Vec<GpuNicPath>,
+    /// NUMA node ids, ascending, with their CPU counts.
+    pub numa_cpus: Vec<(u32, u32)>,
+}
+
+impl NodeModel {
+    /// Precomputes the model of a topology.
+    pub fn new(topology: Arc<Topology>) -> Result<NodeModel, FleetError> {
+        let unusable = |reason: String| FleetError::UnusableNode {
+            profile: topology.name.clone(),
+            reason,
+        };
+        topology
+            .validate()
+            .map_err(|e| unusable(format!("invalid topology: {e}")))?;
+        let topo = &*topology;
+        let classifier = topo.classifier();
+        let mut gpus: Vec<usize> = (0..topo.gpus.len()).collect();
+        gpus.sort_by_key(|&g| topo.gpu_bdf(g));
+        let vfs: Vec<usize> = (0..topo.nics.len())
+            .filter(|&n| topo.nics[n].is_vf())
+            .collect();
+        let nics_are_vfs = !vfs.is_empty();
+        let mut nics = if nics_are_vfs {
+            vfs
+        } else {
+            (0..topo.nics.len())
+                .filter(|&n| topo.nics[n].rdma.is_some())
+                .collect()
+        };
+        nics.sort_by_key(|&n| topo.nic_bdf(n));
+        if gpus.is_empty() {
+            return Err(unusable("it has no GPU".to_string()));
+        }
+        if nics.is_empty() {
+            return Err(unusable("it has no RDMA NIC or VF".to_string()));
+        }
+        let gpu_numa = gpus
+            .iter()
+            .map(|&g| classifier.numa_of(topo.gpus[g].pci))
+            .collect();
+        let nic_numa = nics
+            .iter()
+            .map(|&n| classifier.numa_of(topo.nics[n].pci))
+            .collect();
+        let root = |pci: usize| topo.pcie_root(pci).unwrap_or_default();
+        let gpu_root = gpus.iter().map(|&g| root(topo.gpus[g].pci)).collect();
+        let nic_root = nics.iter().map(|&n| root(topo.nics[n].pci)).collect();
+        let mut paths = Vec::with_capacity(gpus.len() * nics.len());
+        for &g in &gpus {
+            for &n in &nics {
+                paths.push(classifier.gpu_nic(g, n));
+            }
+        }
+        let numa_cpus = topo
+            .numa
+            .iter()
+            .map(|n| (n.id, u32::try_from(n.cpus.len()).unwrap_or(u32::MAX)))
+            .collect();
+        Ok(NodeModel {
+            topology,
+            gpus,
+            nics,
+            nics_are_vfs,
+            gpu_numa,
+            nic_numa,
+            gpu_root,
+            nic_root,
+            paths,
+            numa_cpus,
+        })
+    }
+
+    /// The path between the GPU and NIC at these positions of `gpus` and `nics`.
+    pub fn path(&self, gpu_pos: usize, nic_pos: usize) -> GpuNicPath {
+        self.paths[gpu_pos * self.nics.len() + nic_pos]
+    }
+
+    /// Total CPUs.
+    pub fn cpu_total(&self) -> u32 {
+        self.numa_cpus.iter().map(|&(_, c)| c).sum()
+    }
+
+    /// How each GPU of an allocation pairs with the allocation's NICs, as NCCL would
+    /// pair them: each GPU with its best NIC (best class, GDR first), in GPU order.
+    pub fn pairs(&self, gpu_pos: &[usize], nic_pos: &[usize]) -> Vec<GpuNicPath> {
+        gpu_pos
+            .iter()
+            .filter_map(|&g| {
+                nic_pos
+                    .iter()
+                    .map(|&n| self.path(g, n))
+                    .min_by_key(|p| (!p.gdr, p.class))
+            })
+            .collect()
+    }
+}
+
+/// What one pod holds on a node: positions in [`NodeModel::gpus`] and
+/// [`NodeModel::nics`], and CPUs per NUMA node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Assignment {
+    /// GPU positions.
+    pub gpus: Vec<usize>,
+    /// NIC positions.
+    pub nics: Vec<usize>,
+    /// (NUMA node id, CPUs) taken.
+    pub cpus: Vec<(u32, u32)>,
+}
+
+/// The mutable state of one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeState {
+    /// Per GPU position: in use.
+    pub gpu_used: Vec<bool>,
+    /// Per NIC position: in use.
+    pub nic_used: Vec<bool>,
+    /// Free CPUs per NUMA node, in [`NodeModel::numa_cpus`] order.
+    pub cpu_free: Vec<u32>,
+}
+
+impl NodeState {
+    /// An empty node.
+    pub fn new(model: &NodeModel) -> Self {
+        NodeState {
+            gpu_used: vec![false; model.gpus.len()],
+            nic_used: vec![false; model.nics.len()],
+            cpu_free: model.numa_cpus.iter().map(|&(_, c)| c).collect(),
+        }
+    }
+
+    /// Free GPU positions.
+    pub fn free_gpus(&self) -> impl Iterator<Item = usize> + '_ {
+        self.gpu_used
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| !**u)
+            .map(|(i, _)| i)
+    }
+
+    /// Free NIC positions.
+    pub fn free_nics(&self) -> impl Iterator<Item = usize> + '_ {
+        self.nic_used
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| !**u)
+            .map(|(i, _)| i)
+    }
+
+    /// GPUs in use.
+    pub fn gpus_in_use(&self) -> usize {
+        self.gpu_used.iter().filter(|u| **u).count()
+    }
+
+    /// Whether the node has enough free devices and CPUs by count alone (what the
+    /// kube-scheduler's resource fit checks).
+    pub fn fits_by_count(&self, gpus: u32, nics: u32, cpus: u32) -> bool {
+        self.free_gpus().count() >= gpus as usize
+            && self.free_nics().count() >= nics as usize
+            && self.cpu_free.iter().sum::<u32>() >= cpus
+    }
+
+    /// Takes an assignment. The caller has checked it is free.
+    pub fn take(&mut self, model: &NodeModel, a: &Assignment) {
+        for &g in &a.gpus {
+            self.gpu_used[g] = true;
+        }
+        for &n in &a.nics {
+            self.nic_used[n] = true;
+        }
+        for &(numa, c) in &a.cpus {
+            if let Some(i) = model.numa_cpus.iter().position(|&(id, _)| id == numa) {
+                self.cpu_free[i] = self.cpu_free[i].saturating_sub(c);
+            }
+        }
+    }
+
+    /// Gives an assignment back.
+    pub fn release(&mut self, model: &NodeModel, a: &Assignment) {
+        for &g in &a.gpus {
+            self.gpu_used[g] = false;
+        }
+        for &n in &a.nics {
+            self.nic_used[n] = false;
+        }
+        for &(numa, c) in &a.cpus {
+            if let Some(i) = model.numa_cpus.iter().position(|&(id, _)| id == numa) {
+                self.cpu_free[i] = (self.cpu_free[i] + c).min(model.numa_cpus[i].1);
+            }
+        }
+    }
+
+    /// CPUs from the shared pool, lowest NUMA node first (no pinning): what a pod gets
+    /// when no CPU manager aligns it.
+    pub fn shared_cpus(&self, model: &NodeModel, mut want: u32) -> Option<Vec<(u32, u32)>> {
+        let mut out = Vec::new();
+        for (i, &(id, _)) in model.numa_cpus.iter().enumerate() {
+            if want == 0 {
+                break;
+            }
+            let take = self.cpu_free[i].min(want);
+            if take > 0 {
+                out.push((id, take));
+                want -= take;
+            }
+        }
+        (want == 0).then_some(out)
+    }
+}
+
+/// Counts of GPU→NIC pairs by class, and how many have GPUDirect RDMA.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PairCounts {
+    /// PIX pairs.
+    pub pix: u64,
+    /// PXB pairs.
+    pub pxb: u64,
+    /// PHB pairs.
+    pub phb: u64,
+    /// NODE pairs.
+    pub node: u64,
+    /// SYS pairs.
+    pub sys: u64,
+    /// Pairs with GPUDirect RDMA on (NCCL defaults).
+    pub gdr: u64,
+}
+
+impl PairCounts {
+    /// Adds pairs.
+    pub fn add(&mut self, pairs: &[GpuNicPath]) {
+        for p in pairs {
+            *self.slot(p.class) += 1;
+            if p.gdr {
+                self.gdr += 1;
+            }
+        }
+    }
+
+    fn slot(&mut self, c: PcieClass) -> &mut u64 {
+        match c {
+            PcieClass::Pix => &mut self.pix,
+            PcieClass::Pxb => &mut self.pxb,
+            PcieClass::Phb => &mut self.phb,
+            PcieClass::Node => &mut self.node,
+            PcieClass::Sys => &mut self.sys,
+        }
+    }
+
+    /// The count of one class.
+    pub fn get(&self, c: PcieClass) -> u64 {
+        match c {
+            PcieClass::Pix => self.pix,
+            PcieClass::Pxb => self.pxb,
+            PcieClass::Phb => self.phb,
+            PcieClass::Node => self.node,
+            PcieClass::Sys => self.sys,
+        }
+    }
+
+    /// All pairs.
+    pub fn total(&self) -> u64 {
+        self.pix + self.pxb + self.phb + self.node + self.sys
+    }
+
+    /// Share of a class among all pairs (0 when there are none).
+    pub fn share(&self, c: PcieClass) -> f64 {
+        ratio(self.get(c), self.total())
+    }
+
+    /// Share of pairs with GDR on.
+    pub fn gdr_share(&self) -> f64 {
+        ratio(self.gdr, self.total())
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(name: &str) -> NodeModel {
+        NodeModel::new(Arc::new(topoalign_discover::profiles::get(name).unwrap())).unwrap()
+    }
+
+    #[test]
+    fn mi300x_offers_vfs_and_dgx_offers_pfs() {
+        let m = model("mi300x-8");
+        assert!(m.nics_are_vfs);
+        assert_eq!(m.gpus.len(), 8);
+        assert_eq!(m.nics.len(), 32);
+        assert_eq!(m.cpu_total(), 224);
+        // The first four VFs belong to the first PF, beside GPU0.
+        for n in 0..4 {
+            assert_eq!(m.path(0, n).class, PcieClass::Pix);
+            assert_eq!(m.gpu_root[0], m.nic_root[n]);
+        }
+        assert_eq!(m.path(1, 0).class, PcieClass::Node);
+        let d = model("dgx-h100");
+        assert!(!d.nics_are_vfs);
+        assert!(d.nics.len() >= 8);
+    }
+
+    #[test]
+    fn pairs_take_each_gpus_best_nic() {
+        let m = model("mi300x-8");
+        // GPU0 and GPU1 with VF0 of PF0 and VF0 of PF1: both PIX.
+        let pairs = m.pairs(&[0, 1], &[0, 4]);
+        assert!(pairs.iter().all(|p| p.class == PcieClass::Pix && p.gdr));
+        // With two VFs of PF0 only: one PIX, one NODE.
+        let pairs = m.pairs(&[0, 1], &[0, 1]);
+        let mut c = PairCounts::default();
+        c.add(&pairs);
+        assert_eq!((c.pix, c.node, c.gdr), (1, 1, 1));
+        assert!((c.gdr_share() - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn take_and_release_round_trip() {
+        let m = model("mi300x-8");
+        let mut s = NodeState::new(&m);
+        let a = Assignment {
+            gpus: vec![0, 1],
+            nics: vec![0, 4],
+            cpus: vec![(0, 16)],
+        };
+        let before = s.clone();
+        s.take(&m, &a);
+        assert_eq!(s.gpus_in_use(), 2);
+        assert!(s.fits_by_count(6, 30, 208));
+        assert!(!s.fits_by_count(7, 1, 1));
+        s.release(&m, &a);
+        assert_eq!(s, before);
+        assert_eq!(s.shared_cpus(&m, 120), Some(vec![(0, 112), (1, 8)]));
+        assert_eq!(s.shared_cpus(&m, 1000), None);
+    }
+}

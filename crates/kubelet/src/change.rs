@@ -1,0 +1,125 @@
+//! What `set` changes: the requested settings turned into new top-level field values.
+
+use serde_json::{Map, Value};
+
+use crate::settings::keys;
+
+/// The settings `topoalign kubelet-config set` was asked to change (`None` = leave alone).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChangeRequest {
+    /// New `topologyManagerPolicy`.
+    pub topology_manager_policy: Option<String>,
+    /// New `topologyManagerScope`.
+    pub topology_manager_scope: Option<String>,
+    /// Options to set in `topologyManagerPolicyOptions` (merged into the existing map).
+    pub topology_manager_options: Vec<(String, String)>,
+    /// New `cpuManagerPolicy`.
+    pub cpu_manager_policy: Option<String>,
+    /// New `reservedSystemCPUs`.
+    pub reserved_cpus: Option<String>,
+}
+
+impl ChangeRequest {
+    /// True when nothing was asked for.
+    pub fn is_empty(&self) -> bool {
+        self == &ChangeRequest::default()
+    }
+
+    /// The top-level fields to write, in the order they are appended when new
+    /// (the order of seed 000's patch), each with its full new value.
+    pub fn field_updates(&self, current: &Map<String, Value>) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        if let Some(p) = &self.topology_manager_policy {
+            out.push((keys::TM_POLICY.to_string(), Value::String(p.clone())));
+        }
+        if let Some(s) = &self.topology_manager_scope {
+            out.push((keys::TM_SCOPE.to_string(), Value::String(s.clone())));
+        }
+        if !self.topology_manager_options.is_empty() {
+            let mut options = match current.get(keys::TM_OPTIONS) {
+                Some(Value::Object(m)) => m.clone(),
+                _ => Map::new(),
+            };
+            for (k, v) in &self.topology_manager_options {
+                options.insert(k.clone(), Value::String(v.clone()));
+            }
+            out.push((keys::TM_OPTIONS.to_string(), Value::Object(options)));
+        }
+        if let Some(p) = &self.cpu_manager_policy {
+            out.push((keys::CPU_POLICY.to_string(), Value::String(p.clone())));
+        }
+        if let Some(r) = &self.reserved_cpus {
+            out.push((keys::RESERVED_CPUS.to_string(), Value::String(r.clone())));
+        }
+        out
+    }
+}
+
+/// Applies `updates` to a copy of `fields`: existing keys keep their position, new keys
+/// are appended in order. Only updates that change something are kept in the returned list.
+pub fn apply_updates(
+    fields: &Map<String, Value>,
+    updates: &[(String, Value)],
+) -> (Map<String, Value>, Vec<(String, Value)>) {
+    let mut new = fields.clone();
+    let mut effective = Vec::new();
+    for (k, v) in updates {
+        if fields.get(k) != Some(v) {
+            new.insert(k.clone(), v.clone());
+            effective.push((k.clone(), v.clone()));
+        }
+    }
+    (new, effective)
+}
+
+/// Parses one `--topology-manager-option` argument `name=value`.
+pub fn parse_option_arg(arg: &str) -> Result<(String, String), String> {
+    match arg.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+        _ => Err(format!(
+            "`{arg}` is not name=value (e.g. prefer-closest-numa-nodes=true)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merges_options_and_keeps_positions() {
+        let cur = json!({"a": 1, "topologyManagerPolicyOptions": {"max-allowable-numa-nodes": "8"}, "cpuManagerPolicy": "none"});
+        let req = ChangeRequest {
+            topology_manager_policy: Some("restricted".into()),
+            topology_manager_options: vec![("prefer-closest-numa-nodes".into(), "true".into())],
+            cpu_manager_policy: Some("none".into()),
+            ..Default::default()
+        };
+        let ups = req.field_updates(cur.as_object().unwrap());
+        let (new, eff) = apply_updates(cur.as_object().unwrap(), &ups);
+        let keys: Vec<_> = new.keys().cloned().collect();
+        assert_eq!(
+            keys,
+            [
+                "a",
+                "topologyManagerPolicyOptions",
+                "cpuManagerPolicy",
+                "topologyManagerPolicy"
+            ]
+        );
+        assert_eq!(
+            new["topologyManagerPolicyOptions"],
+            json!({"max-allowable-numa-nodes": "8", "prefer-closest-numa-nodes": "true"})
+        );
+        // cpuManagerPolicy was already none: not an effective change.
+        assert_eq!(eff.len(), 2);
+    }
+
+    #[test]
+    fn parses_option_args() {
+        assert_eq!(parse_option_arg("a=b").unwrap(), ("a".into(), "b".into()));
+        assert!(parse_option_arg("ab").is_err());
+        assert!(parse_option_arg("=b").is_err());
+    }
+}

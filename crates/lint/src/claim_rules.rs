@@ -1,0 +1,283 @@
+//! Rules for DRA claim specs (ResourceClaimTemplate / ResourceClaim, resource.k8s.io/v1).
+
+use std::collections::BTreeSet;
+use std::str::FromStr;
+
+use serde_json::Value;
+use topoalign_topology::{Bdf, Topology};
+
+use crate::finding::Severity;
+use crate::pod_rules::RawFinding;
+
+/// The standard PCIe root attribute.
+pub const PCIE_ROOT: &str = "resource.kubernetes.io/pcieRoot";
+
+/// What a device request asks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestInfo {
+    /// The request name.
+    pub name: String,
+    /// Index in `devices.requests`.
+    pub index: usize,
+    /// Looks like a GPU request.
+    pub gpu: bool,
+    /// Looks like a NIC request.
+    pub nic: bool,
+    /// The device class names and CEL expressions, concatenated (for pin detection).
+    pub text: String,
+}
+
+fn strings_in(v: &Value, out: &mut String) {
+    match v {
+        Value::String(s) => {
+            out.push_str(s);
+            out.push('\n');
+        }
+        Value::Array(a) => a.iter().for_each(|x| strings_in(x, out)),
+        Value::Object(m) => m.values().for_each(|x| strings_in(x, out)),
+        _ => {}
+    }
+}
+
+/// Classifies the requests of a claim spec (`exactly`, `firstAvailable`, or v1beta1 flat).
+pub fn requests(spec: &Value) -> Vec<RequestInfo> {
+    let list = spec
+        .get("devices")
+        .and_then(|d| d.get("requests"))
+        .and_then(Value::as_array);
+    let mut out = Vec::new();
+    for (index, r) in list.into_iter().flatten().enumerate() {
+        let mut text = String::new();
+        for key in ["exactly", "firstAvailable", "deviceClassName", "selectors"] {
+            if let Some(v) = r.get(key) {
+                strings_in(v, &mut text);
+            }
+        }
+        let lower = text.to_ascii_lowercase();
+        out.push(RequestInfo {
+            name: r
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_string(),
+            index,
+            gpu: lower.contains("gpu"),
+            nic: ["dranet", "dra.net", "rdma", "sriov", "nic"]
+                .iter()
+                .any(|k| lower.contains(k)),
+            text,
+        });
+    }
+    out
+}
+
+/// True for attributes that tie devices to one NUMA node or PCIe root.
+fn is_alignment_attribute(attr: &str) -> bool {
+    attr == PCIE_ROOT || attr.to_ascii_lowercase().contains("numa")
+}
+
+/// The request names a constraint covers (all requests when `requests` is absent/empty).
+fn covered(constraint: &Value, all: &[RequestInfo]) -> Vec<usize> {
+    let names: Vec<&str> = constraint
+        .get("requests")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    all.iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            names.is_empty()
+                || names
+                    .iter()
+                    .any(|n| *n == r.name || n.split('/').next() == Some(r.name.as_str()))
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The string compared with `attr` in a CEL expression: `["attr"] == "value"`.
+fn pinned(text: &str, attr: &str) -> Option<String> {
+    let needle = format!("[\"{attr}\"] == \"");
+    let start = text.find(&needle)? + needle.len();
+    let end = text[start..].find('"')?;
+    Some(text[start..start + end].to_string())
+}
+
+/// The integer compared with `attr` in a CEL expression: `["attr"] == N`.
+fn pinned_number(text: &str, attr: &str) -> Option<u32> {
+    let needle = format!("[\"{attr}\"] == ");
+    let start = text.find(&needle)? + needle.len();
+    let digits: String = text[start..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// Roots shared by at least one GPU and one NIC of the topology.
+fn shared_roots(topo: &Topology) -> BTreeSet<String> {
+    let gpu: BTreeSet<String> = topo
+        .gpus
+        .iter()
+        .filter_map(|g| topo.pcie_root(g.pci))
+        .collect();
+    topo.nics
+        .iter()
+        .filter_map(|n| topo.pcie_root(n.pci))
+        .filter(|r| gpu.contains(r))
+        .collect()
+}
+
+/// Lints one claim spec at `path` against `topo`.
+pub fn lint_claim(path: &str, spec: &Value, topo: &Topology) -> Vec<RawFinding> {
+    let reqs = requests(spec);
+    let gpus: Vec<usize> = (0..reqs.len()).filter(|&i| reqs[i].gpu).collect();
+    let nics: Vec<usize> = (0..reqs.len())
+        .filter(|&i| reqs[i].nic && !reqs[i].gpu)
+        .collect();
+    let mut out = Vec::new();
+    if gpus.is_empty() || nics.is_empty() {
+        return out;
+    }
+    let constraints = spec
+        .get("devices")
+        .and_then(|d| d.get("constraints"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut aligned_pairs: BTreeSet<(usize, usize)> = BTreeSet::new();
+    for (ci, c) in constraints.iter().enumerate() {
+        let Some(attr) = c.get("matchAttribute").and_then(Value::as_str) else {
+            continue;
+        };
+        if !is_alignment_attribute(attr) {
+            continue;
+        }
+        let cov = covered(c, &reqs);
+        let pairs: Vec<(usize, usize)> = gpus
+            .iter()
+            .flat_map(|g| nics.iter().map(move |n| (*g, *n)))
+            .filter(|(g, n)| cov.contains(g) && cov.contains(n))
+            .collect();
+        if pairs.is_empty() {
+            continue;
+        }
+        aligned_pairs.extend(pairs);
+        if attr == PCIE_ROOT && shared_roots(topo).is_empty() {
+            out.push(RawFinding {
+                path: format!("{path}.devices.constraints[{ci}].matchAttribute"),
+                severity: Severity::Error,
+                rule: "dra-pcieroot-unsatisfiable",
+                message: format!(
+                    "matchAttribute {PCIE_ROOT} across a GPU and a NIC can never be satisfied on `{}`: \
+                     no GPU shares a PCIe root complex with any NIC; match a NUMA attribute instead \
+                     (e.g. resource.kubernetes.io/numaNode)",
+                    topo.name
+                ),
+            });
+        }
+    }
+    for &g in &gpus {
+        for &n in &nics {
+            if aligned_pairs.contains(&(g, n)) {
+                continue;
+            }
+            out.push(pin_or_missing(path, &reqs[g], &reqs[n], topo));
+        }
+    }
+    out
+}
+
+/// For an unconstrained GPU/NIC pair: judge explicit pins against the topology when both
+/// requests pin one device, else warn about the missing constraint.
+fn pin_or_missing(path: &str, g: &RequestInfo, n: &RequestInfo, topo: &Topology) -> RawFinding {
+    let gpu = pinned(&g.text, "pciBusID")
+        .and_then(|b| Bdf::from_str(&b).ok())
+        .and_then(|b| topo.gpu_index(b));
+    let nic = pinned(&n.text, "rdmaDevice")
+        .and_then(|r| {
+            topo.nics
+                .iter()
+                .position(|x| x.rdma.as_deref() == Some(r.as_str()))
+        })
+        .or_else(|| {
+            pinned(&n.text, "pciAddress")
+                .and_then(|b| Bdf::from_str(&b).ok())
+                .and_then(|b| topo.nic_index(b))
+        });
+    let req_path = format!("{path}.devices.requests[{}]", n.index);
+    if let (Some(gi), None, Some(numa)) = (gpu, nic, pinned_number(&n.text, "numaNode")) {
+        let gpu_numa = topo.classifier().numa_of(topo.gpus[gi].pci);
+        let (severity, verdict) = if gpu_numa == Some(numa) {
+            (Severity::Info, "same NUMA node")
+        } else {
+            (Severity::Warning, "different NUMA nodes: no GPUDirect RDMA")
+        };
+        return RawFinding {
+            path: req_path,
+            severity,
+            rule: "dra-pinned-pair",
+            message: format!(
+                "request `{}` pins GPU {} (NUMA {}) and `{}` selects NICs on NUMA {numa} on `{}`: {verdict}",
+                g.name,
+                topo.gpu_bdf(gi),
+                gpu_numa
+                    .map(|x| x.to_string())
+                    .unwrap_or_else(|| "?".into()),
+                n.name,
+                topo.name
+            ),
+        };
+    }
+    if let (Some(gi), Some(ni)) = (gpu, nic) {
+        let p = topo.classifier().gpu_nic(gi, ni);
+        let (gb, nb) = (topo.gpu_bdf(gi), topo.nic_bdf(ni));
+        let nic_name = topo.nics[ni].label().unwrap_or("?").to_string();
+        let (severity, verdict) = if p.gdr {
+            (Severity::Info, "aligned, GPUDirect RDMA usable".to_string())
+        } else {
+            (
+                Severity::Warning,
+                "misaligned: no GPUDirect RDMA, NCCL stages through host memory".to_string(),
+            )
+        };
+        return RawFinding {
+            path: req_path,
+            severity,
+            rule: "dra-pinned-pair",
+            message: format!(
+                "requests `{}` and `{}` pin GPU {gb} and NIC {nic_name} ({nb}) on `{}`: path {} — {verdict}",
+                g.name,
+                n.name,
+                topo.name,
+                p.class.as_str()
+            ),
+        };
+    }
+    RawFinding {
+        path: format!("{path}.devices.constraints"),
+        severity: Severity::Warning,
+        rule: "dra-no-alignment",
+        message: format!(
+            "requests `{}` (GPU) and `{}` (NIC) have no matchAttribute constraint on {PCIE_ROOT} or a NUMA \
+             attribute: the DRA allocator takes the first devices that fit, with no topology scoring; add \
+             `constraints: [{{requests: [{}, {}], matchAttribute: resource.kubernetes.io/numaNode}}]` (or pcieRoot \
+             where GPUs and NICs share a root)",
+            g.name, n.name, g.name, n.name
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_pins() {
+        let t = "device.attributes[\"resource.kubernetes.io\"][\"pciBusID\"] == \"0008:06:00.0\"";
+        assert_eq!(pinned(t, "pciBusID").as_deref(), Some("0008:06:00.0"));
+        assert_eq!(pinned(t, "rdmaDevice"), None);
+        let n = "device.attributes[\"dra.net\"][\"rdma\"] == true && device.attributes[\"dra.net\"][\"numaNode\"] == 1";
+        assert_eq!(pinned_number(n, "numaNode"), Some(1));
+    }
+}

@@ -1,0 +1,96 @@
+//! Findings, their severity, and the lint context.
+
+use serde::Serialize;
+use topoalign_topology::Topology;
+
+/// How serious a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// A note (e.g. an unknown kind that was skipped); never fails the lint.
+    Info,
+    /// Probably misaligned or fragile.
+    Warning,
+    /// Will be rejected, is unsatisfiable, or cannot be read.
+    Error,
+}
+
+impl Severity {
+    /// `info`, `warning` or `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// One problem found in a manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// The file (or `-` for stdin).
+    pub file: String,
+    /// 1-based index of the YAML document in the file.
+    pub document: usize,
+    /// 1-based line where the document starts.
+    pub line: usize,
+    /// `kind/name` of the object (`?` when unknown).
+    pub object: String,
+    /// Field path inside the object, e.g. `spec.template.spec.containers[0].resources.limits`.
+    pub path: String,
+    /// Severity.
+    pub severity: Severity,
+    /// Short rule id, e.g. `gpu-nic-qos`.
+    pub rule: &'static str,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+/// The Topology Manager policy of the node the manifests will run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodePolicy {
+    /// No alignment.
+    None,
+    /// Prefer alignment, admit anyway.
+    BestEffort,
+    /// Admit only with a preferred (minimal-width) alignment.
+    Restricted,
+    /// Admit only within one NUMA node.
+    SingleNumaNode,
+}
+
+impl NodePolicy {
+    /// Parses a `topologyManagerPolicy` value.
+    pub fn parse(s: &str) -> Option<NodePolicy> {
+        match s {
+            "none" => Some(NodePolicy::None),
+            "best-effort" => Some(NodePolicy::BestEffort),
+            "restricted" => Some(NodePolicy::Restricted),
+            "single-numa-node" => Some(NodePolicy::SingleNumaNode),
+            _ => None,
+        }
+    }
+
+    /// The kubelet's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodePolicy::None => "none",
+            NodePolicy::BestEffort => "best-effort",
+            NodePolicy::Restricted => "restricted",
+            NodePolicy::SingleNumaNode => "single-numa-node",
+        }
+    }
+}
+
+/// What the manifests are checked against.
+#[derive(Debug, Clone, Copy)]
+pub struct LintContext<'t> {
+    /// The node's topology (a profile or a discovered machine).
+    pub topology: &'t Topology,
+    /// The node's Topology Manager policy.
+    pub policy: NodePolicy,
+    /// True when the Topology Manager scope is `pod` (else `container`).
+    pub pod_scope: bool,
+}

@@ -1,0 +1,214 @@
+//! Rules for pod specs: QoS for CPU alignment, single-NUMA capacity, MIG, policy none.
+
+use serde_json::Value;
+
+use crate::capacity::NumaCapacity;
+use crate::finding::{LintContext, NodePolicy, Severity};
+use crate::resources::{ContainerResources, ResourceKind, classify, is_vf_resource};
+use crate::workloads::PodSpecAt;
+
+/// A finding before the file/document/object are attached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawFinding {
+    /// Field path.
+    pub path: String,
+    /// Severity.
+    pub severity: Severity,
+    /// Rule id.
+    pub rule: &'static str,
+    /// Message.
+    pub message: String,
+}
+
+struct Container<'a> {
+    path: String,
+    name: &'a str,
+    init: bool,
+    resources: ContainerResources,
+}
+
+fn containers<'a>(pod: &PodSpecAt<'a>) -> Vec<Container<'a>> {
+    let mut out = Vec::new();
+    for (field, init) in [("initContainers", true), ("containers", false)] {
+        if let Some(list) = pod.spec.get(field).and_then(Value::as_array) {
+            for (i, c) in list.iter().enumerate() {
+                out.push(Container {
+                    path: format!("{}.{field}[{i}]", pod.path),
+                    name: c.get("name").and_then(Value::as_str).unwrap_or("?"),
+                    init,
+                    resources: ContainerResources::of(c),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Device requests (name, count) of a set of containers, summed per resource.
+fn summed(cs: &[&Container<'_>]) -> Vec<(String, u64)> {
+    let mut out: Vec<(String, u64)> = Vec::new();
+    for c in cs {
+        for (name, n) in c.resources.devices() {
+            match out.iter_mut().find(|(x, _)| *x == name) {
+                Some((_, total)) => *total += n,
+                None => out.push((name, n)),
+            }
+        }
+    }
+    out
+}
+
+fn has(devs: &[(String, u64)], kind: ResourceKind) -> bool {
+    devs.iter().any(|(n, c)| *c > 0 && classify(n) == kind)
+}
+
+/// Lints one pod spec.
+pub fn lint_pod(pod: &PodSpecAt<'_>, ctx: &LintContext<'_>) -> Vec<RawFinding> {
+    let cs = containers(pod);
+    let app: Vec<&Container<'_>> = cs.iter().filter(|c| !c.init).collect();
+    let pod_devices = summed(&app);
+    let gpu_nic = (has(&pod_devices, ResourceKind::Gpu) || has(&pod_devices, ResourceKind::Mig))
+        && has(&pod_devices, ResourceKind::Nic);
+    let mut out = Vec::new();
+    if gpu_nic {
+        gpu_nic_rules(pod, &cs, ctx, &mut out);
+    }
+    capacity_rules(pod, &cs, ctx, &mut out);
+    mig_rule(pod, &cs, &pod_devices, &mut out);
+    out
+}
+
+fn gpu_nic_rules(
+    pod: &PodSpecAt<'_>,
+    cs: &[Container<'_>],
+    ctx: &LintContext<'_>,
+    out: &mut Vec<RawFinding>,
+) {
+    if ctx.policy == NodePolicy::None {
+        out.push(RawFinding {
+            path: pod.path.clone(),
+            severity: Severity::Warning,
+            rule: "policy-none",
+            message: "requests GPUs and NICs but the node's Topology Manager policy is none: the device plugins \
+                      pick GPUs and NICs independently, often on different NUMA nodes; enable alignment with \
+                      `topoalign kubelet-config set FILE --topology-manager-policy restricted --topology-manager-option \
+                      prefer-closest-numa-nodes=true --cpu-manager-policy static`"
+                .to_string(),
+        });
+        return;
+    }
+    let severity = match ctx.policy {
+        NodePolicy::Restricted | NodePolicy::SingleNumaNode => Severity::Error,
+        _ => Severity::Warning,
+    };
+    if let Some((c, why)) = cs
+        .iter()
+        .find_map(|c| c.resources.guaranteed_problem().map(|why| (c, why)))
+    {
+        out.push(RawFinding {
+            path: format!("{}.resources.limits", c.path),
+            severity,
+            rule: "gpu-nic-qos",
+            message: format!(
+                "GPU+NIC pod is not Guaranteed with whole CPUs (container `{}`: {why}); the static CPU manager \
+                 pins CPUs only for Guaranteed pods with integer CPU requests, so under {} its CPUs will not \
+                 be aligned with the GPUs and NICs: set requests == limits for cpu and memory in every container",
+                c.name,
+                ctx.policy.as_str()
+            ),
+        });
+    }
+}
+
+fn capacity_rules(
+    pod: &PodSpecAt<'_>,
+    cs: &[Container<'_>],
+    ctx: &LintContext<'_>,
+    out: &mut Vec<RawFinding>,
+) {
+    let cap = NumaCapacity::of(ctx.topology);
+    if cap.numa_nodes < 2 {
+        return;
+    }
+    let severity = if ctx.policy == NodePolicy::SingleNumaNode {
+        Severity::Error
+    } else {
+        Severity::Warning
+    };
+    // Scope pod: one hint for the whole pod; scope container: one per container.
+    let groups: Vec<(String, Vec<&Container<'_>>)> = if ctx.pod_scope {
+        vec![(pod.path.clone(), cs.iter().filter(|c| !c.init).collect())]
+    } else {
+        cs.iter()
+            .map(|c| (format!("{}.resources.limits", c.path), vec![c]))
+            .collect()
+    };
+    for (path, group) in groups {
+        for (name, n) in summed(&group) {
+            let (limit, what) = match classify(&name) {
+                ResourceKind::Gpu => (cap.gpus, "GPUs"),
+                ResourceKind::Nic => {
+                    let vf = is_vf_resource(&name);
+                    (
+                        cap.nics_for(vf),
+                        if vf && cap.nic_vfs > 0 { "VFs" } else { "NICs" },
+                    )
+                }
+                _ => continue,
+            };
+            if limit == 0 || n <= limit {
+                continue;
+            }
+            let outcome = if ctx.policy == NodePolicy::SingleNumaNode {
+                "single-numa-node rejects the pod with TopologyAffinityError".to_string()
+            } else {
+                format!(
+                    "it spans NUMA nodes (admitted under {}, rejected under single-numa-node)",
+                    ctx.policy.as_str()
+                )
+            };
+            out.push(RawFinding {
+                path: path.clone(),
+                severity,
+                rule: "single-numa-capacity",
+                message: format!(
+                    "{n} × {name} but one NUMA node of `{}` holds at most {limit} {what}: {outcome}",
+                    ctx.topology.name
+                ),
+            });
+        }
+    }
+}
+
+fn mig_rule(
+    pod: &PodSpecAt<'_>,
+    cs: &[Container<'_>],
+    pod_devices: &[(String, u64)],
+    out: &mut Vec<RawFinding>,
+) {
+    let mig: Vec<&(String, u64)> = pod_devices
+        .iter()
+        .filter(|(n, c)| *c > 0 && classify(n) == ResourceKind::Mig)
+        .collect();
+    let total: u64 = mig.iter().map(|(_, c)| c).sum();
+    if total <= 1 {
+        return;
+    }
+    let path = cs
+        .iter()
+        .find(|c| !c.init && has(&c.resources.devices(), ResourceKind::Mig))
+        .map(|c| format!("{}.resources.limits", c.path))
+        .unwrap_or_else(|| pod.path.clone());
+    let list: Vec<String> = mig.iter().map(|(n, c)| format!("{c} × {n}")).collect();
+    out.push(RawFinding {
+        path,
+        severity: Severity::Warning,
+        rule: "mig-multi",
+        message: format!(
+            "{} MIG slices in one pod ({}): all must be free on a single node or the pod stays Pending, \
+             and MIG disables NVLink/PCIe peer-to-peer between instances, so they cannot talk GPU-to-GPU",
+            total,
+            list.join(", ")
+        ),
+    });
+}

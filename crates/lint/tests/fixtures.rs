@@ -1,0 +1,205 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! End-to-end lint of realistic manifests against the built-in profiles.
+
+use std::path::Path;
+
+use topoalign_lint::{Finding, LintContext, NodePolicy, Severity, lint_text};
+use topoalign_topology::Topology;
+
+fn profile(name: &str) -> Topology {
+    topoalign_discover::profiles::get(name).unwrap()
+}
+
+fn lint(file: &str, topo: &Topology, policy: NodePolicy) -> Vec<Finding> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let ctx = LintContext {
+        topology: topo,
+        policy,
+        pod_scope: false,
+    };
+    lint_text(file, &text, &ctx)
+}
+
+fn rules(fs: &[Finding]) -> Vec<(usize, &str, &'static str, Severity)> {
+    fs.iter()
+        .map(|f| (f.document, f.object.as_str(), f.rule, f.severity))
+        .collect()
+}
+
+#[test]
+fn seed_000_pod_under_each_policy() {
+    let mi = profile("mi300x-8");
+    let none = lint("seed000-topology-test.yaml", &mi, NodePolicy::None);
+    assert_eq!(
+        rules(&none),
+        [(1, "Pod/topology-test", "policy-none", Severity::Warning)]
+    );
+    assert!(none[0].message.contains("topoalign kubelet-config set"));
+    let best = lint("seed000-topology-test.yaml", &mi, NodePolicy::BestEffort);
+    assert_eq!(
+        rules(&best),
+        [(1, "Pod/topology-test", "gpu-nic-qos", Severity::Warning)]
+    );
+    let restricted = lint("seed000-topology-test.yaml", &mi, NodePolicy::Restricted);
+    assert_eq!(
+        rules(&restricted),
+        [(1, "Pod/topology-test", "gpu-nic-qos", Severity::Error)]
+    );
+    assert_eq!(restricted[0].path, "spec.containers[0].resources.limits");
+    assert!(restricted[0].message.contains("no cpu limit"));
+}
+
+#[test]
+fn mi300x_workloads() {
+    let mi = profile("mi300x-8");
+    let snn = lint("mi300x-workloads.yaml", &mi, NodePolicy::SingleNumaNode);
+    assert_eq!(
+        rules(&snn),
+        [
+            (2, "Job/train-8x8", "single-numa-capacity", Severity::Error),
+            (3, "StatefulSet/kv-cache", "gpu-nic-qos", Severity::Error),
+            (4, "Service/vllm", "unknown-kind", Severity::Info),
+        ]
+    );
+    assert_eq!(
+        snn[0].path,
+        "spec.template.spec.containers[0].resources.limits"
+    );
+    assert!(
+        snn[0].message.contains("at most 4 GPUs"),
+        "{}",
+        snn[0].message
+    );
+    assert!(snn[1].message.contains("1500m differs from its limit 2"));
+    let restricted = lint("mi300x-workloads.yaml", &mi, NodePolicy::Restricted);
+    assert_eq!(restricted[0].severity, Severity::Warning);
+    assert!(restricted[0].message.contains("admitted under restricted"));
+}
+
+#[test]
+fn pod_scope_sums_containers() {
+    let mi = profile("mi300x-8");
+    let text = "kind: Pod\nmetadata: {name: two}\nspec:\n  containers:\n  - name: a\n    resources: {limits: {amd.com/gpu: 3}}\n  - name: b\n    resources: {limits: {amd.com/gpu: 3}}\n";
+    let ctx = |pod_scope| LintContext {
+        topology: &mi,
+        policy: NodePolicy::SingleNumaNode,
+        pod_scope,
+    };
+    assert!(lint_text("x", text, &ctx(false)).is_empty());
+    let pod = lint_text("x", text, &ctx(true));
+    assert_eq!(pod.len(), 1);
+    assert_eq!(pod[0].path, "spec");
+    assert!(pod[0].message.starts_with("6 × amd.com/gpu"));
+}
+
+#[test]
+fn mig_slices() {
+    let mi = profile("mi300x-8");
+    let f = lint("mig.yaml", &mi, NodePolicy::Restricted);
+    assert_eq!(
+        rules(&f),
+        [(1, "CronJob/nightly-eval", "mig-multi", Severity::Warning)]
+    );
+    assert_eq!(
+        f[0].path,
+        "spec.jobTemplate.spec.template.spec.containers[0].resources.limits"
+    );
+    assert!(f[0].message.contains("3 MIG slices") && f[0].message.contains("peer-to-peer"));
+}
+
+#[test]
+fn seed_001_claim_templates_on_gb300() {
+    let gb = profile("gb300-4");
+    let f = lint("gb300-claims.yaml", &gb, NodePolicy::None);
+    assert_eq!(
+        rules(&f),
+        [
+            (
+                1,
+                "ResourceClaimTemplate/1nic-aligned",
+                "dra-pinned-pair",
+                Severity::Info
+            ),
+            (
+                2,
+                "ResourceClaimTemplate/2nic-aligned",
+                "dra-pinned-pair",
+                Severity::Info
+            ),
+            (
+                3,
+                "ResourceClaimTemplate/1nic-unaligned",
+                "dra-pinned-pair",
+                Severity::Warning
+            ),
+            (
+                5,
+                "ResourceClaimTemplate/gpu-nic-same-root",
+                "dra-pcieroot-unsatisfiable",
+                Severity::Error
+            ),
+            (
+                6,
+                "ResourceClaimTemplate/gpu-nic-first-fit",
+                "dra-no-alignment",
+                Severity::Warning
+            ),
+        ]
+    );
+    assert!(f[0].message.contains("path NODE"), "{}", f[0].message);
+    assert!(f[2].message.contains("mlx5_2") && f[2].message.contains("path SYS"));
+    assert_eq!(f[3].path, "spec.spec.devices.constraints[0].matchAttribute");
+}
+
+#[test]
+fn pcie_root_match_is_fine_where_gpus_and_nics_share_roots() {
+    let dgx = profile("dgx-h100");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gb300-claims.yaml"),
+    )
+    .unwrap();
+    let ctx = LintContext {
+        topology: &dgx,
+        policy: NodePolicy::None,
+        pod_scope: false,
+    };
+    let f = lint_text("gb300-claims.yaml", &text, &ctx);
+    assert!(
+        !f.iter().any(|x| x.rule == "dra-pcieroot-unsatisfiable"),
+        "{f:?}"
+    );
+}
+
+#[test]
+fn mpijob_worker_is_guaranteed_and_launcher_has_no_devices() {
+    let gb = profile("gb300-4");
+    assert!(lint("gb300-mpijob.yaml", &gb, NodePolicy::Restricted).is_empty());
+}
+
+#[test]
+fn broken_documents_are_reported_and_the_rest_is_linted() {
+    let mi = profile("mi300x-8");
+    let f = lint("broken.yaml", &mi, NodePolicy::Restricted);
+    assert_eq!(
+        rules(&f),
+        [
+            (2, "?/kindless", "no-kind", Severity::Error),
+            (3, "?", "malformed-yaml", Severity::Error),
+            (
+                4,
+                "Pod/after-the-broken-one",
+                "gpu-nic-qos",
+                Severity::Error
+            ),
+        ]
+    );
+    assert!(
+        f[1].message.contains("line 16 column 18"),
+        "{}",
+        f[1].message
+    );
+    assert_eq!(f[1].line, 15);
+}

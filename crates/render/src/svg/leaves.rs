@@ -1,0 +1,239 @@
+//! The device boxes of the drawing: GPUs, NICs (with their folded VFs) and other
+//! endpoints. Each is a group carrying `data-bdf` and a tooltip with the full details.
+
+use topoalign_topology::{LinkLayer, Topology};
+
+use super::elements::{Anchor, Svg, attr};
+use super::layout::{Boxed, Item};
+use crate::scene::FABRIC_COLOR;
+use crate::text::{mib, truncate};
+
+/// Draws `b` when it is a device box; containers are drawn elsewhere.
+pub fn leaf(svg: &mut Svg, topo: &Topology, b: &Boxed, fabric_tags: &[Option<String>]) {
+    match &b.item {
+        Item::Gpu(g) => gpu(svg, topo, b, *g, fabric_tags.get(*g).cloned().flatten()),
+        Item::Nic { nic, vfs } => nic_box(svg, topo, b, *nic, vfs),
+        Item::Other(p) => {
+            let Some(d) = topo.pci.get(*p) else { return };
+            let bdf = d.bdf.to_string();
+            svg.open_group("pci-other", &attr("data-bdf", &bdf));
+            svg.title(&format!(
+                "{bdf} class {:#08x} vendor {:04x} device {:04x}",
+                d.class, d.vendor, d.device
+            ));
+            svg.rect(b.x, b.y, b.w, b.h, 5.0, "#eeeeee", "#9e9e9e", "");
+            svg.text(
+                b.x + 8.0,
+                b.y + 16.0,
+                11.0,
+                "bold",
+                "#555555",
+                Anchor::Start,
+                &format!("class {:06x}", d.class),
+            );
+            svg.text(
+                b.x + 8.0,
+                b.y + 31.0,
+                10.5,
+                "normal",
+                "#555555",
+                Anchor::Start,
+                &bdf,
+            );
+            svg.close_group();
+        }
+        _ => {}
+    }
+}
+
+fn gpu(svg: &mut Svg, topo: &Topology, b: &Boxed, g: usize, tag: Option<String>) {
+    let Some(gpu) = topo.gpus.get(g) else { return };
+    let bdf = topo.gpu_bdf(g).to_string();
+    svg.open_group(
+        "gpu",
+        &format!(
+            "{}{}",
+            attr("data-bdf", &bdf),
+            attr("data-index", &g.to_string())
+        ),
+    );
+    let model = gpu
+        .model
+        .clone()
+        .unwrap_or_else(|| format!("{} GPU", gpu.vendor));
+    let mut tip = format!("GPU{g} {model}\n{bdf}");
+    if let Some(m) = gpu.memory_mib {
+        tip.push_str(&format!("\nmemory {}", mib(m)));
+    }
+    let nodes = gpu.device_nodes();
+    if !nodes.is_empty() {
+        tip.push_str(&format!("\n{}", nodes.join(" ")));
+    }
+    svg.title(&tip);
+    svg.rect(
+        b.x,
+        b.y,
+        b.w,
+        b.h,
+        6.0,
+        "#e4ecf9",
+        "#2f5597",
+        r#" stroke-width="1.8""#,
+    );
+    svg.text(
+        b.x + 9.0,
+        b.y + 19.0,
+        14.0,
+        "bold",
+        "#1d3a6e",
+        Anchor::Start,
+        &format!("GPU{g}"),
+    );
+    if let Some(t) = tag {
+        let w = 12.0 + 7.0 * t.len() as f64;
+        svg.rect(
+            b.x + b.w - w - 6.0,
+            b.y + 6.0,
+            w,
+            17.0,
+            8.5,
+            FABRIC_COLOR,
+            FABRIC_COLOR,
+            &attr("class", "fabric-tag"),
+        );
+        svg.text(
+            b.x + b.w - 6.0 - w / 2.0,
+            b.y + 18.5,
+            10.5,
+            "bold",
+            "#ffffff",
+            Anchor::Middle,
+            &t,
+        );
+    }
+    let short = model
+        .trim_start_matches("NVIDIA ")
+        .trim_start_matches("AMD ")
+        .to_string();
+    let detail = match gpu.memory_mib {
+        Some(m) => format!("{} · {}", truncate(&short, 18), mib(m)),
+        None => truncate(&short, 24),
+    };
+    svg.text(
+        b.x + 9.0,
+        b.y + 37.0,
+        11.0,
+        "normal",
+        "#333333",
+        Anchor::Start,
+        &detail,
+    );
+    svg.text(
+        b.x + 9.0,
+        b.y + 55.0,
+        11.0,
+        "normal",
+        "#555555",
+        Anchor::Start,
+        &bdf,
+    );
+    svg.close_group();
+}
+
+fn nic_box(svg: &mut Svg, topo: &Topology, b: &Boxed, n: usize, vfs: &[usize]) {
+    let Some(nic) = topo.nics.get(n) else { return };
+    let bdf = topo.nic_bdf(n).to_string();
+    svg.open_group(
+        "nic",
+        &format!(
+            "{}{}",
+            attr("data-bdf", &bdf),
+            attr("data-index", &n.to_string())
+        ),
+    );
+    let name = nic.label().map_or_else(|| bdf.clone(), str::to_string);
+    let link = match nic.link_layer() {
+        Some(LinkLayer::InfiniBand) => "IB",
+        Some(LinkLayer::Ethernet) if nic.rdma.is_some() => "RoCE",
+        _ => "Ethernet",
+    };
+    let rate = nic.ports.first().and_then(|p| p.rate_gbps);
+    let link_text = rate.map_or_else(|| link.to_string(), |r| format!("{link} {r}G"));
+    let mut tip = format!("{name} {bdf} {link_text}");
+    if let Some(nd) = &nic.netdev {
+        tip.push_str(&format!("\nnetdev {nd}"));
+    }
+    for &v in vfs {
+        let vname = topo.nics[v].label().unwrap_or("-");
+        tip.push_str(&format!("\nVF {} ({vname})", topo.nic_bdf(v)));
+    }
+    svg.title(&tip);
+    let (fill, stroke) = if nic.rdma.is_some() {
+        ("#fff1dc", "#a0630a")
+    } else {
+        ("#f3f3f3", "#8a8a8a")
+    };
+    svg.rect(
+        b.x,
+        b.y,
+        b.w,
+        b.h,
+        6.0,
+        fill,
+        stroke,
+        r#" stroke-width="1.8""#,
+    );
+    svg.text(
+        b.x + 9.0,
+        b.y + 19.0,
+        13.0,
+        "bold",
+        "#6b3f00",
+        Anchor::Start,
+        &truncate(&name, 12),
+    );
+    svg.text(
+        b.x + b.w - 8.0,
+        b.y + 19.0,
+        10.5,
+        "normal",
+        "#6b3f00",
+        Anchor::End,
+        &link_text,
+    );
+    let second = match (&nic.netdev, nic.rdma.is_some()) {
+        (Some(nd), _) => truncate(nd, 22),
+        (None, true) => "IB only (no netdev)".to_string(),
+        (None, false) => "-".to_string(),
+    };
+    svg.text(
+        b.x + 9.0,
+        b.y + 37.0,
+        11.0,
+        "normal",
+        "#333333",
+        Anchor::Start,
+        &second,
+    );
+    svg.text(
+        b.x + 9.0,
+        b.y + 55.0,
+        11.0,
+        "normal",
+        "#555555",
+        Anchor::Start,
+        &bdf,
+    );
+    if !vfs.is_empty() {
+        svg.text(
+            b.x + b.w - 8.0,
+            b.y + 55.0,
+            10.5,
+            "bold",
+            "#6b3f00",
+            Anchor::End,
+            &format!("+{} VFs", vfs.len()),
+        );
+    }
+    svg.close_group();
+}

@@ -1,0 +1,116 @@
+//! Errors of the simulator: configuration (the kubelet would not start or the setting is
+//! meaningless), and input (the pod, usage or resource map is malformed).
+
+use thiserror::Error;
+
+use crate::policy::Policy;
+
+/// A kubelet setting that the kubelet would refuse (or that has no effect).
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ConfigError {
+    /// `topologyManagerPolicy` is not one of the four.
+    #[error(
+        "topologyManagerPolicy: unknown policy `{0}` (expected none, best-effort, restricted or single-numa-node)"
+    )]
+    UnknownPolicy(String),
+    /// `topologyManagerScope` is not container or pod.
+    #[error("topologyManagerScope: unknown scope `{0}` (expected container or pod)")]
+    UnknownScope(String),
+    /// An unknown `topologyManagerPolicyOptions` key.
+    #[error(
+        "topologyManagerPolicyOptions: unknown Topology Manager Policy option `{0}` (expected prefer-closest-numa-nodes or max-allowable-numa-nodes)"
+    )]
+    UnknownOption(String),
+    /// An option value of the wrong type.
+    #[error("topologyManagerPolicyOptions.{option}: bad value `{value}`, expected {expected}")]
+    BadOptionValue {
+        /// The option.
+        option: String,
+        /// The value given.
+        value: String,
+        /// What was expected.
+        expected: &'static str,
+    },
+    /// `max-allowable-numa-nodes` below the default.
+    #[error(
+        "topologyManagerPolicyOptions.max-allowable-numa-nodes: {0} is lower than the default 8, which the kubelet refuses"
+    )]
+    MaxAllowableTooLow(usize),
+    /// An option that the policy ignores.
+    #[error(
+        "topologyManagerPolicyOptions.{option} is not allowed with policy `{policy}`: the kubelet ignores it there (use best-effort or restricted)"
+    )]
+    OptionIgnored {
+        /// The option.
+        option: &'static str,
+        /// The policy.
+        policy: Policy,
+    },
+    /// More NUMA nodes than `max-allowable-numa-nodes`: the kubelet fails to start.
+    #[error(
+        "the Topology Manager is unsupported on machines with more than {max} NUMA nodes (this one has {nodes}); the kubelet would fail to start (raise max-allowable-numa-nodes or use policy none)"
+    )]
+    TooManyNumaNodes {
+        /// Nodes on the machine.
+        nodes: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// `cpuManagerPolicy` unknown.
+    #[error("cpuManagerPolicy: unknown policy `{0}` (expected none or static)")]
+    UnknownCpuPolicy(String),
+    /// `memoryManagerPolicy` unknown.
+    #[error("memoryManagerPolicy: unknown policy `{0}` (expected None or Static)")]
+    UnknownMemoryPolicy(String),
+    /// Static CPU manager without reserved CPUs.
+    #[error(
+        "cpuManagerPolicy static needs reserved CPUs: set reservedSystemCPUs or a non-zero kubeReserved/systemReserved cpu"
+    )]
+    StaticCpuWithoutReserved,
+    /// Static memory manager without reservedMemory.
+    #[error(
+        "memoryManagerPolicy Static needs reservedMemory (a list of {{numaNode, limits: {{memory}}}})"
+    )]
+    StaticMemoryWithoutReserved,
+    /// A malformed field.
+    #[error("{field}: {reason}")]
+    Field {
+        /// The field path.
+        field: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// A malformed pod, usage, resource map or case.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum InputError {
+    /// A field with a bad value.
+    #[error("{field}: {reason}")]
+    Field {
+        /// The field path, e.g. `spec.containers[0].resources.limits.cpu`.
+        field: String,
+        /// What is wrong and what was expected.
+        reason: String,
+    },
+    /// A resource the map does not know.
+    #[error(
+        "{field}: unknown resource `{name}`: map it to devices with --resource {name}=gpus|gpus:<vendor>|vfs|vfs:<N>|pfs"
+    )]
+    UnknownResource {
+        /// Where it was requested.
+        field: String,
+        /// The resource name.
+        name: String,
+    },
+}
+
+impl InputError {
+    /// Shorthand for a field error.
+    pub fn field(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        InputError::Field {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! The node's allocatable state as the resource managers hold it: device pools per
+//! resource, CPUs (static CPU manager) and memory per NUMA node (static memory manager).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use topoalign_topology::{Bdf, CpuSet, Sriov, Topology};
+
+use crate::error::InputError;
+use crate::resources::{DeviceKind, PluginAllocator};
+
+/// Devices and CPUs already in use on the node (the planner's `--used` file).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    /// GPUs in use, by PCI address.
+    #[serde(default)]
+    pub gpus: Vec<Bdf>,
+    /// NIC functions (PFs or VFs) in use.
+    #[serde(default)]
+    pub nics: Vec<Bdf>,
+    /// CPUs held exclusively by other pods.
+    #[serde(default)]
+    pub cpus: CpuSet,
+}
+
+/// One device as its plugin advertises it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Device {
+    /// Its ID: the PCI address.
+    pub id: Bdf,
+    /// `Topology.Nodes`: the NUMA node from `numa_node`, `None` for -1 (no topology).
+    pub numa: Option<u32>,
+    /// Index into `topo.gpus` when it is a GPU.
+    #[serde(skip)]
+    pub gpu: Option<usize>,
+    /// Index into `topo.nics` when it is a NIC.
+    #[serde(skip)]
+    pub nic: Option<usize>,
+}
+
+/// The devices behind one extended resource and which of them are allocated.
+#[derive(Debug, Clone)]
+pub struct Pool {
+    /// The resource name.
+    pub name: String,
+    /// What it maps to.
+    pub kind: DeviceKind,
+    /// The plugin's `GetPreferredAllocation` behaviour.
+    pub allocator: PluginAllocator,
+    /// `allDevices[resource]`, sorted by address (all healthy).
+    pub devices: Vec<Device>,
+    /// `allocatedDevices[resource]`.
+    pub allocated: BTreeSet<Bdf>,
+}
+
+impl Pool {
+    /// Builds the pool of `kind` devices from the topology.
+    pub fn build(
+        topo: &Topology,
+        name: &str,
+        kind: DeviceKind,
+        allocator: PluginAllocator,
+    ) -> Pool {
+        let mut devices = Vec::new();
+        match kind {
+            DeviceKind::Gpus(vendor) => {
+                for (i, g) in topo.gpus.iter().enumerate() {
+                    if vendor.is_none_or(|v| v == g.vendor) {
+                        devices.push(Device {
+                            id: topo.gpu_bdf(i),
+                            numa: topo.pci[g.pci].numa_node,
+                            gpu: Some(i),
+                            nic: None,
+                        });
+                    }
+                }
+            }
+            DeviceKind::Vfs { per_pf } => {
+                for (i, n) in topo.nics.iter().enumerate() {
+                    if let Sriov::Vf { index, .. } = n.sriov
+                        && per_pf.is_none_or(|k| index < k)
+                    {
+                        devices.push(Device {
+                            id: topo.nic_bdf(i),
+                            numa: topo.pci[n.pci].numa_node,
+                            gpu: None,
+                            nic: Some(i),
+                        });
+                    }
+                }
+            }
+            DeviceKind::Pfs => {
+                for (i, n) in topo.nics.iter().enumerate() {
+                    if !matches!(n.sriov, Sriov::Vf { .. }) && n.rdma.is_some() {
+                        devices.push(Device {
+                            id: topo.nic_bdf(i),
+                            numa: topo.pci[n.pci].numa_node,
+                            gpu: None,
+                            nic: Some(i),
+                        });
+                    }
+                }
+            }
+        }
+        devices.sort_by_key(|d| d.id);
+        Pool {
+            name: name.to_string(),
+            kind,
+            allocator,
+            devices,
+            allocated: BTreeSet::new(),
+        }
+    }
+
+    /// The device with this ID.
+    pub fn device(&self, id: Bdf) -> Option<&Device> {
+        self.devices
+            .binary_search_by_key(&id, |d| d.id)
+            .ok()
+            .map(|i| &self.devices[i])
+    }
+
+    /// `deviceHasTopologyAlignment`: any device reports a NUMA node.
+    pub fn has_topology(&self) -> bool {
+        self.devices.iter().any(|d| d.numa.is_some())
+    }
+
+    /// `getAvailableDevices`: healthy minus allocated, by address.
+    pub fn available(&self) -> BTreeSet<Bdf> {
+        self.devices
+            .iter()
+            .map(|d| d.id)
+            .filter(|id| !self.allocated.contains(id))
+            .collect()
+    }
+
+    /// Whether this pool holds GPUs (for the usage file's `gpus` list).
+    fn holds_gpus(&self) -> bool {
+        matches!(self.kind, DeviceKind::Gpus(_))
+    }
+}
+
+/// The static CPU manager's view: every CPU's NUMA node, the reserved and the assigned.
+#[derive(Debug, Clone, Default)]
+pub struct CpuState {
+    /// CPU id → NUMA node.
+    pub numa_of: BTreeMap<u32, u32>,
+    /// Reserved for system daemons (never given to containers).
+    pub reserved: CpuSet,
+    /// Assigned exclusively (other pods, then this pod's containers).
+    pub assigned: CpuSet,
+}
+
+impl CpuState {
+    /// Builds it from the topology.
+    pub fn from_topology(topo: &Topology) -> Self {
+        let mut numa_of = BTreeMap::new();
+        for n in &topo.numa {
+            for &c in n.cpus.ids() {
+                numa_of.insert(c, n.id);
+            }
+        }
+        CpuState {
+            numa_of,
+            ..CpuState::default()
+        }
+    }
+
+    /// Every CPU.
+    pub fn all(&self) -> CpuSet {
+        CpuSet::from_ids(self.numa_of.keys().copied())
+    }
+
+    /// `GetAvailableCPUs`: the shared pool minus the reserved CPUs.
+    pub fn available(&self) -> CpuSet {
+        self.all()
+            .difference(&self.reserved)
+            .difference(&self.assigned)
+    }
+}
+
+/// The static memory manager's per-NUMA state (`state.NUMANodeState`, regular memory).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryNode {
+    /// `Allocatable` bytes (total minus `reservedMemory`).
+    pub allocatable: u64,
+    /// `Free` bytes.
+    pub free: u64,
+    /// `Cells`: the group of nodes this node was allocated with.
+    pub cells: Vec<u32>,
+    /// `NumberOfAssignments`.
+    pub assignments: u32,
+}
+
+/// Applies a usage file to the pools and CPUs; an address that no pool knows is an error.
+pub fn apply_usage(
+    usage: &Usage,
+    pools: &mut [Pool],
+    cpus: &mut CpuState,
+    topo: &Topology,
+) -> Result<(), InputError> {
+    for (field, list, gpus) in [("gpus", &usage.gpus, true), ("nics", &usage.nics, false)] {
+        for (i, bdf) in list.iter().enumerate() {
+            let known = if gpus {
+                topo.gpu_index(*bdf).is_some()
+            } else {
+                topo.nic_index(*bdf).is_some()
+            };
+            if !known {
+                return Err(InputError::field(
+                    format!("usage.{field}[{i}]"),
+                    format!(
+                        "{bdf} is not a {} of this node",
+                        if gpus { "GPU" } else { "NIC" }
+                    ),
+                ));
+            }
+            for p in pools.iter_mut().filter(|p| p.holds_gpus() == gpus) {
+                if p.device(*bdf).is_some() {
+                    p.allocated.insert(*bdf);
+                }
+            }
+        }
+    }
+    for &c in usage.cpus.ids() {
+        if !cpus.numa_of.contains_key(&c) {
+            return Err(InputError::field(
+                "usage.cpus",
+                format!("CPU {c} is not on this node"),
+            ));
+        }
+    }
+    cpus.assigned = cpus.assigned.union(&usage.cpus);
+    Ok(())
+}

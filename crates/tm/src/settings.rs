@@ -1,0 +1,218 @@
+//! The kubelet settings the simulation reads, by their `KubeletConfiguration` names.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+use topoalign_topology::CpuSet;
+
+use crate::error::ConfigError;
+use crate::policy::{Policy, Scope};
+use crate::quantity::Quantity;
+
+/// `cpuManagerPolicy`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuPolicy {
+    /// `none` (default): no exclusive CPUs, no hints.
+    #[default]
+    None,
+    /// `static`: exclusive CPUs for Guaranteed pods with integer CPUs.
+    Static,
+}
+
+/// `memoryManagerPolicy`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub enum MemoryPolicy {
+    /// `None` (default).
+    #[default]
+    None,
+    /// `Static`: NUMA-pinned memory for Guaranteed pods.
+    Static,
+}
+
+/// The settings, with kubelet defaults for what is missing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Settings {
+    /// `topologyManagerPolicy`.
+    pub topology_manager_policy: Policy,
+    /// `topologyManagerScope`.
+    pub topology_manager_scope: Scope,
+    /// `topologyManagerPolicyOptions`.
+    pub topology_manager_policy_options: BTreeMap<String, String>,
+    /// `cpuManagerPolicy`.
+    pub cpu_manager_policy: CpuPolicy,
+    /// `memoryManagerPolicy`.
+    pub memory_manager_policy: MemoryPolicy,
+    /// `reservedSystemCPUs`.
+    pub reserved_system_cpus: Option<CpuSet>,
+    /// `kubeReserved.cpu` + `systemReserved.cpu`, in milli-CPUs.
+    pub reserved_cpu_millis: u64,
+    /// `reservedMemory`: NUMA node → bytes.
+    pub reserved_memory: BTreeMap<u32, u64>,
+}
+
+fn field_err(field: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Field {
+        field: field.to_string(),
+        reason: reason.into(),
+    }
+}
+
+fn string_field<'a>(cfg: &'a Value, key: &str) -> Result<Option<&'a str>, ConfigError> {
+    match cfg.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(field_err(key, "expected a string")),
+    }
+}
+
+fn quantity_of(v: &Value, field: &str) -> Result<Quantity, ConfigError> {
+    let text = match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => return Err(field_err(field, "expected a quantity such as 500m or 1Gi")),
+    };
+    text.parse()
+        .map_err(|e: crate::quantity::QuantityError| field_err(field, e.0))
+}
+
+impl Settings {
+    /// Reads the fields from a decoded `KubeletConfiguration` (other fields ignored).
+    pub fn from_kubelet_config(cfg: &Value) -> Result<Settings, ConfigError> {
+        if !cfg.is_object() {
+            return Err(field_err(
+                "KubeletConfiguration",
+                "expected a mapping of fields",
+            ));
+        }
+        let mut s = Settings::default();
+        if let Some(p) = string_field(cfg, "topologyManagerPolicy")? {
+            s.topology_manager_policy = p.parse()?;
+        }
+        if let Some(p) = string_field(cfg, "topologyManagerScope")? {
+            s.topology_manager_scope = p.parse()?;
+        }
+        match cfg.get("topologyManagerPolicyOptions") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(o)) => {
+                for (k, v) in o {
+                    let text = match v {
+                        Value::String(t) => t.clone(),
+                        Value::Bool(b) => b.to_string(),
+                        Value::Number(n) => n.to_string(),
+                        _ => {
+                            return Err(field_err(
+                                &format!("topologyManagerPolicyOptions.{k}"),
+                                "expected a string value",
+                            ));
+                        }
+                    };
+                    s.topology_manager_policy_options.insert(k.clone(), text);
+                }
+            }
+            Some(_) => {
+                return Err(field_err(
+                    "topologyManagerPolicyOptions",
+                    "expected a map of option name to string",
+                ));
+            }
+        }
+        if let Some(p) = string_field(cfg, "cpuManagerPolicy")? {
+            s.cpu_manager_policy = match p.to_ascii_lowercase().as_str() {
+                "none" => CpuPolicy::None,
+                "static" => CpuPolicy::Static,
+                _ => return Err(ConfigError::UnknownCpuPolicy(p.to_string())),
+            };
+        }
+        if let Some(p) = string_field(cfg, "memoryManagerPolicy")? {
+            s.memory_manager_policy = match p {
+                "None" => MemoryPolicy::None,
+                "Static" => MemoryPolicy::Static,
+                _ => return Err(ConfigError::UnknownMemoryPolicy(p.to_string())),
+            };
+        }
+        if let Some(c) = string_field(cfg, "reservedSystemCPUs")? {
+            let set: CpuSet = c
+                .parse()
+                .map_err(|e| field_err("reservedSystemCPUs", format!("{e}")))?;
+            s.reserved_system_cpus = Some(set);
+        }
+        for key in ["kubeReserved", "systemReserved"] {
+            if let Some(v) = cfg.get(key).and_then(|r| r.get("cpu")) {
+                let q = quantity_of(v, &format!("{key}.cpu"))?;
+                s.reserved_cpu_millis += u64::try_from(q.milli_value()).unwrap_or(0);
+            }
+        }
+        match cfg.get("reservedMemory") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(list)) => {
+                for (i, item) in list.iter().enumerate() {
+                    let at = format!("reservedMemory[{i}]");
+                    let node = item
+                        .get("numaNode")
+                        .and_then(Value::as_u64)
+                        .and_then(|n| u32::try_from(n).ok())
+                        .ok_or_else(|| {
+                            field_err(&format!("{at}.numaNode"), "expected a NUMA id")
+                        })?;
+                    let mem = item
+                        .pointer("/limits/memory")
+                        .ok_or_else(|| field_err(&format!("{at}.limits.memory"), "missing"))?;
+                    let q = quantity_of(mem, &format!("{at}.limits.memory"))?;
+                    let bytes = u64::try_from(q.value()).unwrap_or(u64::MAX);
+                    *s.reserved_memory.entry(node).or_insert(0) += bytes;
+                }
+            }
+            Some(_) => return Err(field_err("reservedMemory", "expected a list")),
+        }
+        Ok(s)
+    }
+
+    /// How many CPUs the static policy reserves: `reservedSystemCPUs`, else the rounded-up
+    /// sum of the kube and system reservations.
+    pub fn reserved_cpu_count(&self) -> u64 {
+        match &self.reserved_system_cpus {
+            Some(set) => set.len() as u64,
+            None => self.reserved_cpu_millis.div_ceil(1000),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_the_seed_fix() {
+        let s = Settings::from_kubelet_config(&json!({
+            "kind": "KubeletConfiguration",
+            "topologyManagerPolicy": "restricted",
+            "topologyManagerScope": "container",
+            "topologyManagerPolicyOptions": {"prefer-closest-numa-nodes": "true"},
+            "cpuManagerPolicy": "static",
+            "kubeReserved": {"cpu": "637m"}
+        }))
+        .unwrap();
+        assert_eq!(s.topology_manager_policy, Policy::Restricted);
+        assert_eq!(s.cpu_manager_policy, CpuPolicy::Static);
+        assert_eq!(s.reserved_cpu_count(), 1);
+    }
+
+    #[test]
+    fn names_the_bad_field() {
+        let e = Settings::from_kubelet_config(&json!({"topologyManagerPolicy": "strict"}))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("topologyManagerPolicy") && e.contains("strict"),
+            "{e}"
+        );
+        let e = Settings::from_kubelet_config(&json!({"kubeReserved": {"cpu": "lots"}}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("kubeReserved.cpu"), "{e}");
+    }
+}
