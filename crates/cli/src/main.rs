@@ -29,13 +29,13 @@ enum Command {
     /// List, show or materialise the built-in machine profiles.
     Profile(cmd::profile::Args),
     /// Choose GPUs, NICs and CPUs for a pod, and explain the choice.
-    Plan(cmd::plan::Args),
+    Plan(Box<cmd::plan::Args>),
     /// Simulate a fleet under several placement policies.
-    Simulate(cmd::simulate::Args),
+    Simulate(Box<cmd::simulate::Args>),
     /// The story of seed 000 on one screen: blind vs Topology Manager vs topoalign.
     Demo(cmd::demo::Args),
     /// Simulate the kubelet Topology Manager for a pod on a node.
-    Tm(cmd::tm::Args),
+    Tm(Box<cmd::tm::Args>),
     /// Show, change or roll back a KubeletConfiguration file.
     #[command(name = "kubelet-config")]
     KubeletConfig(cmd::kubelet_config::Args),
@@ -59,10 +59,10 @@ fn main() -> ExitCode {
         Command::Matrix(a) => cmd::matrix::run(a),
         Command::Draw(a) => cmd::draw::run(a),
         Command::Profile(a) => cmd::profile::run(a),
-        Command::Plan(a) => cmd::plan::run(a),
-        Command::Simulate(a) => cmd::simulate::run(a),
+        Command::Plan(a) => cmd::plan::run(*a),
+        Command::Simulate(a) => cmd::simulate::run(*a),
         Command::Demo(a) => cmd::demo::run(a),
-        Command::Tm(a) => cmd::tm::run(a),
+        Command::Tm(a) => cmd::tm::run(*a),
         Command::KubeletConfig(a) => cmd::kubelet_config::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Lint(a) => cmd::lint::run(a),

@@ -131,14 +131,17 @@ fn pod_manifest_kubelet_config_and_used_files() {
         serde_json::json!([1]),
         "only one GPU left on NUMA 0"
     );
-    assert_eq!(
-        v["allocations"][0]["cpus"]
-            .as_str()
-            .unwrap()
-            .split(',')
-            .count()
-            >= 1,
-        true
+    let cpus: topoalign_topology::CpuSet = v["allocations"][0]["cpus"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(cpus.len(), 4);
+    assert!(
+        cpus.ids()
+            .iter()
+            .all(|c| (56..112).contains(c) || *c >= 168),
+        "{cpus}"
     );
 }
 
