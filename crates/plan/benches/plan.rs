@@ -100,29 +100,48 @@ fn half_used(t: &Topology) -> Usage {
     u
 }
 
+/// A request for `gpus` GPUs with one NIC each and 8 exclusive CPUs.
+fn per_gpu(gpus: usize, role: NicRole) -> Request {
+    let mut r = Request::new(gpus, NicCount::PerGpu(1));
+    r.cpus = 8;
+    r.nic_role = role;
+    r
+}
+
+/// Benchmarks one planner on every request size in `sizes`, empty and half used (the
+/// half-used node has only half its GPUs free, so sizes above that are skipped there).
+fn sweep(c: &mut Criterion, name: &str, topo: &Topology, role: NicRole, sizes: &[usize]) {
+    let p = Planner::new(topo);
+    let empty = Usage::empty();
+    let half = half_used(topo);
+    let free_half = topo.gpus.len() - half.gpus.len();
+    for &n in sizes {
+        let r = per_gpu(n, role);
+        c.bench_function(&format!("{name} {n} GPU x1 NIC empty"), |b| {
+            b.iter(|| p.plan(black_box(&r), &empty).unwrap())
+        });
+        if n <= free_half {
+            c.bench_function(&format!("{name} {n} GPU x1 NIC half used"), |b| {
+                b.iter(|| p.plan(black_box(&r), &half).unwrap())
+            });
+        }
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let dgx = topoalign_discover::profiles::get("dgx-h100").unwrap();
     let mi = topoalign_discover::profiles::get("mi300x-8").unwrap();
     let syn = synthetic_72();
-    let mut req4 = Request::new(4, NicCount::PerGpu(1));
-    req4.cpus = 8;
-    let mut req4_pf = req4.clone();
-    req4_pf.nic_role = NicRole::Pf;
-    let mut req2 = Request::new(2, NicCount::PerGpu(1));
-    req2.cpus = 8;
 
+    sweep(c, "dgx-h100", &dgx, NicRole::Any, &[1, 2, 4, 8]);
+    sweep(c, "mi300x-8 PF", &mi, NicRole::Pf, &[1, 2, 4, 8]);
+    sweep(c, "mi300x-8 any-role", &mi, NicRole::Any, &[1, 2, 4, 8]);
+    sweep(c, "synthetic-72", &syn, NicRole::Any, &[8, 32, 72]);
+
+    // The brute force on the same 8 + 8 node and request, for a ratio.
     let p = Planner::new(&dgx);
-    let (empty, half) = (Usage::empty(), half_used(&dgx));
-    c.bench_function("dgx-h100 4 GPU x1 NIC empty", |b| {
-        b.iter(|| p.plan(black_box(&req4), &empty).unwrap())
-    });
-    c.bench_function("dgx-h100 2 GPU x1 NIC half used", |b| {
-        b.iter(|| p.plan(black_box(&req2), &half).unwrap())
-    });
-    c.bench_function("dgx-h100 8 GPU x1 NIC empty", |b| {
-        let r = Request::new(8, NicCount::PerGpu(1));
-        b.iter(|| p.plan(black_box(&r), &empty).unwrap())
-    });
+    let empty = Usage::empty();
+    let req2 = per_gpu(2, NicRole::Any);
     c.bench_function("dgx-h100 2 GPU x1 NIC empty (planner, brute ratio)", |b| {
         b.iter(|| p.plan(black_box(&req2), &empty).unwrap())
     });
@@ -132,36 +151,14 @@ fn bench(c: &mut Criterion) {
     c.bench_function("planner new dgx-h100", |b| {
         b.iter(|| Planner::new(black_box(&dgx)))
     });
-
-    let p = Planner::new(&mi);
-    let half = half_used(&mi);
-    c.bench_function("mi300x-8 PF 4 GPU x1 NIC empty", |b| {
-        b.iter(|| p.plan(black_box(&req4_pf), &empty).unwrap())
-    });
-    c.bench_function("mi300x-8 PF 2 GPU x1 NIC half used", |b| {
-        let mut r = req2.clone();
-        r.nic_role = NicRole::Pf;
-        b.iter(|| p.plan(black_box(&r), &half))
-    });
-    c.bench_function("mi300x-8 any-role 4 GPU x1 NIC empty", |b| {
-        b.iter(|| p.plan(black_box(&req4), &empty).unwrap())
-    });
-
-    let p = Planner::new(&syn);
-    let half = half_used(&syn);
-    let mut req8 = Request::new(8, NicCount::PerGpu(1));
-    req8.cpus = 16;
-    c.bench_function("synthetic-72 8 GPU x1 NIC empty", |b| {
-        b.iter(|| p.plan(black_box(&req8), &empty).unwrap())
-    });
-    c.bench_function("synthetic-72 8 GPU x1 NIC half used", |b| {
-        b.iter(|| p.plan(black_box(&req8), &half).unwrap())
-    });
-    let req32 = Request::new(32, NicCount::PerGpu(1));
-    c.bench_function("synthetic-72 32 GPU x1 NIC empty", |b| {
-        b.iter(|| p.plan(black_box(&req32), &empty).unwrap())
-    });
 }
 
-criterion_group!(benches, bench);
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(30)
+        .warm_up_time(std::time::Duration::from_millis(500))
+        .measurement_time(std::time::Duration::from_secs(2));
+    targets = bench
+}
 criterion_main!(benches);
