@@ -36,16 +36,6 @@ pub enum ConfigError {
         "topologyManagerPolicyOptions.max-allowable-numa-nodes: {0} is lower than the default 8, which the kubelet refuses"
     )]
     MaxAllowableTooLow(usize),
-    /// An option that the policy ignores.
-    #[error(
-        "topologyManagerPolicyOptions.{option} is not allowed with policy `{policy}`: the kubelet ignores it there (use best-effort or restricted)"
-    )]
-    OptionIgnored {
-        /// The option.
-        option: &'static str,
-        /// The policy.
-        policy: Policy,
-    },
     /// More NUMA nodes than `max-allowable-numa-nodes`: the kubelet fails to start.
     #[error(
         "the Topology Manager is unsupported on machines with more than {max} NUMA nodes (this one has {nodes}); the kubelet would fail to start (raise max-allowable-numa-nodes or use policy none)"

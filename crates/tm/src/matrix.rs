@@ -33,7 +33,7 @@ impl Default for MatrixSpec {
         MatrixSpec {
             sizes: vec![(4, 4), (8, 8)],
             draws: 1000,
-            vfs_per_pf: Some(1),
+            vfs_per_pf: None,
             prefer_closest: true,
             vf_resource: "nvidia.com/sriov-rdma-vf".to_string(),
         }
@@ -64,6 +64,9 @@ pub struct MatrixCell {
     pub gdr: u32,
     /// The row's reading, in the seed's words.
     pub verdict: String,
+    /// For a rejection: each resource's hints and the merged hint, which say why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// One policy's row.
@@ -180,6 +183,11 @@ fn cell(policy: Policy, gpus: u64, vfs: u64, outcomes: &[Outcome]) -> MatrixCell
     } else {
         format!("Mixed: one NUMA node in {single}/{n_adm} admitted draws")
     };
+    let why = outcomes
+        .iter()
+        .find(|o| !o.admitted)
+        .and_then(|o| o.merges.iter().find(|m| !m.admit))
+        .map(explain_merge);
     MatrixCell {
         gpus,
         vfs,
@@ -191,5 +199,27 @@ fn cell(policy: Policy, gpus: u64, vfs: u64, outcomes: &[Outcome]) -> MatrixCell
         pair_classes,
         gdr,
         verdict,
+        why,
     }
+}
+
+/// `resource: hints; …; best hint` for a merge, e.g.
+/// `amd.com/gpu {0,1}T; nvidia.com/sriov-rdma-vf {0}T {1}T {0,1}F -> {0,1}F`.
+fn explain_merge(m: &crate::outcome::MergeRecord) -> String {
+    let mut parts = Vec::new();
+    for p in &m.providers {
+        for r in &p.resources {
+            let hints = match &r.hints {
+                None => "nil".to_string(),
+                Some(l) if l.is_empty() => "[] (impossible)".to_string(),
+                Some(l) => l
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            };
+            parts.push(format!("{} {hints}", r.resource));
+        }
+    }
+    format!("{} -> best {}", parts.join("; "), m.best)
 }

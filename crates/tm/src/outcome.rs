@@ -124,4 +124,7 @@ pub struct Outcome {
     pub numa_nodes_used: Vec<u32>,
     /// For each allocated GPU, its best allocated NIC.
     pub pairs: Vec<GpuPair>,
+    /// Settings the kubelet accepts but ignores here, and similar notes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }

@@ -186,8 +186,8 @@ impl TopologyManager {
     /// Mirrors `NewManager`: fails when the machine has more NUMA nodes than
     /// `max-allowable-numa-nodes` under any policy but `none` (the kubelet then refuses
     /// to start). Options that the kubelet accepts but ignores under this policy
-    /// (`prefer-closest-numa-nodes` with `none` or `single-numa-node`) are refused too,
-    /// so that a configuration does not promise what it will not do.
+    /// (`prefer-closest-numa-nodes` with `none` or `single-numa-node`) are accepted, as the
+    /// kubelet does; [`TopologyManager::ignored_options`] names them for the report.
     pub fn new(
         policy: Policy,
         scope: Scope,
@@ -195,12 +195,6 @@ impl TopologyManager {
         numa: NumaInfo,
     ) -> Result<Self, ConfigError> {
         let opts = PolicyOptions::parse(options)?;
-        if opts.prefer_closest_numa && matches!(policy, Policy::None | Policy::SingleNumaNode) {
-            return Err(ConfigError::OptionIgnored {
-                option: PREFER_CLOSEST_NUMA_NODES,
-                policy,
-            });
-        }
         if policy != Policy::None && numa.nodes.len() > opts.max_allowable_numa_nodes {
             return Err(ConfigError::TooManyNumaNodes {
                 nodes: numa.nodes.len(),
@@ -213,6 +207,21 @@ impl TopologyManager {
             options: opts,
             numa,
         })
+    }
+
+    /// Options set in the configuration that this policy ignores (the kubelet accepts them
+    /// silently; the simulator says so).
+    pub fn ignored_options(&self) -> Vec<String> {
+        if self.options.prefer_closest_numa
+            && matches!(self.policy, Policy::None | Policy::SingleNumaNode)
+        {
+            vec![format!(
+                "topologyManagerPolicyOptions.{PREFER_CLOSEST_NUMA_NODES} has no effect with policy `{}`: the kubelet accepts and ignores it",
+                self.policy
+            )]
+        } else {
+            Vec::new()
+        }
     }
 
     /// Mirrors each policy's `Merge`: the best hint and whether the pod is admitted.

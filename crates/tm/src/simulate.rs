@@ -200,6 +200,7 @@ pub fn simulate(case: &Case<'_>) -> Result<Outcome, SimError> {
         allocations: Vec::new(),
         numa_nodes_used: Vec::new(),
         pairs: Vec::new(),
+        warnings: tm.ignored_options(),
     };
     let memory_of = |c: &Container| -> u64 {
         if qos != QosClass::Guaranteed {

@@ -7,8 +7,11 @@ use topoalign_tm::{Policy, outcome::TOPOLOGY_AFFINITY_ERROR};
 #[test]
 fn simulated_table_has_the_seed_outcomes() {
     let topo = topoalign_discover::profiles::get("mi300x-8").unwrap();
+    // Seed 000's table holds for a pool of one VF per PF (see the next test for the
+    // profile's full pool of four VFs per PF).
     let spec = MatrixSpec {
         draws: 300,
+        vfs_per_pf: Some(1),
         ..MatrixSpec::default()
     };
     let rows = seed_matrix(&topo, &spec).unwrap();
@@ -56,6 +59,8 @@ fn with_four_vfs_per_pf_restricted_rejects_eight_plus_eight() {
         .find(|r| r.policy == Policy::Restricted)
         .unwrap();
     assert_eq!(r.cells[1].admitted, 0);
+    let why = r.cells[1].why.as_deref().unwrap();
+    assert!(why.contains("{0,1}") && why.contains('F'), "{why}");
     assert_eq!(r.cells[0].single_numa, 5);
     // ...and the packed SR-IOV allocator puts all four VFs on one PF: one GPU shares its
     // switch (PIX), three reach it through the CPU (NODE) without GPUDirect RDMA.

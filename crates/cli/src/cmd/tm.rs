@@ -87,9 +87,10 @@ pub struct Args {
     /// Draws per matrix cell.
     #[arg(long, default_value_t = 1000, requires = "matrix")]
     draws: u32,
-    /// VFs per PF in the matrix's SR-IOV pool (0 = every enabled VF).
-    #[arg(long, default_value_t = 1, requires = "matrix")]
-    vfs_per_pf: u32,
+    /// VFs per PF in the matrix's SR-IOV pool (0 = every enabled VF). Without it the
+    /// matrix runs on the profile's own pool, then on seed 000's one-VF-per-PF pool.
+    #[arg(long, requires = "matrix")]
+    vfs_per_pf: Option<u32>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -279,6 +280,9 @@ fn render_outcome(o: &Outcome) -> String {
         "node {}  policy {}  scope {}  prefer-closest-numa-nodes {}  QoS {:?}",
         o.node, o.policy, scope, o.options.prefer_closest_numa, o.qos
     );
+    for w in &o.warnings {
+        let _ = writeln!(s, "note: {w}");
+    }
     for m in &o.merges {
         let _ = writeln!(s, "\nmerge for {}:", m.target);
         for p in &m.providers {
@@ -364,16 +368,43 @@ fn run_matrix(args: &Args) -> anyhow::Result<ExitCode> {
         .topology
         .load(Source::Profile("mi300x-8".to_string()))?
         .topology;
-    let spec = MatrixSpec {
+    let spec_for = |vfs_per_pf: Option<u32>| MatrixSpec {
         draws: args.draws,
-        vfs_per_pf: (args.vfs_per_pf > 0).then_some(args.vfs_per_pf),
+        vfs_per_pf,
         vf_resource: args.nic_resource.clone(),
         ..MatrixSpec::default()
     };
-    let rows = seed_matrix(&topo, &spec)?;
+    let pools: Vec<Option<u32>> = match args.vfs_per_pf {
+        Some(n) => vec![(n > 0).then_some(n)],
+        None => vec![None, Some(1)],
+    };
+    let mut tables = Vec::new();
+    for pool in pools {
+        let spec = spec_for(pool);
+        let rows = seed_matrix(&topo, &spec)?;
+        tables.push((spec, rows));
+    }
     match args.format {
-        Format::Table => print!("{}", render_matrix(&topo.name, &spec, &rows)),
-        f => print_structured(&rows, f)?,
+        Format::Table => {
+            for (i, (spec, rows)) in tables.iter().enumerate() {
+                if i > 0 {
+                    println!(
+                        "\nSeed 000's table assumes a small VF pool; with one VF per PF the VF resource \
+                         also needs both NUMA nodes for 8 VFs, its {{0,1}} hint becomes preferred, and \
+                         restricted admits 8+8 across the sockets:\n"
+                    );
+                }
+                print!("{}", render_matrix(&topo.name, spec, rows));
+            }
+        }
+        f => {
+            let all: Vec<&Vec<MatrixRow>> = tables.iter().map(|(_, rows)| rows).collect();
+            if all.len() == 1 {
+                print_structured(all[0], f)?;
+            } else {
+                print_structured(&all, f)?;
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -414,6 +445,9 @@ fn render_matrix(node: &str, spec: &MatrixSpec, rows: &[MatrixRow]) -> String {
                 c.gdr,
                 c.gpus
             );
+            if let Some(why) = &c.why {
+                let _ = writeln!(s, "      why: {why}");
+            }
         }
     }
     s
