@@ -3,8 +3,6 @@
 
 use thiserror::Error;
 
-use crate::policy::Policy;
-
 /// A kubelet setting that the kubelet would refuse (or that has no effect).
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum ConfigError {
