@@ -225,7 +225,10 @@ fn bad_input_is_a_clear_error_with_exit_2() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("has no effect with policy `single-numa-node`"), "{text}");
+    assert!(
+        text.contains("has no effect with policy `single-numa-node`"),
+        "{text}"
+    );
 
     let (rc, err) = stderr_of(tm().args([
         "--profile",

@@ -360,7 +360,7 @@ fn read_numa(dir: &Path, warn: bool, bdf: Bdf, warnings: &mut Vec<String>) -> Op
         Some(t) if t == "-1" => {
             if warn {
                 warnings.push(format!(
-                    "{bdf}: numa_node is -1 (unknown); its NUMA node is taken from its host bridge's other devices"
+                    "{bdf}: numa_node is -1 (unknown); pair classes use the NUMA node of other devices under its host bridge, or node 0 on a single-node machine"
                 ));
             }
             None
