@@ -209,16 +209,7 @@ fn explain_merge(m: &crate::outcome::MergeRecord) -> String {
     let mut parts = Vec::new();
     for p in &m.providers {
         for r in &p.resources {
-            let hints = match &r.hints {
-                None => "nil".to_string(),
-                Some(l) if l.is_empty() => "[] (impossible)".to_string(),
-                Some(l) => l
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            };
-            parts.push(format!("{} {hints}", r.resource));
+            parts.push(format!("{} {}", r.resource, r.hints_text()));
         }
     }
     format!("{} -> best {}", parts.join("; "), m.best)

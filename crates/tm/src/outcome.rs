@@ -23,6 +23,22 @@ pub struct ResourceHints {
     pub hints: Option<Vec<TopologyHint>>,
 }
 
+impl ResourceHints {
+    /// The hints as the kubelet's logs would list them: `{0}T {1}T {0,1}F`, `nil (no
+    /// preference)` or `[] (impossible)`.
+    pub fn hints_text(&self) -> String {
+        match &self.hints {
+            None => "nil (no preference)".to_string(),
+            Some(l) if l.is_empty() => "[] (impossible)".to_string(),
+            Some(l) => l
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+}
+
 /// One provider's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

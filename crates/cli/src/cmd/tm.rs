@@ -14,7 +14,7 @@ use topoalign_tm::case::CaseFile;
 use topoalign_tm::matrix::{MatrixRow, MatrixSpec, gpu_resource, seed_matrix};
 use topoalign_tm::outcome::Outcome;
 use topoalign_tm::settings::{CpuPolicy, MemoryPolicy};
-use topoalign_tm::{Case, Pod, Quantity, ResourceMap, Settings, TopologyHint, Usage, simulate};
+use topoalign_tm::{Case, Pod, Quantity, ResourceMap, Settings, Usage, simulate};
 
 use crate::output::{Format, print_structured};
 use crate::source::TopologyArgs;
@@ -259,18 +259,6 @@ fn apply_flags(args: &Args, s: &mut Settings) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn hints_text(h: &Option<Vec<TopologyHint>>) -> String {
-    match h {
-        None => "nil (no preference)".to_string(),
-        Some(l) if l.is_empty() => "[] (impossible)".to_string(),
-        Some(l) => l
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(" "),
-    }
-}
-
 /// The table form of an outcome.
 fn render_outcome(o: &Outcome) -> String {
     let mut s = String::new();
@@ -295,7 +283,7 @@ fn render_outcome(o: &Outcome) -> String {
                     "  {:<14} {:<28} {}",
                     p.provider,
                     r.resource,
-                    hints_text(&r.hints)
+                    r.hints_text()
                 );
             }
         }
