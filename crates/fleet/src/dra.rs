@@ -117,28 +117,27 @@ pub fn publish(model: &NodeModel, pool: &str) -> Vec<ResourceSlice> {
         Some(topoalign_topology::GpuVendor::Intel) => "gpu.intel.com",
         _ => "gpu.nvidia.com",
     };
-    let gpus = model
-        .gpus
-        .iter()
-        .enumerate()
-        .map(|(pos, &g)| Device {
-            name: format!("gpu-{pos}"),
-            class: DeviceClass::Gpu,
-            position: pos,
-            attributes: attrs(topo.gpus[g].pci),
-        })
-        .collect();
-    let nics = model
-        .nics
-        .iter()
-        .enumerate()
-        .map(|(pos, &n)| Device {
-            name: format!("nic-{pos}"),
-            class: DeviceClass::Nic,
-            position: pos,
-            attributes: attrs(topo.nics[n].pci),
-        })
-        .collect();
+    let devices = |class: DeviceClass, prefix: &str, pcis: Vec<usize>| -> Vec<Device> {
+        pcis.into_iter()
+            .enumerate()
+            .map(|(pos, pci)| Device {
+                name: format!("{prefix}-{pos}"),
+                class,
+                position: pos,
+                attributes: attrs(pci),
+            })
+            .collect()
+    };
+    let gpus = devices(
+        DeviceClass::Gpu,
+        "gpu",
+        model.gpus.iter().map(|&g| topo.gpus[g].pci).collect(),
+    );
+    let nics = devices(
+        DeviceClass::Nic,
+        "nic",
+        model.nics.iter().map(|&n| topo.nics[n].pci).collect(),
+    );
     vec![
         ResourceSlice {
             driver: gpu_driver.to_string(),
@@ -392,14 +391,9 @@ pub fn allocate_pairs(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
+    use crate::testing::model;
     use topoalign_topology::PcieClass;
-
-    fn model(name: &str) -> NodeModel {
-        NodeModel::new(Arc::new(topoalign_discover::profiles::get(name).unwrap())).unwrap()
-    }
 
     #[test]
     fn publishes_standard_attributes_in_address_order() {

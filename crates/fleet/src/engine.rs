@@ -6,14 +6,14 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 
 use serde::Serialize;
-use topoalign_topology::Topology;
+use topoalign_plan::CostKey;
+use topoalign_topology::{GpuNicPath, Topology};
 
-use crate::dra::{self, MatchOn, ResourceSlice};
+use crate::dra::MatchOn;
 use crate::error::FleetError;
 use crate::metrics::{PolicyReport, UtilSample};
-use crate::node::{Assignment, NodeModel, NodeState, PairCounts};
-use crate::placers::{self, Attempt, PlaceOptions};
-use crate::planner::NodePlanner;
+use crate::node::{Assignment, NodeState, PairCounts};
+use crate::placers::{Attempt, NodeKind, PlaceOptions};
 use crate::policy::Policy;
 use crate::rng::SplitMix64;
 use crate::workload::{self, PodArrival, StreamLength, WorkloadSpec};
@@ -108,31 +108,17 @@ pub struct SimReport {
     pub policies: Vec<PolicyReport>,
 }
 
-/// A node type with what every policy needs precomputed.
-struct NodeKind<'t> {
-    model: NodeModel,
-    slices: Vec<ResourceSlice>,
-    planner: NodePlanner<'t>,
-}
-
 /// Runs the simulation.
 pub fn simulate(config: &SimConfig) -> Result<SimReport, FleetError> {
     config.validate()?;
     let pods = workload::generate(&config.workload, config.seed)?;
-    let models = config
+    // One model, DRA publication, kubelet and planner per node type, shared by every
+    // node of the type and every policy.
+    let kinds = config
         .fleet
         .iter()
-        .map(|g| NodeModel::new(Arc::clone(&g.topology)))
+        .map(|g| NodeKind::new(&g.topology))
         .collect::<Result<Vec<_>, _>>()?;
-    let kinds: Vec<NodeKind<'_>> = models
-        .iter()
-        .zip(&config.fleet)
-        .map(|(m, g)| NodeKind {
-            model: m.clone(),
-            slices: dra::publish(m, &g.topology.name),
-            planner: NodePlanner::new(&g.topology, m),
-        })
-        .collect();
     let node_kind: Vec<usize> = config
         .fleet
         .iter()
@@ -147,7 +133,7 @@ pub fn simulate(config: &SimConfig) -> Result<SimReport, FleetError> {
         .policies
         .iter()
         .map(|&p| Run::new(p, config, &kinds, &node_kind, horizon).execute(&pods))
-        .collect();
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(SimReport {
         seed: config.seed,
         fleet: config
@@ -241,49 +227,50 @@ impl<'a, 't> Run<'a, 't> {
         }
     }
 
-    fn execute(mut self, pods: &[PodArrival]) -> PolicyReport {
+    fn execute(mut self, pods: &[PodArrival]) -> Result<PolicyReport, FleetError> {
         for pod in pods {
-            self.depart_until(pod.at);
+            self.depart_until(pod.at)?;
             self.sample_until(pod.at);
             self.expire(pod.at);
-            if !self.try_schedule(pod, pod.at) {
+            if !self.try_schedule(pod, pod.at)? {
                 self.pending
                     .push_back((*pod, pod.at + self.config.patience));
             }
         }
-        self.depart_until(self.horizon);
+        self.depart_until(self.horizon)?;
         self.sample_until(self.horizon);
         self.expire(self.horizon);
         self.report.left_pending = self.pending.len() as u64;
         self.report.running_at_end = self.departures.len() as u64;
         self.report.finish();
-        self.report
+        Ok(self.report)
     }
 
     /// Processes departures up to `t`, retrying the pending queue after each.
-    fn depart_until(&mut self, t: f64) {
+    fn depart_until(&mut self, t: f64) -> Result<(), FleetError> {
         while self.departures.peek().is_some_and(|d| d.at <= t) {
             let Some(d) = self.departures.pop() else {
                 break;
             };
             self.sample_until(d.at);
-            let model = &self.kinds[self.node_kind[d.node]].model;
-            self.states[d.node].release(model, &d.assignment);
+            self.states[d.node].release(&d.assignment);
             self.used_gpus -= d.assignment.gpus.len();
             self.expire(d.at);
-            self.retry_pending(d.at);
+            self.retry_pending(d.at)?;
         }
+        Ok(())
     }
 
     /// Tries every pending pod in FIFO order.
-    fn retry_pending(&mut self, now: f64) {
+    fn retry_pending(&mut self, now: f64) -> Result<(), FleetError> {
         let mut keep = VecDeque::with_capacity(self.pending.len());
         while let Some((pod, deadline)) = self.pending.pop_front() {
-            if !self.try_schedule(&pod, now) {
+            if !self.try_schedule(&pod, now)? {
                 keep.push_back((pod, deadline));
             }
         }
         self.pending = keep;
+        Ok(())
     }
 
     /// Drops pending pods whose patience ran out before `now`.
@@ -314,44 +301,39 @@ impl<'a, 't> Run<'a, 't> {
 
     /// Schedules `pod` now if a node takes it. Returns true when the pod left the queue
     /// for good (placed or rejected).
-    fn try_schedule(&mut self, pod: &PodArrival, now: f64) -> bool {
+    fn try_schedule(&mut self, pod: &PodArrival, now: f64) -> Result<bool, FleetError> {
         let opts = PlaceOptions {
             dra_match: self.config.dra_match,
             dra_budget: self.config.dra_budget,
         };
-        let mut best: Option<(usize, Assignment, placers::Cost)> = None;
+        let mut best: Option<(usize, Assignment, Vec<GpuNicPath>, Quality)> = None;
         for node in 0..self.states.len() {
             let kind = &self.kinds[self.node_kind[node]];
             let state = &self.states[node];
-            if !state.fits_by_count(pod.gpus, pod.nics, pod.cpus) {
+            if !state.fits_by_count(&kind.model, pod.gpus, pod.nics, pod.cpus) {
                 continue;
             }
-            let attempt = placers::place(
-                self.policy,
-                &kind.model,
-                &kind.slices,
-                &kind.planner,
-                state,
-                pod,
-                opts,
-                &mut self.rng,
-            );
-            match attempt {
-                Attempt::Fit { assignment, cost } => {
-                    if self.policy != Policy::Topoalign {
-                        best = Some((node, assignment, cost));
+            match kind.place(self.policy, state, pod, opts, &mut self.rng)? {
+                Attempt::Fit {
+                    assignment,
+                    pairs,
+                    cost,
+                } => {
+                    // Across nodes only the pairs' quality counts (GDR pairs, worst class,
+                    // class ranks); equal quality goes to the first node in order, the
+                    // scheduler's first fit, so that topoalign packs the fleet exactly as
+                    // the other policies do. Policies without a cost take the first fit.
+                    let Some(cost) = cost else {
+                        best = Some((node, assignment, pairs, Quality::default()));
                         break;
+                    };
+                    let quality = Quality::of(&cost);
+                    if best.as_ref().is_none_or(|b| quality < b.3) {
+                        best = Some((node, assignment, pairs, quality));
                     }
-                    // Across nodes only the pairs' quality counts (GDR pairs, worst
-                    // class, class ranks); equal quality goes to the first node in
-                    // order, the scheduler's first fit, so that topoalign packs the
-                    // fleet exactly as the other policies do.
-                    let quality = |c: &placers::Cost| [c[0], c[1], c[2]];
-                    if best
-                        .as_ref()
-                        .is_none_or(|(_, _, c)| quality(&cost) < quality(c))
-                    {
-                        best = Some((node, assignment, cost));
+                    if quality.is_ideal() {
+                        // No node can do better: stop as first fit would.
+                        break;
                     }
                 }
                 Attempt::NoFit => {}
@@ -360,17 +342,15 @@ impl<'a, 't> Run<'a, 't> {
                     // The kube-scheduler bound the pod here by counts; the kubelet
                     // refused it. The pod fails and is not retried.
                     self.report.rejected += 1;
-                    return true;
+                    return Ok(true);
                 }
             }
         }
-        let Some((node, assignment, _)) = best else {
-            return false;
+        let Some((node, assignment, pairs, _)) = best else {
+            return Ok(false);
         };
-        let kind = &self.kinds[self.node_kind[node]];
-        let pairs = kind.model.pairs(&assignment.gpus, &assignment.nics);
         self.report.record_placement(pod, &pairs, now - pod.at);
-        self.states[node].take(&kind.model, &assignment);
+        self.states[node].take(&assignment);
         self.used_gpus += assignment.gpus.len();
         self.departures.push(Departure {
             at: now + pod.lifetime,
@@ -378,7 +358,31 @@ impl<'a, 't> Run<'a, 't> {
             node,
             assignment,
         });
-        true
+        Ok(true)
+    }
+}
+
+/// The part of a plan's cost the scheduler compares across nodes: pairs without GDR,
+/// worst pair class, sum of pair class ranks (lower is better).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+struct Quality {
+    no_gdr: u32,
+    worst: u32,
+    rank_sum: u32,
+}
+
+impl Quality {
+    fn of(cost: &CostKey) -> Self {
+        Quality {
+            no_gdr: cost.no_gdr,
+            worst: cost.worst,
+            rank_sum: cost.rank_sum,
+        }
+    }
+
+    /// Every pair PIX with GDR: nothing is better.
+    fn is_ideal(&self) -> bool {
+        self.no_gdr == 0 && self.rank_sum == 0
     }
 }
 

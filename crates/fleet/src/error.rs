@@ -26,6 +26,12 @@ pub enum FleetError {
         /// Why.
         reason: String,
     },
+    /// The kubelet model refused its input (a bug in how the fleet drives it).
+    #[error("kubelet model: {0}")]
+    Kubelet(String),
+    /// The planner refused its input (a bug in how the fleet drives it).
+    #[error("planner: {0}")]
+    Planner(String),
 }
 
 impl FleetError {

@@ -10,26 +10,33 @@
 //! class (each GPU with its best NIC of the pod, as NCCL pairs them), GPUDirect RDMA,
 //! placed / rejected / timed-out / pending pods and GPU utilisation over time.
 //!
+//! On each node, `blind` and `tm-restricted` are decided by the kubelet model of
+//! `topoalign_tm` ([`kubelet`]), `topoalign` by the planner of `topoalign_plan` (one per
+//! node type), `dra-first-fit` by [`dra`]; [`svg`] draws the report with
+//! `topoalign_render::chart`.
+//!
 //! [`dra`] is a faithful model of the DRA structured-parameters allocator (first full
 //! solution in slice/device order, backtracking, no scoring). Every random choice comes
 //! from [`rng::SplitMix64`] seeded by the user: same seed, same numbers.
 
-pub mod chart;
 pub mod dra;
 pub mod engine;
 pub mod error;
+pub mod kubelet;
 pub mod metrics;
 pub mod node;
-pub mod numa_hints;
 pub mod placers;
-pub mod planner;
 pub mod policy;
 pub mod rng;
+pub mod svg;
+#[cfg(test)]
+mod testing;
 pub mod workload;
 
 pub use engine::{NodeGroup, SimConfig, SimReport, simulate};
 pub use error::FleetError;
 pub use metrics::{PolicyReport, SizeStats, UtilSample};
 pub use node::{Assignment, NodeModel, NodeState, PairCounts};
+pub use placers::{Attempt, NodeKind, PlaceOptions};
 pub use policy::Policy;
 pub use workload::{Mix, PodArrival, StreamLength, WorkloadSpec};

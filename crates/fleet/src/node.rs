@@ -4,9 +4,14 @@
 use std::sync::Arc;
 
 use serde::Serialize;
-use topoalign_topology::{GpuNicPath, PcieClass, Topology};
+use topoalign_topology::{Bdf, CpuSet, GpuNicPath, PcieClass, Topology};
 
 use crate::error::FleetError;
+
+/// CPUs every node reserves for system daemons (`reservedSystemCPUs`): the static CPU
+/// manager never hands them to containers, the planner never plans on them, and they do
+/// not count as allocatable.
+pub const RESERVED_CPUS: usize = 2;
 
 /// A node type: a topology plus the facts every policy needs, computed once.
 #[derive(Debug, Clone)]
@@ -18,6 +23,10 @@ pub struct NodeModel {
     /// The NIC functions pods get (indices into `topology.nics`), in PCI address order:
     /// SR-IOV VFs when the node has any (seed 000's `sriov-rdma-vf`), else the RDMA PFs.
     pub nics: Vec<usize>,
+    /// PCI address of each GPU in `gpus` order (ascending).
+    pub gpu_bdf: Vec<Bdf>,
+    /// PCI address of each NIC in `nics` order (ascending).
+    pub nic_bdf: Vec<Bdf>,
     /// Whether `nics` are VFs.
     pub nics_are_vfs: bool,
     /// NUMA node of each GPU in `gpus` order (after the classifier's fallbacks).
@@ -30,8 +39,10 @@ pub struct NodeModel {
     pub nic_root: Vec<String>,
     /// GPU×NIC paths, row-major over the positions in `gpus` and `nics`.
     pub paths: Vec<GpuNicPath>,
-    /// NUMA node ids, ascending, with their CPU counts.
-    pub numa_cpus: Vec<(u32, u32)>,
+    /// The CPUs reserved for the system ([`RESERVED_CPUS`] lowest CPU ids).
+    pub reserved_cpus: CpuSet,
+    /// CPUs pods may request: all CPUs minus the reserved ones.
+    pub allocatable_cpus: u32,
 }
 
 impl NodeModel {
@@ -56,7 +67,7 @@ impl NodeModel {
             vfs
         } else {
             (0..topo.nics.len())
-                .filter(|&n| topo.nics[n].rdma.is_some())
+                .filter(|&n| topo.nics[n].rdma.is_some() && !topo.nics[n].is_vf())
                 .collect()
         };
         nics.sort_by_key(|&n| topo.nic_bdf(n));
@@ -66,6 +77,16 @@ impl NodeModel {
         if nics.is_empty() {
             return Err(unusable("it has no RDMA NIC or VF".to_string()));
         }
+        let all_cpus =
+            CpuSet::from_ids(topo.numa.iter().flat_map(|n| n.cpus.ids().iter().copied()));
+        if all_cpus.len() <= RESERVED_CPUS {
+            return Err(unusable(format!(
+                "it has {} CPUs, not more than the {RESERVED_CPUS} reserved for the system",
+                all_cpus.len()
+            )));
+        }
+        let reserved_cpus = CpuSet::from_ids(all_cpus.ids().iter().copied().take(RESERVED_CPUS));
+        let allocatable_cpus = u32::try_from(all_cpus.len() - RESERVED_CPUS).unwrap_or(u32::MAX);
         let gpu_numa = gpus
             .iter()
             .map(|&g| classifier.numa_of(topo.gpus[g].pci))
@@ -83,13 +104,10 @@ impl NodeModel {
                 paths.push(classifier.gpu_nic(g, n));
             }
         }
-        let numa_cpus = topo
-            .numa
-            .iter()
-            .map(|n| (n.id, u32::try_from(n.cpus.len()).unwrap_or(u32::MAX)))
-            .collect();
         Ok(NodeModel {
-            topology,
+            gpu_bdf: gpus.iter().map(|&g| topo.gpu_bdf(g)).collect(),
+            nic_bdf: nics.iter().map(|&n| topo.nic_bdf(n)).collect(),
+            topology: Arc::clone(&topology),
             gpus,
             nics,
             nics_are_vfs,
@@ -98,7 +116,8 @@ impl NodeModel {
             gpu_root,
             nic_root,
             paths,
-            numa_cpus,
+            reserved_cpus,
+            allocatable_cpus,
         })
     }
 
@@ -107,9 +126,14 @@ impl NodeModel {
         self.paths[gpu_pos * self.nics.len() + nic_pos]
     }
 
-    /// Total CPUs.
-    pub fn cpu_total(&self) -> u32 {
-        self.numa_cpus.iter().map(|&(_, c)| c).sum()
+    /// The position in [`NodeModel::gpus`] of the GPU at this address.
+    pub fn gpu_position(&self, bdf: Bdf) -> Option<usize> {
+        self.gpu_bdf.binary_search(&bdf).ok()
+    }
+
+    /// The position in [`NodeModel::nics`] of the NIC function at this address.
+    pub fn nic_position(&self, bdf: Bdf) -> Option<usize> {
+        self.nic_bdf.binary_search(&bdf).ok()
     }
 
     /// How each GPU of an allocation pairs with the allocation's NICs, as NCCL would
@@ -128,16 +152,17 @@ impl NodeModel {
 }
 
 /// What one pod holds on a node: positions in [`NodeModel::gpus`] and
-/// [`NodeModel::nics`], and CPUs per NUMA node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// [`NodeModel::nics`], and its CPUs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Assignment {
     /// GPU positions.
     pub gpus: Vec<usize>,
     /// NIC positions.
     pub nics: Vec<usize>,
-    /// (NUMA node id, CPUs) taken.
-    pub cpus: Vec<(u32, u32)>,
+    /// CPUs held exclusively (static CPU manager or the planner's pinning).
+    pub pinned_cpus: CpuSet,
+    /// CPUs counted against the shared pool (no pinning).
+    pub shared_cpus: u32,
 }
 
 /// The mutable state of one node.
@@ -147,8 +172,10 @@ pub struct NodeState {
     pub gpu_used: Vec<bool>,
     /// Per NIC position: in use.
     pub nic_used: Vec<bool>,
-    /// Free CPUs per NUMA node, in [`NodeModel::numa_cpus`] order.
-    pub cpu_free: Vec<u32>,
+    /// CPUs held exclusively by running pods.
+    pub pinned_cpus: CpuSet,
+    /// CPUs running pods take from the shared pool, by count.
+    pub shared_cpus: u32,
 }
 
 impl NodeState {
@@ -157,26 +184,19 @@ impl NodeState {
         NodeState {
             gpu_used: vec![false; model.gpus.len()],
             nic_used: vec![false; model.nics.len()],
-            cpu_free: model.numa_cpus.iter().map(|&(_, c)| c).collect(),
+            pinned_cpus: CpuSet::new(),
+            shared_cpus: 0,
         }
     }
 
     /// Free GPU positions.
     pub fn free_gpus(&self) -> impl Iterator<Item = usize> + '_ {
-        self.gpu_used
-            .iter()
-            .enumerate()
-            .filter(|(_, u)| !**u)
-            .map(|(i, _)| i)
+        free(&self.gpu_used)
     }
 
     /// Free NIC positions.
     pub fn free_nics(&self) -> impl Iterator<Item = usize> + '_ {
-        self.nic_used
-            .iter()
-            .enumerate()
-            .filter(|(_, u)| !**u)
-            .map(|(i, _)| i)
+        free(&self.nic_used)
     }
 
     /// GPUs in use.
@@ -184,60 +204,72 @@ impl NodeState {
         self.gpu_used.iter().filter(|u| **u).count()
     }
 
+    /// Allocatable CPUs no running pod holds.
+    pub fn free_cpus(&self, model: &NodeModel) -> u32 {
+        let pinned = u32::try_from(self.pinned_cpus.len()).unwrap_or(u32::MAX);
+        model
+            .allocatable_cpus
+            .saturating_sub(pinned)
+            .saturating_sub(self.shared_cpus)
+    }
+
     /// Whether the node has enough free devices and CPUs by count alone (what the
     /// kube-scheduler's resource fit checks).
-    pub fn fits_by_count(&self, gpus: u32, nics: u32, cpus: u32) -> bool {
+    pub fn fits_by_count(&self, model: &NodeModel, gpus: u32, nics: u32, cpus: u32) -> bool {
         self.free_gpus().count() >= gpus as usize
             && self.free_nics().count() >= nics as usize
-            && self.cpu_free.iter().sum::<u32>() >= cpus
+            && self.free_cpus(model) >= cpus
+    }
+
+    /// The addresses of the GPUs in use.
+    pub fn used_gpu_bdfs(&self, model: &NodeModel) -> Vec<Bdf> {
+        used(&self.gpu_used, &model.gpu_bdf)
+    }
+
+    /// The addresses of the NIC functions in use.
+    pub fn used_nic_bdfs(&self, model: &NodeModel) -> Vec<Bdf> {
+        used(&self.nic_used, &model.nic_bdf)
     }
 
     /// Takes an assignment. The caller has checked it is free.
-    pub fn take(&mut self, model: &NodeModel, a: &Assignment) {
-        for &g in &a.gpus {
-            self.gpu_used[g] = true;
-        }
-        for &n in &a.nics {
-            self.nic_used[n] = true;
-        }
-        for &(numa, c) in &a.cpus {
-            if let Some(i) = model.numa_cpus.iter().position(|&(id, _)| id == numa) {
-                self.cpu_free[i] = self.cpu_free[i].saturating_sub(c);
-            }
-        }
+    pub fn take(&mut self, a: &Assignment) {
+        self.mark(a, true);
+        self.pinned_cpus = self.pinned_cpus.union(&a.pinned_cpus);
+        self.shared_cpus += a.shared_cpus;
     }
 
     /// Gives an assignment back.
-    pub fn release(&mut self, model: &NodeModel, a: &Assignment) {
-        for &g in &a.gpus {
-            self.gpu_used[g] = false;
-        }
-        for &n in &a.nics {
-            self.nic_used[n] = false;
-        }
-        for &(numa, c) in &a.cpus {
-            if let Some(i) = model.numa_cpus.iter().position(|&(id, _)| id == numa) {
-                self.cpu_free[i] = (self.cpu_free[i] + c).min(model.numa_cpus[i].1);
-            }
-        }
+    pub fn release(&mut self, a: &Assignment) {
+        self.mark(a, false);
+        self.pinned_cpus = self.pinned_cpus.difference(&a.pinned_cpus);
+        self.shared_cpus = self.shared_cpus.saturating_sub(a.shared_cpus);
     }
 
-    /// CPUs from the shared pool, lowest NUMA node first (no pinning): what a pod gets
-    /// when no CPU manager aligns it.
-    pub fn shared_cpus(&self, model: &NodeModel, mut want: u32) -> Option<Vec<(u32, u32)>> {
-        let mut out = Vec::new();
-        for (i, &(id, _)) in model.numa_cpus.iter().enumerate() {
-            if want == 0 {
-                break;
-            }
-            let take = self.cpu_free[i].min(want);
-            if take > 0 {
-                out.push((id, take));
-                want -= take;
-            }
+    fn mark(&mut self, a: &Assignment, on: bool) {
+        for &g in &a.gpus {
+            self.gpu_used[g] = on;
         }
-        (want == 0).then_some(out)
+        for &n in &a.nics {
+            self.nic_used[n] = on;
+        }
     }
+}
+
+fn free(flags: &[bool]) -> impl Iterator<Item = usize> + '_ {
+    flags
+        .iter()
+        .enumerate()
+        .filter(|(_, u)| !**u)
+        .map(|(i, _)| i)
+}
+
+fn used(flags: &[bool], bdfs: &[Bdf]) -> Vec<Bdf> {
+    flags
+        .iter()
+        .zip(bdfs)
+        .filter(|(u, _)| **u)
+        .map(|(_, b)| *b)
+        .collect()
 }
 
 /// Counts of GPU→NIC pairs by class, and how many have GPUDirect RDMA.
@@ -313,10 +345,7 @@ fn ratio(a: u64, b: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn model(name: &str) -> NodeModel {
-        NodeModel::new(Arc::new(topoalign_discover::profiles::get(name).unwrap())).unwrap()
-    }
+    use crate::testing::model;
 
     #[test]
     fn mi300x_offers_vfs_and_dgx_offers_pfs() {
@@ -324,7 +353,6 @@ mod tests {
         assert!(m.nics_are_vfs);
         assert_eq!(m.gpus.len(), 8);
         assert_eq!(m.nics.len(), 32);
-        assert_eq!(m.cpu_total(), 224);
         // The first four VFs belong to the first PF, beside GPU0.
         for n in 0..4 {
             assert_eq!(m.path(0, n).class, PcieClass::Pix);
@@ -353,20 +381,25 @@ mod tests {
     #[test]
     fn take_and_release_round_trip() {
         let m = model("mi300x-8");
+        assert_eq!(m.reserved_cpus.ids(), &[0, 1]);
+        assert_eq!(m.allocatable_cpus, 222);
         let mut s = NodeState::new(&m);
         let a = Assignment {
             gpus: vec![0, 1],
             nics: vec![0, 4],
-            cpus: vec![(0, 16)],
+            pinned_cpus: CpuSet::range(2, 17),
+            shared_cpus: 4,
         };
         let before = s.clone();
-        s.take(&m, &a);
+        s.take(&a);
         assert_eq!(s.gpus_in_use(), 2);
-        assert!(s.fits_by_count(6, 30, 208));
-        assert!(!s.fits_by_count(7, 1, 1));
-        s.release(&m, &a);
+        assert_eq!(s.free_cpus(&m), 222 - 16 - 4);
+        assert!(s.fits_by_count(&m, 6, 30, 202));
+        assert!(!s.fits_by_count(&m, 6, 30, 203));
+        assert!(!s.fits_by_count(&m, 7, 1, 1));
+        assert_eq!(s.used_gpu_bdfs(&m), vec![m.gpu_bdf[0], m.gpu_bdf[1]]);
+        assert_eq!(m.nic_position(s.used_nic_bdfs(&m)[1]), Some(4));
+        s.release(&a);
         assert_eq!(s, before);
-        assert_eq!(s.shared_cpus(&m, 120), Some(vec![(0, 112), (1, 8)]));
-        assert_eq!(s.shared_cpus(&m, 1000), None);
     }
 }

@@ -1,26 +1,33 @@
-//! What each policy does on one node: [`place`] returns the devices a pod gets there,
-//! or why it gets none.
+//! What each policy does on one node: [`NodeKind::place`] returns the devices a pod gets
+//! there, or why it gets none. `blind` and `tm-restricted` ask the kubelet model
+//! ([`crate::kubelet`]), `dra-first-fit` the DRA allocator ([`crate::dra`]), `topoalign`
+//! the planner ([`topoalign_plan`]).
+
+use std::sync::Arc;
+
+use topoalign_plan::{CostKey, NicCount, NicRole, PlanError, Planner, Request, Usage};
+use topoalign_topology::{GpuNicPath, Topology};
 
 use crate::dra::{self, MatchOn, ResourceSlice};
+use crate::error::FleetError;
+use crate::kubelet::{Admission, KubeletNode, KubeletPolicy};
 use crate::node::{Assignment, NodeModel, NodeState};
-use crate::numa_hints::{self, Hint};
-use crate::planner::NodePlanner;
 use crate::policy::Policy;
 use crate::rng::SplitMix64;
 use crate::workload::PodArrival;
 
-/// A plan's cost, compared lexicographically (lower is better).
-pub type Cost = [i64; 7];
-
 /// The outcome of trying a pod on one node.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Attempt {
-    /// The pod fits: its devices and, for topoalign, the plan's cost (lower is better).
+    /// The pod fits.
     Fit {
         /// Devices and CPUs.
         assignment: Assignment,
-        /// Plan cost (zero for policies that do not score).
-        cost: Cost,
+        /// The GPU↔NIC pairs the metrics count: the planner's pairing for topoalign,
+        /// each GPU with its best NIC of the pod otherwise.
+        pairs: Vec<GpuNicPath>,
+        /// The planner's cost (topoalign only; lower is better).
+        cost: Option<CostKey>,
     },
     /// Not enough free devices here: the scheduler tries the next node.
     NoFit,
@@ -39,163 +46,160 @@ pub struct PlaceOptions {
     pub dra_budget: u64,
 }
 
-/// Tries `pod` on a node. The caller has checked the counts fit.
-#[allow(clippy::too_many_arguments)]
-pub fn place(
-    policy: Policy,
-    model: &NodeModel,
-    slices: &[ResourceSlice],
-    planner: &NodePlanner<'_>,
-    state: &NodeState,
-    pod: &PodArrival,
-    opts: PlaceOptions,
-    rng: &mut SplitMix64,
-) -> Attempt {
-    match policy {
-        Policy::Blind => blind(model, state, pod, rng),
-        Policy::TmRestricted => restricted(model, state, pod),
-        Policy::DraFirstFit => {
-            match dra::allocate_pairs(slices, state, pod.gpus, opts.dra_match, opts.dra_budget) {
-                Err(_) => Attempt::BudgetExceeded,
-                Ok(None) => Attempt::NoFit,
-                Ok(Some((gpus, nics))) => match state.shared_cpus(model, pod.cpus) {
-                    Some(cpus) => Attempt::Fit {
-                        assignment: Assignment { gpus, nics, cpus },
-                        cost: [0; 7],
-                    },
-                    None => Attempt::NoFit,
-                },
-            }
-        }
-        Policy::Topoalign => match planner.plan(model, state, pod) {
-            Some((assignment, cost)) => Attempt::Fit { assignment, cost },
-            None => Attempt::NoFit,
-        },
-    }
+/// A node type with what every policy needs, built once per type: the model, the DRA
+/// slices, the kubelet model and the planner.
+#[derive(Debug)]
+pub struct NodeKind<'t> {
+    /// The node model.
+    pub model: NodeModel,
+    /// The devices as a DRA driver publishes them.
+    pub slices: Vec<ResourceSlice>,
+    /// The kubelet (Topology Manager, device and CPU managers).
+    pub kubelet: KubeletNode,
+    /// The joint planner.
+    pub planner: Planner<'t>,
 }
 
-/// Topology Manager `none`: the GPU plugin's choice among all free GPUs (no preferred
-/// allocation: the device manager's set order, modeled as a seeded shuffle), the SR-IOV
-/// plugin's packed choice (lowest free addresses), CPUs from the shared pool.
-fn blind(model: &NodeModel, state: &NodeState, pod: &PodArrival, rng: &mut SplitMix64) -> Attempt {
-    let mut gpus: Vec<usize> = state.free_gpus().collect();
-    rng.shuffle(&mut gpus);
-    gpus.truncate(pod.gpus as usize);
-    gpus.sort_unstable();
-    let nics: Vec<usize> = state.free_nics().take(pod.nics as usize).collect();
-    let cpus = state.shared_cpus(model, pod.cpus);
-    match cpus {
-        Some(cpus) if gpus.len() == pod.gpus as usize && nics.len() == pod.nics as usize => {
-            Attempt::Fit {
-                assignment: Assignment { gpus, nics, cpus },
-                cost: [0; 7],
-            }
-        }
-        _ => Attempt::NoFit,
-    }
-}
-
-/// Topology Manager `restricted` + `prefer-closest-numa-nodes`, CPU manager `static`:
-/// merge GPU, NIC and CPU hints; admit iff the best hint is preferred; then each
-/// resource is allocated on its own inside the chosen NUMA nodes (lowest addresses
-/// first, as the device manager and the SR-IOV packed allocator do).
-fn restricted(model: &NodeModel, state: &NodeState, pod: &PodArrival) -> Attempt {
-    let ids: Vec<u32> = model.numa_cpus.iter().map(|&(id, _)| id).collect();
-    let n = ids.len();
-    let per_numa = |numa: &[Option<u32>], used: &[bool]| {
-        let mut free = vec![0u32; n];
-        let mut total = vec![0u32; n];
-        for (d, nn) in numa.iter().enumerate() {
-            if let Some(p) = nn.and_then(|id| ids.iter().position(|&x| x == id)) {
-                total[p] += 1;
-                if !used[d] {
-                    free[p] += 1;
-                }
-            }
-        }
-        (free, total)
-    };
-    let (gfree, gtotal) = per_numa(&model.gpu_numa, &state.gpu_used);
-    let (nfree, ntotal) = per_numa(&model.nic_numa, &state.nic_used);
-    let ctotal: Vec<u32> = model.numa_cpus.iter().map(|&(_, c)| c).collect();
-    let hints = [
-        numa_hints::device_hints(&gfree, &gtotal, pod.gpus),
-        numa_hints::device_hints(&nfree, &ntotal, pod.nics),
-        numa_hints::device_hints(&state.cpu_free, &ctotal, pod.cpus),
-    ];
-    let topo = &*model.topology;
-    let distances: Vec<u32> = ids
-        .iter()
-        .flat_map(|&a| {
-            ids.iter()
-                .map(move |&b| topo.numa_distance(a, b).unwrap_or(10))
+impl<'t> NodeKind<'t> {
+    /// Prepares a node type.
+    pub fn new(topology: &'t Arc<Topology>) -> Result<Self, FleetError> {
+        let model = NodeModel::new(Arc::clone(topology))?;
+        Ok(NodeKind {
+            slices: dra::publish(&model, &topology.name),
+            kubelet: KubeletNode::new(&model),
+            planner: Planner::new(topology),
+            model,
         })
-        .collect();
-    let best: Hint = numa_hints::merge(&hints, n, Some(&distances));
-    if !best.preferred {
-        return Attempt::Rejected;
     }
-    let in_mask = |nn: Option<u32>| {
-        nn.and_then(|id| ids.iter().position(|&x| x == id))
-            .is_some_and(|p| best.mask & (1 << p) != 0)
-    };
-    let pick = |numa: &[Option<u32>], free: Vec<usize>, want: usize| {
-        let (mut inside, outside): (Vec<usize>, Vec<usize>) =
-            free.into_iter().partition(|&d| in_mask(numa[d]));
-        inside.extend(outside);
-        inside.truncate(want);
-        inside
-    };
-    let gpus = pick(
-        &model.gpu_numa,
-        state.free_gpus().collect(),
-        pod.gpus as usize,
-    );
-    let nics = pick(
-        &model.nic_numa,
-        state.free_nics().collect(),
-        pod.nics as usize,
-    );
-    let mut cpus = Vec::new();
-    let mut want = pod.cpus;
-    for (p, &id) in ids.iter().enumerate() {
-        if best.mask & (1 << p) != 0 && want > 0 {
-            let take = state.cpu_free[p].min(want);
-            if take > 0 {
-                cpus.push((id, take));
-            }
-            want -= take;
+
+    /// Tries `pod` on a node of this type in `state`. The caller has checked the counts
+    /// fit. `rng` seeds the kubelet's unsorted GPU order.
+    pub fn place(
+        &self,
+        policy: Policy,
+        state: &NodeState,
+        pod: &PodArrival,
+        opts: PlaceOptions,
+        rng: &mut SplitMix64,
+    ) -> Result<Attempt, FleetError> {
+        let model = &self.model;
+        let kubelet = |p: KubeletPolicy, rng: &mut SplitMix64| {
+            Ok(
+                match self.kubelet.admit(p, model, state, pod, rng.next_u64())? {
+                    Admission::Admitted { assignment, pairs } => Attempt::Fit {
+                        assignment,
+                        pairs,
+                        cost: None,
+                    },
+                    Admission::Rejected(_) => Attempt::Rejected,
+                },
+            )
+        };
+        match policy {
+            Policy::Blind => kubelet(KubeletPolicy::Blind, rng),
+            Policy::TmRestricted => kubelet(KubeletPolicy::Restricted, rng),
+            Policy::DraFirstFit => Ok(self.dra(state, pod, opts)),
+            Policy::Topoalign => self.plan(state, pod),
         }
     }
-    if want > 0 || gpus.len() < pod.gpus as usize || nics.len() < pod.nics as usize {
-        return Attempt::NoFit;
+
+    /// DRA first fit: the claim's pairs, CPUs from the shared pool.
+    fn dra(&self, state: &NodeState, pod: &PodArrival, opts: PlaceOptions) -> Attempt {
+        match dra::allocate_pairs(
+            &self.slices,
+            state,
+            pod.gpus,
+            opts.dra_match,
+            opts.dra_budget,
+        ) {
+            Err(_) => Attempt::BudgetExceeded,
+            Ok(None) => Attempt::NoFit,
+            Ok(Some((gpus, nics))) => Attempt::Fit {
+                pairs: self.model.pairs(&gpus, &nics),
+                assignment: Assignment {
+                    gpus,
+                    nics,
+                    shared_cpus: pod.cpus,
+                    ..Assignment::default()
+                },
+                cost: None,
+            },
+        }
     }
-    Attempt::Fit {
-        assignment: Assignment { gpus, nics, cpus },
-        cost: [0; 7],
+
+    /// The planner's optimal plan against the node's usage (reserved CPUs count as used).
+    fn plan(&self, state: &NodeState, pod: &PodArrival) -> Result<Attempt, FleetError> {
+        let model = &self.model;
+        let mut request = Request::new(pod.gpus as usize, NicCount::Total(pod.nics as usize));
+        request.cpus = pod.cpus as usize;
+        if model.nics_are_vfs {
+            request.nic_role = NicRole::Vf;
+        } else {
+            request.nic_role = NicRole::Pf;
+            request.require_rdma = true;
+        }
+        let usage = Usage {
+            gpus: state.used_gpu_bdfs(model),
+            nics: state.used_nic_bdfs(model),
+            cpus: state.pinned_cpus.union(&model.reserved_cpus),
+            memory: Default::default(),
+        };
+        let plan = match self.planner.plan(&request, &usage) {
+            Ok(plan) => plan,
+            Err(PlanError::Unsatisfiable { .. }) => return Ok(Attempt::NoFit),
+            Err(e) => return Err(FleetError::Planner(e.to_string())),
+        };
+        let position = |found: Option<usize>, bdf| {
+            found.ok_or_else(|| {
+                FleetError::Planner(format!(
+                    "the plan names {bdf}, which the node does not offer"
+                ))
+            })
+        };
+        let gpus = plan
+            .gpus
+            .iter()
+            .map(|&b| position(model.gpu_position(b), b))
+            .collect::<Result<Vec<_>, _>>()?;
+        let nics = plan
+            .nics
+            .iter()
+            .map(|&b| position(model.nic_position(b), b))
+            .collect::<Result<Vec<_>, _>>()?;
+        let pairs = plan
+            .pairs
+            .iter()
+            .map(|p| GpuNicPath {
+                class: p.class,
+                nccl: p.nccl,
+                gdr: p.gdr,
+            })
+            .collect();
+        Ok(Attempt::Fit {
+            assignment: Assignment {
+                gpus,
+                nics,
+                pinned_cpus: plan.cpus.clone(),
+                shared_cpus: 0,
+            },
+            pairs,
+            cost: Some(plan.score.key()),
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use super::*;
     use topoalign_topology::PcieClass;
 
-    fn model(name: &str) -> NodeModel {
-        NodeModel::new(Arc::new(topoalign_discover::profiles::get(name).unwrap())).unwrap()
-    }
+    use super::*;
+    use crate::testing::{pod, topology as topo};
 
-    fn pod(g: u32) -> PodArrival {
-        PodArrival {
-            id: 0,
-            at: 0.0,
-            lifetime: 1.0,
-            gpus: g,
-            nics: g,
-            cpus: 8 * g,
-        }
+    /// A mi300x-8 node type, an empty node and a seeded generator.
+    fn mi300x(topo: &Arc<Topology>) -> (NodeKind<'_>, NodeState, SplitMix64) {
+        let k = NodeKind::new(topo).unwrap();
+        let s = NodeState::new(&k.model);
+        (k, s, SplitMix64::new(1))
     }
 
     const OPTS: PlaceOptions = PlaceOptions {
@@ -203,166 +207,79 @@ mod tests {
         dra_budget: 100_000,
     };
 
-    fn fit(a: Attempt) -> Assignment {
+    fn fit(a: Attempt) -> (Assignment, Vec<GpuNicPath>) {
         match a {
-            Attempt::Fit { assignment, .. } => assignment,
+            Attempt::Fit {
+                assignment, pairs, ..
+            } => (assignment, pairs),
             other => panic!("expected a fit, got {other:?}"),
         }
     }
 
     #[test]
-    fn restricted_aligns_numa_but_packs_the_vfs() {
-        let m = model("mi300x-8");
-        let s = NodeState::new(&m);
-        let mut rng = SplitMix64::new(1);
-        let a = fit(place(
-            Policy::TmRestricted,
-            &m,
-            &[],
-            &NodePlanner::new(&m.topology, &m),
-            &s,
-            &pod(4),
-            OPTS,
-            &mut rng,
-        ));
-        assert_eq!(a.gpus, vec![0, 1, 2, 3]);
-        assert_eq!(a.nics, vec![0, 1, 2, 3]);
-        assert_eq!(a.cpus, vec![(0, 32)]);
-        let pairs = m.pairs(&a.gpus, &a.nics);
-        assert_eq!(
-            pairs.iter().filter(|p| p.class == PcieClass::Pix).count(),
-            1
-        );
-        assert_eq!(
-            pairs.iter().filter(|p| p.class == PcieClass::Node).count(),
-            3
-        );
-    }
-
-    #[test]
-    fn restricted_rejects_a_split_request() {
-        let m = model("mi300x-8");
-        let mut s = NodeState::new(&m);
-        // Two GPUs busy on each NUMA node: 4 GPUs fit only across both.
-        for g in [0, 1, 4, 5] {
-            s.gpu_used[g] = true;
-        }
-        let mut rng = SplitMix64::new(1);
-        assert_eq!(
-            place(
-                Policy::TmRestricted,
-                &m,
-                &[],
-                &NodePlanner::new(&m.topology, &m),
-                &s,
-                &pod(4),
-                OPTS,
-                &mut rng
-            ),
-            Attempt::Rejected
-        );
-        // An 8+8 pod on an empty node: the GPUs need both NUMA nodes ({0,1} preferred),
-        // but 8 VFs and 64 CPUs fit on one ({0} and {1} preferred, {0,1} not), so no
-        // merged hint is preferred (masks differ) and `restricted` refuses the pod.
-        let s = NodeState::new(&m);
-        assert_eq!(
-            place(
-                Policy::TmRestricted,
-                &m,
-                &[],
-                &NodePlanner::new(&m.topology, &m),
-                &s,
-                &pod(8),
-                OPTS,
-                &mut rng
-            ),
-            Attempt::Rejected
-        );
-        // pcie-2socket has one NIC per socket: 4 GPUs + 2 NICs (no pinned CPUs) need
-        // both sockets for every resource, so {0,1} is preferred everywhere: admitted.
-        let d = model("pcie-2socket");
-        let s = NodeState::new(&d);
-        let planner = NodePlanner::new(&d.topology, &d);
-        let wide = PodArrival {
-            nics: 2,
-            cpus: 0,
-            ..pod(4)
-        };
-        let a = fit(place(
-            Policy::TmRestricted,
-            &d,
-            &[],
-            &planner,
-            &s,
-            &wide,
-            OPTS,
-            &mut rng,
-        ));
-        assert_eq!((a.gpus.len(), a.nics.len()), (4, 2));
-        // 2 GPUs + 2 NICs: the GPUs fit one socket, the NICs do not: refused.
-        let split = PodArrival {
-            nics: 2,
-            cpus: 0,
-            ..pod(2)
-        };
-        assert_eq!(
-            place(
-                Policy::TmRestricted,
-                &d,
-                &[],
-                &planner,
-                &s,
-                &split,
-                OPTS,
-                &mut rng
-            ),
-            Attempt::Rejected
-        );
-    }
-
-    #[test]
-    fn blind_is_seeded() {
-        let m = model("mi300x-8");
-        let s = NodeState::new(&m);
-        let draw = |seed| {
-            let mut rng = SplitMix64::new(seed);
-            fit(place(
-                Policy::Blind,
-                &m,
-                &[],
-                &NodePlanner::new(&m.topology, &m),
-                &s,
-                &pod(4),
-                OPTS,
-                &mut rng,
-            ))
-        };
-        assert_eq!(draw(5), draw(5));
-        let distinct: std::collections::HashSet<Vec<usize>> =
-            (0..20).map(|s| draw(s).gpus).collect();
-        assert!(distinct.len() > 5);
-        assert_eq!(draw(5).nics, vec![0, 1, 2, 3]);
-    }
-
-    #[test]
-    fn dra_and_topoalign_get_pix_pairs() {
-        let m = model("mi300x-8");
-        let slices = dra::publish(&m, "n");
-        let s = NodeState::new(&m);
-        let mut rng = SplitMix64::new(1);
+    fn dra_and_topoalign_get_pix_pairs_where_restricted_does_not() {
+        let t = topo("mi300x-8");
+        let (k, s, mut rng) = mi300x(&t);
         for p in [Policy::DraFirstFit, Policy::Topoalign] {
-            let a = fit(place(
-                p,
-                &m,
-                &slices,
-                &NodePlanner::new(&m.topology, &m),
-                &s,
-                &pod(4),
-                OPTS,
-                &mut rng,
-            ));
-            let pairs = m.pairs(&a.gpus, &a.nics);
-            assert!(pairs.iter().all(|x| x.class == PcieClass::Pix), "{p}");
+            let (a, pairs) = fit(k.place(p, &s, &pod(4), OPTS, &mut rng).unwrap());
+            assert_eq!(pairs.len(), 4, "{p}");
+            assert!(
+                pairs.iter().all(|x| x.class == PcieClass::Pix && x.gdr),
+                "{p}"
+            );
+            assert_eq!(a.pinned_cpus.len() + a.shared_cpus as usize, 32, "{p}");
         }
+        let (_, pairs) = fit(k
+            .place(Policy::TmRestricted, &s, &pod(4), OPTS, &mut rng)
+            .unwrap());
+        assert_eq!(pairs.iter().filter(|x| x.gdr).count(), 1);
+    }
+
+    #[test]
+    fn topoalign_plans_around_what_is_in_use() {
+        let t = topo("mi300x-8");
+        let (k, mut s, mut rng) = mi300x(&t);
+        let first = fit(k
+            .place(Policy::Topoalign, &s, &pod(4), OPTS, &mut rng)
+            .unwrap())
+        .0;
+        assert!(
+            first
+                .pinned_cpus
+                .intersection(&k.model.reserved_cpus)
+                .is_empty()
+        );
+        s.take(&first);
+        let (second, pairs) = fit(k
+            .place(Policy::Topoalign, &s, &pod(4), OPTS, &mut rng)
+            .unwrap());
+        assert!(second.gpus.iter().all(|g| !first.gpus.contains(g)));
+        assert!(second.nics.iter().all(|n| !first.nics.contains(n)));
+        assert!(
+            second
+                .pinned_cpus
+                .intersection(&first.pinned_cpus)
+                .is_empty()
+        );
+        assert!(pairs.iter().all(|x| x.class == PcieClass::Pix));
+        s.take(&second);
+        assert_eq!(
+            k.place(Policy::Topoalign, &s, &pod(1), OPTS, &mut rng)
+                .unwrap(),
+            Attempt::NoFit
+        );
+    }
+
+    #[test]
+    fn a_kubelet_rejection_is_a_rejection() {
+        let t = topo("mi300x-8");
+        let (k, s, mut rng) = mi300x(&t);
+        assert_eq!(
+            k.place(Policy::TmRestricted, &s, &pod(8), OPTS, &mut rng)
+                .unwrap(),
+            Attempt::Rejected
+        );
+        let (a, _) = fit(k.place(Policy::Blind, &s, &pod(8), OPTS, &mut rng).unwrap());
+        assert_eq!(a.gpus.len(), 8);
     }
 }

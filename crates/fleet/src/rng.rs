@@ -1,16 +1,26 @@
-//! A small, self-contained, seedable PRNG (SplitMix64) so that a seed gives the same
-//! numbers on every platform and every run.
+//! A seedable PRNG (SplitMix64) so that a seed gives the same numbers on every platform
+//! and every run: the kubelet model's generator ([`topoalign_tm::rng::Rng`]) with named
+//! sub-streams and the draws the workload needs (uniform floats and integers,
+//! exponential lifetimes).
 
-/// SplitMix64 (Steele, Lea, Flood 2014): 64-bit state, one add and a mix per draw.
-#[derive(Debug, Clone, PartialEq, Eq)]
+use topoalign_tm::rng::Rng;
+
+/// SplitMix64's increment (the golden gamma), which `Rng::new` XORs into its seed.
+const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// SplitMix64 (Steele, Lea, Flood 2014) seeded as the paper's reference code does.
+#[derive(Debug, Clone)]
 pub struct SplitMix64 {
-    state: u64,
+    inner: Rng,
 }
 
 impl SplitMix64 {
-    /// A generator seeded with `seed`.
+    /// A generator whose state starts at `seed`.
     pub fn new(seed: u64) -> Self {
-        SplitMix64 { state: seed }
+        // `Rng::new` XORs the gamma into its seed; undo it so the state is `seed`.
+        SplitMix64 {
+            inner: Rng::new(seed ^ GOLDEN_GAMMA),
+        }
     }
 
     /// A generator for a named sub-stream of `seed`, so that independent consumers of
@@ -28,11 +38,7 @@ impl SplitMix64 {
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.inner.next_u64()
     }
 
     /// A uniform float in `[0, 1)` with 53 random bits.
@@ -59,14 +65,6 @@ impl SplitMix64 {
     pub fn exponential(&mut self, mean: f64) -> f64 {
         // 1 - u is in (0, 1], so the logarithm is finite.
         -mean * (1.0 - self.next_f64()).ln()
-    }
-
-    /// Shuffles a slice in place (Fisher–Yates).
-    pub fn shuffle<T>(&mut self, items: &mut [T]) {
-        for i in (1..items.len()).rev() {
-            let j = self.below(i as u64 + 1) as usize;
-            items.swap(i, j);
-        }
     }
 }
 
@@ -118,15 +116,5 @@ mod tests {
         let n = 20_000;
         let mean: f64 = (0..n).map(|_| g.exponential(5.0)).sum::<f64>() / n as f64;
         assert!((mean - 5.0).abs() < 0.15, "{mean}");
-    }
-
-    #[test]
-    fn shuffle_is_a_permutation() {
-        let mut g = SplitMix64::new(1);
-        let mut v: Vec<u32> = (0..50).collect();
-        g.shuffle(&mut v);
-        assert_ne!(v, (0..50).collect::<Vec<_>>());
-        v.sort_unstable();
-        assert_eq!(v, (0..50).collect::<Vec<_>>());
     }
 }

@@ -173,6 +173,21 @@ pub struct PodArrival {
     pub cpus: u32,
 }
 
+impl PodArrival {
+    /// A single pod outside any stream (arriving at 0, running 1 minute): `gpus` GPUs, as
+    /// many NICs, `cpus_per_gpu` CPUs per GPU.
+    pub fn sized(gpus: u32, cpus_per_gpu: u32) -> Self {
+        PodArrival {
+            id: 0,
+            at: 0.0,
+            lifetime: 1.0,
+            gpus,
+            nics: gpus,
+            cpus: gpus.saturating_mul(cpus_per_gpu),
+        }
+    }
+}
+
 /// Generates the stream for `seed`. The same spec and seed always give the same pods.
 pub fn generate(spec: &WorkloadSpec, seed: u64) -> Result<Vec<PodArrival>, FleetError> {
     spec.validate()?;

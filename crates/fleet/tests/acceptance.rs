@@ -140,10 +140,11 @@ fn bad_configurations_are_refused() {
 #[test]
 fn svg_chart_names_every_policy() {
     let r = simulate(&config(&[("mi300x-8", 2)], 1, 30)).unwrap();
-    let svg = topoalign_fleet::chart::report_svg(&r);
+    let svg = topoalign_fleet::svg::report_svg(&r);
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     for p in Policy::ALL {
         assert!(svg.contains(p.as_str()));
     }
-    assert_eq!(svg.matches("<polyline").count(), 4);
+    // One utilisation line per policy.
+    assert_eq!(svg.matches(r#"class="series""#).count(), 4);
 }

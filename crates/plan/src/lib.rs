@@ -40,6 +40,7 @@
 
 pub mod brute;
 pub mod error;
+mod bound;
 mod explain;
 mod flow;
 mod model;

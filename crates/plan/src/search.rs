@@ -11,6 +11,7 @@
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
+use crate::bound::{PairBound, Partial, pair_bound};
 use crate::flow::MinCostFlow;
 use crate::model::Model;
 use crate::types::CostKey;
@@ -81,6 +82,8 @@ struct Search<'a> {
     extra: usize,
     best_q: Vec<Option<BestQ>>,
     suffix_free: Vec<usize>,
+    /// Usable GPUs per NUMA index in classes `ci..` (last column: no NUMA node).
+    suffix_numa: Vec<Vec<usize>>,
     suffix_best: Vec<BestQ>,
     max_link: u32,
     x: Vec<usize>,
@@ -94,7 +97,10 @@ struct Search<'a> {
     nic_min: Vec<Option<(u32, u32)>>,
     nic_suffix_free: Vec<usize>,
     nic_suffix_min: Vec<(u32, u32)>,
-    gpu_pair_lb: BestQ,
+    nic_usable: Vec<bool>,
+    /// The best pair cost any NIC choice reaches for the current GPU choice: NIC
+    /// choices that cannot reach it are dominated and cut.
+    pstar: PairBound,
     interconnect: u32,
     gpu_mask: u64,
 }
@@ -128,6 +134,15 @@ pub(crate) fn solve(m: &Model, p: &Problem) -> Option<Found> {
         }
         suffix_best[i] = s;
     }
+    let nodes = p.free_cpus.len();
+    let mut suffix_numa = vec![vec![0usize; nodes + 1]; nc + 1];
+    for i in (0..nc).rev() {
+        suffix_numa[i] = suffix_numa[i + 1].clone();
+        if best_q[i].is_some() {
+            let col = p.gclasses[i].numa.unwrap_or(nodes);
+            suffix_numa[i][col] += p.gclasses[i].members.len();
+        }
+    }
     let max_link = p
         .link
         .iter()
@@ -143,6 +158,7 @@ pub(crate) fn solve(m: &Model, p: &Problem) -> Option<Found> {
         extra,
         best_q,
         suffix_free,
+        suffix_numa,
         suffix_best,
         max_link,
         x: vec![0; nc],
@@ -155,11 +171,8 @@ pub(crate) fn solve(m: &Model, p: &Problem) -> Option<Found> {
         nic_min: Vec::new(),
         nic_suffix_free: Vec::new(),
         nic_suffix_min: Vec::new(),
-        gpu_pair_lb: BestQ {
-            no_gdr: 0,
-            rank_sum: 0,
-            worst: 0,
-        },
+        nic_usable: Vec::new(),
+        pstar: PairBound::default(),
         interconnect: 0,
         gpu_mask: 0,
     };
@@ -271,12 +284,13 @@ impl Search<'_> {
         };
         let r = remaining as u32;
         let c = chosen as u32;
+        let (span_lb, distance_lb) = self.gpu_span_lb(ci, remaining, mask);
         let lb = CostKey {
             no_gdr: rg,
             worst: self.worst_key(rw),
             rank_sum: rr,
-            span: mask.count_ones(),
-            distance: self.m.slit(mask),
+            span: span_lb,
+            distance: distance_lb,
             neg_interconnect: -i64::from(
                 inter + self.max_link * (r * c + r * r.saturating_sub(1) / 2),
             ),
@@ -295,11 +309,6 @@ impl Search<'_> {
                 let cl = &p.gclasses[k];
                 self.decide(cl.groups, 0, cl.members.len(), 1);
             }
-            self.gpu_pair_lb = BestQ {
-                no_gdr,
-                rank_sum,
-                worst,
-            };
             self.interconnect = inter;
             self.gpu_mask = mask;
             self.nic_phase();
@@ -355,6 +364,50 @@ impl Search<'_> {
             self.decide(cl.groups, k, size - k, -1);
             self.x[ci] = 0;
         }
+    }
+
+    /// Lower bounds of the NUMA span and SLIT sum: the `remaining` GPUs still to place
+    /// that the classes on already touched nodes cannot hold need the fewest untouched
+    /// nodes with the most usable GPUs, and at least one of them adds its distances.
+    fn gpu_span_lb(&self, ci: usize, remaining: usize, mask: u64) -> (u32, u32) {
+        let (span, distance) = (mask.count_ones(), self.m.slit(mask));
+        if remaining == 0 || ci >= self.suffix_numa.len() {
+            return (span, distance);
+        }
+        let caps = &self.suffix_numa[ci];
+        let nodes = caps.len() - 1;
+        let inside: usize = caps[nodes]
+            + (0..nodes)
+                .filter(|&i| mask >> i & 1 == 1)
+                .map(|i| caps[i])
+                .sum::<usize>();
+        if inside >= remaining {
+            return (span, distance);
+        }
+        let mut outside: Vec<usize> = (0..nodes)
+            .filter(|&i| mask >> i & 1 == 0 && caps[i] > 0)
+            .map(|i| caps[i])
+            .collect();
+        outside.sort_unstable_by(|a, b| b.cmp(a));
+        let (mut left, mut extra) = (remaining - inside, 0u32);
+        for c in outside {
+            if left == 0 {
+                break;
+            }
+            left = left.saturating_sub(c);
+            extra += 1;
+        }
+        let added = (0..nodes)
+            .filter(|&u| mask >> u & 1 == 0 && caps[u] > 0)
+            .map(|u| {
+                (0..nodes)
+                    .filter(|&v| mask >> v & 1 == 1)
+                    .map(|v| self.m.numa_dist[u][v])
+                    .sum::<u32>()
+            })
+            .min()
+            .unwrap_or(0);
+        (span + extra, distance + added)
     }
 
     fn links_ok(&self, ci: usize, k: usize) -> bool {
@@ -426,36 +479,94 @@ impl Search<'_> {
             self.nic_suffix_free[j] = f;
             self.nic_suffix_min[j] = mn;
         }
+        self.nic_usable = self.nic_min.iter().map(Option::is_some).collect();
+        if p.nics > self.nic_suffix_free[0] {
+            return;
+        }
         let gpus = self.chosen_gpus();
-        self.nic_dfs(0, p.nics, 0, 0, 0, self.gpu_mask, &gpus);
+        // A cheap bound first: skip the flow for P* when this GPU choice cannot win.
+        let root = Partial {
+            x: &self.x,
+            y: &self.y,
+            decided: 0,
+            usable: &self.nic_usable,
+            q: self.q,
+            extra: self.extra,
+            remaining: p.nics,
+            suffix_min: if p.nics > 0 {
+                self.nic_suffix_min[0]
+            } else {
+                (0, 0)
+            },
+        };
+        let Some(b) = pair_bound(p, &root) else {
+            return;
+        };
+        let lb = CostKey {
+            no_gdr: b.no_gdr,
+            worst: self.worst_key(b.worst),
+            rank_sum: b.rank_sum,
+            span: self.gpu_mask.count_ones(),
+            distance: self.m.slit(self.gpu_mask),
+            neg_interconnect: -i64::from(self.interconnect),
+            fragmentation: self.frag_lb(),
+        };
+        if let Some(best) = &self.best {
+            match lb.cmp(&best.key) {
+                Ordering::Greater => return,
+                Ordering::Equal if gpus > best.gpu_set => return,
+                _ => {}
+            }
+        }
+        // P*: the best pairs over every usable NIC.
+        for j in 0..nn {
+            self.y[j] = if self.nic_usable[j] {
+                p.nclasses[j].members.len()
+            } else {
+                0
+            };
+        }
+        let pstar = self.assign();
+        self.y.iter_mut().for_each(|v| *v = 0);
+        let Some((no_gdr, worst, rank_sum, _)) = pstar else {
+            return;
+        };
+        self.pstar = PairBound {
+            no_gdr,
+            worst,
+            rank_sum,
+        };
+        self.nic_dfs(0, p.nics, self.gpu_mask, &gpus);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn nic_dfs(
-        &mut self,
-        cj: usize,
-        remaining: usize,
-        no_gdr: u32,
-        rank_sum: u32,
-        worst: u32,
-        mask: u64,
-        gpus: &[usize],
-    ) {
+    fn nic_dfs(&mut self, cj: usize, remaining: usize, mask: u64, gpus: &[usize]) {
         let p = self.p;
         if remaining > self.nic_suffix_free[cj] {
             return;
         }
-        let r = remaining as u32;
-        let (sg, sr) = if remaining > 0 {
-            self.nic_suffix_min[cj]
-        } else {
-            (0, 0)
+        let partial = Partial {
+            x: &self.x,
+            y: &self.y,
+            decided: cj,
+            usable: &self.nic_usable,
+            q: self.q,
+            extra: self.extra,
+            remaining,
+            suffix_min: if remaining > 0 {
+                self.nic_suffix_min[cj]
+            } else {
+                (0, 0)
+            },
         };
-        let gl = self.gpu_pair_lb;
+        match pair_bound(p, &partial) {
+            Some(b) if !b.exceeds(&self.pstar) => {}
+            _ => return,
+        }
+        let ps = self.pstar;
         let lb = CostKey {
-            no_gdr: gl.no_gdr.max(no_gdr + sg * r),
-            worst: self.worst_key(gl.worst.max(worst).max(sr)),
-            rank_sum: gl.rank_sum.max(rank_sum + sr * r),
+            no_gdr: ps.no_gdr,
+            worst: self.worst_key(ps.worst),
+            rank_sum: ps.rank_sum,
             span: mask.count_ones(),
             distance: self.m.slit(mask),
             neg_interconnect: -i64::from(self.interconnect),
@@ -498,18 +609,10 @@ impl Search<'_> {
             None => 0,
         };
         for k in (0..=top).rev() {
-            let (g2, r2, w2, m2) = match (k, self.nic_min[cj]) {
-                (0, _) | (_, None) => (no_gdr, rank_sum, worst, mask),
-                (_, Some((g, rk))) => (
-                    no_gdr + g * k as u32,
-                    rank_sum + rk * k as u32,
-                    worst.max(rk),
-                    mask | bit(cl.numa),
-                ),
-            };
+            let m2 = if k > 0 { mask | bit(cl.numa) } else { mask };
             self.y[cj] = k;
             self.decide(cl.groups, k, size - k, 1);
-            self.nic_dfs(cj + 1, remaining - k, g2, r2, w2, m2, gpus);
+            self.nic_dfs(cj + 1, remaining - k, m2, gpus);
             self.decide(cl.groups, k, size - k, -1);
             self.y[cj] = 0;
         }
@@ -539,7 +642,7 @@ impl Search<'_> {
         let Some(span) = self.span_for(device_mask) else {
             return;
         };
-        let Some((no_gdr, worst, rank_sum, flows)) = self.assign() else {
+        let Some((no_gdr, worst, rank_sum, flows)) = self.assign_at_best() else {
             return;
         };
         let key = CostKey {
@@ -619,6 +722,20 @@ impl Search<'_> {
         let out = best.map(|b| b.2);
         self.span_memo.insert(devices, out);
         out
+    }
+
+    /// Solves the class-level assignment when it reaches P* (otherwise the NIC choice is
+    /// dominated by one that does): one flow limited to P*'s worst rank.
+    #[allow(clippy::type_complexity)]
+    fn assign_at_best(&mut self) -> Option<(u32, u32, u32, Vec<(usize, usize, usize)>)> {
+        if self.p.nics == 0 {
+            return Some((0, 0, 0, Vec::new()));
+        }
+        let gi: Vec<usize> = (0..self.x.len()).filter(|&i| self.x[i] > 0).collect();
+        let nj: Vec<usize> = (0..self.y.len()).filter(|&j| self.y[j] > 0).collect();
+        let f = self.flow_at(&gi, &nj, self.pstar.worst)?;
+        let ps = self.pstar;
+        (f.0 == ps.no_gdr && f.2 == ps.rank_sum).then_some(f)
     }
 
     /// Solves the class-level assignment; returns (no-GDR pairs, worst rank, rank sum,

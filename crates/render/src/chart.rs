@@ -292,6 +292,41 @@ pub fn lines(
     svg.finish(left + PLOT_W + 60.0 + legend_w, top + plot_h + 60.0, title)
 }
 
+/// The `width` and `height` of a document's root `<svg>` element, as the charts of this
+/// module write them; `None` when the document does not start with such an element.
+fn root_size(doc: &str) -> Option<(f64, f64)> {
+    let start = doc.find("<svg")?;
+    let tag = &doc[start..start + doc[start..].find('>')?];
+    let read = |name: &str| -> Option<f64> {
+        let key = format!(" {name}=\"");
+        let at = tag.find(&key)? + key.len();
+        tag[at..at + tag[at..].find('"')?].parse().ok()
+    };
+    Some((read("width")?, read("height")?))
+}
+
+/// Stacks chart documents (as [`stacked_bars`] and [`lines`] return them) top to bottom
+/// into one document under a title, each keeping its own coordinates inside a nested
+/// `<svg>` in a group of class `chart`. A document whose root size cannot be read takes
+/// no room.
+pub fn stack(title: &str, charts: &[String]) -> String {
+    let mut svg = Svg::new();
+    svg.text(20.0, 30.0, 19.0, "bold", "#1a1a1a", Anchor::Start, title);
+    let (mut y, mut width) = (44.0, 20.0 + 10.0 * title.chars().count() as f64);
+    for chart in charts {
+        let (w, h) = root_size(chart).unwrap_or((0.0, 0.0));
+        svg.open_group(
+            "chart",
+            &attr("transform", &format!("translate(0 {})", num(y))),
+        );
+        svg.raw(chart.trim_start_matches(|c: char| c.is_whitespace()));
+        svg.close_group();
+        y += h + 12.0;
+        width = width.max(w);
+    }
+    svg.finish(width, y, title)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -397,5 +432,47 @@ mod tests {
         assert_eq!(nice_ticks(0.0, 40.0, 5), vec![0.0, 10.0, 20.0, 30.0, 40.0]);
         assert_eq!(nice_ticks(0.0, 7.0, 5), vec![0.0, 2.0, 4.0, 6.0, 8.0]);
         assert!(nice_ticks(f64::NAN, f64::NAN, 5).len() >= 2);
+    }
+
+    #[test]
+    fn stacked_charts_follow_each_other_in_one_document() {
+        let bars = stacked_bars("Bars", &[("a", vec![("x".to_string(), 1.0)])], &[]);
+        let line = lines(
+            "Line",
+            "x",
+            "y",
+            &[("s".to_string(), vec![(0.0, 1.0), (1.0, 2.0)])],
+        );
+        let (bw, bh) = root_size(&bars).unwrap();
+        let (lw, lh) = root_size(&line).unwrap();
+        let s = stack("Report <1>", &[bars, line]);
+        let d = doc(&s);
+        let root = d.root_element();
+        let charts: Vec<_> = root
+            .children()
+            .filter(|n| n.attribute("class") == Some("chart"))
+            .collect();
+        assert_eq!(charts.len(), 2);
+        let offset = |n: &roxmltree::Node<'_, '_>| -> f64 {
+            let t = n.attribute("transform").unwrap();
+            t.trim_start_matches("translate(0 ")
+                .trim_end_matches(')')
+                .parse()
+                .unwrap()
+        };
+        assert!((offset(&charts[1]) - offset(&charts[0]) - bh - 12.0).abs() < 0.11);
+        // Each chart is whole inside its group, and the document holds them all.
+        assert!(
+            charts
+                .iter()
+                .all(|c| c.first_element_child().unwrap().has_tag_name("svg"))
+        );
+        let height: f64 = root.attribute("height").unwrap().parse().unwrap();
+        assert!(height >= offset(&charts[1]) + lh);
+        let width: f64 = root.attribute("width").unwrap().parse().unwrap();
+        assert!(width >= bw.max(lw) - 0.1);
+        assert!(s.contains("Report &lt;1&gt;"));
+        assert_eq!(root_size("<g/>"), None);
+        doc(&stack("empty", &[]));
     }
 }

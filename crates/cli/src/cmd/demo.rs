@@ -1,17 +1,19 @@
 //! `topoalign demo`: the story of seed 000 on one screen. The pair matrix, then what a
 //! 4 GPU + 4 NIC pod gets with the Topology Manager off (`none`), with `restricted`, and
-//! with topoalign; then eight 1+1 pods in a row under each; then the GDR tally.
+//! with topoalign; then eight 1+1 pods in a row under each; then the GDR tally. `none`
+//! and `restricted` are decided by the kubelet model (`topoalign_tm`, through the fleet's
+//! node kinds), topoalign by the planner (`topoalign_plan`).
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use topoalign_fleet::dra::{self, MatchOn};
-use topoalign_fleet::placers::{self, Attempt, PlaceOptions};
-use topoalign_fleet::planner::NodePlanner;
+use topoalign_fleet::dra::MatchOn;
 use topoalign_fleet::rng::SplitMix64;
-use topoalign_fleet::{Assignment, NodeModel, NodeState, PodArrival, Policy};
+use topoalign_fleet::{
+    Assignment, Attempt, NodeKind, NodeModel, NodeState, PlaceOptions, PodArrival, Policy,
+};
 use topoalign_render::matrix::{MatrixStyle, render};
 use topoalign_topology::PairMatrix;
 use topoalign_topology::matrix::MatrixOptions;
@@ -44,43 +46,34 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         )
     })?;
     let topo = Arc::new(topo);
-    let model = NodeModel::new(Arc::clone(&topo))?;
-    print!("{}", story(&model, args.seed)?);
+    let kind = NodeKind::new(&topo)?;
+    print!("{}", story(&kind, args.seed)?);
     Ok(ExitCode::SUCCESS)
 }
 
-/// Everything one policy needs on the node.
-struct Node<'t> {
-    model: &'t NodeModel,
-    slices: Vec<dra::ResourceSlice>,
-    planner: NodePlanner<'t>,
+/// The node type the story runs on.
+struct Node<'k, 't> {
+    kind: &'k NodeKind<'t>,
+    model: &'k NodeModel,
 }
 
-impl Node<'_> {
+impl Node<'_, '_> {
+    /// What `policy` gives `pod` on a node in `state` (`None`: refused or no room).
     fn place(
         &self,
         policy: Policy,
         state: &NodeState,
         pod: &PodArrival,
         rng: &mut SplitMix64,
-    ) -> Option<Assignment> {
+    ) -> anyhow::Result<Option<Assignment>> {
         let opts = PlaceOptions {
             dra_match: MatchOn::PcieRoot,
             dra_budget: 100_000,
         };
-        match placers::place(
-            policy,
-            self.model,
-            &self.slices,
-            &self.planner,
-            state,
-            pod,
-            opts,
-            rng,
-        ) {
+        Ok(match self.kind.place(policy, state, pod, opts, rng)? {
             Attempt::Fit { assignment, .. } => Some(assignment),
             _ => None,
-        }
+        })
     }
 
     fn gpu_label(&self, pos: usize) -> String {
@@ -123,17 +116,6 @@ impl Node<'_> {
     }
 }
 
-fn pod(gpus: u32, cpus_per_gpu: u32) -> PodArrival {
-    PodArrival {
-        id: 0,
-        at: 0.0,
-        lifetime: 1.0,
-        gpus,
-        nics: gpus,
-        cpus: gpus * cpus_per_gpu,
-    }
-}
-
 /// Whether all GPUs and NICs of an assignment sit on one NUMA node.
 fn same_numa(model: &NodeModel, a: &Assignment) -> bool {
     let mut nodes = a
@@ -146,13 +128,10 @@ fn same_numa(model: &NodeModel, a: &Assignment) -> bool {
 }
 
 /// The whole screen.
-fn story(model: &NodeModel, seed: u64) -> anyhow::Result<String> {
+fn story(kind: &NodeKind<'_>, seed: u64) -> anyhow::Result<String> {
+    let model = &kind.model;
     let topo = &*model.topology;
-    let node = Node {
-        model,
-        slices: dra::publish(model, &topo.name),
-        planner: NodePlanner::new(topo, model),
-    };
+    let node = Node { kind, model };
     let mut s = String::new();
     let nic_kind = if model.nics_are_vfs { "VF" } else { "NIC" };
     let big = (model.gpus.len() as u32 / 2).max(1);
@@ -177,7 +156,7 @@ fn story(model: &NodeModel, seed: u64) -> anyhow::Result<String> {
     let mut rng = SplitMix64::derive(seed, "demo-blind");
     let mut big_gdr = Vec::new();
     for (policy, label) in STORY {
-        let a = node.place(policy, &empty, &pod(big, 8), &mut rng);
+        let a = node.place(policy, &empty, &PodArrival::sized(big, 8), &mut rng)?;
         match a {
             Some(a) => {
                 let (text, gdr) = node.describe(&a);
@@ -206,7 +185,12 @@ fn story(model: &NodeModel, seed: u64) -> anyhow::Result<String> {
             let mut full_gdr = 0;
             let mut draws = SplitMix64::derive(seed, "demo-draws");
             for _ in 0..1000 {
-                if let Some(a) = node.place(Policy::Blind, &empty, &pod(big, 8), &mut draws) {
+                if let Some(a) = node.place(
+                    Policy::Blind,
+                    &empty,
+                    &PodArrival::sized(big, 8),
+                    &mut draws,
+                )? {
                     aligned += usize::from(same_numa(model, &a));
                     full_gdr += usize::from(node.describe(&a).1 == big as usize);
                 }
@@ -239,11 +223,11 @@ fn story(model: &NodeModel, seed: u64) -> anyhow::Result<String> {
     for i in 0..count {
         let mut line = format!("{:<5}", i + 1);
         for (k, (policy, _)) in STORY.iter().enumerate() {
-            let cell = match node.place(*policy, &states[k], &pod(1, 8), &mut rng) {
+            let cell = match node.place(*policy, &states[k], &PodArrival::sized(1, 8), &mut rng)? {
                 Some(a) => {
                     let (text, gdr) = node.describe(&a);
                     small_gdr[k] += gdr;
-                    states[k].take(model, &a);
+                    states[k].take(&a);
                     text
                 }
                 None => "refused".to_string(),

@@ -91,7 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let config = build_config(&args)?;
     let report = simulate(&config)?;
     if let Some(path) = &args.svg {
-        let svg = topoalign_fleet::chart::report_svg(&report);
+        let svg = topoalign_fleet::svg::report_svg(&report);
         write_atomically(path, svg.as_bytes())
             .with_context(|| format!("writing the SVG chart to {}", path.display()))?;
     }

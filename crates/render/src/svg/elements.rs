@@ -150,6 +150,15 @@ impl Svg {
         );
     }
 
+    /// Appends markup that is already well-formed SVG (a whole chart document, say),
+    /// unchanged.
+    pub fn raw(&mut self, markup: &str) {
+        self.body.push_str(markup);
+        if !markup.ends_with('\n') {
+            self.body.push('\n');
+        }
+    }
+
     /// Wraps the body into a complete document of the given size.
     pub fn finish(self, width: f64, height: f64, title: &str) -> String {
         let mut out = String::with_capacity(self.body.len() + 512);
