@@ -143,7 +143,9 @@ pub(crate) fn pair_bound(p: &Problem, s: &Partial<'_>) -> Option<PairBound> {
     if s.remaining > 0 {
         let r = s.remaining as u32;
         side.no_gdr = side.no_gdr.saturating_add(s.suffix_min.0.saturating_mul(r));
-        side.rank_sum = side.rank_sum.saturating_add(s.suffix_min.1.saturating_mul(r));
+        side.rank_sum = side
+            .rank_sum
+            .saturating_add(s.suffix_min.1.saturating_mul(r));
         side.worst = side.worst.max(s.suffix_min.1);
     }
     out.raise(side);

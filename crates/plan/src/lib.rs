@@ -35,12 +35,16 @@
 //!
 //! Devices are grouped into exact equivalence classes (see `model`), and a
 //! branch-and-bound searches over how many devices to take from each class, solving the
-//! NIC assignment of each candidate as a min-cost flow. It is exact: a property test
-//! compares it with [`brute::brute_force`] on random topologies.
+//! NIC assignment of each candidate as a min-cost flow. The GPU search bounds the NUMA
+//! span by where the GPUs still to place can fit; for each GPU choice one flow over every
+//! usable NIC gives the best pair cost P*, and NIC choices whose capacity-aware pair
+//! bound (see `bound`) cannot reach P* are cut, since a choice that does dominates them.
+//! It is exact: a property test compares it with [`brute::brute_force`] on random
+//! topologies.
 
+mod bound;
 pub mod brute;
 pub mod error;
-mod bound;
 mod explain;
 mod flow;
 mod model;

@@ -6,7 +6,12 @@
 //! (pairs from each GPU's best possible NICs and each NIC's best possible GPU, NUMA nodes
 //! already touched, the interconnect still reachable, groups already certainly
 //! fragmented) and of the address lists; a node is cut when its bound cannot beat the
-//! best plan found so far.
+//! best plan found so far. The GPU-level span bound counts the extra NUMA nodes the GPUs
+//! still to place need. Per GPU choice, P* (the best pair cost over all usable NICs, one
+//! flow) replaces the pair part of the NIC-level bound, NIC classes that cannot appear in
+//! a P* choice are dropped, and NIC nodes whose capacity-aware pair bound exceeds P* are
+//! cut (a P* choice for the same GPUs dominates them); leaves need one flow, at P*'s
+//! worst rank.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -468,17 +473,7 @@ impl Search<'_> {
                 best
             })
             .collect();
-        self.nic_suffix_free = vec![0; nn + 1];
-        self.nic_suffix_min = vec![(u32::MAX, u32::MAX); nn + 1];
-        for j in (0..nn).rev() {
-            let (mut f, mut mn) = (self.nic_suffix_free[j + 1], self.nic_suffix_min[j + 1]);
-            if let Some((g, r)) = self.nic_min[j] {
-                f += p.nclasses[j].members.len();
-                mn = (mn.0.min(g), mn.1.min(r));
-            }
-            self.nic_suffix_free[j] = f;
-            self.nic_suffix_min[j] = mn;
-        }
+        self.nic_suffixes();
         self.nic_usable = self.nic_min.iter().map(Option::is_some).collect();
         if p.nics > self.nic_suffix_free[0] {
             return;
@@ -536,7 +531,39 @@ impl Search<'_> {
             worst,
             rank_sum,
         };
+        // A NIC class whose every pair with the chosen GPUs is worse than P*'s worst,
+        // or lacks GDR when P* has GDR everywhere, is in no undominated choice.
+        let mut cut = false;
+        for j in 0..nn {
+            if let Some((g, r)) = self.nic_min[j]
+                && (r > worst || (no_gdr == 0 && g > 0))
+            {
+                self.nic_min[j] = None;
+                self.nic_usable[j] = false;
+                cut = true;
+            }
+        }
+        if cut {
+            self.nic_suffixes();
+        }
         self.nic_dfs(0, p.nics, self.gpu_mask, &gpus);
+    }
+
+    /// NICs and their cheapest pair in NIC classes `j..`.
+    fn nic_suffixes(&mut self) {
+        let p = self.p;
+        let nn = p.nclasses.len();
+        self.nic_suffix_free = vec![0; nn + 1];
+        self.nic_suffix_min = vec![(u32::MAX, u32::MAX); nn + 1];
+        for j in (0..nn).rev() {
+            let (mut f, mut mn) = (self.nic_suffix_free[j + 1], self.nic_suffix_min[j + 1]);
+            if let Some((g, r)) = self.nic_min[j] {
+                f += p.nclasses[j].members.len();
+                mn = (mn.0.min(g), mn.1.min(r));
+            }
+            self.nic_suffix_free[j] = f;
+            self.nic_suffix_min[j] = mn;
+        }
     }
 
     fn nic_dfs(&mut self, cj: usize, remaining: usize, mask: u64, gpus: &[usize]) {
