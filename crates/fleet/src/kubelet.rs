@@ -125,6 +125,7 @@ impl KubeletNode {
             gpus: state.used_gpu_bdfs(model),
             nics: state.used_nic_bdfs(model),
             cpus: state.pinned_cpus.clone(),
+            memory: Default::default(),
         };
         let kube_pod = self.pod(pod)?;
         let case = Case {

@@ -10,7 +10,6 @@ pub mod qos;
 pub mod quantity;
 
 pub use qos::{
-    CPU, ContainerResources, MEMORY, NotGuaranteed, PodQos, QosClass, ResourceList,
-    container_guaranteed, pod_qos,
+    CPU, MEMORY, NotGuaranteed, PodQos, QosClass, ResourceList, container_guaranteed, pod_qos,
 };
 pub use quantity::{Quantity, QuantityError};

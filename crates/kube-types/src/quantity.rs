@@ -71,6 +71,21 @@ impl Quantity {
             }),
         }
     }
+
+    /// Reads a CPU amount (`637m`, `1`, `0.5`, `2k`, or a JSON number): a quantity without
+    /// a binary suffix. apimachinery would read `1Gi` of cpu as 2³⁰ cores; that is always a
+    /// memory value in the wrong place, so it is refused here.
+    pub fn cpu_from_json(v: &Value) -> Result<Quantity, QuantityError> {
+        let q = Quantity::from_json(v)?;
+        match v {
+            Value::String(s) if s.trim_end().ends_with('i') => Err(QuantityError {
+                text: s.clone(),
+                reason: "a binary (Ki, Mi, Gi...) suffix on a CPU amount; cores are decimal"
+                    .to_string(),
+            }),
+            _ => Ok(q),
+        }
+    }
 }
 
 fn json_kind(v: &Value) -> &'static str {
@@ -122,9 +137,7 @@ fn suffix_scale(suffix: &str) -> Result<(i32, u32), String> {
             let exp = other
                 .strip_prefix(['e', 'E'])
                 .ok_or_else(|| format!("unknown suffix `{other}`"))?;
-            let e: i32 = exp
-                .parse()
-                .map_err(|_| format!("bad exponent `{exp}`"))?;
+            let e: i32 = exp.parse().map_err(|_| format!("bad exponent `{exp}`"))?;
             if !(-9..=18).contains(&e) {
                 return Err("exponent out of range -9..18".to_string());
             }

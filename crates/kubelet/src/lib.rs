@@ -18,7 +18,6 @@ pub mod edit_json;
 pub mod edit_yaml;
 pub mod error;
 pub mod ops;
-pub mod quantity;
 pub mod settings;
 pub mod timestamp;
 pub mod validate;

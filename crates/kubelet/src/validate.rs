@@ -4,10 +4,10 @@
 use std::str::FromStr;
 
 use serde_json::{Map, Value};
+use topoalign_kube_types::Quantity;
 use topoalign_topology::CpuSet;
 
 use crate::document::kind_of;
-use crate::quantity::cpu_millis;
 use crate::settings::keys;
 
 /// Topology Manager policies the kubelet knows.
@@ -173,14 +173,16 @@ fn validate_reserved(fields: &Map<String, Value>, static_policy: bool, v: &mut V
         else {
             continue;
         };
-        match cpu_millis(cpu) {
-            Some(m) if m >= 0 => {
+        match Quantity::cpu_from_json(cpu) {
+            Ok(q) => {
                 if !has_cpu_list {
-                    reserved_millis += m;
+                    let millis = i64::try_from(q.milli_value()).unwrap_or(i64::MAX);
+                    reserved_millis = reserved_millis.saturating_add(millis);
                 }
             }
-            _ => v.errors.push(format!(
-                "`{section}.cpu` is {cpu}, expected a CPU quantity like 637m or 1"
+            Err(e) => v.errors.push(format!(
+                "`{section}.cpu` is {cpu}, expected a CPU quantity like 637m or 1 ({})",
+                e.reason
             )),
         }
     }
@@ -239,6 +241,16 @@ mod tests {
         assert!(v.errors.is_empty());
         let v = check(json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "0,64"}));
         assert!(v.errors.is_empty());
+        for bad in [json!("1Gi"), json!("-1"), json!("2 cores"), json!(true)] {
+            let v = check(json!({"kubeReserved": {"cpu": bad}}));
+            assert!(
+                v.errors.len() == 1
+                    && v.errors[0].contains("`kubeReserved.cpu` is")
+                    && v.errors[0].contains("expected a CPU quantity like 637m or 1"),
+                "{bad}: {:?}",
+                v.errors
+            );
+        }
         let v = check(json!({"cpuManagerPolicy": "static", "reservedSystemCPUs": "3-1"}));
         assert!(
             v.errors.iter().any(|e| e.contains("backwards")),

@@ -1,9 +1,7 @@
 //! What a pod asks for ([`Request`]) and what the node has already handed out ([`Usage`]).
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
-use topoalign_topology::{Bdf, CpuSet, LinkLayer, Nic, PcieClass};
+use topoalign_topology::{LinkLayer, Nic, PcieClass};
 
 /// How many NICs the pod wants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -139,28 +137,5 @@ impl Request {
     }
 }
 
-/// What is already taken on the node. Reads from YAML or JSON such as
-/// `{gpus: ["0000:11:00.0"], nics: ["0000:0c:00.1"], cpus: "0-7", memory: {0: 1073741824}}`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Usage {
-    /// GPUs in use, by PCI address.
-    #[serde(default)]
-    pub gpus: Vec<Bdf>,
-    /// NIC functions in use, by PCI address.
-    #[serde(default)]
-    pub nics: Vec<Bdf>,
-    /// CPUs in use.
-    #[serde(default)]
-    pub cpus: CpuSet,
-    /// Memory in use per NUMA node id, in bytes.
-    #[serde(default)]
-    pub memory: BTreeMap<u32, u64>,
-}
-
-impl Usage {
-    /// Nothing in use.
-    pub fn empty() -> Self {
-        Usage::default()
-    }
-}
+/// What is already taken on the node (the shared model type).
+pub use topoalign_topology::NodeUsage as Usage;

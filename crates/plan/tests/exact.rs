@@ -160,8 +160,14 @@ fn random_topology(rng: &mut Rng, gpus: usize, nics: usize) -> Topology {
 }
 
 fn random_case(seed: u64) -> (Topology, Request, Usage) {
+    random_case_with(seed, false)
+}
+
+/// A random case; `large_requests` asks for up to 5 GPUs and 5 NICs on nodes of at most
+/// 6 GPUs and 6 NICs, so that big requests relative to the node are covered too.
+fn random_case_with(seed: u64, large_requests: bool) -> (Topology, Request, Usage) {
     let mut rng = Rng(seed | 1);
-    let big = rng.chance(1, 4);
+    let big = !large_requests && rng.chance(1, 4);
     let (gmax, nmax) = if big { (10, 10) } else { (6, 6) };
     let gpus = 1 + rng.below(gmax) as usize;
     let nics = rng.below(nmax + 1) as usize;
@@ -178,7 +184,11 @@ fn random_case(seed: u64) -> (Topology, Request, Usage) {
         }
     }
     usage.cpus = CpuSet::from_ids((0..12).filter(|_| rng.chance(1, 3)));
-    let (gcap, ncap) = if big { (2, 2) } else { (3, 3) };
+    let (gcap, ncap) = match (big, large_requests) {
+        (_, true) => (5, 5),
+        (true, false) => (2, 2),
+        (false, false) => (3, 3),
+    };
     let want_g = 1 + rng.below(gcap) as usize;
     let nic_count = if rng.chance(1, 2) {
         NicCount::Total(rng.below(ncap + 1) as usize)
@@ -211,7 +221,10 @@ fn random_case(seed: u64) -> (Topology, Request, Usage) {
 }
 
 fn check(seed: u64) -> Result<(), TestCaseError> {
-    let (topo, req, usage) = random_case(seed);
+    check_case(random_case(seed))
+}
+
+fn check_case((topo, req, usage): (Topology, Request, Usage)) -> Result<(), TestCaseError> {
     let planner = Planner::new(&topo);
     let planned = planner.plan(&req, &usage);
     let brute = brute_force(&topo, &req, &usage);
@@ -246,6 +259,11 @@ proptest! {
     #[test]
     fn planner_matches_brute_force(seed in any::<u64>()) {
         check(seed)?;
+    }
+
+    #[test]
+    fn planner_matches_brute_force_on_large_requests(seed in any::<u64>()) {
+        check_case(random_case_with(seed, true))?;
     }
 }
 

@@ -26,7 +26,6 @@ pub mod outcome;
 pub mod pod;
 pub mod policy;
 pub mod providers;
-pub mod quantity;
 pub mod resources;
 pub mod rng;
 pub mod settings;
@@ -39,7 +38,10 @@ pub use node::Usage;
 pub use outcome::Outcome;
 pub use pod::{Pod, QosClass};
 pub use policy::{Policy, PolicyOptions, Scope, TopologyManager};
-pub use quantity::Quantity;
 pub use resources::{DeviceKind, PluginAllocator, ResourceMap};
 pub use settings::Settings;
 pub use simulate::{Case, SimError, simulate};
+/// Kubernetes resource quantities, shared with the other crates (re-exported for API
+/// stability: `topoalign_tm::quantity::{Quantity, QuantityError}`).
+pub use topoalign_kube_types::quantity;
+pub use topoalign_kube_types::quantity::Quantity;

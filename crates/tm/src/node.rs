@@ -3,26 +3,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use topoalign_topology::{Bdf, CpuSet, Sriov, Topology};
 
 use crate::error::InputError;
 use crate::resources::{DeviceKind, PluginAllocator};
 
-/// Devices and CPUs already in use on the node (the planner's `--used` file).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Usage {
-    /// GPUs in use, by PCI address.
-    #[serde(default)]
-    pub gpus: Vec<Bdf>,
-    /// NIC functions (PFs or VFs) in use.
-    #[serde(default)]
-    pub nics: Vec<Bdf>,
-    /// CPUs held exclusively by other pods.
-    #[serde(default)]
-    pub cpus: CpuSet,
-}
+/// What is already allocated on the node (the shared model type; `memory` is read by the
+/// static memory manager's state).
+pub use topoalign_topology::NodeUsage as Usage;
 
 /// One device as its plugin advertises it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

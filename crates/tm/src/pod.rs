@@ -1,19 +1,15 @@
 //! The pod as the kubelet's resource managers see it: containers with requests and
 //! limits, init containers (sidecars when `restartPolicy: Always`), and the QoS class
-//! (`pkg/apis/core/helper/qos.GetPodQOS`).
+//! (`pkg/apis/core/helper/qos.GetPodQOS`, computed by [`topoalign_kube_types::pod_qos`]).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
+pub use topoalign_kube_types::{CPU, MEMORY, QosClass};
 
 use crate::error::InputError;
 use crate::quantity::Quantity;
-
-/// `cpu`.
-pub const CPU: &str = "cpu";
-/// `memory`.
-pub const MEMORY: &str = "memory";
 
 /// One container's resources.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -22,32 +18,11 @@ pub struct Container {
     /// Its name.
     pub name: String,
     /// `resources.requests` after API defaulting (a missing request takes the limit).
-    #[serde(serialize_with = "ser_quantities")]
     pub requests: BTreeMap<String, Quantity>,
     /// `resources.limits`.
-    #[serde(serialize_with = "ser_quantities")]
     pub limits: BTreeMap<String, Quantity>,
     /// An init container with `restartPolicy: Always` (a sidecar).
     pub restartable: bool,
-}
-
-fn ser_quantities<S: serde::Serializer>(
-    m: &BTreeMap<String, Quantity>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    let t: BTreeMap<&String, String> = m.iter().map(|(k, v)| (k, v.to_string())).collect();
-    t.serialize(s)
-}
-
-/// The QoS class.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum QosClass {
-    /// Every container has cpu and memory limits equal to its requests.
-    Guaranteed,
-    /// Something in between.
-    Burstable,
-    /// No cpu or memory request or limit anywhere.
-    BestEffort,
 }
 
 /// A pod.
@@ -94,26 +69,7 @@ impl Pod {
 
     /// Mirrors `GetPodQOS` over cpu and memory.
     pub fn qos(&self) -> QosClass {
-        let mut any = false;
-        let mut guaranteed = true;
-        for c in self.all_containers() {
-            for r in [CPU, MEMORY] {
-                let req = c.requests.get(r).filter(|q| !q.is_zero());
-                let lim = c.limits.get(r).filter(|q| !q.is_zero());
-                any |= req.is_some() || lim.is_some();
-                match (req, lim) {
-                    (Some(a), Some(b)) if a == b => {}
-                    _ => guaranteed = false,
-                }
-            }
-        }
-        if !any {
-            QosClass::BestEffort
-        } else if guaranteed {
-            QosClass::Guaranteed
-        } else {
-            QosClass::Burstable
-        }
+        topoalign_kube_types::pod_qos(self.all_containers().map(|c| (&c.requests, &c.limits))).class
     }
 
     /// The pod-level amount of a per-container amount, as `resource.PodLimits` and the
@@ -300,19 +256,8 @@ fn quantities(v: Option<&Value>, path: &str) -> Result<BTreeMap<String, Quantity
         }
     };
     for (k, val) in obj {
-        let text = match val {
-            Value::String(s) => s.clone(),
-            Value::Number(n) => n.to_string(),
-            _ => {
-                return Err(InputError::field(
-                    format!("{path}.{k}"),
-                    "expected a quantity such as 2, 500m or 64Gi",
-                ));
-            }
-        };
-        let q: Quantity = text.parse().map_err(|e: crate::quantity::QuantityError| {
-            InputError::field(format!("{path}.{k}"), e.0)
-        })?;
+        let q = Quantity::from_json(val)
+            .map_err(|e| InputError::field(format!("{path}.{k}"), e.to_string()))?;
         out.insert(k.clone(), q);
     }
     Ok(out)

@@ -69,13 +69,7 @@ fn string_field<'a>(cfg: &'a Value, key: &str) -> Result<Option<&'a str>, Config
 }
 
 fn quantity_of(v: &Value, field: &str) -> Result<Quantity, ConfigError> {
-    let text = match v {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        _ => return Err(field_err(field, "expected a quantity such as 500m or 1Gi")),
-    };
-    text.parse()
-        .map_err(|e: crate::quantity::QuantityError| field_err(field, e.0))
+    Quantity::from_json(v).map_err(|e| field_err(field, e.to_string()))
 }
 
 impl Settings {

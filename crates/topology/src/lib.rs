@@ -18,6 +18,7 @@ pub mod ids;
 pub mod matrix;
 pub mod numa;
 pub mod pci;
+pub mod usage;
 
 use std::collections::{HashMap, HashSet};
 
@@ -32,6 +33,7 @@ pub use ids::Bdf;
 pub use matrix::{MatrixDevice, PairMatrix};
 pub use numa::{CpuSet, NumaNode};
 pub use pci::{HostBridge, PciDevice, PciKind, PciParent, PcieLink};
+pub use usage::NodeUsage;
 
 /// A whole node's topology. Tables are kept in canonical order (see
 /// [`Topology::canonicalize`]): NUMA nodes by id, host bridges by (domain, bus), PCI
