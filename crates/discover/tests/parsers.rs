@@ -8,11 +8,9 @@ use topoalign_discover::{DiscoverError, Discovery, Source, load, profiles};
 use topoalign_topology::matrix::{MatrixDeviceKind, MatrixOptions};
 use topoalign_topology::{FabricKind, PairClass, PairMatrix, PcieClass, Topology};
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
+mod common;
+
+use common::fixture;
 
 /// Prints a matrix the way `nvidia-smi topo -m` does (test helper; the official renderer
 /// lives in topoalign-render). `tabs` picks the tool's tab layout or a space-aligned one.
@@ -176,19 +174,7 @@ fn dgx_h100_old_driver_headers() {
     );
     let d = parsed.to_topology("dgx", &path).unwrap();
     let t = &d.topology;
-    let c = t.classifier();
-    for g in 0..8 {
-        for n in 0..8 {
-            let want = if g == n {
-                PcieClass::Pix
-            } else if (g < 4) == (n < 4) {
-                PcieClass::Node
-            } else {
-                PcieClass::Sys
-            };
-            assert_eq!(c.gpu_nic(g, n).class, want, "GPU{g} NIC{n}");
-        }
-    }
+    common::assert_one_nic_per_gpu_two_sockets(t);
     assert_eq!(t.nics[7].rdma.as_deref(), Some("mlx5_11"));
     assert_eq!(t.fabric_islands().len(), 1);
     // No NUMA column: ids were synthesised, and said so.

@@ -1,18 +1,16 @@
 //! End-to-end tests of the amd-smi / rocm-smi and NCCL XML parsers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use topoalign_discover::parse::amd::{AmdFormat, detect};
 use topoalign_discover::parse::{parse_amd_smi, parse_nccl_xml};
 use topoalign_discover::{DiscoverError, Source, load};
 use topoalign_topology::{FabricKind, PairClass, PcieClass};
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
+mod common;
+
+use common::fixture;
 
 fn text(name: &str) -> String {
     std::fs::read_to_string(fixture(name)).unwrap()
@@ -84,18 +82,7 @@ fn nccl_azure_ndv5_gpu_and_its_nic_are_pix() {
     assert_eq!(t.gpu_bdf(0).to_string(), "0001:00:00.0");
     assert_eq!(t.nic_bdf(7).to_string(), "0108:00:00.0");
     let c = t.classifier();
-    for g in 0..8 {
-        for n in 0..8 {
-            let want = if g == n {
-                PcieClass::Pix
-            } else if (g < 4) == (n < 4) {
-                PcieClass::Node
-            } else {
-                PcieClass::Sys
-            };
-            assert_eq!(c.gpu_nic(g, n).class, want, "GPU{g} NIC{n}");
-        }
-    }
+    common::assert_one_nic_per_gpu_two_sockets(t);
     assert!(c.gpu_nic(3, 3).gdr);
     assert_eq!(t.numa.len(), 2);
     assert_eq!(t.numa[0].cpus.to_string(), "0-47");

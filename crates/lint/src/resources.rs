@@ -1,6 +1,9 @@
 //! Container resources: which names are GPUs/NICs/MIG slices, counts, and QoS.
 
 use serde_json::{Map, Value};
+use topoalign_kube_types::{
+    CPU, MEMORY, NotGuaranteed, Quantity, ResourceList, container_guaranteed,
+};
 
 /// What a resource name stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,40 +41,42 @@ pub fn is_vf_resource(name: &str) -> bool {
     lower.contains("sriov") || lower.contains("vf")
 }
 
-/// A whole-number resource count (`4`, `"4"`); `None` when not a non-negative integer.
+/// A whole-number resource count (`4`, `"4"`, `1k`); `None` when it is not a
+/// non-negative whole quantity.
 pub fn count(v: &Value) -> Option<u64> {
-    match v {
-        Value::Number(n) => n.as_u64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
+    Quantity::from_json(v)
+        .ok()
+        .filter(Quantity::is_integer)
+        .and_then(|q| u64::try_from(q.value()).ok())
 }
 
-/// A CPU quantity in millicores (`16`, `"500m"`, `0.5`).
-pub fn cpu_millis(v: &Value) -> Option<i64> {
-    match v {
-        Value::Number(n) => n
-            .as_i64()
-            .map(|i| i * 1000)
-            .or_else(|| n.as_f64().map(|f| (f * 1000.0).ceil() as i64)),
-        Value::String(s) => {
-            let s = s.trim();
-            if let Some(m) = s.strip_suffix('m') {
-                m.parse().ok()
-            } else {
-                s.parse::<f64>().ok().map(|f| (f * 1000.0).ceil() as i64)
-            }
-        }
-        _ => None,
-    }
-}
-
-/// Normalises a quantity for equality (`"16"` and `16` are equal; `64Gi` stays text).
+/// The text of a quantity as written, for messages (`"16"` and `16` both read `16`).
 fn quantity_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.trim().to_string(),
         other => other.to_string(),
     }
+}
+
+/// The text of `list[res]` as written (empty when absent).
+fn text_of(list: &Map<String, Value>, res: &str) -> String {
+    list.get(res).map(quantity_text).unwrap_or_default()
+}
+
+/// Parses the cpu and memory entries of `requests` or `limits` (the ones QoS reads).
+fn qos_list(list: &Map<String, Value>, what: &str) -> Result<ResourceList, String> {
+    let mut out = ResourceList::new();
+    for res in [CPU, MEMORY] {
+        let Some(v) = list.get(res) else { continue };
+        let parsed = if res == CPU {
+            Quantity::cpu_from_json(v)
+        } else {
+            Quantity::from_json(v)
+        };
+        let q = parsed.map_err(|e| format!("{res} {what} {e}"))?;
+        out.insert(res.to_string(), q);
+    }
+    Ok(out)
 }
 
 /// The resources of one container.
@@ -114,32 +119,32 @@ impl ContainerResources {
         out
     }
 
-    /// Why this container is not Guaranteed with whole CPUs (`None` when it is).
+    /// Why this container is not Guaranteed with whole CPUs (`None` when it is): the QoS
+    /// rule of [`container_guaranteed`], then the static CPU manager's whole-CPU rule.
     pub fn guaranteed_problem(&self) -> Option<String> {
-        for res in ["cpu", "memory"] {
-            let Some(limit) = self.limits.get(res) else {
-                return Some(format!("no {res} limit"));
-            };
-            if let Some(req) = self.requests.get(res)
-                && quantity_text(req) != quantity_text(limit)
-                && !(res == "cpu" && cpu_millis(req) == cpu_millis(limit))
-            {
-                return Some(format!(
-                    "{res} request {} differs from its limit {}",
-                    quantity_text(req),
-                    quantity_text(limit)
-                ));
-            }
+        let requests = match qos_list(&self.requests, "request") {
+            Ok(l) => l,
+            Err(why) => return Some(why),
+        };
+        let limits = match qos_list(&self.limits, "limit") {
+            Ok(l) => l,
+            Err(why) => return Some(why),
+        };
+        if let Err(why) = container_guaranteed(&requests, &limits) {
+            return Some(match why {
+                NotGuaranteed::RequestDiffers { resource, .. } => format!(
+                    "{resource} request {} differs from its limit {}",
+                    text_of(&self.requests, resource),
+                    text_of(&self.limits, resource)
+                ),
+                other => other.to_string(),
+            });
         }
-        let cpu = self.limits.get("cpu").and_then(cpu_millis);
-        match cpu {
-            Some(m) if m > 0 && m % 1000 == 0 => None,
+        match limits.get(CPU) {
+            Some(cpu) if cpu.is_integer() => None,
             _ => Some(format!(
                 "cpu {} is not a whole number of CPUs",
-                self.limits
-                    .get("cpu")
-                    .map(quantity_text)
-                    .unwrap_or_default()
+                text_of(&self.limits, CPU)
             )),
         }
     }
@@ -189,6 +194,46 @@ mod tests {
                 .unwrap()
                 .contains("whole")
         );
+    }
+
+    #[test]
+    fn guaranteed_compares_amounts_not_spellings() {
+        let c = |v: Value| ContainerResources::of(&json!({"resources": v}));
+        assert_eq!(
+            c(json!({"limits": {"cpu": "2", "memory": "1Gi"}, "requests": {"cpu": "2000m", "memory": "1073741824"}}))
+                .guaranteed_problem(),
+            None
+        );
+        let zero = c(json!({"limits": {"cpu": "0", "memory": "1Gi"}}))
+            .guaranteed_problem()
+            .unwrap();
+        assert!(zero.contains("cpu limit is 0"), "{zero}");
+        let bad = c(json!({"limits": {"cpu": "4", "memory": "64Gb"}}))
+            .guaranteed_problem()
+            .unwrap();
+        assert!(
+            bad.contains("memory limit `64Gb` is not a quantity"),
+            "{bad}"
+        );
+        let gi = c(json!({"limits": {"cpu": "1Gi", "memory": "1Gi"}}))
+            .guaranteed_problem()
+            .unwrap();
+        assert!(gi.contains("cpu limit `1Gi`"), "{gi}");
+        let differs =
+            c(json!({"limits": {"cpu": "4", "memory": "64Gi"}, "requests": {"memory": "32Gi"}}))
+                .guaranteed_problem()
+                .unwrap();
+        assert_eq!(differs, "memory request 32Gi differs from its limit 64Gi");
+    }
+
+    #[test]
+    fn counts_are_whole_quantities() {
+        assert_eq!(count(&json!(4)), Some(4));
+        assert_eq!(count(&json!("4")), Some(4));
+        assert_eq!(count(&json!("1k")), Some(1000));
+        assert_eq!(count(&json!(-1)), None);
+        assert_eq!(count(&json!("1.5")), None);
+        assert_eq!(count(&json!("four")), None);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //!   ignoring the other NIC classes. NICs still to be chosen cost at least the cheapest
 //!   pair any undecided class offers.
 
-use crate::search::Problem;
+use crate::problem::Problem;
 
 /// Ranks run PIX 0 … SYS 4.
 const RANKS: usize = 5;

@@ -4,7 +4,7 @@ use topoalign_topology::{PairClass, PcieClass};
 
 use crate::planner::{Planner, Taken};
 use crate::request::Request;
-use crate::search::Found;
+use crate::problem::Found;
 use crate::types::Plan;
 
 /// Lists the plan's compromises: pairs below PIX (and whether a better NIC was free),

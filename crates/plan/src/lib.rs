@@ -49,6 +49,7 @@ mod explain;
 mod flow;
 mod model;
 mod planner;
+mod problem;
 pub mod request;
 pub mod score;
 mod search;

@@ -235,11 +235,7 @@ pub fn simulate(case: &Case<'_>) -> Result<Outcome, SimError> {
             &mut out,
         );
         if !admit {
-            reject(
-                &mut out,
-                TOPOLOGY_AFFINITY_ERROR,
-                "Resources cannot be allocated with Topology Locality",
-            );
+            reject_unaligned(&mut out);
             finish(&mut out, &state, topo);
             return Ok(out);
         }
@@ -280,11 +276,7 @@ pub fn simulate(case: &Case<'_>) -> Result<Outcome, SimError> {
                     &mut out,
                 );
                 if !admit {
-                    reject(
-                        &mut out,
-                        TOPOLOGY_AFFINITY_ERROR,
-                        "Resources cannot be allocated with Topology Locality",
-                    );
+                    reject_unaligned(&mut out);
                     break;
                 }
                 best.affinity
@@ -401,6 +393,15 @@ fn merge_for(
         admit,
     });
     (best, admit)
+}
+
+/// The Topology Manager's admission failure: no hint satisfies the policy.
+fn reject_unaligned(out: &mut Outcome) {
+    reject(
+        out,
+        TOPOLOGY_AFFINITY_ERROR,
+        "Resources cannot be allocated with Topology Locality",
+    );
 }
 
 fn reject(out: &mut Outcome, reason: &str, message: &str) {

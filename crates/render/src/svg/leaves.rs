@@ -46,17 +46,42 @@ pub fn leaf(svg: &mut Svg, topo: &Topology, b: &Boxed, fabric_tags: &[Option<Str
     }
 }
 
+/// Opens the group of GPU or NIC number `index`, tagged with its address and index.
+fn open_device_group(svg: &mut Svg, class: &str, bdf: &str, index: usize) {
+    let attrs = format!(
+        "{}{}",
+        attr("data-bdf", bdf),
+        attr("data-index", &index.to_string())
+    );
+    svg.open_group(class, &attrs);
+}
+
+/// The two lower lines of a GPU or NIC card: a detail (model, link) and the address.
+fn card_lines(svg: &mut Svg, b: &Boxed, detail: &str, bdf: &str) {
+    svg.text(
+        b.x + 9.0,
+        b.y + 37.0,
+        11.0,
+        "normal",
+        "#333333",
+        Anchor::Start,
+        detail,
+    );
+    svg.text(
+        b.x + 9.0,
+        b.y + 55.0,
+        11.0,
+        "normal",
+        "#555555",
+        Anchor::Start,
+        bdf,
+    );
+}
+
 fn gpu(svg: &mut Svg, topo: &Topology, b: &Boxed, g: usize, tag: Option<String>) {
     let Some(gpu) = topo.gpus.get(g) else { return };
     let bdf = topo.gpu_bdf(g).to_string();
-    svg.open_group(
-        "gpu",
-        &format!(
-            "{}{}",
-            attr("data-bdf", &bdf),
-            attr("data-index", &g.to_string())
-        ),
-    );
+    open_device_group(svg, "gpu", &bdf, g);
     let model = gpu
         .model
         .clone()
@@ -119,38 +144,14 @@ fn gpu(svg: &mut Svg, topo: &Topology, b: &Boxed, g: usize, tag: Option<String>)
         Some(m) => format!("{} · {}", truncate(&short, 18), mib(m)),
         None => truncate(&short, 24),
     };
-    svg.text(
-        b.x + 9.0,
-        b.y + 37.0,
-        11.0,
-        "normal",
-        "#333333",
-        Anchor::Start,
-        &detail,
-    );
-    svg.text(
-        b.x + 9.0,
-        b.y + 55.0,
-        11.0,
-        "normal",
-        "#555555",
-        Anchor::Start,
-        &bdf,
-    );
+    card_lines(svg, b, &detail, &bdf);
     svg.close_group();
 }
 
 fn nic_box(svg: &mut Svg, topo: &Topology, b: &Boxed, n: usize, vfs: &[usize]) {
     let Some(nic) = topo.nics.get(n) else { return };
     let bdf = topo.nic_bdf(n).to_string();
-    svg.open_group(
-        "nic",
-        &format!(
-            "{}{}",
-            attr("data-bdf", &bdf),
-            attr("data-index", &n.to_string())
-        ),
-    );
+    open_device_group(svg, "nic", &bdf, n);
     let name = nic.label().map_or_else(|| bdf.clone(), str::to_string);
     let link = match nic.link_layer() {
         Some(LinkLayer::InfiniBand) => "IB",
@@ -206,24 +207,7 @@ fn nic_box(svg: &mut Svg, topo: &Topology, b: &Boxed, n: usize, vfs: &[usize]) {
         (None, true) => "IB only (no netdev)".to_string(),
         (None, false) => "-".to_string(),
     };
-    svg.text(
-        b.x + 9.0,
-        b.y + 37.0,
-        11.0,
-        "normal",
-        "#333333",
-        Anchor::Start,
-        &second,
-    );
-    svg.text(
-        b.x + 9.0,
-        b.y + 55.0,
-        11.0,
-        "normal",
-        "#555555",
-        Anchor::Start,
-        &bdf,
-    );
+    card_lines(svg, b, &second, &bdf);
     if !vfs.is_empty() {
         svg.text(
             b.x + b.w - 8.0,
