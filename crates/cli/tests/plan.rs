@@ -149,3 +149,15 @@ fn bad_used_files_exit_2_naming_the_problem() {
         "{err}"
     );
 }
+
+#[test]
+fn memory_is_a_kubernetes_quantity() {
+    let v = plan_json(&["--profile", "dgx-h100", "--gpus", "1", "--memory", "64Gi"]);
+    assert_eq!(v["memory"][0]["bytes"], 68_719_476_736_u64);
+    let (code, err) = fails(&["--gpus", "1", "--memory", "64GB"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--memory") && err.contains("`64GB`"), "{err}");
+    let (code, err) = fails(&["--gpus", "1", "--memory=0"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("positive"), "{err}");
+}

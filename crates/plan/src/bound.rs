@@ -29,6 +29,7 @@ pub(crate) struct PairBound {
 }
 
 impl PairBound {
+    /// Raises every component to at least `other`'s.
     fn raise(&mut self, other: PairBound) {
         self.no_gdr = self.no_gdr.max(other.no_gdr);
         self.worst = self.worst.max(other.worst);
@@ -48,14 +49,17 @@ pub(crate) struct Partial<'a> {
     pub x: &'a [usize],
     /// NICs per NIC class; only the first `decided` entries are meaningful.
     pub y: &'a [usize],
+    /// NIC classes decided so far.
     pub decided: usize,
     /// Whether a NIC class can pair with some chosen GPU class.
     pub usable: &'a [bool],
     /// NICs per GPU: `q` each, `extra` GPUs get one more.
     pub q: usize,
+    /// GPUs that get one NIC more than `q`.
     pub extra: usize,
-    /// NICs still to choose, and the cheapest (no-GDR, rank) any undecided class offers.
+    /// NICs still to choose.
     pub remaining: usize,
+    /// The cheapest (no-GDR, rank) any undecided class offers.
     pub suffix_min: (u32, u32),
 }
 
@@ -75,6 +79,36 @@ fn take_by_rank(buckets: &[usize; RANKS], need: usize) -> Option<(u32, u32)> {
         }
     }
     (left == 0).then_some((sum, worst))
+}
+
+/// Units one side of the pairing can draw on: how many come with GPUDirect RDMA, and how
+/// many at each rank.
+#[derive(Default)]
+struct Offer {
+    /// Units whose pair has GPUDirect RDMA.
+    gdr: usize,
+    /// Units per pair rank.
+    by_rank: [usize; RANKS],
+}
+
+impl Offer {
+    /// Adds `units` whose pair has weight (no-GDR 0/1, rank).
+    fn add(&mut self, (no_gdr, rank): (u32, u32), units: usize) {
+        if no_gdr == 0 {
+            self.gdr += units;
+        }
+        self.by_rank[rank as usize] += units;
+    }
+
+    /// Charges the cheapest `need` units to `side`: the ones beyond the GDR units lack
+    /// GDR, and ranks are taken cheapest first. `None` when fewer than `need` are offered.
+    fn charge(&self, need: usize, side: &mut PairBound) -> Option<()> {
+        let (sum, worst) = take_by_rank(&self.by_rank, need)?;
+        side.no_gdr += need.saturating_sub(self.gdr) as u32;
+        side.rank_sum += sum;
+        side.worst = side.worst.max(worst);
+        Some(())
+    }
 }
 
 /// The pair bound of a partial NIC choice; `None` when no completion can be feasible.
@@ -98,20 +132,13 @@ pub(crate) fn pair_bound(p: &Problem, s: &Partial<'_>) -> Option<PairBound> {
                 continue;
             }
             let need = xi * s.q;
-            let (mut gdr_units, mut buckets) = (0usize, [0usize; RANKS]);
+            let mut offer = Offer::default();
             for j in 0..nn {
-                if let Some((g, r)) = p.weight[i][j] {
-                    let k = pool(j);
-                    if g == 0 {
-                        gdr_units += k;
-                    }
-                    buckets[r as usize] += k;
+                if let Some(w) = p.weight[i][j] {
+                    offer.add(w, pool(j));
                 }
             }
-            let (sum, worst) = take_by_rank(&buckets, need)?;
-            side.no_gdr += need.saturating_sub(gdr_units) as u32;
-            side.rank_sum += sum;
-            side.worst = side.worst.max(worst);
+            offer.charge(need, &mut side)?;
         }
         out.raise(side);
     }
@@ -122,23 +149,16 @@ pub(crate) fn pair_bound(p: &Problem, s: &Partial<'_>) -> Option<PairBound> {
         if units == 0 {
             continue;
         }
-        let (mut gdr_cap, mut buckets) = (0usize, [0usize; RANKS]);
+        let mut offer = Offer::default();
         for (i, &xi) in s.x.iter().enumerate() {
             if xi == 0 {
                 continue;
             }
-            if let Some((g, r)) = p.weight[i][j] {
-                let cap = xi * s.q + xi.min(s.extra);
-                if g == 0 {
-                    gdr_cap += cap;
-                }
-                buckets[r as usize] += cap;
+            if let Some(w) = p.weight[i][j] {
+                offer.add(w, xi * s.q + xi.min(s.extra));
             }
         }
-        let (sum, worst) = take_by_rank(&buckets, units)?;
-        side.no_gdr += units.saturating_sub(gdr_cap) as u32;
-        side.rank_sum += sum;
-        side.worst = side.worst.max(worst);
+        offer.charge(units, &mut side)?;
     }
     if s.remaining > 0 {
         let r = s.remaining as u32;

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use topoalign_discover::Source;
+use topoalign_kube_types::quantity::{Quantity, QuantityError};
 use topoalign_plan::{GpuLinkBound, NicCount, NicRole, Plan, PlanError, Planner, Request, Usage};
 use topoalign_topology::{LinkLayer, PcieClass};
 
@@ -82,28 +83,15 @@ enum RoleArg {
     Any,
 }
 
-/// Parses `64Gi`, `512Mi`, `1G`, `2048` into bytes.
+/// Parses a Kubernetes memory quantity (`64Gi`, `512Mi`, `1G`, `2048`) into bytes.
 fn parse_memory(text: &str) -> anyhow::Result<u64> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().with_context(|| {
-        format!("--memory `{text}`: expected a number with an optional unit like 64Gi")
-    })?;
-    let mult: u64 = match unit {
-        "" => 1,
-        "Ki" => 1 << 10,
-        "Mi" => 1 << 20,
-        "Gi" => 1 << 30,
-        "Ti" => 1 << 40,
-        "K" | "k" => 1_000,
-        "M" => 1_000_000,
-        "G" => 1_000_000_000,
-        "T" => 1_000_000_000_000,
-        _ => bail!("--memory `{text}`: unknown unit `{unit}` (use Ki, Mi, Gi, Ti, K, M, G, T)"),
-    };
-    n.checked_mul(mult)
-        .with_context(|| format!("--memory `{text}` does not fit in 64 bits"))
+    let q: Quantity = text
+        .parse()
+        .map_err(|e: QuantityError| anyhow::anyhow!("--memory: {e}"))?;
+    if !q.is_positive() {
+        bail!("--memory `{text}`: expected a positive amount of bytes like 64Gi");
+    }
+    u64::try_from(q.value()).with_context(|| format!("--memory `{text}` does not fit in 64 bits"))
 }
 
 /// Reads a usage file (JSON when it ends in `.json`, YAML otherwise).

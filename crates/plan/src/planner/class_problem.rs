@@ -3,6 +3,7 @@
 
 use topoalign_topology::PcieClass;
 
+use crate::model::Groups;
 use crate::problem::{Class, Problem};
 use crate::request::{GpuLinkBound, Request};
 
@@ -12,37 +13,12 @@ impl Planner<'_> {
     /// The search problem of `req` against the resolved usage.
     pub(super) fn problem(&self, req: &Request, taken: &Taken) -> Problem {
         let m = &self.model;
-        let gclass_of = |members: &[usize], groups: [Option<usize>; 3], numa| Class {
-            members: members.to_vec(),
-            groups,
-            numa,
-        };
-        let mut gmap: Vec<(usize, Class)> = Vec::new();
-        for (k, members) in m.gpu_classes.iter().enumerate() {
-            let elig: Vec<usize> = members
-                .iter()
-                .copied()
-                .filter(|&g| self.gpu_eligible(req, taken, g))
-                .collect();
-            if !elig.is_empty() {
-                let g0 = elig[0];
-                gmap.push((k, gclass_of(&elig, m.gpu_groups[g0], m.gpu_numa[g0])));
-            }
-        }
-        gmap.sort_by_key(|(_, c)| c.members[0]);
-        let mut nmap: Vec<(usize, Class)> = Vec::new();
-        for (k, members) in m.nic_classes.iter().enumerate() {
-            let elig: Vec<usize> = members
-                .iter()
-                .copied()
-                .filter(|&n| self.nic_eligible(req, taken, n))
-                .collect();
-            if !elig.is_empty() {
-                let n0 = elig[0];
-                nmap.push((k, gclass_of(&elig, m.nic_groups[n0], m.nic_numa[n0])));
-            }
-        }
-        nmap.sort_by_key(|(_, c)| c.members[0]);
+        let gmap = eligible_classes(&m.gpu_classes, &m.gpu_groups, &m.gpu_numa, |g| {
+            self.gpu_eligible(req, taken, g)
+        });
+        let nmap = eligible_classes(&m.nic_classes, &m.nic_groups, &m.nic_numa, |n| {
+            self.nic_eligible(req, taken, n)
+        });
         let max_rank = req.max_pair.map_or(PcieClass::Sys.rank(), PcieClass::rank);
         let weight = gmap
             .iter()
@@ -73,24 +49,20 @@ impl Planner<'_> {
         let groups = m.group_size.len();
         let mut group_used = vec![0u32; groups];
         let mut group_never = vec![0u32; groups];
-        for g in 0..m.gpu_bdf.len() {
-            for x in m.gpu_groups[g].iter().flatten() {
-                if taken.gpus[g] {
-                    group_used[*x] += 1;
-                } else if !self.gpu_eligible(req, taken, g) {
-                    group_never[*x] += 1;
-                }
-            }
-        }
-        for n in 0..m.nic_bdf.len() {
-            for x in m.nic_groups[n].iter().flatten() {
-                if taken.nics[n] {
-                    group_used[*x] += 1;
-                } else if !self.nic_eligible(req, taken, n) {
-                    group_never[*x] += 1;
-                }
-            }
-        }
+        count_groups(
+            &m.gpu_groups,
+            &taken.gpus,
+            |g| self.gpu_eligible(req, taken, g),
+            &mut group_used,
+            &mut group_never,
+        );
+        count_groups(
+            &m.nic_groups,
+            &taken.nics,
+            |n| self.nic_eligible(req, taken, n),
+            &mut group_used,
+            &mut group_never,
+        );
         let free_mem = self.free_memory(taken);
         Problem {
             gpus: req.gpus,
@@ -112,6 +84,54 @@ impl Planner<'_> {
             need_mem: req.memory.filter(|&b| b > 0 && free_mem.is_some()),
             free_mem: free_mem.unwrap_or_else(|| vec![0; m.numa_ids.len()]),
             need_cpus: req.cpus as u64,
+        }
+    }
+}
+
+/// Restricts each equivalence class (paired with its index) to its `eligible` members,
+/// sharing the groups and NUMA index of its first one; classes left empty are dropped and
+/// the rest ordered by their lowest member.
+fn eligible_classes(
+    classes: &[Vec<usize>],
+    groups: &[Groups],
+    numa: &[Option<usize>],
+    eligible: impl Fn(usize) -> bool,
+) -> Vec<(usize, Class)> {
+    let mut out: Vec<(usize, Class)> = Vec::new();
+    for (k, members) in classes.iter().enumerate() {
+        let elig: Vec<usize> = members.iter().copied().filter(|&d| eligible(d)).collect();
+        if !elig.is_empty() {
+            let d0 = elig[0];
+            out.push((
+                k,
+                Class {
+                    groups: groups[d0],
+                    numa: numa[d0],
+                    members: elig,
+                },
+            ));
+        }
+    }
+    out.sort_by_key(|(_, c)| c.members[0]);
+    out
+}
+
+/// Adds every device to its groups' counts: to `used` when it is in use, to `never` when
+/// it is free but not `eligible`.
+fn count_groups(
+    groups: &[Groups],
+    in_use: &[bool],
+    eligible: impl Fn(usize) -> bool,
+    used: &mut [u32],
+    never: &mut [u32],
+) {
+    for (d, &busy) in in_use.iter().enumerate() {
+        for x in groups[d].iter().flatten() {
+            if busy {
+                used[*x] += 1;
+            } else if !eligible(d) {
+                never[*x] += 1;
+            }
         }
     }
 }
