@@ -3,8 +3,8 @@
 use topoalign_topology::{PairClass, PcieClass};
 
 use crate::planner::{Planner, Taken};
-use crate::request::Request;
 use crate::problem::Found;
+use crate::request::Request;
 use crate::types::Plan;
 
 /// Lists the plan's compromises: pairs below PIX (and whether a better NIC was free),
@@ -106,6 +106,7 @@ pub(crate) fn explain(
     out
 }
 
+/// The words for "a NIC closer than `class`" in the no-better-NIC explanation.
 fn closer_phrase(class: PcieClass) -> &'static str {
     match class {
         PcieClass::Pix => "is closer to",

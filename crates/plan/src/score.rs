@@ -71,27 +71,28 @@ pub fn device_score(
         e.1 += 1;
         e.0 += u32::from(taken);
     };
-    for (g, &used) in used_gpus.iter().enumerate().take(topo.gpus.len()) {
-        let t = used || gpus.contains(&g);
-        let pci = topo.gpus[g].pci;
+    // Every GPU and NIC counts in its switch and NUMA node; GPUs also in their island.
+    let gpu_functions = used_gpus
+        .iter()
+        .enumerate()
+        .take(topo.gpus.len())
+        .map(|(g, &used)| (topo.gpus[g].pci, used || gpus.contains(&g), Some(g)));
+    let nic_functions = used_nics
+        .iter()
+        .enumerate()
+        .take(topo.nics.len())
+        .map(|(n, &used)| (topo.nics[n].pci, used || nics.contains(&n), None));
+    for (pci, t, gpu) in gpu_functions.chain(nic_functions) {
         if let Some(s) = upstream_switch(topo, pci) {
             count((0, s), t);
         }
         if let Some(nn) = cls.numa_of(pci) {
             count((1, nn as usize), t);
         }
-        if let Some(k) = islands.iter().position(|i| i.len() >= 2 && i.contains(&g)) {
+        if let Some(g) = gpu
+            && let Some(k) = islands.iter().position(|i| i.len() >= 2 && i.contains(&g))
+        {
             count((2, k), t);
-        }
-    }
-    for (n, &used) in used_nics.iter().enumerate().take(topo.nics.len()) {
-        let t = used || nics.contains(&n);
-        let pci = topo.nics[n].pci;
-        if let Some(s) = upstream_switch(topo, pci) {
-            count((0, s), t);
-        }
-        if let Some(nn) = cls.numa_of(pci) {
-            count((1, nn as usize), t);
         }
     }
     let fragmentation = groups

@@ -10,7 +10,12 @@ use super::{Planner, Taken};
 
 impl Planner<'_> {
     /// CPUs and memory: from the GPUs' nodes first, then the NICs', then the extra nodes.
-    pub(super) fn place_host(&self, req: &Request, taken: &Taken, f: &Found) -> (CpuSet, Vec<NodeMemory>) {
+    pub(super) fn place_host(
+        &self,
+        req: &Request,
+        taken: &Taken,
+        f: &Found,
+    ) -> (CpuSet, Vec<NodeMemory>) {
         let m = &self.model;
         let mut order: Vec<usize> = Vec::new();
         let push = |i: usize, order: &mut Vec<usize>| {

@@ -105,4 +105,3 @@ impl<'t> Planner<'t> {
         &self.model
     }
 }
-

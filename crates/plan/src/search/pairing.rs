@@ -53,12 +53,7 @@ impl Search<'_> {
     /// Solves the transportation problem between the chosen GPU classes `gi` and NIC
     /// classes `nj` as a min-cost flow, using only pairs of rank at most `limit`; `None`
     /// when no assignment meets the per-GPU shares.
-    fn flow_at(
-        &mut self,
-        gi: &[usize],
-        nj: &[usize],
-        limit: u32,
-    ) -> Option<Assignment> {
+    fn flow_at(&mut self, gi: &[usize], nj: &[usize], limit: u32) -> Option<Assignment> {
         let p = self.p;
         let total = p.nics as i64;
         let w1 = 5 * total + 1;
