@@ -3,8 +3,13 @@
 //!
 //! (a) `sysfs::discover` over the profile's sysfs tree (written once to a temp dir);
 //! (b) classifying every pair: `PairMatrix::build` with VFs, and the raw GPU×NIC table.
+//!
+//! Peer measured in the same run: `raw_tree_read`, a plain recursive walk of the same tree
+//! that reads every file and every link once, with no parsing. The ratio
+//! `sysfs_discover / raw_tree_read` is the walker's overhead over touching the tree at all.
 
 use std::hint::black_box;
+use std::path::Path;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use topoalign_discover::sysfs::discover;
@@ -22,6 +27,28 @@ fn largest() -> Topology {
         .unwrap()
 }
 
+/// Reads every regular file and every symlink target under `dir` (without following
+/// links), returning the bytes seen so the work cannot be optimised away.
+fn raw_tree_read(dir: &Path) -> usize {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let entry = entry.unwrap();
+            let ty = entry.file_type().unwrap();
+            let path = entry.path();
+            if ty.is_symlink() {
+                total += std::fs::read_link(&path).unwrap().as_os_str().len();
+            } else if ty.is_dir() {
+                stack.push(path);
+            } else {
+                total += std::fs::read(&path).unwrap().len();
+            }
+        }
+    }
+    total
+}
+
 fn benches(c: &mut Criterion) {
     let topo = largest();
     let dir = tempfile::tempdir().unwrap();
@@ -31,6 +58,9 @@ fn benches(c: &mut Criterion) {
 
     c.bench_function(&format!("sysfs_discover/{name}"), |b| {
         b.iter(|| black_box(discover(black_box(&root)).unwrap()))
+    });
+    c.bench_function(&format!("raw_tree_read/{name}"), |b| {
+        b.iter(|| black_box(raw_tree_read(black_box(&root))))
     });
     let opts = MatrixOptions {
         include_vfs: true,
