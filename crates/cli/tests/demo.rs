@@ -1,22 +1,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign demo` end to end.
 
-use assert_cmd::Command;
+mod common;
 
+use common::{run, run_expecting, subcommand};
+
+/// The stdout of `topoalign demo ARGS`, which must succeed.
 fn demo(args: &[&str]) -> String {
-    let out = Command::cargo_bin("topoalign")
-        .unwrap()
-        .arg("demo")
-        .args(args)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    run_expecting(subcommand("demo").args(args), 0).stdout
 }
 
 #[test]
@@ -56,11 +47,7 @@ fn tells_the_seed_000_story() {
 fn is_deterministic_per_seed_and_rejects_unknown_profiles() {
     assert_eq!(demo(&["--seed", "5"]), demo(&["--seed", "5"]));
     assert!(demo(&["--profile", "dgx-h100"]).contains("topoalign"));
-    let out = Command::cargo_bin("topoalign")
-        .unwrap()
-        .args(["demo", "--profile", "nope"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown profile `nope`"));
+    let out = run(subcommand("demo").args(["--profile", "nope"]));
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("unknown profile `nope`"));
 }

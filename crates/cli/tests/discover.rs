@@ -1,29 +1,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign discover`: summary, JSON and YAML of a topology.
 
-use assert_cmd::Command;
+mod common;
 
-fn run(args: &[&str]) -> std::process::Output {
-    Command::cargo_bin("topoalign")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn stdout(args: &[&str]) -> String {
-    let out = run(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+use common::{json, run_args, stdout_of};
 
 #[test]
 fn table_summary_names_every_device() {
-    let out = stdout(&["discover", "--profile", "dgx-h100"]);
+    let out = stdout_of(&["discover", "--profile", "dgx-h100"]);
     for bdf in [
         "0000:1b:00.0",
         "0000:df:00.0",
@@ -41,8 +25,8 @@ fn table_summary_names_every_device() {
 
 #[test]
 fn json_is_the_topology_model() {
-    let out = stdout(&["discover", "--profile", "gb300-4", "-o", "json"]);
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let out = stdout_of(&["discover", "--profile", "gb300-4", "-o", "json"]);
+    let v = json(&out);
     assert_eq!(v["name"], "gb300-4");
     assert_eq!(v["gpus"].as_array().unwrap().len(), 4);
     assert_eq!(v["nics"].as_array().unwrap().len(), 4);
@@ -56,7 +40,7 @@ fn json_is_the_topology_model() {
 
 #[test]
 fn yaml_is_the_same_model() {
-    let out = stdout(&["discover", "--profile", "pcie-2socket", "-o", "yaml"]);
+    let out = stdout_of(&["discover", "--profile", "pcie-2socket", "-o", "yaml"]);
     assert!(out.contains("name: pcie-2socket"), "{out}");
     assert!(out.contains("hostBridges:"));
     assert!(out.contains("0000:01:00.0"));
@@ -64,28 +48,24 @@ fn yaml_is_the_same_model() {
 
 #[test]
 fn unknown_profile_exits_2_listing_known_profiles() {
-    let out = run(&["discover", "--profile", "dgx-a100"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let out = run_args(&["discover", "--profile", "dgx-a100"]);
+    assert_eq!(out.code, 2);
+    let err = &out.stderr;
     assert!(err.starts_with("error: "), "{err}");
     assert!(err.contains("dgx-a100") && err.contains("mi300x-8") && err.contains("gb300-4"));
 }
 
 #[test]
 fn missing_file_and_conflicting_sources_are_usage_errors() {
-    let out = run(&["discover", "--from-nccl-xml", "/nonexistent/topo.xml"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/topo.xml"));
-    let out = run(&["discover", "--profile", "gb300-4", "--sysfs-root", "/"]);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "two sources at once are refused"
-    );
+    let out = run_args(&["discover", "--from-nccl-xml", "/nonexistent/topo.xml"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("/nonexistent/topo.xml"));
+    let out = run_args(&["discover", "--profile", "gb300-4", "--sysfs-root", "/"]);
+    assert_eq!(out.code, 2, "two sources at once are refused");
 }
 
 #[test]
 fn bad_output_format_is_refused() {
-    let out = run(&["discover", "--profile", "gb300-4", "-o", "xml"]);
-    assert_eq!(out.status.code(), Some(2));
+    let out = run_args(&["discover", "--profile", "gb300-4", "-o", "xml"]);
+    assert_eq!(out.code, 2);
 }

@@ -1,29 +1,24 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign draw`: SVG and DOT to stdout or atomically to a file.
 
+mod common;
+
+use std::path::Path;
+
 use assert_cmd::Command;
+use common::{run, run_args, run_expecting, stdout_of, topoalign};
 
-fn run(args: &[&str]) -> std::process::Output {
-    Command::cargo_bin("topoalign")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn stdout(args: &[&str]) -> String {
-    let out = run(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+/// `topoalign draw --profile gb300-4 --out PATH`.
+fn draw_gb300_to(path: &Path) -> Command {
+    let mut cmd = topoalign();
+    cmd.args(["draw", "--profile", "gb300-4", "--out"])
+        .arg(path);
+    cmd
 }
 
 #[test]
 fn svg_to_stdout_names_every_gpu_and_nic() {
-    let svg = stdout(&["draw", "--profile", "mi300x-8", "-o", "svg"]);
+    let svg = stdout_of(&["draw", "--profile", "mi300x-8", "-o", "svg"]);
     assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
     assert!(svg.trim_end().ends_with("</svg>"));
     for bus in ["11", "2f", "46", "5d", "8b", "aa", "c2", "da", "0c", "d5"] {
@@ -36,7 +31,7 @@ fn svg_to_stdout_names_every_gpu_and_nic() {
 
 #[test]
 fn dot_output_has_numa_and_host_bridge_clusters() {
-    let dot = stdout(&["draw", "--profile", "pcie-2socket", "-o", "dot"]);
+    let dot = stdout_of(&["draw", "--profile", "pcie-2socket", "-o", "dot"]);
     assert!(dot.starts_with("graph \"pcie-2socket\" {"));
     assert!(dot.contains("subgraph \"cluster_numa0\""));
     assert!(dot.contains("subgraph \"cluster_numa1\""));
@@ -50,21 +45,10 @@ fn out_file_is_written_whole_and_no_temp_file_is_left() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gb300.svg");
     std::fs::write(&path, "old content").unwrap();
-    let out = run(&[
-        "draw",
-        "--profile",
-        "gb300-4",
-        "--out",
-        path.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_expecting(&mut draw_gb300_to(&path), 0);
     assert!(out.stdout.is_empty());
     let written = std::fs::read_to_string(&path).unwrap();
-    assert_eq!(written, stdout(&["draw", "--profile", "gb300-4"]));
+    assert_eq!(written, stdout_of(&["draw", "--profile", "gb300-4"]));
     let names: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -76,24 +60,18 @@ fn out_file_is_written_whole_and_no_temp_file_is_left() {
 fn out_into_missing_directory_fails_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("no/such/dir/x.svg");
-    let out = run(&[
-        "draw",
-        "--profile",
-        "gb300-4",
-        "--out",
-        path.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let out = run(&mut draw_gb300_to(&path));
+    assert_eq!(out.code, 2);
+    let err = &out.stderr;
     assert!(err.contains("no/such/dir"), "{err}");
     assert!(!path.exists());
 }
 
 #[test]
 fn unknown_profile_and_bad_format_exit_2() {
-    let out = run(&["draw", "--profile", "nope"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("pcie-2socket"));
-    let out = run(&["draw", "--profile", "gb300-4", "-o", "png"]);
-    assert_eq!(out.status.code(), Some(2));
+    let out = run_args(&["draw", "--profile", "nope"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("pcie-2socket"));
+    let out = run_args(&["draw", "--profile", "gb300-4", "-o", "png"]);
+    assert_eq!(out.code, 2);
 }

@@ -1,26 +1,21 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign kubelet-config` end to end.
 
+mod common;
+#[path = "../../kubelet/tests/support/mod.rs"]
+mod kubelet_files;
+
 use std::fs;
-use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use common::{json, run_expecting, subcommand};
+use kubelet_files::{fixture, staged};
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../kubelet/tests")
-        .join(name)
-}
-
-fn staged(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(name);
-    fs::copy(fixture(&format!("fixtures/{name}")), &path).unwrap();
-    (dir, path)
-}
-
-fn topoalign() -> Command {
-    Command::cargo_bin("topoalign").unwrap()
+/// `topoalign kubelet-config <action>`.
+fn kubelet_config(action: &str) -> Command {
+    let mut cmd = subcommand("kubelet-config");
+    cmd.arg(action);
+    cmd
 }
 
 const SEED_000: [&str; 8] = [
@@ -36,15 +31,11 @@ const SEED_000: [&str; 8] = [
 
 #[test]
 fn show_marks_defaults() {
-    let out = topoalign()
-        .args(["kubelet-config", "show"])
-        .arg(fixture("fixtures/oke-kubelet-config.json"))
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
+    let text = run_expecting(
+        kubelet_config("show").arg(fixture("fixtures/oke-kubelet-config.json")),
+        0,
+    )
+    .stdout;
     assert!(
         text.lines()
             .any(|l| l.contains("topologyManagerPolicy") && l.ends_with("none  (default)")),
@@ -64,15 +55,13 @@ fn show_marks_defaults() {
 
 #[test]
 fn show_json() {
-    let out = topoalign()
-        .args(["kubelet-config", "show", "-o", "json"])
-        .arg(fixture("fixtures/kubeadm-config.yaml"))
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let out = run_expecting(
+        kubelet_config("show")
+            .args(["-o", "json"])
+            .arg(fixture("fixtures/kubeadm-config.yaml")),
+        0,
+    );
+    let v = json(&out.stdout);
     assert_eq!(v["format"], "yaml");
     let policy = v["settings"]
         .as_array()
@@ -89,18 +78,15 @@ fn set_writes_golden_file_backup_and_reminder() {
     let (dir, path) = staged("oke-kubelet-config.json");
     let state = dir.path().join("cpu_manager_state");
     fs::write(&state, "{}").unwrap();
-    let out = topoalign()
-        .args(["kubelet-config", "set"])
-        .arg(&path)
-        .args(SEED_000)
-        .arg("--remove-cpu-manager-state")
-        .arg(&state)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
+    let text = run_expecting(
+        kubelet_config("set")
+            .arg(&path)
+            .args(SEED_000)
+            .arg("--remove-cpu-manager-state")
+            .arg(&state),
+        0,
+    )
+    .stdout;
     assert!(
         text.contains("systemctl restart kubelet")
             && text.contains("NotReady")
@@ -125,17 +111,14 @@ fn set_writes_golden_file_backup_and_reminder() {
 fn dry_run_prints_a_diff_and_writes_nothing() {
     let (dir, path) = staged("kubeadm-config.yaml");
     let before = fs::read(&path).unwrap();
-    let out = topoalign()
-        .args(["kubelet-config", "set"])
-        .arg(&path)
-        .args(SEED_000)
-        .arg("--dry-run")
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
+    let text = run_expecting(
+        kubelet_config("set")
+            .arg(&path)
+            .args(SEED_000)
+            .arg("--dry-run"),
+        0,
+    )
+    .stdout;
     assert!(
         text.contains("-topologyManagerPolicy: best-effort # none"),
         "{text}"
@@ -182,16 +165,7 @@ fn refusals_exit_2_and_leave_the_file() {
     ] {
         let (dir, path) = staged(file);
         let before = fs::read(&path).unwrap();
-        let out = topoalign()
-            .args(["kubelet-config", "set"])
-            .arg(&path)
-            .args(&args)
-            .assert()
-            .code(2)
-            .get_output()
-            .stderr
-            .clone();
-        let err = String::from_utf8(out).unwrap();
+        let err = run_expecting(kubelet_config("set").arg(&path).args(&args), 2).stderr;
         assert!(err.contains(expect), "{file}: {err}");
         assert_eq!(fs::read(&path).unwrap(), before, "{file} modified");
         assert_eq!(
@@ -206,17 +180,8 @@ fn refusals_exit_2_and_leave_the_file() {
 fn rollback_restores_the_original() {
     let (_dir, path) = staged("kubeadm-config.yaml");
     let original = fs::read(&path).unwrap();
-    topoalign()
-        .args(["kubelet-config", "set"])
-        .arg(&path)
-        .args(SEED_000)
-        .assert()
-        .success();
+    run_expecting(kubelet_config("set").arg(&path).args(SEED_000), 0);
     assert_ne!(fs::read(&path).unwrap(), original);
-    topoalign()
-        .args(["kubelet-config", "rollback"])
-        .arg(&path)
-        .assert()
-        .success();
+    run_expecting(kubelet_config("rollback").arg(&path), 0);
     assert_eq!(fs::read(&path).unwrap(), original);
 }

@@ -1,60 +1,43 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign lint` end to end.
 
-use std::path::{Path, PathBuf};
+mod common;
 
 use assert_cmd::Command;
+use common::{json, run_expecting, subcommand, test_data};
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../lint/tests/fixtures")
-        .join(name)
-}
-
-fn topoalign() -> Command {
-    Command::cargo_bin("topoalign").unwrap()
+/// `topoalign lint <fixture>` on a file of the lint crate's fixtures.
+fn lint_fixture(name: &str) -> Command {
+    let mut cmd = subcommand("lint");
+    cmd.arg(test_data("lint", &format!("fixtures/{name}")));
+    cmd
 }
 
 #[test]
 fn warnings_only_exit_0_unless_warnings_as_errors() {
-    let out = topoalign()
-        .arg("lint")
-        .arg(fixture("seed000-topology-test.yaml"))
-        .assert()
-        .code(0)
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
+    let text = run_expecting(&mut lint_fixture("seed000-topology-test.yaml"), 0).stdout;
     assert!(
         text.contains("Pod/topology-test spec: warning [policy-none]"),
         "{text}"
     );
     assert!(text.contains("0 error(s), 1 warning(s)"), "{text}");
-    topoalign()
-        .arg("lint")
-        .arg(fixture("seed000-topology-test.yaml"))
-        .arg("--warnings-as-errors")
-        .assert()
-        .code(1);
+    run_expecting(
+        lint_fixture("seed000-topology-test.yaml").arg("--warnings-as-errors"),
+        1,
+    );
 }
 
 #[test]
 fn policy_from_kubelet_config() {
-    let kubelet = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../kubelet/tests/golden/kubeadm-config.restricted.yaml");
-    let out = topoalign()
-        .arg("lint")
-        .arg(fixture("seed000-topology-test.yaml"))
-        .arg("--kubelet-config")
-        .arg(kubelet)
-        .args(["-o", "json"])
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let kubelet = test_data("kubelet", "golden/kubeadm-config.restricted.yaml");
+    let out = run_expecting(
+        lint_fixture("seed000-topology-test.yaml")
+            .arg("--kubelet-config")
+            .arg(kubelet)
+            .args(["-o", "json"]),
+        1,
+    );
+    let v = json(&out.stdout);
     assert_eq!(v["policy"], "restricted");
     assert_eq!(v["podScope"], true);
     assert_eq!(v["findings"][0]["rule"], "gpu-nic-qos");
@@ -67,16 +50,14 @@ fn policy_from_kubelet_config() {
 
 #[test]
 fn gb300_claims_and_stdin() {
-    let text = std::fs::read_to_string(fixture("gb300-claims.yaml")).unwrap();
-    let out = topoalign()
-        .args(["lint", "-", "--profile", "gb300-4", "-o", "json"])
-        .write_stdin(text)
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
-    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let text = std::fs::read_to_string(test_data("lint", "fixtures/gb300-claims.yaml")).unwrap();
+    let out = run_expecting(
+        subcommand("lint")
+            .args(["-", "--profile", "gb300-4", "-o", "json"])
+            .write_stdin(text),
+        1,
+    );
+    let v = json(&out.stdout);
     assert_eq!(v["errors"], 1);
     let rules: Vec<&str> = v["findings"]
         .as_array()
@@ -90,36 +71,19 @@ fn gb300_claims_and_stdin() {
 
 #[test]
 fn single_numa_node_rejects_8_plus_8() {
-    let out = topoalign()
-        .arg("lint")
-        .arg(fixture("mi300x-workloads.yaml"))
-        .args(["--policy", "single-numa-node"])
-        .assert()
-        .code(1)
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
+    let text = run_expecting(
+        lint_fixture("mi300x-workloads.yaml").args(["--policy", "single-numa-node"]),
+        1,
+    )
+    .stdout;
     assert!(text.contains("Job/train-8x8 spec.template.spec.containers[0].resources.limits: error [single-numa-capacity]"), "{text}");
     assert!(text.contains("single-numa-node rejects the pod"), "{text}");
 }
 
 #[test]
 fn bad_input_is_exit_2() {
-    topoalign()
-        .args(["lint", "/nonexistent/x.yaml"])
-        .assert()
-        .code(2);
-    topoalign()
-        .arg("lint")
-        .arg(fixture("broken.yaml"))
-        .args(["--policy", "strict"])
-        .assert()
-        .code(2);
+    run_expecting(subcommand("lint").arg("/nonexistent/x.yaml"), 2);
+    run_expecting(lint_fixture("broken.yaml").args(["--policy", "strict"]), 2);
     // Malformed documents are findings (exit 1), not crashes.
-    topoalign()
-        .arg("lint")
-        .arg(fixture("broken.yaml"))
-        .assert()
-        .code(1);
+    run_expecting(&mut lint_fixture("broken.yaml"), 1);
 }

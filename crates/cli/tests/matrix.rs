@@ -1,23 +1,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign matrix`: the nvidia-smi layout, checked cell for cell against the seed.
 
+mod common;
+
 use std::path::PathBuf;
 
-use assert_cmd::Command;
-
-fn topoalign() -> Command {
-    Command::cargo_bin("topoalign").unwrap()
-}
-
-fn stdout(args: &[&str]) -> String {
-    let out = topoalign().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+use common::{json, run_args, stdout_of};
 
 /// The seed documents; missing ones fail the test loudly (never skip).
 fn seed(prefix: &str) -> String {
@@ -102,7 +90,7 @@ fn gb300_matrix_equals_seed_001_cell_for_cell() {
     let seed_text = seed("001_");
     let (seed_cols, seed_rows) = seed_matrix(&seed_text);
     assert_eq!(seed_cols.len(), 8, "seed 001 lists 4 GPUs and 4 NICs");
-    let out = stdout(&["matrix", "--profile", "gb300-4"]);
+    let out = stdout_of(&["matrix", "--profile", "gb300-4"]);
     let (cols, rows) = rendered(&out);
     assert_eq!(cols, seed_cols, "column labels");
     let gpu_rows = rows.iter().filter(|(l, _)| l.starts_with("GPU")).count();
@@ -137,7 +125,7 @@ fn gb300_matrix_equals_seed_001_cell_for_cell() {
 
 #[test]
 fn aligned_output_has_no_tabs_and_keeps_cells() {
-    let out = stdout(&["matrix", "--profile", "gb300-4", "--aligned"]);
+    let out = stdout_of(&["matrix", "--profile", "gb300-4", "--aligned"]);
     assert!(!out.contains('\t'));
     let gpu0 = out.lines().find(|l| l.starts_with("GPU0")).unwrap();
     let cells: Vec<&str> = gpu0.split_whitespace().collect();
@@ -152,23 +140,28 @@ fn aligned_output_has_no_tabs_and_keeps_cells() {
 
 #[test]
 fn vfs_and_non_rdma_nics_are_opt_in() {
-    let plain = stdout(&["matrix", "--profile", "mi300x-8"]);
-    let with_vfs = stdout(&["matrix", "--profile", "mi300x-8", "--vfs"]);
+    let plain = stdout_of(&["matrix", "--profile", "mi300x-8"]);
+    let with_vfs = stdout_of(&["matrix", "--profile", "mi300x-8", "--vfs"]);
     let nic_cols = |s: &str| s.lines().next().unwrap().matches("NIC").count();
     assert_eq!(nic_cols(&plain), 8);
     assert_eq!(nic_cols(&with_vfs), 40);
     assert!(plain.contains("  XGMI = "));
     // pcie-2socket and dgx-h100 NICs all have RDMA: --all-nics changes nothing there.
     assert_eq!(
-        nic_cols(&stdout(&["matrix", "--profile", "dgx-h100", "--all-nics"])),
-        nic_cols(&stdout(&["matrix", "--profile", "dgx-h100"]))
+        nic_cols(&stdout_of(&[
+            "matrix",
+            "--profile",
+            "dgx-h100",
+            "--all-nics"
+        ])),
+        nic_cols(&stdout_of(&["matrix", "--profile", "dgx-h100"]))
     );
 }
 
 #[test]
 fn json_output_is_the_pair_matrix() {
-    let out = stdout(&["matrix", "--profile", "dgx-h100", "-o", "json"]);
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let out = stdout_of(&["matrix", "--profile", "dgx-h100", "-o", "json"]);
+    let v = json(&out);
     let devices = v["devices"].as_array().unwrap();
     assert_eq!(devices.len(), 8 + 9);
     let cells = v["cells"].as_array().unwrap();
@@ -182,12 +175,9 @@ fn json_output_is_the_pair_matrix() {
 
 #[test]
 fn unknown_profile_is_a_usage_error_naming_the_known_ones() {
-    let out = topoalign()
-        .args(["matrix", "--profile", "nope"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let out = run_args(&["matrix", "--profile", "nope"]);
+    assert_eq!(out.code, 2);
+    let err = &out.stderr;
     assert!(err.contains("nope"), "{err}");
     for known in ["mi300x-8", "gb300-4", "dgx-h100", "pcie-2socket"] {
         assert!(err.contains(known), "{err}");
@@ -197,11 +187,8 @@ fn unknown_profile_is_a_usage_error_naming_the_known_ones() {
 
 #[test]
 fn missing_input_file_is_a_usage_error_naming_it() {
-    let out = topoalign()
-        .args(["matrix", "--from-nvidia-smi", "/nonexistent/topo.txt"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let out = run_args(&["matrix", "--from-nvidia-smi", "/nonexistent/topo.txt"]);
+    assert_eq!(out.code, 2);
+    let err = &out.stderr;
     assert!(err.contains("/nonexistent/topo.txt"), "{err}");
 }

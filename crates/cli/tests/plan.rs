@@ -1,37 +1,20 @@
 //! `topoalign plan` end to end.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use assert_cmd::Command;
+mod common;
+
+use common::{json, run, run_expecting, subcommand, write_file};
 use serde_json::Value;
 
+/// `topoalign plan ARGS -o json`, which must succeed, parsed.
 fn plan_json(args: &[&str]) -> Value {
-    let out = Command::cargo_bin("topoalign")
-        .unwrap()
-        .arg("plan")
-        .args(args)
-        .args(["-o", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    json(&run_expecting(subcommand("plan").args(args).args(["-o", "json"]), 0).stdout)
 }
 
 /// Runs `topoalign plan ARGS` and returns (exit code, stderr).
 fn fails(args: &[&str]) -> (i32, String) {
-    let out = Command::cargo_bin("topoalign")
-        .unwrap()
-        .arg("plan")
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let out = run(subcommand("plan").args(args));
+    (out.code, out.stderr)
 }
 
 fn classes(v: &Value) -> Vec<String> {
@@ -79,12 +62,11 @@ fn gb300_one_gpu_two_nics_takes_its_own_node_never_sys() {
 #[test]
 fn used_devices_and_cpus_are_avoided() {
     let dir = tempfile::tempdir().unwrap();
-    let used = dir.path().join("used.yaml");
-    std::fs::write(
-        &used,
+    let used = write_file(
+        dir.path(),
+        "used.yaml",
         "gpus: [\"0000:11:00.0\"]\nnics: [\"0000:0c:00.0\"]\ncpus: \"0-7\"\n",
-    )
-    .unwrap();
+    );
     let v = plan_json(&[
         "--gpus",
         "1",
@@ -132,16 +114,14 @@ fn max_pair_pix_on_gb300_exits_1_with_the_relaxation() {
 #[test]
 fn bad_used_files_exit_2_naming_the_problem() {
     let dir = tempfile::tempdir().unwrap();
-    let unknown = dir.path().join("unknown.yaml");
-    std::fs::write(&unknown, "gpus: [\"0000:99:00.0\"]\n").unwrap();
+    let unknown = write_file(dir.path(), "unknown.yaml", "gpus: [\"0000:99:00.0\"]\n");
     let (code, err) = fails(&["--gpus", "1", "--used", unknown.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(
         err.contains("0000:99:00.0") && err.contains("gpus"),
         "{err}"
     );
-    let garbage = dir.path().join("garbage.json");
-    std::fs::write(&garbage, "{\"gpus\": [\"not-a-bdf\"]}").unwrap();
+    let garbage = write_file(dir.path(), "garbage.json", "{\"gpus\": [\"not-a-bdf\"]}");
     let (code, err) = fails(&["--gpus", "1", "--used", garbage.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(

@@ -1,34 +1,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign profile list|show|write`, and write → `discover --sysfs-root` round trips.
 
-use assert_cmd::Command;
-use topoalign_topology::{FabricKind, GpuVendor, Topology};
+mod common;
 
-fn topoalign() -> Command {
-    Command::cargo_bin("topoalign").unwrap()
-}
-
-fn stdout_of(args: &[&str]) -> String {
-    let out = topoalign().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// What sysfs can carry: no NVLink, no NVIDIA memory size (both come from NVML).
-fn sysfs_visible(mut t: Topology) -> Topology {
-    t.gpu_links.retain(|l| l.kind != FabricKind::Nvlink);
-    for g in &mut t.gpus {
-        if g.vendor == GpuVendor::Nvidia {
-            g.memory_mib = None;
-        }
-    }
-    t.canonicalize();
-    t
-}
+use common::{json, run, stdout_of, subcommand, write_file};
+use topoalign_discover::sysfs_write::sysfs_view;
+use topoalign_topology::Topology;
 
 #[test]
 fn list_names_every_profile() {
@@ -36,9 +13,8 @@ fn list_names_every_profile() {
     for name in ["mi300x-8", "gb300-4", "dgx-h100", "pcie-2socket"] {
         assert!(table.contains(name), "{table}");
     }
-    let json: serde_json::Value =
-        serde_json::from_str(&stdout_of(&["profile", "list", "-o", "json"])).unwrap();
-    let rows = json.as_array().unwrap();
+    let list = json(&stdout_of(&["profile", "list", "-o", "json"]));
+    let rows = list.as_array().unwrap();
     assert_eq!(rows.len(), 4);
     assert_eq!(rows[0]["name"], "mi300x-8");
     assert_eq!(rows[0]["gpus"], 8);
@@ -74,30 +50,26 @@ fn write_then_discover_matches_show_for_every_profile() {
             "json",
         ]))
         .unwrap();
-        assert_eq!(sysfs_visible(found), sysfs_visible(shown), "{name}");
+        assert_eq!(sysfs_view(&found), sysfs_view(&shown), "{name}");
     }
 }
 
 #[test]
 fn bad_requests_exit_2_with_a_reason() {
-    let out = topoalign()
-        .args(["profile", "show", "nope"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let out = run(subcommand("profile").args(["show", "nope"]));
+    assert_eq!(out.code, 2);
+    let err = &out.stderr;
     assert!(
         err.contains("unknown profile `nope`") && err.contains("mi300x-8"),
         "{err}"
     );
 
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("x"), "keep").unwrap();
-    let out = topoalign()
-        .args(["profile", "write", "mi300x-8", dir.path().to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    write_file(dir.path(), "x", "keep");
+    let out = run(subcommand("profile")
+        .args(["write", "mi300x-8"])
+        .arg(dir.path()));
+    assert_eq!(out.code, 2);
+    let err = &out.stderr;
     assert!(err.contains("not empty"), "{err}");
 }

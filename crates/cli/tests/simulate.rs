@@ -1,56 +1,33 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign simulate` end to end.
 
-use assert_cmd::Command;
+mod common;
 
-fn topoalign() -> Command {
-    Command::cargo_bin("topoalign").unwrap()
-}
+use common::{json, run, run_expecting, stdout_of, subcommand};
 
 #[test]
 fn table_lists_every_policy_and_is_deterministic() {
-    let run = || {
-        let out = topoalign()
-            .args(["simulate", "--nodes", "4", "--pods", "120", "--seed", "3"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
-    let a = run();
+    let table = || stdout_of(&["simulate", "--nodes", "4", "--pods", "120", "--seed", "3"]);
+    let a = table();
     for p in ["blind", "tm-restricted", "dra-first-fit", "topoalign"] {
         assert!(a.contains(p), "{a}");
     }
     assert!(a.contains("PIX") && a.contains("GDR"));
-    assert_eq!(a, run());
+    assert_eq!(a, table());
 }
 
 #[test]
 fn json_has_topoalign_ahead_and_svg_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("fleet.svg");
-    let out = topoalign()
-        .args([
-            "simulate",
-            "--fleet",
-            "mi300x-8=4,dgx-h100=2",
-            "--pods",
-            "150",
-        ])
-        .args(["--seed", "11", "-o", "json", "--svg"])
-        .arg(&svg)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_expecting(
+        subcommand("simulate")
+            .args(["--fleet", "mi300x-8=4,dgx-h100=2", "--pods", "150"])
+            .args(["--seed", "11", "-o", "json", "--svg"])
+            .arg(&svg),
+        0,
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&out.stdout);
     let policies = v["policies"].as_array().unwrap();
     assert_eq!(policies.len(), 4);
     let gdr = |name: &str| {
@@ -77,14 +54,9 @@ fn bad_parameters_exit_2_with_a_clear_message() {
         (&["--fleet", "mi300x-8"], "--fleet"),
     ];
     for (args, want) in cases {
-        let out = topoalign()
-            .arg("simulate")
-            .args(args)
-            .args(["--pods", "10"])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let out = run(subcommand("simulate").args(args).args(["--pods", "10"]));
+        assert_eq!(out.code, 2, "{args:?}");
+        let err = &out.stderr;
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }

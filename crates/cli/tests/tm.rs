@@ -1,46 +1,42 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign tm` end to end.
 
-use assert_cmd::Command;
-use serde_json::Value;
+mod common;
 
+use assert_cmd::Command;
+use common::{Outcome, json, run, run_expecting, subcommand, write_file};
+
+/// `topoalign tm`, ready for arguments.
 fn tm() -> Command {
-    let mut c = Command::cargo_bin("topoalign").unwrap();
-    c.arg("tm");
-    c
+    subcommand("tm")
 }
 
-fn stderr_of(c: &mut Command) -> (i32, String) {
-    let out = c.output().unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stderr).to_string(),
-    )
+/// Runs `cmd` and returns (exit code, stderr).
+fn stderr_of(cmd: &mut Command) -> (i32, String) {
+    let Outcome { code, stderr, .. } = run(cmd);
+    (code, stderr)
 }
 
 #[test]
 fn restricted_four_plus_four_is_admitted_on_one_node_with_the_seed_gap() {
-    let out = tm()
-        .args([
-            "--profile",
-            "mi300x-8",
-            "--policy",
-            "restricted",
-            "--gpus",
-            "4",
-            "--nics",
-            "4",
-        ])
-        .args([
-            "--option",
-            "prefer-closest-numa-nodes=true",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut cmd = tm();
+    cmd.args([
+        "--profile",
+        "mi300x-8",
+        "--policy",
+        "restricted",
+        "--gpus",
+        "4",
+        "--nics",
+        "4",
+    ])
+    .args([
+        "--option",
+        "prefer-closest-numa-nodes=true",
+        "--format",
+        "json",
+    ]);
+    let v = json(&run_expecting(&mut cmd, 0).stdout);
     assert_eq!(v["admitted"], true);
     assert_eq!(v["numaNodesUsed"], serde_json::json!([0]));
     let classes: Vec<&str> = v["pairs"]
@@ -55,29 +51,24 @@ fn restricted_four_plus_four_is_admitted_on_one_node_with_the_seed_gap() {
 
 #[test]
 fn single_numa_node_rejects_eight_plus_eight_with_exit_1() {
-    let out = tm()
-        .args([
-            "--profile",
-            "mi300x-8",
-            "--policy",
-            "single-numa-node",
-            "--gpus",
-            "8",
-            "--nics",
-            "8",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let text = String::from_utf8_lossy(&out.stdout);
+    let mut cmd = tm();
+    cmd.args([
+        "--profile",
+        "mi300x-8",
+        "--policy",
+        "single-numa-node",
+        "--gpus",
+        "8",
+        "--nics",
+        "8",
+    ]);
+    let text = run_expecting(&mut cmd, 1).stdout;
     assert!(text.contains("REJECTED  TopologyAffinityError"), "{text}");
 }
 
 #[test]
 fn matrix_prints_the_seed_rows() {
-    let out = tm().args(["--matrix", "--draws", "50"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = run_expecting(tm().args(["--matrix", "--draws", "50"]), 0).stdout;
     assert!(text.contains("Forces single-NUMA"), "{text}");
     assert!(text.contains("Allows cross-NUMA"), "{text}");
     assert!(
@@ -90,41 +81,30 @@ fn matrix_prints_the_seed_rows() {
 #[test]
 fn pod_manifest_kubelet_config_and_used_files() {
     let dir = tempfile::tempdir().unwrap();
-    let pod = dir.path().join("pod.yaml");
-    std::fs::write(
-        &pod,
+    let pod = write_file(
+        dir.path(),
+        "pod.yaml",
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\nspec:\n  containers:\n  - name: c\n    resources:\n      limits:\n        amd.com/gpu: 2\n        nvidia.com/sriov-rdma-vf: 2\n        cpu: \"4\"\n        memory: 8Gi\n",
-    )
-    .unwrap();
-    let cfg = dir.path().join("kubelet.json");
-    std::fs::write(
-        &cfg,
+    );
+    let cfg = write_file(
+        dir.path(),
+        "kubelet.json",
         r#"{"topologyManagerPolicy": "restricted", "cpuManagerPolicy": "static", "kubeReserved": {"cpu": "637m"}}"#,
-    )
-    .unwrap();
-    let used = dir.path().join("used.json");
-    std::fs::write(
-        &used,
+    );
+    let used = write_file(
+        dir.path(),
+        "used.json",
         r#"{"gpus": ["0000:11:00.0", "0000:2f:00.0", "0000:46:00.0"], "cpus": "0-3"}"#,
-    )
-    .unwrap();
-    let out = tm()
-        .args(["--profile", "mi300x-8", "--format", "json"])
+    );
+    let mut cmd = tm();
+    cmd.args(["--profile", "mi300x-8", "--format", "json"])
         .arg("--pod")
         .arg(&pod)
         .arg("--kubelet-config")
         .arg(&cfg)
         .arg("--used")
-        .arg(&used)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        .arg(&used);
+    let v = json(&run_expecting(&mut cmd, 0).stdout);
     assert_eq!(v["qos"], "Guaranteed");
     assert_eq!(
         v["numaNodesUsed"],
@@ -148,27 +128,16 @@ fn pod_manifest_kubelet_config_and_used_files() {
 #[test]
 fn input_case_file() {
     let dir = tempfile::tempdir().unwrap();
-    let case = dir.path().join("case.json");
-    std::fs::write(
-        &case,
+    let case = write_file(
+        dir.path(),
+        "case.json",
         r#"{"profile": "mi300x-8", "settings": {"topologyManagerPolicy": "restricted"},
             "pod": {"kind": "Pod", "spec": {"containers": [{"name": "c", "resources": {"limits": {"amd.com/gpu": 8, "example.com/vf": 8}}}]}},
             "resources": {"example.com/vf": "vfs:1"}, "seed": 3}"#,
-    )
-    .unwrap();
-    let out = tm()
-        .arg("--input")
-        .arg(&case)
-        .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut cmd = tm();
+    cmd.arg("--input").arg(&case).args(["--format", "json"]);
+    let v = json(&run_expecting(&mut cmd, 0).stdout);
     assert_eq!(v["numaNodesUsed"], serde_json::json!([0, 1]));
 }
 
@@ -198,7 +167,7 @@ fn bad_input_is_a_clear_error_with_exit_2() {
         "{err}"
     );
 
-    let (rc, err) = stderr_of(tm().args([
+    let out = run(tm().args([
         "--profile",
         "mi300x-8",
         "--policy",
@@ -210,21 +179,8 @@ fn bad_input_is_a_clear_error_with_exit_2() {
     ]));
     // The kubelet accepts prefer-closest-numa-nodes with single-numa-node and ignores
     // it: the simulator admits too and warns.
-    assert_eq!(rc, 0, "{err}");
-    let out = tm()
-        .args([
-            "--profile",
-            "mi300x-8",
-            "--policy",
-            "single-numa-node",
-            "--option",
-            "prefer-closest-numa-nodes=true",
-            "--gpus",
-            "1",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = &out.stdout;
     assert!(
         text.contains("has no effect with policy `single-numa-node`"),
         "{text}"
@@ -244,12 +200,11 @@ fn bad_input_is_a_clear_error_with_exit_2() {
     assert!(err.contains("max-allowable-numa-nodes"), "{err}");
 
     let dir = tempfile::tempdir().unwrap();
-    let pod = dir.path().join("pod.yaml");
-    std::fs::write(
-        &pod,
+    let pod = write_file(
+        dir.path(),
+        "pod.yaml",
         "spec:\n  containers:\n  - name: c\n    resources:\n      limits:\n        memory: 64Gb\n",
-    )
-    .unwrap();
+    );
     let (rc, err) = stderr_of(tm().args(["--profile", "mi300x-8"]).arg("--pod").arg(&pod));
     assert_eq!(rc, 2);
     assert!(
@@ -257,8 +212,7 @@ fn bad_input_is_a_clear_error_with_exit_2() {
         "{err}"
     );
 
-    let used = dir.path().join("used.json");
-    std::fs::write(&used, r#"{"gpus": ["0000:99:00.0"]}"#).unwrap();
+    let used = write_file(dir.path(), "used.json", r#"{"gpus": ["0000:99:00.0"]}"#);
     let (rc, err) = stderr_of(
         tm().args(["--profile", "mi300x-8", "--gpus", "1"])
             .arg("--used")

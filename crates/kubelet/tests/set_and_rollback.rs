@@ -2,28 +2,17 @@
 //! End-to-end: golden edits of realistic files, refusals that leave files untouched,
 //! a crash between write and rename, rollback.
 
+mod support;
+
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use support::{fixture, staged};
 use topoalign_kubelet::backup::list_backups;
 use topoalign_kubelet::{
     ChangeRequest, ConfigError, NoHook, WriteHook, apply_set, plan_set, rollback,
 };
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join(name)
-}
-
-/// Copies a fixture into a fresh temp dir.
-fn staged(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(name);
-    fs::copy(fixture(&format!("fixtures/{name}")), &path).unwrap();
-    (dir, path)
-}
 
 fn seed_000_request() -> ChangeRequest {
     ChangeRequest {

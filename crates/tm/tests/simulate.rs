@@ -19,12 +19,14 @@ fn settings(policy: Policy) -> Settings {
     }
 }
 
-fn run(
+/// Simulates `pod` with the default resource map.
+fn try_run(
     topo: &topoalign_topology::Topology,
     s: &Settings,
     pod: &Pod,
     usage: &Usage,
-) -> topoalign_tm::Outcome {
+    seed: u64,
+) -> Result<topoalign_tm::Outcome, SimError> {
     let resources = ResourceMap::default();
     simulate(&Case {
         topology: topo,
@@ -32,9 +34,18 @@ fn run(
         resources: &resources,
         pod,
         usage,
-        seed: 7,
+        seed,
     })
-    .unwrap()
+}
+
+/// Simulates `pod` with seed 7; the simulation must not fail.
+fn run(
+    topo: &topoalign_topology::Topology,
+    s: &Settings,
+    pod: &Pod,
+    usage: &Usage,
+) -> topoalign_tm::Outcome {
+    try_run(topo, s, pod, usage, 7).unwrap()
 }
 
 fn flags_pod(gpus: u64, vfs: u64) -> Pod {
@@ -156,30 +167,17 @@ fn max_allowable_numa_nodes_and_options_are_checked() {
     let mut s = settings(Policy::Restricted);
     s.topology_manager_policy_options
         .insert("max-allowable-numa-nodes".into(), "4".into());
-    let resources = ResourceMap::default();
     let pod = flags_pod(1, 1);
-    let case = Case {
-        topology: &topo,
-        settings: &s,
-        resources: &resources,
-        pod: &pod,
-        usage: &Usage::default(),
-        seed: 0,
-    };
     assert_eq!(
-        simulate(&case).unwrap_err(),
+        try_run(&topo, &s, &pod, &Usage::default(), 0).unwrap_err(),
         SimError::Config(ConfigError::MaxAllowableTooLow(4))
     );
     let mut t = settings(Policy::SingleNumaNode);
     t.topology_manager_policy_options
         .insert("prefer-closest-numa-nodes".into(), "true".into());
-    let case = Case {
-        settings: &t,
-        ..case
-    };
     // The kubelet accepts the option with single-numa-node and ignores it: so does the
     // simulator, and it says so.
-    let out = simulate(&case).unwrap();
+    let out = try_run(&topo, &t, &pod, &Usage::default(), 0).unwrap();
     assert!(
         out.warnings
             .iter()
@@ -200,27 +198,14 @@ fn more_numa_nodes_than_allowed_fails_unless_policy_none() {
         topo.numa.push(n);
     }
     let pod = flags_pod(1, 0);
-    let resources = ResourceMap::default();
-    let s = settings(Policy::BestEffort);
-    let case = Case {
-        topology: &topo,
-        settings: &s,
-        resources: &resources,
-        pod: &pod,
-        usage: &Usage::default(),
-        seed: 0,
-    };
+    let usage = Usage::default();
     assert_eq!(
-        simulate(&case).unwrap_err(),
+        try_run(&topo, &settings(Policy::BestEffort), &pod, &usage, 0).unwrap_err(),
         SimError::Config(ConfigError::TooManyNumaNodes { nodes: 10, max: 8 })
     );
-    let none = settings(Policy::None);
     assert!(
-        simulate(&Case {
-            settings: &none,
-            ..case
-        })
-        .unwrap()
-        .admitted
+        try_run(&topo, &settings(Policy::None), &pod, &usage, 0)
+            .unwrap()
+            .admitted
     );
 }

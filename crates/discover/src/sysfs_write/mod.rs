@@ -14,7 +14,7 @@ mod tree;
 
 use std::path::{Path, PathBuf};
 
-use topoalign_topology::Topology;
+use topoalign_topology::{FabricKind, GpuVendor, Topology};
 
 use crate::error::DiscoverError;
 use tree::Tree;
@@ -47,6 +47,22 @@ pub fn write_tree(topo: &Topology, dir: &Path) -> Result<(), DiscoverError> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// The part of a topology that Linux sysfs exposes: `topo` without its NVLink links and
+/// without the memory sizes of NVIDIA GPUs (NVLink and NVIDIA memory come from NVML, not
+/// sysfs), canonicalized. It is what [`crate::sysfs::discover`] can find again in a tree
+/// that [`write_tree`] wrote from `topo`.
+pub fn sysfs_view(topo: &Topology) -> Topology {
+    let mut view = topo.clone();
+    view.gpu_links.retain(|l| l.kind != FabricKind::Nvlink);
+    for gpu in &mut view.gpus {
+        if gpu.vendor == GpuVendor::Nvidia {
+            gpu.memory_mib = None;
+        }
+    }
+    view.canonicalize();
+    view
 }
 
 /// Refuses an existing non-empty target (or a target that is not a directory).
@@ -87,5 +103,32 @@ fn io_err(path: &Path, source: std::io::Error) -> DiscoverError {
     DiscoverError::Io {
         path: path.to_path_buf(),
         source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profiles;
+
+    #[test]
+    fn sysfs_view_drops_only_what_nvml_knows() {
+        let dgx = profiles::get("dgx-h100").unwrap();
+        assert!(dgx.gpu_links.iter().any(|l| l.kind == FabricKind::Nvlink));
+        assert!(dgx.gpus.iter().all(|g| g.memory_mib.is_some()));
+        let view = sysfs_view(&dgx);
+        assert!(view.gpu_links.is_empty());
+        assert!(view.gpus.iter().all(|g| g.memory_mib.is_none()));
+        assert_eq!(view.gpus.len(), dgx.gpus.len());
+        assert_eq!(view.nics, dgx.nics);
+
+        // AMD xGMI links and AMD memory sizes are in sysfs (KFD): kept.
+        let mi300x = profiles::get("mi300x-8").unwrap();
+        let view = sysfs_view(&mi300x);
+        assert_eq!(view.gpu_links.len(), 28);
+        assert!(view.gpus.iter().all(|g| g.memory_mib.is_some()));
+        let mut canonical = mi300x.clone();
+        canonical.canonicalize();
+        assert_eq!(view, canonical);
     }
 }

@@ -56,6 +56,12 @@ fn open_device_group(svg: &mut Svg, class: &str, bdf: &str, index: usize) {
     svg.open_group(class, &attrs);
 }
 
+/// The outline of a GPU or NIC card, filled with `fill` and drawn in `stroke`.
+fn card_frame(svg: &mut Svg, b: &Boxed, fill: &str, stroke: &str) {
+    let stroke_width = r#" stroke-width="1.8""#;
+    svg.rect(b.x, b.y, b.w, b.h, 6.0, fill, stroke, stroke_width);
+}
+
 /// The two lower lines of a GPU or NIC card: a detail (model, link) and the address.
 fn card_lines(svg: &mut Svg, b: &Boxed, detail: &str, bdf: &str) {
     svg.text(
@@ -95,16 +101,7 @@ fn gpu(svg: &mut Svg, topo: &Topology, b: &Boxed, g: usize, tag: Option<String>)
         tip.push_str(&format!("\n{}", nodes.join(" ")));
     }
     svg.title(&tip);
-    svg.rect(
-        b.x,
-        b.y,
-        b.w,
-        b.h,
-        6.0,
-        "#e4ecf9",
-        "#2f5597",
-        r#" stroke-width="1.8""#,
-    );
+    card_frame(svg, b, "#e4ecf9", "#2f5597");
     svg.text(
         b.x + 9.0,
         b.y + 19.0,
@@ -174,16 +171,7 @@ fn nic_box(svg: &mut Svg, topo: &Topology, b: &Boxed, n: usize, vfs: &[usize]) {
     } else {
         ("#f3f3f3", "#8a8a8a")
     };
-    svg.rect(
-        b.x,
-        b.y,
-        b.w,
-        b.h,
-        6.0,
-        fill,
-        stroke,
-        r#" stroke-width="1.8""#,
-    );
+    card_frame(svg, b, fill, stroke);
     svg.text(
         b.x + 9.0,
         b.y + 19.0,
