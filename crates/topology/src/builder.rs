@@ -6,7 +6,7 @@ use crate::device::{FabricKind, Gpu, GpuLink, GpuVendor, Nic, Sriov};
 use crate::error::ModelError;
 use crate::ids::Bdf;
 use crate::numa::{CpuSet, NumaNode};
-use crate::pci::{HostBridge, PciDevice, PciKind, PciParent, PcieLink, class, vendor};
+use crate::pci::{HostBridge, PciDevice, PciKind, PciParent, PcieLink};
 
 /// Builds a [`Topology`] step by step; [`TopologyBuilder::build`] canonicalizes and
 /// validates it.
@@ -68,22 +68,14 @@ impl TopologyBuilder {
         bus_range: (u8, u8),
         link: Option<PcieLink>,
     ) -> PciParent {
-        let (vendor, device) = match kind {
-            // Root ports belong to the CPU; switch ports to a Broadcom/PLX PEX switch.
-            PciKind::RootPort => (vendor::INTEL, 0x352a),
-            _ => (vendor::PLX, 0xc030),
-        };
-        let i = self.pci(PciDevice {
+        let i = self.pci(PciDevice::bridge(
             bdf,
             parent,
             kind,
-            vendor,
-            device,
-            class: class::PCI_BRIDGE,
-            numa_node: numa,
+            numa,
+            Some(bus_range),
             link,
-            bus_range: Some(bus_range),
-        });
+        ));
         PciParent::Bridge(i)
     }
 
@@ -196,6 +188,7 @@ mod tests {
     use super::*;
     use crate::class::{PairClass, PcieClass};
     use crate::pci::class as pclass;
+    use crate::pci::vendor;
 
     fn bdf(s: &str) -> Bdf {
         s.parse().unwrap()

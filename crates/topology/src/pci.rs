@@ -189,3 +189,33 @@ pub struct PciDevice {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bus_range: Option<(u8, u8)>,
 }
+
+impl PciDevice {
+    /// A bridge with typical identity values: root ports belong to the CPU (Intel),
+    /// switch ports to a Broadcom/PLX PEX switch. Used by profiles and by parsers that
+    /// synthesise a tree.
+    pub fn bridge(
+        bdf: Bdf,
+        parent: PciParent,
+        kind: PciKind,
+        numa_node: Option<u32>,
+        bus_range: Option<(u8, u8)>,
+        link: Option<PcieLink>,
+    ) -> PciDevice {
+        let (vendor, device) = match kind {
+            PciKind::RootPort => (vendor::INTEL, 0x352a),
+            _ => (vendor::PLX, 0xc030),
+        };
+        PciDevice {
+            bdf,
+            parent,
+            kind,
+            vendor,
+            device,
+            class: class::PCI_BRIDGE,
+            numa_node,
+            link,
+            bus_range,
+        }
+    }
+}

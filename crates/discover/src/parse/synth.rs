@@ -16,7 +16,6 @@
 //! GPU and NIC addresses grow with their index, so the canonical (address) order of the
 //! rebuilt topology is the tool's own order: GPU3 of the file is `gpus[3]`.
 
-use topoalign_topology::pci::{class, vendor};
 use topoalign_topology::{Bdf, PciDevice, PciKind, PciParent, TopologyBuilder};
 
 /// Domain of synthetic host bridges.
@@ -92,21 +91,9 @@ impl SynthTree {
         }
         self.next_bridge += 1;
         let bdf = Bdf::new(BRIDGE_DOMAIN, (n / 32) as u8, (n % 32) as u8, 0);
-        let (vendor, device) = match kind {
-            PciKind::RootPort => (vendor::INTEL, 0x352a),
-            _ => (vendor::PLX, 0xc030),
-        };
-        let i = self.builder.pci(PciDevice {
-            bdf,
-            parent,
-            kind,
-            vendor,
-            device,
-            class: class::PCI_BRIDGE,
-            numa_node: numa,
-            link: None,
-            bus_range: None,
-        });
+        let i = self
+            .builder
+            .pci(PciDevice::bridge(bdf, parent, kind, numa, None, None));
         Ok(PciParent::Bridge(i))
     }
 }
