@@ -23,7 +23,8 @@ pub struct TopologyArgs {
     /// An NCCL topology XML file (NCCL_TOPO_FILE format).
     #[arg(long, value_name = "FILE", group = "topology_source")]
     pub from_nccl_xml: Option<PathBuf>,
-    /// With --sysfs-root: take NVLink counts from this `nvidia-smi topo -m` output.
+    /// With --sysfs-root: take NVLink counts from this `nvidia-smi topo -m` output (on the
+    /// live host, `--sysfs-root /`, topoalign runs `nvidia-smi topo -m` itself).
     #[arg(long, value_name = "FILE", requires = "sysfs_root")]
     pub nvlink_from: Option<PathBuf>,
 }

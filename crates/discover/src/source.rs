@@ -15,7 +15,9 @@ pub enum Source {
         /// The directory that plays `/`.
         root: PathBuf,
         /// `nvidia-smi topo -m` output to take NVLink counts from (NVLink is not in
-        /// sysfs; NVML knows it).
+        /// sysfs; NVML knows it). Without it, a discovery of the live host (`root` is
+        /// `/`) that finds NVIDIA GPUs runs `nvidia-smi topo -m` itself
+        /// ([`crate::nvidia_smi_tool`]).
         nvlink_from: Option<PathBuf>,
     },
     /// A built-in profile by name.
@@ -62,6 +64,9 @@ pub fn load(source: &Source) -> Result<Discovery, DiscoverError> {
             let mut discovery = crate::sysfs::discover(root)?;
             if let Some(path) = nvlink_from {
                 crate::parse::apply_nvlink_file(&mut discovery, path)?;
+            } else if root.as_path() == std::path::Path::new("/") {
+                let program = crate::nvidia_smi_tool::program_from_env();
+                crate::nvidia_smi_tool::merge_nvlinks(&mut discovery, &program);
             }
             Ok(discovery)
         }
