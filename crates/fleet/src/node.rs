@@ -145,7 +145,7 @@ impl NodeModel {
                 nic_pos
                     .iter()
                     .map(|&n| self.path(g, n))
-                    .min_by_key(|p| (!p.gdr, p.class))
+                    .min_by_key(GpuNicPath::preference)
             })
             .collect()
     }

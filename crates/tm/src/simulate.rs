@@ -451,10 +451,7 @@ fn finish(out: &mut Outcome, state: &NodeState, topo: &Topology) {
     out.pairs = gpus
         .iter()
         .map(|&g| {
-            let best = nics
-                .iter()
-                .map(|&n| (cls.gpu_nic(g, n), n))
-                .min_by_key(|(p, n)| (p.class, p.nccl, topo.nic_bdf(*n)));
+            let best = cls.best_nic(g, nics.iter().copied()).map(|(n, p)| (p, n));
             let gpu_numa = topo.pci[topo.gpus[g].pci].numa_node;
             match best {
                 Some((p, n)) => GpuPair {

@@ -432,6 +432,18 @@ mod tests {
     }
 
     #[test]
+    fn best_nic_prefers_gdr_then_class_then_address() {
+        let t = sample();
+        let c = t.classifier();
+        // GPU 0 (switch with NIC 0): NIC 0 is PIX; NIC 2 (other root port) is PHB.
+        assert_eq!(c.best_nic(0, [2, 0]).map(|(n, _)| n), Some(0));
+        // GPU 3 (own host bridge): NICs 0 and 1 are both NODE; the lower address wins.
+        let (n, p) = c.best_nic(3, [1, 0]).unwrap();
+        assert_eq!((n, p.class), (0, PcieClass::Node));
+        assert!(c.best_nic(0, []).is_none());
+    }
+
+    #[test]
     fn canonical_order_and_roundtrip_json() {
         let t = sample();
         assert!(t.pci.windows(2).all(|w| w[0].bdf < w[1].bdf));

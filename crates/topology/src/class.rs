@@ -296,6 +296,13 @@ impl GpuNicPath {
             gdr: nccl.gdr_by_default(),
         }
     }
+
+    /// How NCCL ranks NICs for a GPU: GDR first, then the better class, then the better
+    /// NCCL path (smaller is better). For one GPU the three agree, since GDR and the NCCL
+    /// path both follow from the class; the key makes that explicit for every caller.
+    pub fn preference(&self) -> (bool, PcieClass, NcclPath) {
+        (!self.gdr, self.class, self.nccl)
+    }
 }
 
 #[cfg(test)]

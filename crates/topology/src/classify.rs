@@ -191,6 +191,18 @@ impl<'t> Classifier<'t> {
         self.pci(self.topo.nics[a].pci, self.topo.nics[b].pci)
     }
 
+    /// The NIC among `nics` that NCCL would use for `gpu` ([`GpuNicPath::preference`]),
+    /// ties broken by the lower PCI address; `None` when `nics` is empty.
+    pub fn best_nic(
+        &self,
+        gpu: usize,
+        nics: impl IntoIterator<Item = usize>,
+    ) -> Option<(usize, GpuNicPath)> {
+        nics.into_iter()
+            .map(|n| (n, self.gpu_nic(gpu, n)))
+            .min_by_key(|(n, p)| (p.preference(), self.topo.nic_bdf(*n)))
+    }
+
     /// The whole GPU×NIC table, row-major (`gpus.len()` rows of `nics.len()`).
     pub fn gpu_nic_table(&self) -> Vec<GpuNicPath> {
         let mut out = Vec::with_capacity(self.topo.gpus.len() * self.topo.nics.len());

@@ -82,11 +82,8 @@ pub fn build(topo: &Topology, vis: Visible) -> Report {
         .gpus
         .iter()
         .map(|&g| {
-            let best_nic = vis
-                .nics
-                .iter()
-                .map(|&n| (n, c.gpu_nic(g, n)))
-                .min_by_key(|(n, p)| (p.class, !p.gdr, p.nccl, topo.nic_bdf(*n)))
+            let best_nic = c
+                .best_nic(g, vis.nics.iter().copied())
                 .map(|(n, p)| BestNic {
                     nic: nic_entry(n),
                     class: p.class,

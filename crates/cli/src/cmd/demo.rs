@@ -99,7 +99,7 @@ impl Node<'_, '_> {
                 .nics
                 .iter()
                 .copied()
-                .min_by_key(|&n| (!self.model.path(g, n).gdr, self.model.path(g, n).class));
+                .min_by_key(|&n| self.model.path(g, n).preference());
             if let Some(n) = best {
                 let p = self.model.path(g, n);
                 gdr += usize::from(p.gdr);
