@@ -155,8 +155,7 @@ pub fn write_with(
     if let Some(m) = &existing {
         // Keep the owner; only root may give a file away, so a refusal is not an error
         // when the owner already matches.
-        if let Err(e) = std::os::unix::fs::fchown(temp.as_file(), Some(m.uid()), Some(m.gid()))
-        {
+        if let Err(e) = std::os::unix::fs::fchown(temp.as_file(), Some(m.uid()), Some(m.gid())) {
             let same = fs::metadata(temp.path())
                 .map(|t| t.uid() == m.uid() && t.gid() == m.gid())
                 .unwrap_or(false);
@@ -240,7 +239,12 @@ mod tests {
         let link = dir.path().join("config.yaml");
         std::os::unix::fs::symlink(&mid, &link).unwrap();
         write(&link, b"new").unwrap();
-        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         assert!(fs::symlink_metadata(&mid).unwrap().file_type().is_symlink());
         assert_eq!(fs::read(&real).unwrap(), b"new");
         assert_eq!(entries(&real_dir), vec!["config.yaml"]);
