@@ -1,0 +1,70 @@
+//! Where the plugin puts its sockets, CDI specs and checkpoint.
+
+use std::path::PathBuf;
+
+use topoalign_dra::DRIVER_NAME;
+
+/// The kubelet's default plugin registration directory.
+pub const DEFAULT_PLUGIN_REGISTRY_DIR: &str = "/var/lib/kubelet/plugins_registry";
+/// The kubelet's default directory for plugin sockets.
+pub const DEFAULT_PLUGIN_DIR: &str = "/var/lib/kubelet/plugins";
+/// The CDI directory for generated (transient) specs.
+pub const DEFAULT_CDI_DIR: &str = "/var/run/cdi";
+
+/// Paths and identity of the plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginConfig {
+    /// The node's name: the pool name of every device this plugin prepares.
+    pub node_name: String,
+    /// Where the kubelet watches for registration sockets.
+    pub plugin_registry_dir: PathBuf,
+    /// The parent of the driver's own socket directory (`<plugin_dir>/<driver>/`).
+    pub plugin_dir: PathBuf,
+    /// Where CDI specs are written.
+    pub cdi_dir: PathBuf,
+    /// Where the checkpoint lives; default `<plugin_dir>/<driver>/`.
+    pub state_dir: PathBuf,
+}
+
+impl PluginConfig {
+    /// The kubelet's default paths for node `node_name`.
+    pub fn new(node_name: impl Into<String>) -> Self {
+        let plugin_dir = PathBuf::from(DEFAULT_PLUGIN_DIR);
+        Self {
+            node_name: node_name.into(),
+            plugin_registry_dir: PathBuf::from(DEFAULT_PLUGIN_REGISTRY_DIR),
+            state_dir: plugin_dir.join(DRIVER_NAME),
+            plugin_dir,
+            cdi_dir: PathBuf::from(DEFAULT_CDI_DIR),
+        }
+    }
+
+    /// Every path under `root` (`root/plugins_registry`, `root/plugins`, `root/cdi`):
+    /// for tests and for running beside a kubelet with a non-default root.
+    pub fn under(node_name: impl Into<String>, root: &std::path::Path) -> Self {
+        let plugin_dir = root.join("plugins");
+        Self {
+            node_name: node_name.into(),
+            plugin_registry_dir: root.join("plugins_registry"),
+            state_dir: plugin_dir.join(DRIVER_NAME),
+            plugin_dir,
+            cdi_dir: root.join("cdi"),
+        }
+    }
+
+    /// `<plugin_registry_dir>/<driver>-reg.sock`.
+    pub fn registration_socket(&self) -> PathBuf {
+        self.plugin_registry_dir
+            .join(format!("{DRIVER_NAME}-reg.sock"))
+    }
+
+    /// `<plugin_dir>/<driver>/dra.sock`.
+    pub fn dra_socket(&self) -> PathBuf {
+        self.plugin_dir.join(DRIVER_NAME).join("dra.sock")
+    }
+
+    /// `<state_dir>/checkpoint.json`.
+    pub fn checkpoint_path(&self) -> PathBuf {
+        self.state_dir.join("checkpoint.json")
+    }
+}

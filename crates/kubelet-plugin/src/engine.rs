@@ -1,0 +1,423 @@
+//! Prepare, unprepare and startup reconciliation: the plugin's state, serialized behind one
+//! lock by the caller, with every file written through `topoalign_atomic`.
+//!
+//! # Crash safety
+//! * prepare: the checkpoint gains the claim (write-ahead: its devices are reserved from
+//!   here on), then the CDI spec is written. A crash between the two leaves a checkpointed
+//!   claim without a spec; [`Engine::open`] re-creates the spec.
+//! * unprepare: the CDI spec is removed, then the checkpoint loses the claim. A crash
+//!   between the two leaves a checkpointed claim without a spec; reconciliation re-creates
+//!   it and the kubelet's retried unprepare completes.
+//! * reconciliation deletes every CDI spec of ours whose claim the checkpoint does not
+//!   hold (and temporary files of interrupted writes), and (re)writes every spec whose
+//!   file is missing or differs.
+//!
+//! So after a crash anywhere, the CDI directory holds exactly the checkpointed claims'
+//! specs: no orphan spec, no lost prepared claim.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use topoalign_atomic::{WriteOptions, WriteStep};
+use topoalign_dra::cdi::cdi_file_name;
+use topoalign_dra::{
+    Holdings, Inventory, PreparedDevice, cdi_device_id, cdi_spec, prepare_allocation,
+};
+
+use crate::checkpoint::{Checkpoint, PreparedClaim, PreparedRecord, json_bytes};
+use crate::claims::ClaimAllocation;
+use crate::config::PluginConfig;
+use crate::error::{ClaimError, PluginError};
+
+/// A point where a test may inject a failure or a crash (by panicking in the hook).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FaultPoint {
+    /// A step of the atomic checkpoint write.
+    Checkpoint(WriteStep),
+    /// A step of the atomic CDI spec write.
+    Cdi(WriteStep),
+    /// Right after a CDI spec was removed.
+    CdiRemoved,
+}
+
+/// The fault hook: called at every [`FaultPoint`]; an error fails the operation there.
+pub type FaultHook = Arc<dyn Fn(FaultPoint) -> io::Result<()> + Send + Sync>;
+
+/// What startup reconciliation did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReconcileReport {
+    /// CDI specs of ours without a checkpointed claim, deleted.
+    pub removed_orphans: Vec<PathBuf>,
+    /// Temporary files of interrupted writes, deleted.
+    pub removed_temporaries: Vec<PathBuf>,
+    /// Claims whose spec was missing or different, rewritten.
+    pub rewritten: Vec<String>,
+}
+
+/// The plugin's prepared state.
+pub struct Engine {
+    config: PluginConfig,
+    inventory: Arc<Inventory>,
+    checkpoint: Checkpoint,
+    holdings: Holdings,
+    fault: Option<FaultHook>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("config", &self.config)
+            .field("checkpoint", &self.checkpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Checks that a claim UID is safe in a file name (Kubernetes UIDs are UUIDs).
+pub fn check_uid(uid: &str) -> Result<(), String> {
+    if uid.is_empty() {
+        return Err("the uid is empty".into());
+    }
+    if uid.len() > 128 || !uid.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        return Err(format!(
+            "uid {uid:?} is not a Kubernetes UID (expected letters, digits and '-', at most 128)"
+        ));
+    }
+    Ok(())
+}
+
+fn holdings_of(cp: &Checkpoint) -> Holdings {
+    let mut h = Holdings::default();
+    for (uid, claim) in &cp.claims {
+        for d in &claim.devices {
+            if let Some(g) = d.gpu {
+                h.gpus.insert(g, uid.clone());
+            }
+            if let Some(f) = d.nic_function {
+                h.nic_functions.insert(f, uid.clone());
+            }
+        }
+    }
+    h
+}
+
+/// The base request name (`req` of `req/sub`): what the kubelet matches containers on.
+fn base_request(request: &str) -> &str {
+    request.split('/').next().unwrap_or(request)
+}
+
+impl Engine {
+    /// Creates the directories, loads the checkpoint and reconciles the CDI directory.
+    pub fn open(
+        config: PluginConfig,
+        inventory: Arc<Inventory>,
+        fault: Option<FaultHook>,
+    ) -> Result<(Self, ReconcileReport), PluginError> {
+        for dir in [&config.cdi_dir, &config.state_dir] {
+            std::fs::create_dir_all(dir).map_err(|source| PluginError::Io {
+                op: "creating the directory",
+                path: dir.clone(),
+                source,
+            })?;
+        }
+        let checkpoint = Checkpoint::load(&config.checkpoint_path())?;
+        let holdings = holdings_of(&checkpoint);
+        let mut engine = Self {
+            config,
+            inventory,
+            checkpoint,
+            holdings,
+            fault,
+        };
+        let report = engine.reconcile()?;
+        Ok((engine, report))
+    }
+
+    /// The checkpoint as it is now.
+    pub fn checkpoint(&self) -> &Checkpoint {
+        &self.checkpoint
+    }
+
+    /// The node's inventory.
+    pub fn inventory(&self) -> &Inventory {
+        &self.inventory
+    }
+
+    /// The CDI spec file of a claim.
+    pub fn cdi_path(&self, uid: &str) -> PathBuf {
+        self.config.cdi_dir.join(cdi_file_name(uid))
+    }
+
+    /// A prepared claim's devices, if the claim is prepared (the fast idempotent path;
+    /// it also repairs a missing spec).
+    pub fn already_prepared(
+        &mut self,
+        uid: &str,
+    ) -> Result<Option<Vec<PreparedRecord>>, ClaimError> {
+        let Some(claim) = self.checkpoint.claims.get(uid).cloned() else {
+            return Ok(None);
+        };
+        if let Some(spec) = &claim.spec {
+            self.ensure_spec(uid, spec)?;
+        }
+        Ok(Some(claim.devices))
+    }
+
+    /// Prepares one claim: checks the allocation, reserves in the checkpoint, writes the
+    /// CDI spec. Idempotent: a prepared claim returns what it returned the first time.
+    pub fn prepare(&mut self, claim: &ClaimAllocation) -> Result<Vec<PreparedRecord>, ClaimError> {
+        let uid = claim.uid.as_str();
+        check_uid(uid).map_err(|what| ClaimError::BadRequest { index: 0, what })?;
+        if let Some(done) = self.already_prepared(uid)? {
+            return Ok(done);
+        }
+        let pool = self.config.node_name.clone();
+        let devices = prepare_allocation(&self.inventory, &pool, &claim.results, &self.holdings)
+            .map_err(|source| ClaimError::Allocation {
+                namespace: claim.namespace.clone(),
+                name: claim.name.clone(),
+                uid: uid.to_string(),
+                source: Box::new(source),
+            })?;
+        let spec = (!devices.is_empty()).then(|| cdi_spec(uid, &devices));
+        let records = devices
+            .iter()
+            .map(|d: &PreparedDevice| PreparedRecord {
+                request: base_request(&d.request).to_string(),
+                pool: pool.clone(),
+                device: d.device.clone(),
+                gpu: d.gpu.as_ref().map(|g| g.bdf),
+                nic_function: d.nic_function.as_ref().map(|f| f.bdf),
+                cdi_device_ids: vec![cdi_device_id(uid, &d.device)],
+            })
+            .collect::<Vec<_>>();
+        let entry = PreparedClaim {
+            namespace: claim.namespace.clone(),
+            name: claim.name.clone(),
+            devices: records.clone(),
+            spec: spec.clone(),
+        };
+
+        // 1. Write-ahead: the checkpoint holds the claim.
+        let mut next = self.checkpoint.clone();
+        next.claims.insert(uid.to_string(), entry);
+        self.save_checkpoint(uid, next)?;
+
+        // 2. The CDI spec; on failure, take the claim back out (no partial state).
+        if let Some(spec) = &spec
+            && let Err(e) = self.write_spec(uid, spec)
+        {
+            self.rollback_prepare(uid);
+            return Err(e);
+        }
+        Ok(records)
+    }
+
+    fn rollback_prepare(&mut self, uid: &str) {
+        let path = self.cdi_path(uid);
+        if let Err(e) = std::fs::remove_file(&path)
+            && e.kind() != io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %path.display(), error = %e, "removing a failed CDI spec");
+        }
+        let mut back = self.checkpoint.clone();
+        back.claims.remove(uid);
+        if let Err(e) = self.save_checkpoint(uid, back) {
+            // The claim stays checkpointed; the next prepare or restart completes it.
+            tracing::warn!(error = %e, "rolling back the checkpoint after a failed CDI write");
+        }
+    }
+
+    /// Unprepares one claim: removes its CDI spec, then forgets it. Idempotent: an unknown
+    /// claim is already unprepared (a stray spec of it is still removed).
+    pub fn unprepare(&mut self, uid: &str) -> Result<(), ClaimError> {
+        check_uid(uid).map_err(|what| ClaimError::BadRequest { index: 0, what })?;
+        let path = self.cdi_path(uid);
+        match std::fs::remove_file(&path) {
+            Ok(()) => {
+                sync_dir(&self.config.cdi_dir);
+                self.fault(uid, FaultPoint::CdiRemoved)?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(ClaimError::Remove {
+                    uid: uid.to_string(),
+                    path,
+                    source,
+                });
+            }
+        }
+        if self.checkpoint.claims.contains_key(uid) {
+            let mut next = self.checkpoint.clone();
+            next.claims.remove(uid);
+            self.save_checkpoint(uid, next)?;
+        }
+        Ok(())
+    }
+
+    /// Makes the CDI directory match the checkpoint (see the module docs).
+    pub fn reconcile(&mut self) -> Result<ReconcileReport, PluginError> {
+        let mut report = ReconcileReport::default();
+        let probe = cdi_file_name("\u{0}");
+        let (prefix, suffix) = probe.split_once('\u{0}').unwrap_or((probe.as_str(), ""));
+        let temp_prefix = format!(".{prefix}");
+        let dir = self.config.cdi_dir.clone();
+        let entries = std::fs::read_dir(&dir).map_err(|source| PluginError::Io {
+            op: "listing",
+            path: dir.clone(),
+            source,
+        })?;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            if name.starts_with(&temp_prefix) && name.ends_with(".tmp") {
+                remove(&path)?;
+                report.removed_temporaries.push(path);
+            } else if let Some(uid) = name
+                .strip_prefix(prefix)
+                .and_then(|r| r.strip_suffix(suffix))
+                && !self.checkpoint.claims.contains_key(uid)
+            {
+                remove(&path)?;
+                report.removed_orphans.push(path);
+            }
+        }
+        self.remove_checkpoint_temporaries(&mut report)?;
+        let claims: Vec<(String, PreparedClaim)> = self
+            .checkpoint
+            .claims
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (uid, claim) in claims {
+            if let Some(spec) = &claim.spec
+                && self.ensure_spec(&uid, spec).map_err(|e| match e {
+                    ClaimError::Write { source, .. } => PluginError::Write(source),
+                    other => PluginError::Checkpoint {
+                        path: self.config.checkpoint_path(),
+                        what: other.to_string(),
+                    },
+                })?
+            {
+                report.rewritten.push(uid);
+            }
+        }
+        if !report.removed_temporaries.is_empty() || !report.removed_orphans.is_empty() {
+            sync_dir(&dir);
+        }
+        Ok(report)
+    }
+
+    fn remove_checkpoint_temporaries(
+        &self,
+        report: &mut ReconcileReport,
+    ) -> Result<(), PluginError> {
+        let cp = self.config.checkpoint_path();
+        let Some(name) = cp.file_name().map(|n| format!(".{}.", n.to_string_lossy())) else {
+            return Ok(());
+        };
+        let dir = self.config.state_dir.clone();
+        let entries = std::fs::read_dir(&dir).map_err(|source| PluginError::Io {
+            op: "listing",
+            path: dir.clone(),
+            source,
+        })?;
+        for entry in entries.flatten() {
+            let n = entry.file_name().to_string_lossy().into_owned();
+            if n.starts_with(&name) && n.ends_with(".tmp") {
+                let path = entry.path();
+                remove(&path)?;
+                report.removed_temporaries.push(path);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the spec if the file is missing or differs; true when it wrote.
+    fn ensure_spec(
+        &mut self,
+        uid: &str,
+        spec: &topoalign_dra::CdiSpec,
+    ) -> Result<bool, ClaimError> {
+        let want = json_bytes(spec).map_err(|e| internal(uid, e))?;
+        if std::fs::read(self.cdi_path(uid)).ok().as_deref() == Some(want.as_slice()) {
+            return Ok(false);
+        }
+        self.write_spec(uid, spec)?;
+        Ok(true)
+    }
+
+    fn write_spec(&self, uid: &str, spec: &topoalign_dra::CdiSpec) -> Result<(), ClaimError> {
+        let bytes = json_bytes(spec).map_err(|e| internal(uid, e))?;
+        let hook = |step: WriteStep, _: &Path| self.fault_io(FaultPoint::Cdi(step));
+        topoalign_atomic::write_with(
+            &self.cdi_path(uid),
+            &bytes,
+            WriteOptions {
+                mode: Some(0o644),
+                hook: Some(&hook),
+            },
+        )
+        .map_err(|source| ClaimError::Write {
+            uid: uid.to_string(),
+            source,
+        })
+    }
+
+    fn save_checkpoint(&mut self, uid: &str, next: Checkpoint) -> Result<(), ClaimError> {
+        let bytes = next.to_bytes().map_err(|e| internal(uid, e))?;
+        let hook = |step: WriteStep, _: &Path| self.fault_io(FaultPoint::Checkpoint(step));
+        topoalign_atomic::write_with(
+            &self.config.checkpoint_path(),
+            &bytes,
+            WriteOptions {
+                mode: Some(0o600),
+                hook: Some(&hook),
+            },
+        )
+        .map_err(|source| ClaimError::Write {
+            uid: uid.to_string(),
+            source,
+        })?;
+        self.holdings = holdings_of(&next);
+        self.checkpoint = next;
+        Ok(())
+    }
+
+    fn fault_io(&self, point: FaultPoint) -> io::Result<()> {
+        match &self.fault {
+            Some(f) => f(point),
+            None => Ok(()),
+        }
+    }
+
+    fn fault(&self, uid: &str, point: FaultPoint) -> Result<(), ClaimError> {
+        self.fault_io(point).map_err(|e| internal(uid, e))
+    }
+}
+
+fn internal(uid: &str, e: impl std::fmt::Display) -> ClaimError {
+    ClaimError::Internal {
+        uid: uid.to_string(),
+        what: e.to_string(),
+    }
+}
+
+fn remove(path: &Path) -> Result<(), PluginError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(PluginError::Io {
+            op: "removing",
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Makes removals in `dir` durable; a failure only weakens durability, so it is logged.
+fn sync_dir(dir: &Path) {
+    if let Err(e) = std::fs::File::open(dir).and_then(|d| d.sync_all()) {
+        tracing::warn!(dir = %dir.display(), error = %e, "syncing the directory");
+    }
+}

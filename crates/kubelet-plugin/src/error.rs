@@ -1,0 +1,143 @@
+//! Typed errors: per-claim failures (with their gRPC status code) and serve-level ones.
+
+use std::path::PathBuf;
+
+use tonic::Code;
+use topoalign_atomic::AtomicWriteError;
+use topoalign_dra::AllocationError;
+
+use crate::claims::ClaimSourceError;
+
+/// Why one claim could not be prepared or unprepared. [`ClaimError::code`] is the gRPC
+/// status code the plugin answers with.
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimError {
+    /// The kubelet's request is malformed (empty or unsafe namespace, name or UID).
+    #[error("claim {index} of the request: {what}")]
+    BadRequest {
+        /// Position of the claim in the request.
+        index: usize,
+        /// What is wrong and what was expected.
+        what: String,
+    },
+    /// The claim could not be read from the API server.
+    #[error("ResourceClaim {namespace}/{name} (uid {uid}): {source}")]
+    Source {
+        /// Namespace.
+        namespace: String,
+        /// Name.
+        name: String,
+        /// UID the kubelet asked for.
+        uid: String,
+        /// What the claim source said.
+        #[source]
+        source: ClaimSourceError,
+    },
+    /// The allocation names devices this node cannot give (foreign, unknown, taken).
+    #[error("ResourceClaim {namespace}/{name} (uid {uid}): {source}")]
+    Allocation {
+        /// Namespace.
+        namespace: String,
+        /// Name.
+        name: String,
+        /// UID.
+        uid: String,
+        /// What the check found (boxed: it is large and rare).
+        #[source]
+        source: Box<AllocationError>,
+    },
+    /// Writing the CDI spec or the checkpoint failed (read-only directory, full disk, …);
+    /// nothing of the claim was left behind.
+    #[error("claim uid {uid}: {source}")]
+    Write {
+        /// UID.
+        uid: String,
+        /// The failed write, naming the file.
+        #[source]
+        source: AtomicWriteError,
+    },
+    /// Removing a CDI spec failed.
+    #[error("claim uid {uid}: removing {}: {source}", path.display())]
+    Remove {
+        /// UID.
+        uid: String,
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Something that should not happen: a worker that died, a value that would not
+    /// serialize.
+    #[error("claim uid {uid}: internal error: {what}")]
+    Internal {
+        /// UID.
+        uid: String,
+        /// What happened.
+        what: String,
+    },
+}
+
+impl ClaimError {
+    /// The gRPC status code for this failure.
+    pub fn code(&self) -> Code {
+        match self {
+            ClaimError::BadRequest { .. } => Code::InvalidArgument,
+            ClaimError::Source { source, .. } => source.code(),
+            ClaimError::Allocation { source, .. } => match **source {
+                AllocationError::GpuTaken { .. } | AllocationError::NicExhausted { .. } => {
+                    Code::ResourceExhausted
+                }
+                _ => Code::FailedPrecondition,
+            },
+            ClaimError::Write { .. } | ClaimError::Remove { .. } | ClaimError::Internal { .. } => {
+                Code::Internal
+            }
+        }
+    }
+}
+
+/// Why the plugin could not start or keep serving.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    /// A directory the plugin needs could not be created or read.
+    #[error("{op} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The checkpoint exists but cannot be read as one.
+    #[error("checkpoint {}: {what}", path.display())]
+    Checkpoint {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// What is wrong, and what was expected.
+        what: String,
+    },
+    /// Startup reconciliation could not rewrite a CDI spec or the checkpoint.
+    #[error("reconciling: {0}")]
+    Write(#[from] AtomicWriteError),
+    /// A socket could not be bound.
+    #[error("binding {}: {source}", path.display())]
+    Bind {
+        /// The socket path.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A gRPC server failed.
+    #[error("serving {what}: {source}")]
+    Serve {
+        /// Which server.
+        what: &'static str,
+        /// tonic's error.
+        #[source]
+        source: tonic::transport::Error,
+    },
+}

@@ -1,0 +1,64 @@
+//! The kubelet side of the topoalign DRA driver (`topoalign.dev`).
+//!
+//! [`Plugin::new`] opens the plugin's state (checkpoint, CDI directory, reconciled);
+//! [`Plugin::serve`] binds `<plugin-registry-dir>/topoalign.dev-reg.sock` (plugin
+//! registration, type `DRAPlugin`, versions `v1.DRAPlugin`) and
+//! `<plugin-dir>/topoalign.dev/dra.sock` (DRA v1 `NodePrepareResources` /
+//! `NodeUnprepareResources`, device health `NodeWatchResources` in v1alpha1, v1beta1 and
+//! v1) until a shutdown future completes.
+//!
+//! Prepare reads the claim through a [`ClaimSource`] (kube-rs in the driver crate,
+//! [`InMemoryClaims`] in tests), checks every allocated device of this driver with
+//! [`topoalign_dra::prepare_allocation`] (this node's pool, published, free, NIC function
+//! chosen), reserves it in an atomic checkpoint and writes one CDI spec per claim
+//! ([`topoalign_dra::cdi_spec`]) with `topoalign_atomic`; see [`engine`] for the crash
+//! safety argument.
+//!
+//! * [`pb`]: the kubelet's gRPC APIs, compiled from `proto/` with protox.
+//! * [`hpack`] and [`shim`]: the HTTP/2 `:authority` shim that lets the kubelet's
+//!   registration client (which sends a percent-encoded socket path there) talk to tonic.
+
+pub mod checkpoint;
+pub mod claims;
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod health;
+pub mod hpack;
+pub mod metrics;
+pub mod plugin;
+pub mod server;
+pub mod shim;
+
+pub use checkpoint::{Checkpoint, PreparedClaim, PreparedRecord};
+pub use claims::{BoxFuture, ClaimAllocation, ClaimSource, ClaimSourceError, InMemoryClaims};
+pub use config::PluginConfig;
+pub use engine::{Engine, FaultHook, FaultPoint, ReconcileReport};
+pub use error::{ClaimError, PluginError};
+pub use health::{DeviceHealthEntry, Health};
+pub use metrics::Metrics;
+pub use plugin::{ClaimRef, Plugin, RegistrationStatus};
+
+/// The kubelet's gRPC APIs, generated from `proto/`.
+pub mod pb {
+    /// `pluginregistration`: the plugin watcher's Registration service.
+    pub mod pluginregistration {
+        tonic::include_proto!("pluginregistration");
+    }
+    /// `k8s.io.kubelet.pkg.apis.dra.v1`: the DRAPlugin service.
+    pub mod dra_v1 {
+        tonic::include_proto!("k8s.io.kubelet.pkg.apis.dra.v1");
+    }
+    /// `v1alpha1`: the DRA device health stream.
+    pub mod health_v1alpha1 {
+        tonic::include_proto!("v1alpha1");
+    }
+    /// `v1beta1`: the DRA device health stream.
+    pub mod health_v1beta1 {
+        tonic::include_proto!("v1beta1");
+    }
+    /// `v1`: the DRA device health stream.
+    pub mod health_v1 {
+        tonic::include_proto!("v1");
+    }
+}
