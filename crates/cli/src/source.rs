@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use topoalign_discover::{Discovery, Source};
+use topoalign_topology::{FabricStatus, GpuVendor, Topology};
 
 /// Where to read the node topology from (at most one; default as each command says).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -23,8 +24,10 @@ pub struct TopologyArgs {
     /// An NCCL topology XML file (NCCL_TOPO_FILE format).
     #[arg(long, value_name = "FILE", group = "topology_source")]
     pub from_nccl_xml: Option<PathBuf>,
-    /// With --sysfs-root: take NVLink counts from this `nvidia-smi topo -m` output (on the
-    /// live host, `--sysfs-root /`, topoalign runs `nvidia-smi topo -m` itself).
+    /// With --sysfs-root: take NVLink counts from this `nvidia-smi topo -m` output (NVLink
+    /// is not in sysfs). Without it: the saved output inside the tree, else on the live host
+    /// (`--sysfs-root /`) topoalign runs `nvidia-smi topo -m` ($TOPOALIGN_NVIDIA_SMI),
+    /// else the NVIDIA fabric is reported unknown.
     #[arg(long, value_name = "FILE", requires = "sysfs_root")]
     pub nvlink_from: Option<PathBuf>,
 }
@@ -53,8 +56,20 @@ impl TopologyArgs {
     /// Loads the topology, printing discovery warnings to stderr.
     pub fn load(&self, default: Source) -> anyhow::Result<Discovery> {
         let source = self.source(default);
-        let d = topoalign_discover::load(&source)
+        let mut d = topoalign_discover::load(&source)
             .with_context(|| format!("reading the topology from {}", describe(&source)))?;
+        // The library never runs programs; on the live host the CLI asks NVML (through
+        // nvidia-smi) for what sysfs lacks, when nothing else supplied it.
+        if let Source::Sysfs {
+            root,
+            nvlink_from: None,
+        } = &source
+            && root.as_path() == std::path::Path::new("/")
+            && d.topology.fabric_status() == FabricStatus::Unknown
+        {
+            let program = topoalign_discover::nvidia_smi_tool::program_from_env();
+            topoalign_discover::nvidia_smi_tool::merge_nvlinks(&mut d, &program);
+        }
         for w in &d.warnings {
             eprintln!("warning: {w}");
         }
@@ -71,4 +86,27 @@ pub fn describe(source: &Source) -> String {
         Source::AmdSmi(f) => format!("amd-smi output {}", f.display()),
         Source::NcclXml(f) => format!("NCCL topology XML {}", f.display()),
     }
+}
+
+/// How to supply an unknown GPU fabric, for the topology's vendors; `None` when the
+/// fabric is known (links or none).
+pub fn unknown_fabric_help(topo: &Topology) -> Option<String> {
+    if topo.fabric_status() != FabricStatus::Unknown {
+        return None;
+    }
+    let mut ways = Vec::new();
+    if topo.gpus.iter().any(|g| g.vendor == GpuVendor::Nvidia) {
+        ways.push(
+            "NVLink is not in sysfs: pass --nvlink-from FILE (saved `nvidia-smi topo -m`), or run on the host where nvidia-smi/NVML answers (--sysfs-root /)",
+        );
+    }
+    if topo.gpus.iter().any(|g| g.vendor == GpuVendor::Amd) {
+        ways.push(
+            "xGMI links were not in the input: add `rocm-smi --showtopotype` or `amd-smi topology` output, or discover on the host (--sysfs-root /)",
+        );
+    }
+    if ways.is_empty() {
+        ways.push("the source does not show GPU-to-GPU links");
+    }
+    Some(ways.join("; "))
 }

@@ -69,3 +69,78 @@ fn bad_output_format_is_refused() {
     let out = run_args(&["discover", "--profile", "gb300-4", "-o", "xml"]);
     assert_eq!(out.code, 2);
 }
+
+#[test]
+fn a_directory_that_is_not_a_sysfs_tree_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_args(&["discover", "--sysfs-root", dir.path().to_str().unwrap()]);
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("is not a sysfs tree"), "{}", out.stderr);
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn nvidia_fabric_without_nvlink_source_is_unknown_not_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("dgx");
+    let root_s = root.to_str().unwrap();
+    stdout_of(&["profile", "write", "dgx-h100", root_s]);
+    // A host tree has no saved nvidia-smi output.
+    std::fs::remove_dir_all(root.join("var/lib/topoalign")).unwrap();
+    let out = stdout_of(&["discover", "--sysfs-root", root_s]);
+    assert!(out.contains("GPU fabric: unknown"), "{out}");
+    assert!(
+        out.contains("--nvlink-from") && out.contains("nvidia-smi"),
+        "{out}"
+    );
+    assert!(!out.contains("none (GPUs talk over PCIe)"), "{out}");
+    let v = json(&stdout_of(&[
+        "discover",
+        "--sysfs-root",
+        root_s,
+        "-o",
+        "json",
+    ]));
+    assert_eq!(v["fabric"], "unknown");
+    // With the NVLink source it is known again.
+    let nv = common::test_data("discover", "fixtures/nvsmi_dgx_h100_old.txt");
+    let out = stdout_of(&[
+        "discover",
+        "--sysfs-root",
+        root_s,
+        "--nvlink-from",
+        nv.to_str().unwrap(),
+    ]);
+    assert!(out.contains("NV18 all-to-all among GPU0-7"), "{out}");
+    // A file naming GPUs the tree lacks is an error.
+    let gb = common::test_data("discover", "fixtures/nvsmi_gb300.txt");
+    let out = run_args(&[
+        "discover",
+        "--sysfs-root",
+        root_s,
+        "--nvlink-from",
+        gb.to_str().unwrap(),
+    ]);
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("lacks GPU4"), "{}", out.stderr);
+}
+
+#[test]
+fn amd_smi_paste_states_no_numa_and_says_how_to_add_it() {
+    let f = common::test_data("discover", "fixtures/amd/amdsmi_topology_mi355x_8gpu.txt");
+    let out = run_args(&[
+        "discover",
+        "--from-amd-smi",
+        f.to_str().unwrap(),
+        "-o",
+        "json",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v = json(&out.stdout);
+    assert_eq!(v["gpus"].as_array().unwrap().len(), 8);
+    assert!(
+        v["numa"].as_array().unwrap().is_empty(),
+        "no NUMA node invented"
+    );
+    assert!(out.stderr.contains("--showtoponuma"), "{}", out.stderr);
+}

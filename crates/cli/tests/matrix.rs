@@ -192,3 +192,41 @@ fn missing_input_file_is_a_usage_error_naming_it() {
     let err = &out.stderr;
     assert!(err.contains("/nonexistent/topo.txt"), "{err}");
 }
+
+#[test]
+fn unknown_numa_prints_na_and_marks_the_guessable_cells() {
+    let f = common::test_data(
+        "discover",
+        "fixtures/amd/amdsmi_topology_rx7900xtx_2gpu_legend.txt",
+    );
+    let f = f.to_str().unwrap();
+    let text = stdout_of(&["matrix", "--from-amd-smi", f]);
+    let gpu0: Vec<&str> = text.lines().nth(1).unwrap().split('\t').collect();
+    assert_eq!(gpu0[2], "SYS*", "{text}");
+    assert_eq!(gpu0[4], "N/A", "NUMA Affinity: {text}");
+    assert!(text.contains("SYS* = "), "{text}");
+    let v = json(&stdout_of(&["matrix", "--from-amd-smi", f, "-o", "json"]));
+    assert!(v["devices"][0]["numaAffinity"].is_null());
+    assert_eq!(v["numaUnknown"][1], true);
+    // With stated nodes (rocm-smi, MI100: nodes 7 and 1) the classes are plain.
+    let f = common::test_data("discover", "fixtures/amd/rocm_smi_showtopo_mi100_4gpu.txt");
+    let v = json(&stdout_of(&[
+        "matrix",
+        "--from-amd-smi",
+        f.to_str().unwrap(),
+        "-o",
+        "json",
+    ]));
+    assert_eq!(v["devices"][0]["numaAffinity"], 7);
+    assert_eq!(v["cells"][1], "SYS");
+    assert_eq!(v["cells"][2], "NODE");
+    assert!(v.get("numaUnknown").is_none());
+    let y = stdout_of(&[
+        "matrix",
+        "--from-amd-smi",
+        f.to_str().unwrap(),
+        "-o",
+        "yaml",
+    ]);
+    assert!(y.contains("numaAffinity: 7"), "{y}");
+}

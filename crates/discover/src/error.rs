@@ -33,6 +33,14 @@ pub enum DiscoverError {
         /// What was found and what was expected.
         message: String,
     },
+    /// `--sysfs-root` names a directory that is not a sysfs tree.
+    #[error(
+        "{root} is not a sysfs tree: it has no sys/bus/pci/devices (expected `/` on a host, or a directory written by `topoalign profile write`)"
+    )]
+    NotSysfs {
+        /// The directory given.
+        root: PathBuf,
+    },
     /// The resulting model broke an invariant.
     #[error("inconsistent topology: {0}")]
     Model(#[from] topoalign_topology::ModelError),

@@ -4,18 +4,22 @@
 //! - [`sysfs`]: walks Linux sysfs/procfs under a configurable root (default `/`);
 //! - [`parse`]: parsers for vendor tool output a user already has (`nvidia-smi topo -m`,
 //!   `amd-smi topology` / `rocm-smi --showtopo`, NCCL topology XML);
-//! - [`profiles`]: built-in machine profiles, and [`sysfs_write`] which materialises a
-//!   profile as a real sysfs tree (how the walker is tested on what Linux shows);
-//! - [`nvidia_smi_tool`]: on a live NVIDIA host, NVLink counts from `nvidia-smi topo -m`.
+//! - [`sysfs_write`]: materialises a topology (a built-in profile from the
+//!   `topoalign-profiles` crate) as a real sysfs tree (how the walker is tested on what
+//!   Linux shows);
+//! - [`nvidia_smi_tool`]: on a live NVIDIA host, NVLink counts from `nvidia-smi topo -m`,
+//!   run only when the caller (the CLI) asks for it; no other call spawns a process.
 
 pub mod error;
 pub mod nvidia_smi_tool;
 pub mod parse;
-pub mod profiles;
 pub mod source;
 pub mod sysfs;
 pub mod sysfs_write;
 
 pub use error::DiscoverError;
-pub use profiles::NAMES as PROFILE_NAMES;
 pub use source::{Discovery, Source, load};
+/// Deprecated path kept while other crates move to `topoalign_profiles` (the built-in
+/// profiles now live in their own crate); use `topoalign_profiles` directly.
+pub use topoalign_profiles as profiles;
+pub use topoalign_profiles::NAMES as PROFILE_NAMES;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use topoalign_topology::Topology;
 
 use crate::error::DiscoverError;
-use crate::profiles;
+use topoalign_profiles as profiles;
 
 /// Where a topology comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,9 +15,10 @@ pub enum Source {
         /// The directory that plays `/`.
         root: PathBuf,
         /// `nvidia-smi topo -m` output to take NVLink counts from (NVLink is not in
-        /// sysfs; NVML knows it). Without it, a discovery of the live host (`root` is
-        /// `/`) that finds NVIDIA GPUs runs `nvidia-smi topo -m` itself
-        /// ([`crate::nvidia_smi_tool`]).
+        /// sysfs; NVML knows it). Without it, the saved output inside the tree is used
+        /// when present ([`crate::sysfs::nvml`]); otherwise the NVIDIA fabric is unknown.
+        /// [`load`] never runs `nvidia-smi`: a caller that wants the live tool calls
+        /// [`crate::nvidia_smi_tool::merge_nvlinks`] itself.
         nvlink_from: Option<PathBuf>,
     },
     /// A built-in profile by name.
@@ -64,9 +65,6 @@ pub fn load(source: &Source) -> Result<Discovery, DiscoverError> {
             let mut discovery = crate::sysfs::discover(root)?;
             if let Some(path) = nvlink_from {
                 crate::parse::apply_nvlink_file(&mut discovery, path)?;
-            } else if root.as_path() == std::path::Path::new("/") {
-                let program = crate::nvidia_smi_tool::program_from_env();
-                crate::nvidia_smi_tool::merge_nvlinks(&mut discovery, &program);
             }
             Ok(discovery)
         }

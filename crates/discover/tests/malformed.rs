@@ -7,9 +7,10 @@ use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
+use topoalign_discover::DiscoverError;
 use topoalign_discover::sysfs::discover;
 use topoalign_discover::sysfs_write::write_tree;
-use topoalign_discover::{DiscoverError, profiles};
+use topoalign_profiles as profiles;
 use topoalign_topology::{PciKind, Sriov};
 
 /// A fresh tree of `profile` in a temp dir; returns (guard, root).

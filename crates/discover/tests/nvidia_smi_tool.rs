@@ -5,11 +5,12 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use topoalign_discover::Discovery;
 use topoalign_discover::nvidia_smi_tool::merge_nvlinks;
 use topoalign_discover::sysfs::discover;
 use topoalign_discover::sysfs_write::write_tree;
-use topoalign_discover::{Discovery, profiles};
-use topoalign_topology::FabricKind;
+use topoalign_profiles as profiles;
+use topoalign_topology::{FabricKind, FabricStatus};
 
 /// Writes an executable shell script and returns its path.
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
@@ -19,9 +20,15 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     path
 }
 
+/// A host's tree: what `profile write` writes, without the saved nvidia-smi outputs
+/// (a live host has none; the tool is the source).
 fn discovered(profile: &str, dir: &Path) -> Discovery {
     let root = dir.join("root");
     write_tree(&profiles::get(profile).unwrap(), &root).unwrap();
+    let saved = root.join("var/lib/topoalign");
+    if saved.exists() {
+        std::fs::remove_dir_all(saved).unwrap();
+    }
     discover(&root).unwrap()
 }
 
@@ -30,6 +37,11 @@ fn merges_the_nv_cells_that_the_tool_prints() {
     let dir = tempfile::tempdir().unwrap();
     let mut d = discovered("dgx-h100", dir.path());
     assert!(d.topology.gpu_links.is_empty(), "sysfs alone has no NVLink");
+    assert_eq!(
+        d.topology.fabric_status(),
+        FabricStatus::Unknown,
+        "unknown, not none"
+    );
     let fixture =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nvsmi_dgx_h100_old.txt");
     // The stand-in insists on the real tool's arguments.
@@ -51,6 +63,7 @@ fn merges_the_nv_cells_that_the_tool_prints() {
     );
     let want = profiles::get("dgx-h100").unwrap().gpu_links;
     assert_eq!(links, &want);
+    assert_eq!(d.topology.fabric_status(), FabricStatus::Links);
 }
 
 #[test]
@@ -72,6 +85,7 @@ fn failures_become_warnings_that_name_the_cause() {
         let mut d = discovered("dgx-h100", tree.path());
         assert!(!merge_nvlinks(&mut d, program.to_str().unwrap()));
         assert!(d.topology.gpu_links.is_empty());
+        assert_eq!(d.topology.fabric_status(), FabricStatus::Unknown);
         let w = d.warnings.join("\n");
         assert!(w.contains(expect) && w.contains("--nvlink-from"), "{w}");
     }

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use topoalign_discover::parse::{apply_nvlink_file, parse_nvidia_smi};
-use topoalign_discover::{DiscoverError, Discovery, Source, load, profiles};
+use topoalign_discover::{DiscoverError, Discovery, Source, load};
+use topoalign_profiles as profiles;
 use topoalign_topology::matrix::{MatrixDeviceKind, MatrixOptions};
 use topoalign_topology::{FabricKind, PairClass, PairMatrix, PcieClass, Topology};
 
@@ -298,7 +299,7 @@ fn nvlink_file_merges_into_a_sysfs_like_topology() {
     // A GPU count mismatch is an error naming the file.
     let mut small = Discovery::clean(profiles::get("gb300-4").unwrap());
     let err = apply_nvlink_file(&mut small, &fixture("nvsmi_dgx_h100_old.txt")).unwrap_err();
-    assert!(err.to_string().contains("lists 8 GPUs"), "{err}");
+    assert!(err.to_string().contains("lists 8 GPU(s)"), "{err}");
     let err = apply_nvlink_file(&mut small, Path::new("/nonexistent/x.txt")).unwrap_err();
     assert!(matches!(err, DiscoverError::Io { .. }));
 }

@@ -1,14 +1,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! profile → write_tree → sysfs::discover gives back the same topology, for every
-//! built-in profile. NVIDIA NVLink and NVIDIA GPU memory sizes are not in sysfs (NVML
-//! knows them), so the expected side is the profile's `sysfs_view`.
+//! profile → write_tree → sysfs::discover gives back the same topology, every fact of it,
+//! for every built-in profile: NVIDIA NVLink and memory sizes travel in the saved
+//! nvidia-smi outputs the tree carries (`sysfs::nvml`), AMD xGMI in the KFD io_links.
+//! Without the saved outputs the NVIDIA fabric is unknown, and what remains is the
+//! profile's `sysfs_view`.
 
 use std::path::Path;
 
-use topoalign_discover::sysfs::discover;
+use topoalign_discover::sysfs::{discover, nvml};
 use topoalign_discover::sysfs_write::{sysfs_view, write_tree};
-use topoalign_discover::{PROFILE_NAMES, profiles};
-use topoalign_topology::{FabricKind, PcieClass};
+use topoalign_discover::{DiscoverError, Source, load};
+use topoalign_profiles::{self as profiles, NAMES as PROFILE_NAMES};
+use topoalign_topology::{FabricKind, FabricStatus, PcieClass};
 
 #[test]
 fn every_profile_round_trips_through_a_sysfs_tree() {
@@ -20,8 +23,10 @@ fn every_profile_round_trips_through_a_sysfs_tree() {
         let found = discover(&root).unwrap();
         let mut got = found.topology;
         got.canonicalize();
-        let want = sysfs_view(&profile);
+        let mut want = profile.clone();
+        want.canonicalize();
         assert_eq!(got, want, "{name}: discovered topology differs");
+        assert_eq!(got.fabric_status(), want.fabric_status(), "{name}");
         assert!(
             found.warnings.is_empty(),
             "{name}: unexpected warnings {:?}",
@@ -31,6 +36,81 @@ fn every_profile_round_trips_through_a_sysfs_tree() {
         let (a, b) = (got.classifier(), profile.classifier());
         assert_eq!(a.gpu_nic_table(), b.gpu_nic_table(), "{name}");
     }
+}
+
+#[test]
+fn without_the_saved_nvml_outputs_nvlink_is_unknown_not_none() {
+    for name in PROFILE_NAMES {
+        let profile = profiles::get(name).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        write_tree(&profile, &root).unwrap();
+        let saved = root.join("var/lib/topoalign");
+        let nvidia = saved.exists();
+        if nvidia {
+            std::fs::remove_dir_all(&saved).unwrap();
+        }
+        let got = discover(&root).unwrap().topology;
+        assert_eq!(got, sysfs_view(&profile), "{name}");
+        if nvidia {
+            assert_eq!(got.fabric_status(), FabricStatus::Unknown, "{name}");
+        } else {
+            assert_ne!(got.fabric_status(), FabricStatus::Unknown, "{name}");
+        }
+    }
+}
+
+#[test]
+fn a_directory_that_is_not_a_sysfs_tree_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
+    let err = discover(dir.path()).unwrap_err();
+    assert!(matches!(err, DiscoverError::NotSysfs { .. }), "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("is not a sysfs tree") && msg.contains("profile write"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn nvlink_from_a_file_naming_devices_the_tree_lacks_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    // gb300-4 has 4 GPUs; the DGX H100 output names 8.
+    write_tree(&profiles::get("gb300-4").unwrap(), &root).unwrap();
+    let dgx = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nvsmi_dgx_h100_old.txt");
+    let err = load(&Source::Sysfs {
+        root: root.clone(),
+        nvlink_from: Some(dgx.clone()),
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("names GPU4, GPU5, GPU6, GPU7 which the discovered tree lacks"),
+        "{err}"
+    );
+    assert!(err.contains("nvsmi_dgx_h100_old.txt"), "{err}");
+    // An AMD tree has no NVIDIA GPU to match.
+    let amd = dir.path().join("amd");
+    write_tree(&profiles::get("mi300x-8").unwrap(), &amd).unwrap();
+    let gb = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nvsmi_gb300.txt");
+    assert!(
+        load(&Source::Sysfs {
+            root: amd,
+            nvlink_from: Some(gb)
+        })
+        .is_err()
+    );
+    // A corrupt saved file inside the tree is a warning naming it; NVLink stays unknown.
+    std::fs::write(root.join(nvml::TOPO_FILE), "garbage\n").unwrap();
+    let d = discover(&root).unwrap();
+    assert!(
+        d.warnings.iter().any(|w| w.contains(nvml::TOPO_FILE)),
+        "{:?}",
+        d.warnings
+    );
+    assert_eq!(d.topology.fabric_status(), FabricStatus::Unknown);
 }
 
 #[test]

@@ -53,6 +53,17 @@ const XGMI_LEGEND: (&str, &str) = (
     "Connection traversing AMD Infinity Fabric (xGMI) links between GPUs",
 );
 
+/// Appended to a cell that is `SYS` only because a NUMA node is unknown (the pair runs
+/// between host bridges; with the nodes unknown it may be `NODE`). nvidia-smi never prints
+/// it: the tool always knows the nodes.
+pub const UNKNOWN_NUMA_MARK: char = '*';
+
+/// The legend line explaining [`UNKNOWN_NUMA_MARK`].
+const UNKNOWN_NUMA_LEGEND: (&str, &str) = (
+    "SYS*",
+    "Connection between PCIe Host Bridges whose NUMA nodes are unknown: NODE or SYS, counted as SYS",
+);
+
 /// The logical table: header then one row per device, with the self cell as `X`.
 struct Grid {
     header: Vec<String>,
@@ -85,9 +96,15 @@ fn grid(m: &PairMatrix) -> Grid {
         .map(|(r, d)| {
             let cells = (0..n)
                 .map(|c| {
-                    m.cells
+                    let text = m
+                        .cells
                         .get(r * n + c)
-                        .map_or_else(|| "?".to_string(), cell_text)
+                        .map_or_else(|| "?".to_string(), cell_text);
+                    if m.cell_numa_unknown(r, c) {
+                        format!("{text}{UNKNOWN_NUMA_MARK}")
+                    } else {
+                        text
+                    }
                 })
                 .collect();
             let is_gpu = matches!(d.device, MatrixDeviceKind::Gpu(_));
@@ -196,6 +213,9 @@ fn legend(m: &PairMatrix) -> String {
     if m.cells.iter().any(|c| matches!(c, PairClass::Xgmi(_))) {
         entries.push(XGMI_LEGEND);
     }
+    if m.numa_unknown.contains(&true) {
+        entries.push(UNKNOWN_NUMA_LEGEND);
+    }
     for (key, text) in entries {
         out.push_str(&format!("  {key:<4} = {text}\n"));
     }
@@ -258,7 +278,7 @@ mod tests {
     use topoalign_topology::matrix::MatrixOptions;
 
     fn gb300() -> PairMatrix {
-        let t = topoalign_discover::profiles::get("gb300-4").unwrap();
+        let t = topoalign_profiles::get("gb300-4").unwrap();
         PairMatrix::build(&t, MatrixOptions::default())
     }
 
@@ -320,7 +340,7 @@ mod tests {
 
     #[test]
     fn amd_matrix_gets_an_xgmi_legend_line() {
-        let t = topoalign_discover::profiles::get("mi300x-8").unwrap();
+        let t = topoalign_profiles::get("mi300x-8").unwrap();
         let m = PairMatrix::build(&t, MatrixOptions::default());
         let text = render(&m, MatrixStyle::Tabs);
         assert!(
@@ -340,5 +360,36 @@ mod tests {
             },
         );
         assert!(render(&with_vfs, MatrixStyle::Tabs).contains("  NIC8: "));
+    }
+
+    #[test]
+    fn unknown_numa_cells_are_marked_and_explained() {
+        let mut t = topoalign_profiles::get("pcie-2socket").unwrap();
+        // Forget every NUMA fact: the host-bridge pairs can no longer be told apart.
+        t.numa.clear();
+        for d in &mut t.pci {
+            d.numa_node = None;
+        }
+        let m = PairMatrix::build(&t, MatrixOptions::default());
+        let text = render(&m, MatrixStyle::Tabs);
+        assert!(text.contains("SYS*"), "{text}");
+        assert!(
+            text.contains("  SYS* = Connection between PCIe Host Bridges"),
+            "{text}"
+        );
+        let gpu0: Vec<&str> = text.lines().nth(1).unwrap().split('\t').collect();
+        assert!(
+            !gpu0.contains(&"NODE"),
+            "no NODE without known nodes: {text}"
+        );
+        let n = m.devices.len();
+        assert_eq!(gpu0[n + 2], "N/A", "NUMA Affinity is N/A, not 0: {text}");
+        // With the nodes known nothing is marked.
+        let known = topoalign_profiles::get("pcie-2socket").unwrap();
+        let text = render(
+            &PairMatrix::build(&known, MatrixOptions::default()),
+            MatrixStyle::Tabs,
+        );
+        assert!(!text.contains('*'), "{text}");
     }
 }

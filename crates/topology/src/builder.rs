@@ -26,6 +26,12 @@ impl TopologyBuilder {
         }
     }
 
+    /// Marks the GPU fabric as not discovered ([`crate::FabricKnowledge::Unknown`]).
+    pub fn fabric_unknown(&mut self) -> &mut Self {
+        self.topo.fabric = crate::FabricKnowledge::Unknown;
+        self
+    }
+
     /// Adds a NUMA node.
     pub fn numa_node(
         &mut self,

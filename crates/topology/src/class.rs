@@ -13,8 +13,11 @@
 //!     (upstream port plus its downstream ports) counts as *one* bridge, as nvidia-smi's
 //!     "same switch" reading of PIX requires. At most one: `PIX`; more: `PXB`.
 //! - A device whose `numa_node` is unknown (-1) takes the NUMA node of another device
-//!   under the same host bridge; failing that, on a single-node machine it is node 0, and
-//!   on a multi-node machine it is treated as remote (`SYS`), the pessimistic reading.
+//!   under the same host bridge; failing that, on a machine that lists exactly one NUMA
+//!   node it is that node. Otherwise its node stays unknown (never guessed), and a path
+//!   between host bridges with an unknown end is classified `SYS`, the pessimistic bound
+//!   (it may really be `NODE`); [`crate::Classifier::numa_certain`] says so, and the matrix
+//!   marks such cells (`SYS*` in text, `numaUnknown` in JSON).
 //!
 //! NCCL (src/graph/paths.cc) has no NODE level: any hop through a CPU is `PHB`, CPU to CPU
 //! is `SYS`, and on C2C-attached GPUs (Grace) the GPU→CPU→NIC path is `P2C`. GPUDirect RDMA

@@ -69,17 +69,17 @@ impl<'t> Classifier<'t> {
             .collect();
 
         // NUMA fallbacks: own value, else a sibling under the same host bridge, else the
-        // only node of a single-node machine.
+        // only node of a machine that lists exactly one. A topology that lists no NUMA
+        // node at all (a tool that does not print NUMA) leaves the node unknown.
         let mut host_numa: Vec<Option<u32>> = vec![None; topo.host_bridges.len()];
         for (i, d) in topo.pci.iter().enumerate() {
             if let (Some(nn), Some(slot)) = (d.numa_node, host_numa.get_mut(host[i])) {
                 slot.get_or_insert(nn);
             }
         }
-        let single = if topo.numa.len() <= 1 {
-            Some(topo.numa.first().map_or(0, |n| n.id))
-        } else {
-            None
+        let single = match topo.numa.as_slice() {
+            [only] => Some(only.id),
+            _ => None,
         };
         let numa = (0..n)
             .map(|i| {
@@ -133,6 +133,16 @@ impl<'t> Classifier<'t> {
             return PairClass::Same;
         }
         PairClass::Pcie(self.pcie_path(a, b))
+    }
+
+    /// False when the PCIe class of `a`–`b` rests on an unknown NUMA node: the path runs
+    /// between host bridges and the node of either end is unknown, so NODE and SYS cannot
+    /// be told apart and [`Classifier::pcie_path`] answers `SYS`, the pessimistic bound.
+    pub fn numa_certain(&self, a: usize, b: usize) -> bool {
+        if a == b || (self.host[a] == self.host[b] && self.host[a] != usize::MAX) {
+            return true;
+        }
+        self.numa[a].is_some() && self.numa[b].is_some()
     }
 
     /// The PCIe class of the path between two distinct PCI functions.
@@ -212,5 +222,81 @@ impl<'t> Classifier<'t> {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::pci::{class, vendor};
+    use crate::{Bdf, Gpu, GpuVendor, PairClass, PciKind, PcieClass, TopologyBuilder};
+
+    /// Two GPUs on two host bridges, with the given NUMA nodes and listed nodes.
+    fn two(numa: [Option<u32>; 2], listed: &[u32]) -> crate::Topology {
+        let mut b = TopologyBuilder::new("t");
+        for id in listed {
+            b.numa_node(*id, Default::default(), None, Vec::new(), None);
+        }
+        for (i, n) in numa.iter().enumerate() {
+            let hb = b.host_bridge(0, i as u8 * 0x40);
+            let bus = i as u8 * 0x40;
+            let rp = b.bridge(
+                hb,
+                Bdf::new(0, bus, 1, 0),
+                PciKind::RootPort,
+                *n,
+                (bus + 1, bus + 1),
+                None,
+            );
+            let p = b.endpoint(
+                rp,
+                Bdf::new(0, i as u8 * 0x40 + 1, 0, 0),
+                vendor::AMD,
+                0,
+                class::DISPLAY_3D,
+                *n,
+                None,
+            );
+            b.gpu(Gpu::on(p, GpuVendor::Amd));
+        }
+        b.build().unwrap()
+    }
+
+    #[test]
+    fn unknown_numa_is_never_guessed() {
+        // No node listed at all (a tool that prints none): unknown, SYS, uncertain.
+        let t = two([None, None], &[]);
+        let c = t.classifier();
+        assert_eq!(c.numa_of(t.gpus[0].pci), None);
+        assert_eq!(c.gpu_gpu(0, 1), PairClass::Pcie(PcieClass::Sys));
+        assert!(!c.numa_certain(t.gpus[0].pci, t.gpus[1].pci));
+        // Exactly one node listed: the machine has one node, so it is that node.
+        let t = two([None, None], &[3]);
+        let c = t.classifier();
+        assert_eq!(c.numa_of(t.gpus[1].pci), Some(3));
+        assert_eq!(c.gpu_gpu(0, 1), PairClass::Pcie(PcieClass::Node));
+        assert!(c.numa_certain(t.gpus[0].pci, t.gpus[1].pci));
+        // Known and different: SYS, certain.
+        let t = two([Some(0), Some(1)], &[0, 1]);
+        let c = t.classifier();
+        assert_eq!(c.gpu_gpu(0, 1), PairClass::Pcie(PcieClass::Sys));
+        assert!(c.numa_certain(t.gpus[0].pci, t.gpus[1].pci));
+    }
+
+    #[test]
+    fn fabric_status_tells_unknown_from_none() {
+        let mut t = two([Some(0), Some(0)], &[0]);
+        assert_eq!(t.fabric_status(), crate::FabricStatus::None);
+        t.fabric = crate::FabricKnowledge::Unknown;
+        assert_eq!(t.fabric_status(), crate::FabricStatus::Unknown);
+        t.fabric = crate::FabricKnowledge::Known;
+        t.gpu_links.push(crate::GpuLink {
+            a: 0,
+            b: 1,
+            kind: crate::FabricKind::Xgmi,
+            count: 1,
+            weight: None,
+            hops: None,
+        });
+        assert_eq!(t.fabric_status(), crate::FabricStatus::Links);
     }
 }

@@ -250,6 +250,37 @@ pub enum FabricKind {
     Xgmi,
 }
 
+/// Whether a topology's GPU-to-GPU links are the whole fabric or were not discovered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FabricKnowledge {
+    /// The source sees the fabric: `gpu_links` lists every link (possibly none).
+    #[default]
+    Known,
+    /// The source cannot see the fabric (NVIDIA sysfs has no NVLink; a NUMA-only
+    /// `rocm-smi` paste has no link table): links may exist that are not listed.
+    Unknown,
+}
+
+impl FabricKnowledge {
+    /// True for [`FabricKnowledge::Known`] (used to keep JSON unchanged when known).
+    pub fn is_known(&self) -> bool {
+        *self == FabricKnowledge::Known
+    }
+}
+
+/// The three answers to "how are the GPUs joined?".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FabricStatus {
+    /// Known: no NVLink/xGMI, GPUs talk over PCIe.
+    None,
+    /// Known: the links in `gpu_links`.
+    Links,
+    /// Not discovered: links may exist.
+    Unknown,
+}
+
 /// A direct link between two GPUs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

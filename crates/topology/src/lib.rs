@@ -27,7 +27,10 @@ use serde::{Deserialize, Serialize};
 pub use builder::TopologyBuilder;
 pub use class::{GpuNicPath, NcclPath, PairClass, PcieClass};
 pub use classify::Classifier;
-pub use device::{FabricKind, Gpu, GpuLink, GpuVendor, LinkLayer, Nic, RdmaPort, Sriov};
+pub use device::{
+    FabricKind, FabricKnowledge, FabricStatus, Gpu, GpuLink, GpuVendor, LinkLayer, Nic, RdmaPort,
+    Sriov,
+};
 pub use error::{ModelError, ParseError};
 pub use ids::Bdf;
 pub use matrix::{MatrixDevice, PairMatrix};
@@ -55,12 +58,26 @@ pub struct Topology {
     pub nics: Vec<Nic>,
     /// Direct GPU-to-GPU links.
     pub gpu_links: Vec<GpuLink>,
+    /// Whether `gpu_links` is the whole fabric ([`FabricKnowledge::Known`], the default) or
+    /// the source could not see it ([`FabricKnowledge::Unknown`]: NVIDIA sysfs has no
+    /// NVLink, `rocm-smi --showtoponuma` has no link table). Unknown is not "none".
+    #[serde(default, skip_serializing_if = "FabricKnowledge::is_known")]
+    pub fabric: FabricKnowledge,
 }
 
 impl Topology {
     /// A classifier over this topology (precomputes ancestor chains once).
     pub fn classifier(&self) -> Classifier<'_> {
         Classifier::new(self)
+    }
+
+    /// What is known about the GPU fabric: no links, links, or not discovered.
+    pub fn fabric_status(&self) -> FabricStatus {
+        match (self.fabric, self.gpu_links.is_empty()) {
+            (FabricKnowledge::Unknown, _) => FabricStatus::Unknown,
+            (FabricKnowledge::Known, true) => FabricStatus::None,
+            (FabricKnowledge::Known, false) => FabricStatus::Links,
+        }
     }
 
     /// The PCI address of GPU `i`.

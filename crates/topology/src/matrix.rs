@@ -43,8 +43,9 @@ pub struct MatrixDevice {
     /// For GPUs, the CPUs local to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_affinity: Option<CpuSet>,
-    /// For GPUs, its NUMA node.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// For GPUs, its NUMA node; `null` when unknown (nvidia-smi prints `N/A`), never a
+    /// guessed 0.
+    #[serde(default)]
     pub numa_affinity: Option<u32>,
     /// For GPUs, the NUMA node of its own memory (Grace systems), `N/A` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -53,11 +54,16 @@ pub struct MatrixDevice {
 
 /// The classified matrix.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PairMatrix {
     /// Rows (and columns), GPUs first.
     pub devices: Vec<MatrixDevice>,
     /// Row-major cells, `devices.len()`².
     pub cells: Vec<PairClass>,
+    /// Row-major, parallel to `cells`, present only when some cell is uncertain: true where
+    /// the cell is `SYS` only because a NUMA node is unknown (it may be `NODE`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub numa_unknown: Vec<bool>,
 }
 
 impl PairMatrix {
@@ -95,19 +101,43 @@ impl PairMatrix {
         }
         let d = devices.len();
         let mut cells = Vec::with_capacity(d * d);
+        let mut numa_unknown = Vec::with_capacity(d * d);
+        let pci_of = |k: MatrixDeviceKind| match k {
+            MatrixDeviceKind::Gpu(i) => topo.gpus[i].pci,
+            MatrixDeviceKind::Nic(i) => topo.nics[i].pci,
+        };
         for r in &devices {
             for col in &devices {
-                cells.push(match (r.device, col.device) {
+                let cell = match (r.device, col.device) {
                     (MatrixDeviceKind::Gpu(a), MatrixDeviceKind::Gpu(b)) => c.gpu_gpu(a, b),
                     (MatrixDeviceKind::Gpu(a), MatrixDeviceKind::Nic(b))
                     | (MatrixDeviceKind::Nic(b), MatrixDeviceKind::Gpu(a)) => {
                         PairClass::Pcie(c.gpu_nic(a, b).class)
                     }
                     (MatrixDeviceKind::Nic(a), MatrixDeviceKind::Nic(b)) => c.nic_nic(a, b),
-                });
+                };
+                numa_unknown.push(
+                    cell.pcie().is_some() && !c.numa_certain(pci_of(r.device), pci_of(col.device)),
+                );
+                cells.push(cell);
             }
         }
-        PairMatrix { devices, cells }
+        if !numa_unknown.contains(&true) {
+            numa_unknown.clear();
+        }
+        PairMatrix {
+            devices,
+            cells,
+            numa_unknown,
+        }
+    }
+
+    /// Whether the cell at (row, column) is `SYS` only because a NUMA node is unknown.
+    pub fn cell_numa_unknown(&self, row: usize, col: usize) -> bool {
+        self.numa_unknown
+            .get(row * self.devices.len() + col)
+            .copied()
+            .unwrap_or(false)
     }
 
     /// The cell at (row, column).

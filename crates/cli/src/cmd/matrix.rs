@@ -17,8 +17,10 @@ pub enum MatrixFormat {
     /// The `nvidia-smi topo -m` text (tab-separated unless `--aligned`).
     #[default]
     Table,
-    /// The classified matrix as JSON.
+    /// The classified matrix as JSON (`numaAffinity` null when unknown).
     Json,
+    /// The classified matrix as YAML.
+    Yaml,
 }
 
 /// Arguments.
@@ -63,6 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             s.push('\n');
             s
         }
+        MatrixFormat::Yaml => serde_saphyr::to_string(&m).context("encoding YAML")?,
     };
     std::io::stdout()
         .lock()

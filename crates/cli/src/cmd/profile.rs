@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use serde::Serialize;
-use topoalign_discover::profiles;
+use topoalign_profiles as profiles;
 use topoalign_topology::Topology;
 
 use crate::output::{Format, print_structured};
@@ -36,7 +36,9 @@ pub enum Action {
         output: Format,
     },
     /// Write a profile as a sysfs tree (sys/, proc/, dev/) into a new or empty directory,
-    /// for `--sysfs-root` and `topoalign verify --sysfs-root/--dev-root`.
+    /// for `--sysfs-root` and `topoalign verify --sysfs-root/--dev-root`. NVIDIA profiles
+    /// also get the saved `nvidia-smi` outputs that carry NVLink and GPU memory
+    /// (var/lib/topoalign/), so that discovery gives back every fact of the profile.
     Write {
         /// Profile name.
         name: String,

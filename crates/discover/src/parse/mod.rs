@@ -4,20 +4,24 @@
 //! - [`nvsmi`]: `nvidia-smi topo -m` (old and new drivers, tabs or spaces, ANSI escapes),
 //!   parsed into an [`NvidiaSmiTopo`] and rebuilt into a topology by [`nvsmi_tree`], which
 //!   synthesises a PCI tree that reproduces every cell;
-//! - [`amd`]: `amd-smi topology` and `rocm-smi --showtopo` (auto-detected);
+//! - [`amd`]: `amd-smi topology` (text and `--json`) and `rocm-smi --showtopo*` /
+//!   `--showtoponuma`, alone or mixed in one paste;
 //! - [`nccl`]: NCCL topology XML (`NCCL_TOPO_FILE` / `NCCL_TOPO_DUMP_FILE`);
 //! - [`nvlink_merge`]: adds the NVLink counts of an `nvidia-smi topo -m` file to a
 //!   topology discovered from sysfs (NVLink is not in sysfs).
 //!
 //! Every parser takes the text and the path it came from (used only in error messages)
 //! and fails with [`DiscoverError::Malformed`] naming the line and what was expected;
-//! none of them panics on any input.
+//! none of them panics on any input. Files are read with [`read_text`], which decodes
+//! what users paste ([`paste`]: UTF-8 with or without BOM, UTF-16, CRLF); text around the
+//! tool output (a prompt, a Markdown fence, a trailing legend or warning) is ignored.
 
 pub mod amd;
 pub mod nccl;
 pub mod nvlink_merge;
 pub mod nvsmi;
 pub mod nvsmi_tree;
+pub mod paste;
 pub mod synth;
 
 use std::path::{Path, PathBuf};
@@ -30,13 +34,14 @@ pub use nccl::parse_nccl_xml;
 pub use nvlink_merge::apply_nvlink_file;
 pub use nvsmi::{NvidiaSmiTopo, NvsmiNic, parse_nvidia_smi};
 
-/// Reads a file as UTF-8 text (invalid bytes replaced), naming the path on failure.
+/// Reads a file as text ([`paste::decode`]: UTF-8 or UTF-16, BOM dropped, invalid bytes
+/// replaced), naming the path on failure.
 pub fn read_text(path: &Path) -> Result<String, DiscoverError> {
     let bytes = std::fs::read(path).map_err(|source| DiscoverError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    Ok(paste::decode(&bytes))
 }
 
 /// Reads and parses a saved `nvidia-smi topo -m` output into a topology.
@@ -45,7 +50,8 @@ pub fn load_nvidia_smi(path: &Path) -> Result<Discovery, DiscoverError> {
     parse_nvidia_smi(&text, path)?.to_topology(&topology_name(path), path)
 }
 
-/// Reads and parses a saved `amd-smi topology` or `rocm-smi --showtopo` output.
+/// Reads and parses saved `amd-smi topology` (text or `--json`) or `rocm-smi --showtopo*`
+/// output.
 pub fn load_amd_smi(path: &Path) -> Result<Discovery, DiscoverError> {
     let text = read_text(path)?;
     parse_amd_smi(&text, path, &topology_name(path))

@@ -67,7 +67,8 @@ struct Ctx<'p> {
 
 /// Parses an NCCL topology XML document into a topology.
 pub fn parse_nccl_xml(text: &str, path: &Path, name: &str) -> Result<Discovery, DiscoverError> {
-    let doc = Document::parse(text).map_err(|e| {
+    let text = super::paste::xml_region(text);
+    let doc = Document::parse(&text).map_err(|e| {
         malformed(
             path,
             e.pos().row as usize,

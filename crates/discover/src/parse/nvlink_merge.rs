@@ -29,11 +29,23 @@ pub fn apply_nvlink_text(
     let topo = &mut discovery.topology;
     let g = topo.gpus.len();
     if parsed.gpus.len() != g {
+        let what = if parsed.gpus.len() > g {
+            format!(
+                "names {} which the discovered tree lacks",
+                parsed.gpus[g..].join(", ")
+            )
+        } else {
+            format!(
+                "lacks GPU{} to GPU{} of the discovered tree",
+                parsed.gpus.len(),
+                g - 1
+            )
+        };
         return Err(malformed(
             path,
             parsed.header_line,
             format!(
-                "nvidia-smi lists {} GPUs but the discovered topology has {g}; cannot match them by index",
+                "this nvidia-smi output lists {} GPU(s) and the discovered tree has {g}: it {what} (saved on another machine?); GPUs are matched by index, so the counts must agree",
                 parsed.gpus.len()
             ),
         ));
@@ -76,6 +88,7 @@ pub fn apply_nvlink_text(
             }
         }
     }
+    topo.fabric = topoalign_topology::FabricKnowledge::Known;
     topo.canonicalize();
     discovery.warnings.extend(parsed.warnings);
     discovery.warnings.extend(warnings);

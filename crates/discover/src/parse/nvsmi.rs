@@ -10,14 +10,15 @@
 //! - the `Legend:` block of old drivers ("PCIe switches") and new ones ("PCIe bridges"),
 //!   and the `SOC` class of very old drivers (read as `SYS`).
 //!
-//! Lines before the header (a shell prompt, the command) and after the legend are ignored.
+//! Lines before the header (a shell prompt, the command, a Markdown fence) and after the
+//! rows (the legend, a closing fence, a prompt) are ignored.
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use topoalign_topology::{CpuSet, PairClass, PcieClass};
 
-use super::{excerpt, malformed, strip_ansi};
+use super::{excerpt, malformed};
 use crate::error::DiscoverError;
 
 /// A NIC column of the table.
@@ -102,10 +103,7 @@ impl Extra {
 
 /// Parses `nvidia-smi topo -m` output. `path` is only used in error messages.
 pub fn parse_nvidia_smi(text: &str, path: &Path) -> Result<NvidiaSmiTopo, DiscoverError> {
-    let lines: Vec<String> = text
-        .split('\n')
-        .map(|l| strip_ansi(l.trim_end_matches('\r')))
-        .collect();
+    let lines = super::paste::lines(text);
     let header_idx = lines
         .iter()
         .position(|l| is_header(l))
@@ -135,7 +133,9 @@ pub fn parse_nvidia_smi(text: &str, path: &Path) -> Result<NvidiaSmiTopo, Discov
             return Err(malformed(
                 path,
                 line_no,
-                format!("the table ends after {r} of {n} rows; expected the row of {label}"),
+                format!(
+                    "the table ends after {r} of {n} rows; expected the row of {label} (a truncated paste?)"
+                ),
             ));
         }
         if tokens[0] != label {
@@ -156,7 +156,7 @@ pub fn parse_nvidia_smi(text: &str, path: &Path) -> Result<NvidiaSmiTopo, Discov
         if !ok_len {
             let msg = if fields.len() < n {
                 format!(
-                    "row {label} has {} cells, header has {n} columns",
+                    "row {label} has {} cells, header has {n} columns: the lines look wrapped (for example at 80 columns) or cut; paste the output unwrapped",
                     fields.len()
                 )
             } else if is_gpu && fields.len() < n + want_extra {

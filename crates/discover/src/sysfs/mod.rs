@@ -4,8 +4,13 @@
 //! Read: `/sys/bus/pci/devices/*` (resolved into `/sys/devices/pciDDDD:BB/…` chains),
 //! NUMA nodes and CPU packages, RDMA/net class directories, DRM nodes, the AMD KFD
 //! topology and the NVIDIA driver's `/proc/driver/nvidia/gpus`. Only GPUs, NICs and the
-//! bridges above them are kept. Odd or missing files become warnings; only a tree that
-//! cannot be walked at all (a symlink loop) is an error.
+//! bridges above them are kept. Odd or missing files become warnings; a root that is not a
+//! sysfs tree (no `sys/bus/pci/devices`) and a tree that cannot be walked (a symlink loop)
+//! are errors.
+//!
+//! The GPU fabric: AMD xGMI comes from the KFD io_links; NVIDIA NVLink is not in sysfs, so
+//! it is read from saved `nvidia-smi` output inside the tree when present ([`nvml`]) and is
+//! otherwise [`FabricKnowledge::Unknown`] — never "none". Nothing here runs a program.
 
 pub mod config;
 pub mod fsread;
@@ -13,11 +18,12 @@ pub mod gpu;
 pub mod kfd;
 pub mod nic;
 pub mod numa;
+pub mod nvml;
 pub mod pci;
 
 use std::path::Path;
 
-use topoalign_topology::{FabricKind, Gpu, GpuLink, GpuVendor, Nic, Topology};
+use topoalign_topology::{FabricKind, FabricKnowledge, Gpu, GpuLink, GpuVendor, Nic, Topology};
 
 use crate::error::DiscoverError;
 use crate::source::Discovery;
@@ -28,6 +34,11 @@ pub fn discover(root: &Path) -> Result<Discovery, DiscoverError> {
         return Err(DiscoverError::Io {
             path: root.to_path_buf(),
             source: std::io::Error::new(std::io::ErrorKind::NotFound, "not a directory"),
+        });
+    }
+    if !root.join(pci::BUS_DEVICES).is_dir() {
+        return Err(DiscoverError::NotSysfs {
+            root: root.to_path_buf(),
         });
     }
     let mut warnings = Vec::new();
@@ -89,8 +100,20 @@ pub fn discover(root: &Path) -> Result<Discovery, DiscoverError> {
         gpus,
         nics,
         gpu_links,
+        fabric: FabricKnowledge::Known,
     };
     topology.canonicalize();
     topology.validate()?;
-    Ok(Discovery { topology, warnings })
+    let mut discovery = Discovery { topology, warnings };
+    let nvlink_saved = nvml::apply_saved(root, &mut discovery);
+    let t = &mut discovery.topology;
+    let nvidia_unseen = !nvlink_saved && t.gpus.iter().any(|g| g.vendor == GpuVendor::Nvidia);
+    let amd_unseen = t
+        .gpus
+        .iter()
+        .any(|g| g.vendor == GpuVendor::Amd && g.kfd_node.is_none());
+    if nvidia_unseen || amd_unseen {
+        t.fabric = FabricKnowledge::Unknown;
+    }
+    Ok(discovery)
 }

@@ -1,8 +1,10 @@
 //! Materialises a [`Topology`] as a real sysfs/procfs/dev tree, laid out as Linux lays it
 //! out (`sys/devices/pciDDDD:BB/<root port>/<switch ports>/<device>`, relative symlinks
 //! from `sys/bus/pci/devices` and the class directories, KFD topology, NVIDIA
-//! `information` files, and `/dev` nodes as plain files). The walker in
-//! [`crate::sysfs`] reads it back; `topoalign verify` tests run against it.
+//! `information` files, `/dev` nodes as plain files, and for NVIDIA GPUs the saved
+//! `nvidia-smi` outputs of [`crate::sysfs::nvml`] that carry NVLink and memory sizes). The
+//! walker in [`crate::sysfs`] reads it back, every fact included; `topoalign verify` tests
+//! run against it.
 //!
 //! The tree is written into a temporary sibling directory and renamed into place, so a
 //! failure never leaves a half-written tree at the target.
@@ -49,10 +51,11 @@ pub fn write_tree(topo: &Topology, dir: &Path) -> Result<(), DiscoverError> {
     Ok(())
 }
 
-/// The part of a topology that Linux sysfs exposes: `topo` without its NVLink links and
-/// without the memory sizes of NVIDIA GPUs (NVLink and NVIDIA memory come from NVML, not
-/// sysfs), canonicalized. It is what [`crate::sysfs::discover`] can find again in a tree
-/// that [`write_tree`] wrote from `topo`.
+/// The part of a topology that Linux sysfs itself exposes: `topo` without its NVLink
+/// links and without the memory sizes of NVIDIA GPUs (NVLink and NVIDIA memory come from
+/// NVML, not sysfs), canonicalized. A tree written by [`write_tree`] also carries the
+/// saved NVML outputs, so discovering it gives back all of `topo`; this is what is left
+/// without them.
 pub fn sysfs_view(topo: &Topology) -> Topology {
     let mut view = topo.clone();
     view.gpu_links.retain(|l| l.kind != FabricKind::Nvlink);
@@ -60,6 +63,9 @@ pub fn sysfs_view(topo: &Topology) -> Topology {
         if gpu.vendor == GpuVendor::Nvidia {
             gpu.memory_mib = None;
         }
+    }
+    if view.gpus.iter().any(|g| g.vendor == GpuVendor::Nvidia) {
+        view.fabric = topoalign_topology::FabricKnowledge::Unknown;
     }
     view.canonicalize();
     view
@@ -95,6 +101,25 @@ fn write_into(topo: &Topology, root: &Path) -> Result<(), DiscoverError> {
     classes::write_gpus(&tree, topo, &dirs)?;
     system::write_kfd(&tree, topo)?;
     system::write_nvidia(&tree, topo)?;
+    write_nvml_outputs(&tree, topo)?;
+    Ok(())
+}
+
+/// Saves what NVML would tell about the NVIDIA GPUs ([`crate::sysfs::nvml`]): the
+/// `nvidia-smi topo -m` matrix (NVLink) and the memory sizes, so that the tree carries
+/// every fact of the topology.
+fn write_nvml_outputs(tree: &Tree, topo: &Topology) -> Result<(), DiscoverError> {
+    use crate::sysfs::nvml;
+    if !topo.gpus.iter().any(|g| g.vendor == GpuVendor::Nvidia) {
+        return Ok(());
+    }
+    let matrix = topoalign_topology::PairMatrix::build(topo, Default::default());
+    let text =
+        topoalign_render::matrix::render(&matrix, topoalign_render::matrix::MatrixStyle::Tabs);
+    tree.file(Path::new(nvml::TOPO_FILE), &text)?;
+    if let Some(csv) = nvml::memory_csv(topo) {
+        tree.file(Path::new(nvml::MEMORY_FILE), &csv)?;
+    }
     Ok(())
 }
 
@@ -109,7 +134,7 @@ fn io_err(path: &Path, source: std::io::Error) -> DiscoverError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profiles;
+    use topoalign_profiles as profiles;
 
     #[test]
     fn sysfs_view_drops_only_what_nvml_knows() {

@@ -1,5 +1,6 @@
 //! Helpers shared by the parser test files (each file is its own test crate and uses
 //! what it needs).
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 

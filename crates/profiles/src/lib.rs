@@ -1,5 +1,6 @@
 //! Built-in machine profiles: real machines from the user's source documents, embedded in
-//! the binary so that every command runs without hardware.
+//! the binary so that every command runs without hardware, and the fixtures every crate's
+//! tests build on (`topoalign_profiles::get("mi300x-8")`).
 //!
 //! | name | machine | source |
 //! |---|---|---|
