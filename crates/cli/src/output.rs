@@ -1,6 +1,7 @@
-//! Output formats shared by the commands.
+//! Output formats shared by the commands, and how errors reach JSON/YAML readers.
 
 use std::io::Write;
+use std::process::ExitCode;
 
 use anyhow::Context;
 use serde::Serialize;
@@ -32,4 +33,49 @@ pub fn print_structured<T: Serialize>(value: &T, format: Format) -> anyhow::Resu
     out.write_all(text.as_bytes())
         .context("writing to stdout")?;
     Ok(())
+}
+
+/// Prints `table` (text) or `value` (JSON/YAML).
+pub fn print<T: Serialize>(
+    value: &T,
+    format: Format,
+    table: impl FnOnce() -> String,
+) -> anyhow::Result<()> {
+    match format {
+        Format::Table => {
+            print!("{}", table());
+            Ok(())
+        }
+        f => print_structured(value, f),
+    }
+}
+
+/// Runs a command body; with JSON or YAML output an error is also printed on stdout as
+/// `{"error": "..."}`, so a reader of stdout always gets a document. The error still goes
+/// to `main`, which prints it on stderr and exits 2.
+pub fn with_errors(
+    format: Format,
+    body: impl FnOnce() -> anyhow::Result<ExitCode>,
+) -> anyhow::Result<ExitCode> {
+    let result = body();
+    if let (Err(e), Format::Json | Format::Yaml) = (&result, format) {
+        let _ = print_structured(&serde_json::json!({ "error": format!("{e:#}") }), format);
+    }
+    result
+}
+
+/// Prints each warning on stderr.
+pub fn warn(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+}
+
+/// Exit 0 when `ok`, else 1 (a finding, a refusal: not a usage error).
+pub fn exit(ok: bool) -> ExitCode {
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }

@@ -39,8 +39,23 @@ fn tells_the_seed_000_story() {
     };
     assert!(count("restricted") < count("topoalign"), "{summary}");
     assert_eq!(count("topoalign"), 12, "{summary}");
+    // One screen: at most 50 lines of at most 120 columns.
     let lines = s.lines().count();
-    assert!((40..=90).contains(&lines), "{lines} lines");
+    assert!((25..=50).contains(&lines), "{lines} lines");
+    let widest = s.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(widest <= 120, "{widest} columns");
+}
+
+#[test]
+fn every_profile_fits_one_screen_and_the_full_matrix_is_behind_a_flag() {
+    for p in ["mi300x-8", "gb300-4", "dgx-h100", "pcie-2socket"] {
+        let s = demo(&["--profile", p]);
+        assert!(s.lines().count() <= 50, "{p}: {} lines", s.lines().count());
+        assert!(s.lines().all(|l| l.chars().count() <= 120), "{p}:\n{s}");
+        assert!(!s.to_lowercase().contains("seed 0"), "{p}");
+    }
+    assert!(demo(&["--matrix"]).contains("NIC Legend:"));
+    assert!(!demo(&[]).contains("NIC Legend:"));
 }
 
 #[test]
@@ -50,4 +65,13 @@ fn is_deterministic_per_seed_and_rejects_unknown_profiles() {
     let out = run(subcommand("demo").args(["--profile", "nope"]));
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("unknown profile `nope`"));
+}
+
+#[test]
+fn json_output_has_the_numbers() {
+    let out = run_expecting(subcommand("demo").args(["-o", "json"]), 0).stdout;
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["node"], "mi300x-8");
+    assert_eq!(v["gdrPairs"][2], serde_json::json!(["topoalign", 12, 12]));
+    assert_eq!(v["bigPod"][2]["gdr"], 4);
 }

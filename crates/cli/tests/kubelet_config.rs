@@ -185,3 +185,93 @@ fn rollback_restores_the_original() {
     run_expecting(kubelet_config("rollback").arg(&path), 0);
     assert_eq!(fs::read(&path).unwrap(), original);
 }
+
+/// A symlinked KubeletConfiguration: the target is replaced, the link stays a link.
+#[test]
+fn set_through_a_symlink_keeps_the_link() {
+    let (dir, real) = staged("kubeadm-config.yaml");
+    let link = dir.path().join("config.yaml");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    run_expecting(kubelet_config("set").arg(&link).args(SEED_000), 0);
+    assert!(
+        fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(
+        fs::read_to_string(&real)
+            .unwrap()
+            .contains("topologyManagerPolicy: restricted")
+    );
+}
+
+/// Rollback twice used to toggle; the second refuses (exit 2, says why) unless --force.
+#[test]
+fn rollback_twice_refuses_then_force_restores() {
+    let (_dir, path) = staged("kubeadm-config.yaml");
+    let original = fs::read(&path).unwrap();
+    run_expecting(kubelet_config("set").arg(&path).args(SEED_000), 0);
+    let edited = fs::read(&path).unwrap();
+    let first = run_expecting(kubelet_config("rollback").arg(&path), 0).stdout;
+    assert!(
+        first.contains("topologyManagerPolicy: restricted -> best-effort"),
+        "{first}"
+    );
+    let err = run_expecting(kubelet_config("rollback").arg(&path), 2).stderr;
+    assert!(
+        err.contains("would undo that rollback") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(fs::read(&path).unwrap(), original);
+    run_expecting(kubelet_config("rollback").arg(&path).arg("--force"), 0);
+    assert_eq!(fs::read(&path).unwrap(), edited);
+}
+
+/// `show` on a file the kubelet would refuse exits 1 and says why on stderr.
+#[test]
+fn show_of_an_invalid_file_exits_1() {
+    let (dir, _) = staged("kubeadm-config.yaml");
+    let bad = dir.path().join("bad.yaml");
+    fs::write(
+        &bad,
+        "kind: KubeletConfiguration\ntopologyManagerPolicy: strict\n",
+    )
+    .unwrap();
+    let out = run_expecting(kubelet_config("show").arg(&bad), 1);
+    assert!(out.stderr.contains("\"strict\""), "{}", out.stderr);
+}
+
+/// With -o json, errors are a JSON document on stdout too; OS errors are not repeated.
+#[test]
+fn json_output_errors_are_json() {
+    let out = run_expecting(
+        kubelet_config("show")
+            .args(["-o", "json"])
+            .arg("/nonexistent/config.yaml"),
+        2,
+    );
+    let v = json(&out.stdout);
+    let e = v["error"].as_str().unwrap();
+    assert!(e.contains("/nonexistent/config.yaml"), "{e}");
+    assert_eq!(
+        out.stderr.matches("No such file").count(),
+        1,
+        "{}",
+        out.stderr
+    );
+}
+
+/// Changing cpuManagerPolicy without --remove-cpu-manager-state warns on stderr.
+#[test]
+fn cpu_policy_change_warns_about_the_checkpoint() {
+    let (_dir, path) = staged("kubeadm-config.yaml");
+    let out = run_expecting(kubelet_config("set").arg(&path).args(SEED_000), 0);
+    assert!(
+        out.stderr
+            .contains("warning: cpuManagerPolicy changes none -> static")
+            && out.stderr.contains("cpu_manager_state"),
+        "{}",
+        out.stderr
+    );
+}

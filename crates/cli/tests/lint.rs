@@ -87,3 +87,46 @@ fn bad_input_is_exit_2() {
     // Malformed documents are findings (exit 1), not crashes.
     run_expecting(&mut lint_fixture("broken.yaml"), 1);
 }
+
+/// Invalid quantities are errors at `file:line` of the field, with its path.
+#[test]
+fn invalid_quantities_point_at_their_line() {
+    let out = run_expecting(&mut lint_fixture("invalid-quantities.yaml"), 1).stdout;
+    assert!(
+        out.contains("invalid-quantities.yaml:12 (document 1) Pod/bad-amounts spec.containers[0].resources.limits[\"amd.com/gpu\"]: error [invalid-quantity]"),
+        "{out}"
+    );
+    assert!(out.contains("invalid-quantities.yaml:13 "), "{out}");
+    assert!(out.contains("[node-capacity]"), "{out}");
+}
+
+/// The command lint suggests runs as printed (on a copy of a real KubeletConfiguration).
+#[test]
+fn suggested_fix_runs_as_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::copy(
+        test_data("kubelet", "fixtures/kubeadm-config.yaml"),
+        &config,
+    )
+    .unwrap();
+    let out = run_expecting(
+        lint_fixture("seed000-topology-test.yaml")
+            .args(["--policy", "none", "--kubelet-config"])
+            .arg(&config),
+        0,
+    )
+    .stdout;
+    let start = out.find("`topoalign ").unwrap() + 1;
+    let command = &out[start..start + out[start..].find('`').unwrap()];
+    let words: Vec<&str> = command.split_whitespace().collect();
+    assert_eq!(words[0], "topoalign");
+    // Run it with the state file pointed into the temp directory instead of /var/lib/kubelet.
+    let state = dir.path().join("cpu_manager_state");
+    let mut args: Vec<String> = words[1..].iter().map(|w| w.to_string()).collect();
+    args.push(state.display().to_string());
+    let done = run_expecting(common::topoalign().args(&args), 0);
+    assert!(done.stdout.contains("wrote"), "{}", done.stdout);
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains("cpuManagerPolicy: static"), "{text}");
+}

@@ -141,3 +141,26 @@ fn memory_is_a_kubernetes_quantity() {
     assert_eq!(code, 2);
     assert!(err.contains("positive"), "{err}");
 }
+
+/// An unsatisfiable `plan -o json` used to print nothing on stdout: now a JSON error.
+#[test]
+fn unsatisfiable_json_prints_a_json_error() {
+    let out = run(subcommand("plan").args(["--gpus", "9", "-o", "json"]));
+    assert_eq!(out.code, 1);
+    let v = json(&out.stdout);
+    assert_eq!(v["unsatisfiable"], true);
+    assert!(v["error"].as_str().unwrap().contains("GPU"), "{v}");
+    let (code, err) = fails(&["--gpus", "-1"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not a count from 0 to 4096"), "{err}");
+}
+
+/// The table names devices, not only addresses.
+#[test]
+fn table_names_gpus_and_nics() {
+    let out = run_expecting(subcommand("plan").args(["--gpus", "1", "--nics", "1"]), 0).stdout;
+    assert!(
+        out.contains("GPU0 (0000:") && out.contains("mlx5_0"),
+        "{out}"
+    );
+}

@@ -60,3 +60,24 @@ fn bad_parameters_exit_2_with_a_clear_message() {
         assert!(err.contains(want), "{args:?}: {err}");
     }
 }
+
+/// Bounds name the flag at fault: a zero count in --fleet blames --fleet (not --nodes), a
+/// --duration that would generate too many arrivals is refused before it runs.
+#[test]
+fn bounds_blame_the_right_flag() {
+    for (args, want) in [
+        (vec!["--fleet", "mi300x-8=0"], "invalid --fleet"),
+        (vec!["--duration", "1e12"], "invalid --duration"),
+        (vec!["--duration", "0"], "invalid --duration"),
+        (vec!["--pods", "0"], "invalid --pods"),
+        (vec!["--nodes", "1000000"], "invalid --nodes"),
+    ] {
+        let out = run(subcommand("simulate").args(&args));
+        assert_eq!(out.code, 2, "{args:?}");
+        assert!(out.stderr.contains(want), "{args:?}: {}", out.stderr);
+    }
+    // No progress bar when stderr is not a terminal (as here), nor with --quiet.
+    let out = run(subcommand("simulate").args(["--nodes", "2", "--pods", "20", "-q"]));
+    assert_eq!(out.code, 0);
+    assert!(out.stderr.is_empty(), "{}", out.stderr);
+}

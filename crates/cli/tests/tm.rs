@@ -221,3 +221,64 @@ fn bad_input_is_a_clear_error_with_exit_2() {
     assert_eq!(rc, 2);
     assert!(err.contains("usage.gpus[0]"), "{err}");
 }
+
+/// The differential test's entry point: one JSON result per case line, in order.
+#[test]
+fn merge_cases_reads_json_lines_and_names_bad_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = write_file(
+        dir.path(),
+        "cases.jsonl",
+        concat!(
+            r#"{"id":"none","policy":"none","scope":"pod","options":{"bogus":"x"},"numaNodes":[0,1],"distances":[[10,20],[20,10]],"providers":[{"gpu":[{"affinity":[0],"preferred":true}]}]}"#,
+            "\n",
+            r#"{"id":"ws","policy":"restricted","scope":"container","options":{"max-allowable-numa-nodes":" 16"},"numaNodes":[0,1],"providers":[]}"#,
+            "\n",
+            r#"{"id":"r","policy":"restricted","scope":"container","numaNodes":[0,1],"providers":[{"a":[{"affinity":[0],"preferred":true}]},{"b":[{"affinity":[1],"preferred":true}]}]}"#,
+            "\n"
+        ),
+    );
+    let out = run_expecting(
+        tm().args(["merge-cases", "-o", "json", "--input"])
+            .arg(&cases),
+        0,
+    );
+    let v = json(&out.stdout);
+    assert_eq!(
+        v,
+        serde_json::json!([
+            {"id": "none", "error": null, "affinity": null, "preferred": false, "admit": true},
+            {"id": "ws", "error": v[1]["error"], "affinity": null, "preferred": false, "admit": false},
+            {"id": "r", "error": null, "affinity": [0, 1], "preferred": false, "admit": false},
+        ])
+    );
+    assert!(
+        v[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("max-allowable-numa-nodes")
+    );
+    let bad = write_file(
+        dir.path(),
+        "bad.jsonl",
+        "\n{\"id\":\"x\",\"policy\":\"none\"}\n",
+    );
+    let out = run(tm().args(["merge-cases", "--input"]).arg(&bad));
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("line 2: scope"), "{}", out.stderr);
+    assert!(json(&out.stdout)["error"].as_str().is_some());
+}
+
+/// `--draws 0` used to print "admitted 1/1"; `--gpus -1` gets a clear message.
+#[test]
+fn bounds_on_draws_and_counts() {
+    let (rc, err) = stderr_of(tm().args(["--matrix", "--draws", "0"]));
+    assert_eq!(rc, 2);
+    assert!(
+        err.contains("--draws") && err.contains("at least 1"),
+        "{err}"
+    );
+    let (rc, err) = stderr_of(tm().args(["--profile", "mi300x-8", "--gpus", "-1"]));
+    assert_eq!(rc, 2);
+    assert!(err.contains("not a device count from 0 to 4096"), "{err}");
+}

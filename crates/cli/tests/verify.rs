@@ -114,3 +114,26 @@ fn bad_input_is_a_usage_error() {
     let err = &out.stderr;
     assert!(err.contains("uverbs0") && err.contains("ibdev"), "{err}");
 }
+
+/// A --dev-root that does not exist used to exit 0; now exit 2 with the reason.
+#[test]
+fn missing_dev_root_is_an_error() {
+    let (_g, root, _dev) = pod();
+    let out = verify(&root, Path::new("/nonexistent/dev"), "", &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--dev-root /nonexistent/dev"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// No visible GPU fails even without --require.
+#[test]
+fn zero_visible_gpus_fails_without_require() {
+    let (_g, root, dev) = pod();
+    fs::remove_file(dev.join("dri/renderD128")).unwrap();
+    let out = verify(&root, &dev, "", &[]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("no GPU is visible"), "{}", out.stderr);
+}

@@ -110,6 +110,15 @@ pub struct SimReport {
 
 /// Runs the simulation.
 pub fn simulate(config: &SimConfig) -> Result<SimReport, FleetError> {
+    simulate_with_progress(config, &mut |_, _| {})
+}
+
+/// Runs the simulation, calling `progress(done, total)` as pods are processed (total =
+/// pods × policies), at most every 256 pods and once at the end of each policy.
+pub fn simulate_with_progress(
+    config: &SimConfig,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<SimReport, FleetError> {
     config.validate()?;
     let pods = workload::generate(&config.workload, config.seed)?;
     // One model, DRA publication, kubelet and planner per node type, shared by every
@@ -129,11 +138,13 @@ pub fn simulate(config: &SimConfig) -> Result<SimReport, FleetError> {
         StreamLength::Duration(d) => d,
         StreamLength::Pods(_) => pods.last().map_or(0.0, |p| p.at),
     };
-    let policies = config
-        .policies
-        .iter()
-        .map(|&p| Run::new(p, config, &kinds, &node_kind, horizon).execute(&pods))
-        .collect::<Result<Vec<_>, _>>()?;
+    let total = (pods.len() * config.policies.len()) as u64;
+    let mut policies = Vec::new();
+    for (k, &p) in config.policies.iter().enumerate() {
+        let base = (k * pods.len()) as u64;
+        let run = Run::new(p, config, &kinds, &node_kind, horizon);
+        policies.push(run.execute(&pods, &mut |done| progress(base + done, total))?);
+    }
     Ok(SimReport {
         seed: config.seed,
         fleet: config
@@ -227,8 +238,15 @@ impl<'a, 't> Run<'a, 't> {
         }
     }
 
-    fn execute(mut self, pods: &[PodArrival]) -> Result<PolicyReport, FleetError> {
-        for pod in pods {
+    fn execute(
+        mut self,
+        pods: &[PodArrival],
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<PolicyReport, FleetError> {
+        for (i, pod) in pods.iter().enumerate() {
+            if i % 256 == 0 {
+                progress(i as u64);
+            }
             self.depart_until(pod.at)?;
             self.sample_until(pod.at);
             self.expire(pod.at);
@@ -243,6 +261,7 @@ impl<'a, 't> Run<'a, 't> {
         self.report.left_pending = self.pending.len() as u64;
         self.report.running_at_end = self.departures.len() as u64;
         self.report.finish();
+        progress(pods.len() as u64);
         Ok(self.report)
     }
 

@@ -15,6 +15,14 @@ pub enum FleetError {
         /// What would have been accepted.
         expected: String,
     },
+    /// A profile name that is not a built-in profile.
+    #[error("unknown profile `{name}`: expected one of {known}")]
+    UnknownProfile {
+        /// The name given.
+        name: String,
+        /// The known names.
+        known: String,
+    },
     /// A policy name that is not one of the four.
     #[error("unknown policy `{0}`: expected one of blind, tm-restricted, dra-first-fit, topoalign")]
     UnknownPolicy(String),

@@ -19,24 +19,28 @@
 //! solution in slice/device order, backtracking, no scoring). Every random choice comes
 //! from [`rng::SplitMix64`] seeded by the user: same seed, same numbers.
 
+pub mod demo;
 pub mod dra;
 pub mod engine;
 pub mod error;
 pub mod kubelet;
 pub mod metrics;
 pub mod node;
+pub mod options;
 pub mod placers;
 pub mod policy;
 pub mod rng;
 pub mod svg;
 #[cfg(test)]
 mod testing;
+pub mod text;
 pub mod workload;
 
-pub use engine::{NodeGroup, SimConfig, SimReport, simulate};
+pub use engine::{NodeGroup, SimConfig, SimReport, simulate, simulate_with_progress};
 pub use error::FleetError;
 pub use metrics::{PolicyReport, SizeStats, UtilSample};
 pub use node::{Assignment, NodeModel, NodeState, PairCounts};
+pub use options::{SimOptions, parse_fleet};
 pub use placers::{Attempt, NodeKind, PlaceOptions};
 pub use policy::Policy;
 pub use workload::{Mix, PodArrival, StreamLength, WorkloadSpec};

@@ -9,7 +9,7 @@ use crate::workload::PodArrival;
 
 /// A built-in profile.
 pub(crate) fn topology(name: &str) -> Arc<Topology> {
-    Arc::new(topoalign_discover::profiles::get(name).unwrap())
+    Arc::new(topoalign_profiles::get(name).unwrap())
 }
 
 /// The node model of a built-in profile.

@@ -12,7 +12,7 @@ fn config(fleet: &[(&str, usize)], seed: u64, pods: usize) -> SimConfig {
     let fleet: Vec<NodeGroup> = fleet
         .iter()
         .map(|&(p, count)| NodeGroup {
-            topology: Arc::new(topoalign_discover::profiles::get(p).unwrap()),
+            topology: Arc::new(topoalign_profiles::get(p).unwrap()),
             count,
         })
         .collect();

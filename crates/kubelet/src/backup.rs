@@ -1,12 +1,40 @@
-//! Timestamped backups `FILE.bak.<UTC timestamp>` and finding the newest one.
+//! Timestamped backups `FILE.bak.<UTC timestamp>` (made by `set`) and
+//! `FILE.bak.<UTC timestamp>.pre-rollback` (made by `rollback` of the file it replaces),
+//! written with the one atomic writer, and finding the newest one.
 
 use std::fs;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::atomic::{NoHook, write_atomic};
+use topoalign_atomic::{Hook, WriteOptions, write_with};
+
 use crate::error::ConfigError;
 use crate::timestamp::format_utc;
+
+/// The name suffix of a backup that `rollback` made.
+pub const PRE_ROLLBACK_SUFFIX: &str = ".pre-rollback";
+
+/// Who made a backup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackupKind {
+    /// `set`, before changing the file.
+    Set,
+    /// `rollback`, of the file it replaced.
+    PreRollback,
+}
+
+impl BackupKind {
+    /// The kind of a backup, from its name.
+    pub fn of(path: &Path) -> BackupKind {
+        if path.to_string_lossy().ends_with(PRE_ROLLBACK_SUFFIX) {
+            BackupKind::PreRollback
+        } else {
+            BackupKind::Set
+        }
+    }
+}
 
 /// The backup name prefix of `file`: `<file name>.bak.`.
 fn backup_prefix(file: &Path) -> String {
@@ -17,19 +45,29 @@ fn backup_prefix(file: &Path) -> String {
     format!("{name}.bak.")
 }
 
-/// Writes a copy of `bytes` (the current content of `file`) as `FILE.bak.<now>`, with the
-/// permissions of `file`; returns the backup's path. Never overwrites an existing backup.
-pub fn write_backup(file: &Path, bytes: &[u8], now: SystemTime) -> Result<PathBuf, ConfigError> {
-    let permissions = fs::metadata(file).ok().map(|m| m.permissions());
-    let stamp = format_utc(now);
-    let base = format!("{}{}", file.display(), &format!(".bak.{stamp}"));
-    let mut candidate = PathBuf::from(&base);
+/// Writes a copy of `bytes` (the current content of `file`) as `FILE.bak.<now>` (with
+/// [`PRE_ROLLBACK_SUFFIX`] for [`BackupKind::PreRollback`]), with the mode of `file`;
+/// returns the backup's path. Never overwrites an existing backup.
+pub fn write_backup(
+    file: &Path,
+    bytes: &[u8],
+    now: SystemTime,
+    kind: BackupKind,
+    hook: Option<Hook<'_>>,
+) -> Result<PathBuf, ConfigError> {
+    let mode = fs::metadata(file).ok().map(|m| m.mode() & 0o7777);
+    let suffix = match kind {
+        BackupKind::Set => "",
+        BackupKind::PreRollback => PRE_ROLLBACK_SUFFIX,
+    };
+    let base = format!("{}.bak.{}", file.display(), format_utc(now));
+    let mut candidate = PathBuf::from(format!("{base}{suffix}"));
     let mut n = 1;
-    while candidate.exists() {
-        candidate = PathBuf::from(format!("{base}-{n:03}"));
+    while fs::symlink_metadata(&candidate).is_ok() {
+        candidate = PathBuf::from(format!("{base}-{n:03}{suffix}"));
         n += 1;
     }
-    write_atomic(&candidate, bytes, permissions, &NoHook)?;
+    write_with(&candidate, bytes, WriteOptions { mode, hook })?;
     Ok(candidate)
 }
 
@@ -76,13 +114,28 @@ mod tests {
         fs::write(&f, "x").unwrap();
         let t1 = UNIX_EPOCH + Duration::from_secs(1_750_000_000);
         let t2 = t1 + Duration::from_secs(3600);
-        let b2 = write_backup(&f, b"two", t2).unwrap();
-        let b1 = write_backup(&f, b"one", t1).unwrap();
-        let b2bis = write_backup(&f, b"two-bis", t2).unwrap();
+        let b2 = write_backup(&f, b"two", t2, BackupKind::Set, None).unwrap();
+        let b1 = write_backup(&f, b"one", t1, BackupKind::Set, None).unwrap();
+        let b2bis = write_backup(&f, b"two-bis", t2, BackupKind::Set, None).unwrap();
         assert_ne!(b2, b2bis);
         assert_eq!(list_backups(&f).unwrap(), vec![b1, b2, b2bis.clone()]);
         assert_eq!(newest_backup(&f).unwrap(), b2bis);
         assert_eq!(fs::read(&b2bis).unwrap(), b"two-bis");
+        let pre = write_backup(&f, b"cur", t2, BackupKind::PreRollback, None).unwrap();
+        assert_eq!(BackupKind::of(&pre), BackupKind::PreRollback);
+        assert_eq!(BackupKind::of(&b2bis), BackupKind::Set);
+        assert_eq!(newest_backup(&f).unwrap(), pre);
+    }
+
+    #[test]
+    fn backup_keeps_the_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("c.yaml");
+        fs::write(&f, "x").unwrap();
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o600)).unwrap();
+        let b = write_backup(&f, b"x", UNIX_EPOCH, BackupKind::Set, None).unwrap();
+        assert_eq!(fs::metadata(b).unwrap().mode() & 0o777, 0o600);
     }
 
     #[test]

@@ -72,15 +72,9 @@ pub fn apply_updates(
     (new, effective)
 }
 
-/// Parses one `--topology-manager-option` argument `name=value`.
-pub fn parse_option_arg(arg: &str) -> Result<(String, String), String> {
-    match arg.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
-        _ => Err(format!(
-            "`{arg}` is not name=value (e.g. prefer-closest-numa-nodes=true)"
-        )),
-    }
-}
+/// Parses one `--topology-manager-option` argument `name=value` (the simulator's one
+/// definition).
+pub use topoalign_tm::parse_option_arg;
 
 #[cfg(test)]
 mod tests {

@@ -53,6 +53,11 @@ impl ConfigDocument {
     /// Reads and parses `path`.
     pub fn read(path: &Path) -> Result<ConfigDocument, ConfigError> {
         let bytes = std::fs::read(path).map_err(|e| ConfigError::io("reading", path, e))?;
+        ConfigDocument::from_bytes(path, bytes)
+    }
+
+    /// Parses the bytes of a file (`path` names it in errors and picks the syntax).
+    pub fn from_bytes(path: &Path, bytes: Vec<u8>) -> Result<ConfigDocument, ConfigError> {
         let text = String::from_utf8(bytes).map_err(|e| ConfigError::NotKubeletConfig {
             path: path.to_path_buf(),
             why: format!(
@@ -80,6 +85,12 @@ impl ConfigDocument {
         })
     }
 
+    /// The settings the Topology Manager simulator reads: the one interpretation of a
+    /// KubeletConfiguration's topology fields (`topoalign_tm::Settings`).
+    pub fn tm_settings(&self) -> Result<topoalign_tm::Settings, topoalign_tm::ConfigError> {
+        topoalign_tm::Settings::from_kubelet_config(&Value::Object(self.fields.clone()))
+    }
+
     /// The string value of a top-level field, when it is a string.
     pub fn str_field(&self, key: &str) -> Option<&str> {
         self.fields.get(key).and_then(Value::as_str)
@@ -101,7 +112,7 @@ pub fn parse_value(path: &Path, format: ConfigFormat, text: &str) -> Result<Valu
             }
             serde_saphyr::from_str::<Value>(text).map_err(|e| ConfigError::Yaml {
                 path: path.to_path_buf(),
-                message: e.to_string(),
+                message: topoalign_tm::request::yaml_error(&e),
             })
         }
     }

@@ -92,10 +92,16 @@ fn parse_key_line(line: &str) -> Option<(String, String)> {
     Some((key, line[..=colon_at].to_string()))
 }
 
+/// Why a YAML KubeletConfiguration cannot be edited line by line without losing comments
+/// or order (the line and what is there).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LayoutError(pub String);
+
 impl YamlLayout {
     /// Analyses `text`; fails (with the reason) when the layout is not a single
     /// block mapping this editor can change line by line.
-    pub fn parse(text: &str) -> Result<YamlLayout, String> {
+    pub fn parse(text: &str) -> Result<YamlLayout, LayoutError> {
         let eol = if text.contains("\r\n") { "\r\n" } else { "\n" };
         let final_newline = text.ends_with('\n');
         let lines: Vec<String> = text
@@ -117,10 +123,10 @@ impl YamlLayout {
                     if is_blank_or_comment(line) {
                         continue;
                     }
-                    return Err(format!(
+                    return Err(LayoutError(format!(
                         "line {}: indented content before the first key",
                         i + 1
-                    ));
+                    )));
                 };
                 if !is_blank_or_comment(line) {
                     last.last_line = i;
@@ -138,10 +144,10 @@ impl YamlLayout {
                 if entries.is_empty() {
                     continue;
                 }
-                return Err(format!(
+                return Err(LayoutError(format!(
                     "line {}: a second YAML document starts here; expected one KubeletConfiguration",
                     i + 1
-                ));
+                )));
             }
             if line.starts_with('%') && entries.is_empty() {
                 continue;
@@ -149,7 +155,10 @@ impl YamlLayout {
             match parse_key_line(line) {
                 Some((key, key_prefix)) => {
                     if entries.iter().any(|e| e.key == key) {
-                        return Err(format!("line {}: duplicate top-level key `{key}`", i + 1));
+                        return Err(LayoutError(format!(
+                            "line {}: duplicate top-level key `{key}`",
+                            i + 1
+                        )));
                     }
                     entries.push(TopLevelEntry {
                         key,
@@ -159,11 +168,11 @@ impl YamlLayout {
                     });
                 }
                 None => {
-                    return Err(format!(
+                    return Err(LayoutError(format!(
                         "line {}: `{}` is not a top-level `key: value` line (flow style, document markers and complex keys are not edited)",
                         i + 1,
                         line.chars().take(40).collect::<String>()
-                    ));
+                    )));
                 }
             }
         }

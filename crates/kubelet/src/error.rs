@@ -6,15 +6,18 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read or written.
-    #[error("{action} {path}: {source}")]
+    #[error("{action} {path}: {error}")]
     Io {
         /// What was being done (`reading`, `writing`, ...).
         action: &'static str,
         /// The file concerned.
         path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
+        /// The operating system's error (shown in the message, not repeated as a cause).
+        error: std::io::Error,
     },
+    /// An atomic write failed (the target is left as it was, or holds the whole new text).
+    #[error("{0}")]
+    Write(topoalign_atomic::AtomicWriteError),
     /// The file is not valid JSON.
     #[error("{path}: not valid JSON (line {line}, column {column}): {message}")]
     Json {
@@ -73,6 +76,19 @@ pub enum ConfigError {
         /// The backup name pattern searched.
         pattern: String,
     },
+    /// The newest backup is the copy a rollback made of the file it replaced: restoring it
+    /// would undo that rollback.
+    #[error(
+        "the newest backup {} is the copy the last rollback made of the file it replaced; restoring it would undo that rollback. Pass --backup {} (or --force) to restore it anyway{}",
+        backup.display(), backup.display(),
+        older.as_ref().map(|o| format!(", or --backup {} for the one before", o.display())).unwrap_or_default()
+    )]
+    WouldUndoRollback {
+        /// The pre-rollback backup.
+        backup: PathBuf,
+        /// The newest backup made by `set`, when there is one.
+        older: Option<PathBuf>,
+    },
 }
 
 impl ConfigError {
@@ -81,7 +97,13 @@ impl ConfigError {
         ConfigError::Io {
             action,
             path: path.to_path_buf(),
-            source,
+            error: source,
         }
+    }
+}
+
+impl From<topoalign_atomic::AtomicWriteError> for ConfigError {
+    fn from(e: topoalign_atomic::AtomicWriteError) -> Self {
+        ConfigError::Write(e)
     }
 }

@@ -6,10 +6,11 @@
 //! - [`plan_set`] validates a [`ChangeRequest`] the way the kubelet would, renders the
 //!   new file (JSON: same key order and indent; YAML: only changed top-level entries are
 //!   rewritten, so comments survive) and proves it re-parses to the intended values;
-//!   [`apply_set`] writes it (backup `FILE.bak.<UTC>`, temp file + fsync + rename).
-//! - [`rollback`] restores the newest (or a given) backup the same way.
+//!   [`apply_set`] writes it (backup `FILE.bak.<UTC>`, then `topoalign_atomic`: through
+//!   symlinks, mode and owner kept, temp file + fsync + rename + directory fsync).
+//! - [`rollback`] restores the newest (or a given) backup the same way, saying what changes,
+//!   and refuses to undo the previous rollback unless forced.
 
-pub mod atomic;
 pub mod backup;
 pub mod change;
 pub mod diff;
@@ -19,15 +20,19 @@ pub mod edit_yaml;
 pub mod error;
 pub mod ops;
 pub mod settings;
+pub mod text;
 pub mod timestamp;
 pub mod validate;
 
-pub use atomic::{NoHook, WriteHook};
+pub use backup::BackupKind;
 pub use change::{ChangeRequest, parse_option_arg};
 pub use document::{ConfigDocument, ConfigFormat};
 pub use error::ConfigError;
 pub use ops::{
-    Applied, DEFAULT_CPU_MANAGER_STATE, RolledBack, SetPlan, apply_set, plan_set, rollback,
+    Applied, DEFAULT_CPU_MANAGER_STATE, FieldChange, RollbackOptions, RolledBack, SetPlan,
+    apply_set, cpu_state_warning, plan_set, rollback,
 };
 pub use settings::{Setting, topology_settings};
+pub use text::{NEXT_STEPS, display_value};
+pub use topoalign_atomic::{Hook, WriteStep};
 pub use validate::{Validation, validate};

@@ -6,8 +6,9 @@ use std::time::SystemTime;
 
 use serde_json::{Map, Value};
 
-use crate::atomic::{WriteHook, write_atomic};
-use crate::backup::{newest_backup, write_backup};
+use topoalign_atomic::{Hook, WriteOptions, write_with};
+
+use crate::backup::{BackupKind, list_backups, write_backup};
 use crate::change::{ChangeRequest, apply_updates};
 use crate::diff::unified_diff;
 use crate::document::{ConfigDocument, ConfigFormat, check_kubelet_config, parse_value};
@@ -126,24 +127,39 @@ fn render(
             }
         }),
         ConfigFormat::Yaml => {
-            let layout = YamlLayout::parse(&document.text).map_err(|why| {
-                ConfigError::UnsupportedLayout {
+            let layout =
+                YamlLayout::parse(&document.text).map_err(|e| ConfigError::UnsupportedLayout {
                     path: document.path.clone(),
-                    why,
-                }
-            })?;
+                    why: e.0,
+                })?;
             Ok(layout.apply(changes))
         }
     }
 }
 
 /// What a write did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Applied {
     /// The backup of the previous content.
     pub backup: PathBuf,
     /// The CPU manager checkpoint removed, when one was.
     pub removed_cpu_state: Option<PathBuf>,
+    /// What the operator must still do (e.g. remove the CPU manager checkpoint).
+    pub warnings: Vec<String>,
+}
+
+/// The warning due when `cpuManagerPolicy` changes from `from` to `to` and the CPU
+/// manager checkpoint is not removed (`handled` false): the kubelet refuses to start with
+/// a checkpoint written under another policy.
+pub fn cpu_state_warning(from: &str, to: &str, handled: bool) -> Option<String> {
+    (from != to && !handled).then(|| {
+        format!(
+            "cpuManagerPolicy changes {from} -> {to} but the CPU manager checkpoint is kept: \
+             the kubelet refuses to start with a checkpoint of another policy; remove \
+             {DEFAULT_CPU_MANAGER_STATE} before restarting (or pass --remove-cpu-manager-state)"
+        )
+    })
 }
 
 /// Removes the CPU manager checkpoint at `state` when the policy changes; a missing file
@@ -159,14 +175,23 @@ fn remove_cpu_state(state: Option<&Path>, changes: bool) -> Result<Option<PathBu
     }
 }
 
+/// The mode of the file `path` resolves to.
+fn mode_of(path: &Path) -> Result<u32, ConfigError> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path)
+        .map(|m| m.mode() & 0o7777)
+        .map_err(|e| ConfigError::io("reading metadata of", path, e))
+}
+
 /// Writes a plan: checks the file did not change since it was read, writes the backup,
-/// replaces the file atomically (keeping its permissions), then removes the CPU manager
-/// checkpoint `cpu_state` if the CPU manager policy changed.
+/// replaces the file atomically (through a symlink to its target, keeping mode and owner),
+/// then removes the CPU manager checkpoint `cpu_state` if the CPU manager policy changed.
+/// `hook` (tests) is called at every step of both writes.
 pub fn apply_set(
     plan: &SetPlan,
     cpu_state: Option<&Path>,
     now: SystemTime,
-    hook: &dyn WriteHook,
+    hook: Option<Hook<'_>>,
 ) -> Result<Applied, ConfigError> {
     let path = &plan.document.path;
     let current = fs::read(path).map_err(|e| ConfigError::io("re-reading", path, e))?;
@@ -176,42 +201,115 @@ pub fn apply_set(
             why: "the file changed while it was being edited; run the command again".into(),
         });
     }
-    let permissions = fs::metadata(path)
-        .map_err(|e| ConfigError::io("reading metadata of", path, e))?
-        .permissions();
-    let backup = write_backup(path, &current, now)?;
-    write_atomic(path, plan.new_text.as_bytes(), Some(permissions), hook)?;
+    let mode = mode_of(path)?;
+    let backup = write_backup(path, &current, now, BackupKind::Set, hook)?;
+    write_with(
+        path,
+        plan.new_text.as_bytes(),
+        WriteOptions {
+            mode: Some(mode),
+            hook,
+        },
+    )?;
     let removed_cpu_state = remove_cpu_state(cpu_state, plan.cpu_policy_changes())?;
+    let warnings = cpu_state_warning(&plan.cpu_policy.0, &plan.cpu_policy.1, cpu_state.is_some())
+        .into_iter()
+        .collect();
     Ok(Applied {
         backup,
         removed_cpu_state,
+        warnings,
     })
 }
 
+/// What `rollback` restores, and how.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RollbackOptions<'a> {
+    /// This backup instead of the newest one.
+    pub backup: Option<&'a Path>,
+    /// Restore the newest backup even when it is the copy the last rollback made.
+    pub force: bool,
+    /// Remove this CPU manager checkpoint when the CPU manager policy changes.
+    pub cpu_state: Option<&'a Path>,
+}
+
+/// One top-level field that a rollback changes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FieldChange {
+    /// The field.
+    pub field: String,
+    /// Its value now (absent: not set).
+    pub from: Option<Value>,
+    /// Its value after the rollback (absent: not set).
+    pub to: Option<Value>,
+}
+
 /// What a rollback did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RolledBack {
     /// The backup restored.
     pub restored: PathBuf,
+    /// Who made that backup.
+    pub restored_kind: BackupKind,
     /// The backup of the content it replaced (absent when the file did not exist).
     pub backup_of_current: Option<PathBuf>,
+    /// The top-level fields that changed (empty when the current file was unreadable).
+    pub changes: Vec<FieldChange>,
     /// The CPU manager checkpoint removed, when one was.
     pub removed_cpu_state: Option<PathBuf>,
+    /// What the operator must still do.
+    pub warnings: Vec<String>,
 }
 
-/// Restores `backup` (or the newest `FILE.bak.*`) over `file` atomically, after backing up
-/// the current content. The backup must itself be a valid KubeletConfiguration.
+/// Chooses the backup to restore: the given one, else the newest, refusing a
+/// pre-rollback copy (it would undo the last rollback) unless `force`.
+fn choose_backup(file: &Path, options: &RollbackOptions<'_>) -> Result<PathBuf, ConfigError> {
+    if let Some(b) = options.backup {
+        return Ok(b.to_path_buf());
+    }
+    let all = list_backups(file)?;
+    let newest = all.last().cloned().ok_or_else(|| ConfigError::NoBackup {
+        pattern: format!("{}.bak.*", file.display()),
+    })?;
+    if BackupKind::of(&newest) == BackupKind::PreRollback && !options.force {
+        let older = all
+            .iter()
+            .rev()
+            .find(|b| BackupKind::of(b) == BackupKind::Set)
+            .cloned();
+        return Err(ConfigError::WouldUndoRollback {
+            backup: newest,
+            older,
+        });
+    }
+    Ok(newest)
+}
+
+/// The top-level fields that differ between `from` and `to`, in `from`'s order then `to`'s.
+fn field_changes(from: &Map<String, Value>, to: &Map<String, Value>) -> Vec<FieldChange> {
+    let mut keys: Vec<&String> = from.keys().collect();
+    keys.extend(to.keys().filter(|k| !from.contains_key(*k)));
+    keys.into_iter()
+        .filter(|k| from.get(*k) != to.get(*k))
+        .map(|k| FieldChange {
+            field: k.clone(),
+            from: from.get(k).cloned(),
+            to: to.get(k).cloned(),
+        })
+        .collect()
+}
+
+/// Restores a backup (see [`RollbackOptions`]) over `file` atomically, after backing up the
+/// current content as a pre-rollback copy. The backup must itself be a valid
+/// KubeletConfiguration.
 pub fn rollback(
     file: &Path,
-    backup: Option<&Path>,
-    cpu_state: Option<&Path>,
+    options: RollbackOptions<'_>,
     now: SystemTime,
-    hook: &dyn WriteHook,
+    hook: Option<Hook<'_>>,
 ) -> Result<RolledBack, ConfigError> {
-    let restored = match backup {
-        Some(b) => b.to_path_buf(),
-        None => newest_backup(file)?,
-    };
+    let restored = choose_backup(file, &options)?;
     let bytes = fs::read(&restored).map_err(|e| ConfigError::io("reading", &restored, e))?;
     let text = String::from_utf8(bytes.clone()).map_err(|_| ConfigError::NotKubeletConfig {
         path: restored.clone(),
@@ -219,35 +317,46 @@ pub fn rollback(
     })?;
     let format = ConfigFormat::detect(file, &text);
     let restored_doc = ConfigDocument::parse(&restored, format, text)?;
-    let (current, permissions) = match fs::read(file) {
-        Ok(c) => {
-            let meta =
-                fs::metadata(file).map_err(|e| ConfigError::io("reading metadata of", file, e))?;
-            (Some(c), meta.permissions())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let meta = fs::metadata(&restored)
-                .map_err(|e| ConfigError::io("reading metadata of", &restored, e))?;
-            (None, meta.permissions())
-        }
+    let (current, mode) = match fs::read(file) {
+        Ok(c) => (Some(c), mode_of(file)?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, mode_of(&restored)?),
         Err(e) => return Err(ConfigError::io("reading", file, e)),
     };
-    let current_policy = current
+    let current_fields = current
         .as_deref()
         .and_then(|c| std::str::from_utf8(c).ok())
         .and_then(|t| parse_value(file, format, t).ok())
-        .and_then(|v| v.as_object().map(cpu_policy))
-        .unwrap_or_else(|| "none".to_string());
+        .and_then(|v| match v {
+            Value::Object(m) => Some(m),
+            _ => None,
+        })
+        .unwrap_or_default();
     let backup_of_current = match &current {
-        Some(c) => Some(write_backup(file, c, now)?),
+        Some(c) => Some(write_backup(file, c, now, BackupKind::PreRollback, hook)?),
         None => None,
     };
-    write_atomic(file, &bytes, Some(permissions), hook)?;
-    let changes = current_policy != cpu_policy(&restored_doc.fields);
-    let removed_cpu_state = remove_cpu_state(cpu_state, changes)?;
+    write_with(
+        file,
+        &bytes,
+        WriteOptions {
+            mode: Some(mode),
+            hook,
+        },
+    )?;
+    let (from, to) = (
+        cpu_policy(&current_fields),
+        cpu_policy(&restored_doc.fields),
+    );
+    let removed_cpu_state = remove_cpu_state(options.cpu_state, from != to)?;
+    let warnings = cpu_state_warning(&from, &to, options.cpu_state.is_some())
+        .into_iter()
+        .collect();
     Ok(RolledBack {
+        restored_kind: BackupKind::of(&restored),
         restored,
         backup_of_current,
+        changes: field_changes(&current_fields, &restored_doc.fields),
         removed_cpu_state,
+        warnings,
     })
 }

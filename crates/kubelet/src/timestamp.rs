@@ -1,46 +1,25 @@
-//! UTC timestamps for backup names, without a date library.
+//! UTC timestamps for backup names (`jiff`).
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
-/// Civil date (year, month, day) of a day count since 1970-01-01 (proleptic Gregorian).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    // Shift the epoch to 0000-03-01 so leap days fall at the end of a year.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153; // 0 = March
-    let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u32;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    } as u32;
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-/// Formats a time as `YYYYMMDDTHHMMSS.mmmZ` (UTC, sortable as text).
+/// Formats a time as `YYYYMMDDTHHMMSS.mmmZ` (UTC, sortable as text). Times before 1970
+/// (a clock that is badly wrong) are written as the epoch.
 pub fn format_utc(t: SystemTime) -> String {
-    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, mo, d) = civil_from_days(days);
+    let ts = jiff::Timestamp::try_from(t)
+        .ok()
+        .filter(|ts| ts.as_second() >= 0)
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
     format!(
-        "{y:04}{mo:02}{d:02}T{:02}{:02}{:02}.{:03}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60,
-        since.subsec_millis()
+        "{}.{:03}Z",
+        ts.strftime("%Y%m%dT%H%M%S"),
+        ts.subsec_millisecond()
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use std::time::{Duration, UNIX_EPOCH};
 
     #[test]
     fn known_dates() {
@@ -49,5 +28,9 @@ mod tests {
         assert_eq!(at(951_782_400, 5), "20000229T000000.005Z"); // leap day
         assert_eq!(at(1_735_689_599, 999), "20241231T235959.999Z");
         assert_eq!(at(1_750_000_000, 0), "20250615T150640.000Z");
+        assert_eq!(
+            format_utc(UNIX_EPOCH - Duration::from_secs(5)),
+            "19700101T000000.000Z"
+        );
     }
 }

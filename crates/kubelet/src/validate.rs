@@ -5,40 +5,24 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value};
 use topoalign_kube_types::Quantity;
+use topoalign_tm::policy::{
+    DEFAULT_MAX_ALLOWABLE_NUMA_NODES, MAX_ALLOWABLE_NUMA_NODES, PREFER_CLOSEST_NUMA_NODES,
+};
+use topoalign_tm::settings::CpuPolicy;
+use topoalign_tm::{Policy, PolicyOptions, Scope};
 use topoalign_topology::CpuSet;
 
 use crate::document::kind_of;
 use crate::settings::keys;
 
-/// Topology Manager policies the kubelet knows.
-pub const TM_POLICIES: [&str; 4] = ["none", "best-effort", "restricted", "single-numa-node"];
-/// Topology Manager scopes.
-pub const TM_SCOPES: [&str; 2] = ["container", "pod"];
-/// CPU manager policies.
-pub const CPU_POLICIES: [&str; 2] = ["none", "static"];
-/// `prefer-closest-numa-nodes`.
-pub const OPT_PREFER_CLOSEST: &str = "prefer-closest-numa-nodes";
-/// `max-allowable-numa-nodes`.
-pub const OPT_MAX_NUMA: &str = "max-allowable-numa-nodes";
-/// The kubelet's default (and minimum) for `max-allowable-numa-nodes`.
-pub const DEFAULT_MAX_NUMA_NODES: i64 = 8;
-
 /// The outcome of validating a configuration's topology settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Validation {
-    /// Problems that make the kubelet refuse the configuration (or that defeat the intent).
+    /// Problems that make the kubelet refuse the configuration.
     pub errors: Vec<String>,
-    /// Accepted but probably not what was meant.
+    /// Accepted by the kubelet but probably not what was meant; topoalign's own checks
+    /// that are stricter than the kubelet are warnings, and say so.
     pub warnings: Vec<String>,
-}
-
-/// Go's `strconv.ParseBool`, which the kubelet uses for boolean policy options.
-pub fn parse_go_bool(s: &str) -> Option<bool> {
-    match s {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
-    }
 }
 
 fn string_field<'a>(
@@ -60,35 +44,41 @@ fn string_field<'a>(
 /// Validates the topology-relevant fields of a whole configuration.
 pub fn validate(fields: &Map<String, Value>) -> Validation {
     let mut v = Validation::default();
-    let policy = string_field(fields, keys::TM_POLICY, "none", &mut v.errors);
-    if !TM_POLICIES.contains(&policy) {
+    let policy_text = string_field(fields, keys::TM_POLICY, "none", &mut v.errors);
+    let policy = Policy::from_str(policy_text).ok();
+    if policy.is_none() {
+        let names: Vec<&str> = Policy::ALL.iter().map(|p| p.as_str()).collect();
         v.errors.push(format!(
-            "`{}` is \"{policy}\", expected one of {}",
+            "`{}` is \"{policy_text}\", expected one of {}",
             keys::TM_POLICY,
-            TM_POLICIES.join("|")
+            names.join("|")
         ));
     }
     let scope = string_field(fields, keys::TM_SCOPE, "container", &mut v.errors);
-    if !TM_SCOPES.contains(&scope) {
+    if Scope::from_str(scope).is_err() {
         v.errors.push(format!(
-            "`{}` is \"{scope}\", expected one of {}",
+            "`{}` is \"{scope}\", expected one of container|pod",
             keys::TM_SCOPE,
-            TM_SCOPES.join("|")
         ));
     }
-    validate_options(fields, policy, &mut v);
-    let cpu_policy = string_field(fields, keys::CPU_POLICY, "none", &mut v.errors);
-    if !CPU_POLICIES.contains(&cpu_policy) {
+    if let Some(p) = policy {
+        validate_options(fields, p, &mut v);
+    }
+    let cpu_text = string_field(fields, keys::CPU_POLICY, "none", &mut v.errors);
+    let cpu_policy = CpuPolicy::from_str(cpu_text).ok();
+    if cpu_policy.is_none() {
         v.errors.push(format!(
-            "`{}` is \"{cpu_policy}\", expected one of {}",
+            "`{}` is \"{cpu_text}\", expected one of none|static",
             keys::CPU_POLICY,
-            CPU_POLICIES.join("|")
         ));
     }
-    validate_reserved(fields, cpu_policy == "static", &mut v);
-    if policy != "none" && cpu_policy != "static" && v.errors.is_empty() {
+    validate_reserved(fields, cpu_policy == Some(CpuPolicy::Static), &mut v);
+    if policy.is_some_and(|p| p != Policy::None)
+        && cpu_policy == Some(CpuPolicy::None)
+        && v.errors.is_empty()
+    {
         v.warnings.push(format!(
-            "`{}` is {policy} but `{}` is {cpu_policy}: CPUs will not be aligned with devices",
+            "`{}` is {policy_text} but `{}` is {cpu_text}: CPUs will not be aligned with devices",
             keys::TM_POLICY,
             keys::CPU_POLICY
         ));
@@ -96,7 +86,9 @@ pub fn validate(fields: &Map<String, Value>) -> Validation {
     v
 }
 
-fn validate_options(fields: &Map<String, Value>, policy: &str, v: &mut Validation) {
+/// Checks `topologyManagerPolicyOptions` as `NewPolicyOptions` does. With policy `none` the
+/// kubelet never reads them (`NewManager` returns first), so problems are warnings there.
+fn validate_options(fields: &Map<String, Value>, policy: Policy, v: &mut Validation) {
     let key = keys::TM_OPTIONS;
     let options = match fields.get(key) {
         None | Some(Value::Null) => return,
@@ -107,6 +99,7 @@ fn validate_options(fields: &Map<String, Value>, policy: &str, v: &mut Validatio
             return;
         }
     };
+    let mut parsed = PolicyOptions::default();
     for (name, value) in options {
         let Some(text) = value.as_str() else {
             v.errors.push(format!(
@@ -115,35 +108,27 @@ fn validate_options(fields: &Map<String, Value>, policy: &str, v: &mut Validatio
             ));
             continue;
         };
-        match name.as_str() {
-            OPT_PREFER_CLOSEST => match parse_go_bool(text) {
-                None => v.errors.push(format!(
-                    "`{key}.{name}` is \"{text}\", expected true or false"
-                )),
-                Some(true) if policy == "none" => v.errors.push(format!(
-                    "`{key}.{name}` needs a topology manager policy other than none"
-                )),
-                Some(true) if policy == "single-numa-node" => v.warnings.push(format!(
-                    "`{key}.{name}` has no effect with single-numa-node (it only orders multi-NUMA hints)"
-                )),
-                Some(_) => {}
-            },
-            OPT_MAX_NUMA => match text.trim().parse::<i64>() {
-                Err(_) => v.errors.push(format!(
-                    "`{key}.{name}` is \"{text}\", expected an integer ≥ {DEFAULT_MAX_NUMA_NODES}"
-                )),
-                Ok(n) if n < DEFAULT_MAX_NUMA_NODES => v.errors.push(format!(
-                    "`{key}.{name}` is {n}, the kubelet refuses values below {DEFAULT_MAX_NUMA_NODES}"
-                )),
-                Ok(n) if n > DEFAULT_MAX_NUMA_NODES => v.warnings.push(format!(
-                    "`{key}.{name}` is {n}: above {DEFAULT_MAX_NUMA_NODES} hint generation may become slow"
-                )),
-                Ok(_) => {}
-            },
-            _ => v.errors.push(format!(
-                "`{key}.{name}`: unknown Topology Manager policy option, expected {OPT_PREFER_CLOSEST} or {OPT_MAX_NUMA}"
-            )),
+        if let Err(e) = parsed.set(name, text) {
+            if policy == Policy::None {
+                v.warnings.push(format!(
+                    "topoalign check, stricter than the kubelet: {e}; the kubelet ignores policy options with policy none, but will refuse this one once the policy changes"
+                ));
+            } else {
+                v.errors.push(e.to_string());
+            }
         }
+    }
+    if parsed.prefer_closest_numa && matches!(policy, Policy::None | Policy::SingleNumaNode) {
+        v.warnings.push(format!(
+            "`{key}.{PREFER_CLOSEST_NUMA_NODES}` has no effect with {policy} (the kubelet accepts and ignores it; it only orders multi-NUMA hints)"
+        ));
+    }
+    if policy != Policy::None && parsed.max_allowable_numa_nodes > DEFAULT_MAX_ALLOWABLE_NUMA_NODES
+    {
+        v.warnings.push(format!(
+            "`{key}.{MAX_ALLOWABLE_NUMA_NODES}` is {}: above {DEFAULT_MAX_ALLOWABLE_NUMA_NODES} hint generation may become slow",
+            parsed.max_allowable_numa_nodes
+        ));
     }
 }
 
@@ -279,8 +264,27 @@ mod tests {
                 .errors
                 .is_empty()
         );
+        // The kubelet never reads options with policy none: a warning, not an error.
+        let none = opts(json!({"prefer-closest-numa-nodes": "true"}), "none");
+        assert!(none.errors.is_empty(), "{:?}", none.errors);
         assert!(
-            !opts(json!({"prefer-closest-numa-nodes": "true"}), "none")
+            none.warnings
+                .iter()
+                .any(|w| w.contains("no effect with none"))
+        );
+        let none = opts(
+            json!({"bogus": "1", "max-allowable-numa-nodes": " 16"}),
+            "none",
+        );
+        assert!(none.errors.is_empty(), "{:?}", none.errors);
+        assert!(
+            none.warnings.len() == 2 && none.warnings[0].contains("stricter than the kubelet"),
+            "{:?}",
+            none.warnings
+        );
+        // strconv.Atoi: surrounding space is refused.
+        assert!(
+            !opts(json!({"max-allowable-numa-nodes": " 16"}), "restricted")
                 .errors
                 .is_empty()
         );

@@ -15,6 +15,12 @@ pub struct NumaCapacity {
     pub nic_vfs: u64,
     /// Number of NUMA nodes.
     pub numa_nodes: usize,
+    /// GPUs on the whole node.
+    pub node_gpus: u64,
+    /// NIC physical functions (and non-SR-IOV NICs) on the whole node.
+    pub node_nic_pfs: u64,
+    /// SR-IOV virtual functions on the whole node.
+    pub node_nic_vfs: u64,
 }
 
 fn max_per_node(numas: impl Iterator<Item = Option<u32>>) -> u64 {
@@ -44,16 +50,19 @@ impl NumaCapacity {
                     .map(|n| c.numa_of(n.pci)),
             ),
             numa_nodes: topo.numa.len(),
+            node_gpus: topo.gpus.len() as u64,
+            node_nic_pfs: topo.nics.iter().filter(|n| !n.is_vf()).count() as u64,
+            node_nic_vfs: topo.nics.iter().filter(|n| n.is_vf()).count() as u64,
         }
     }
 
-    /// The most devices of a NIC resource one NUMA node can give: VFs for SR-IOV
-    /// resources when the topology lists VFs, else physical functions.
-    pub fn nics_for(&self, vf_resource: bool) -> u64 {
+    /// The most devices of a NIC resource one NUMA node, and the whole node, can give: VFs
+    /// for SR-IOV resources when the topology lists VFs, else physical functions.
+    pub fn nics_for(&self, vf_resource: bool) -> (u64, u64) {
         if vf_resource && self.nic_vfs > 0 {
-            self.nic_vfs
+            (self.nic_vfs, self.node_nic_vfs)
         } else {
-            self.nic_pfs
+            (self.nic_pfs, self.node_nic_pfs)
         }
     }
 }

@@ -3,6 +3,8 @@
 
 use serde_json::Value;
 
+use crate::located::Lines;
+
 /// One YAML document of a stream.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Document {
@@ -12,8 +14,10 @@ pub struct Document {
     pub line: usize,
     /// 1-based line of the first line handed to the parser (the parser's line 1).
     pub body_line: usize,
-    /// The parsed value, or the parser's message.
-    pub value: Result<Value, String>,
+    /// The parsed value, or why the YAML parser refused it.
+    pub value: Result<Value, SyntaxError>,
+    /// Where each field is.
+    pub lines: Lines,
 }
 
 fn is_separator(line: &str) -> bool {
@@ -31,17 +35,35 @@ fn has_content(lines: &[&str]) -> bool {
     })
 }
 
-/// The first line of a parser message, its `line N` made relative to the file.
-fn one_line_message(message: &str, body_line: usize) -> String {
-    let first = message.lines().next().unwrap_or("").trim();
-    let first = first.strip_prefix("error: ").unwrap_or(first);
-    if let Some(rest) = first.strip_prefix("line ") {
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        if let Ok(n) = digits.parse::<usize>() {
-            return format!("line {}{}", n + body_line - 1, &rest[digits.len()..]);
-        }
+/// Why a document is not valid YAML: the parser's message, its location counted in lines
+/// of the whole file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SyntaxError(pub String);
+
+/// The parser's message, first line only, prefixed with the file line of the parser's own
+/// location (not a line number recovered from the text).
+fn parser_message(e: &serde_saphyr::Error, body_line: usize) -> String {
+    let first = topoalign_tm::request::yaml_error(e);
+    let first = first.as_str();
+    // Drop the parser's own "line N column M: " prefix; the location below replaces it.
+    let first = match first.split_once(": ") {
+        Some((head, rest)) if head.starts_with("line ") => rest,
+        _ => first,
+    };
+    // ... and its " at line N, column M" suffix, counted from the document's start.
+    let first = match first.rfind(" at line ") {
+        Some(cut) => &first[..cut],
+        None => first,
+    };
+    match e.location().filter(|l| l.line() > 0) {
+        Some(l) => format!(
+            "line {} column {}: {first}",
+            l.line() as usize + body_line - 1,
+            l.column()
+        ),
+        None => first.to_string(),
     }
-    first.to_string()
 }
 
 /// Splits `text` at `---` lines and parses every document that has content.
@@ -68,7 +90,12 @@ pub fn split_documents(text: &str) -> Vec<Document> {
         }
         let body = chunk.join("\n");
         let value = serde_saphyr::from_str::<Value>(&body)
-            .map_err(|e| one_line_message(&e.to_string(), first_line));
+            .map_err(|e| SyntaxError(parser_message(&e, first_line)));
+        let lines = if value.is_ok() {
+            Lines::of(&body, first_line)
+        } else {
+            Lines::default()
+        };
         let offset = chunk
             .iter()
             .position(|l| {
@@ -81,6 +108,7 @@ pub fn split_documents(text: &str) -> Vec<Document> {
             line: first_line + offset,
             body_line: first_line,
             value,
+            lines,
         });
     }
     out
@@ -97,7 +125,7 @@ mod tests {
         assert_eq!(docs.len(), 3);
         assert_eq!(docs[0].value.as_ref().unwrap()["kind"], "Pod");
         assert_eq!(
-            docs[1].value.as_ref().unwrap_err(),
+            docs[1].value.as_ref().unwrap_err().0,
             "line 7 column 7: unclosed bracket '['"
         );
         assert_eq!(docs[2].value.as_ref().unwrap()["kind"], "Job");

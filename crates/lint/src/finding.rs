@@ -33,7 +33,8 @@ pub struct Finding {
     pub file: String,
     /// 1-based index of the YAML document in the file.
     pub document: usize,
-    /// 1-based line where the document starts.
+    /// 1-based line of the field the finding is about (from the YAML parser's locations),
+    /// or of the document's start when it names no field.
     pub line: usize,
     /// `kind/name` of the object (`?` when unknown).
     pub object: String,
@@ -47,42 +48,9 @@ pub struct Finding {
     pub message: String,
 }
 
-/// The Topology Manager policy of the node the manifests will run on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum NodePolicy {
-    /// No alignment.
-    None,
-    /// Prefer alignment, admit anyway.
-    BestEffort,
-    /// Admit only with a preferred (minimal-width) alignment.
-    Restricted,
-    /// Admit only within one NUMA node.
-    SingleNumaNode,
-}
-
-impl NodePolicy {
-    /// Parses a `topologyManagerPolicy` value.
-    pub fn parse(s: &str) -> Option<NodePolicy> {
-        match s {
-            "none" => Some(NodePolicy::None),
-            "best-effort" => Some(NodePolicy::BestEffort),
-            "restricted" => Some(NodePolicy::Restricted),
-            "single-numa-node" => Some(NodePolicy::SingleNumaNode),
-            _ => None,
-        }
-    }
-
-    /// The kubelet's spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NodePolicy::None => "none",
-            NodePolicy::BestEffort => "best-effort",
-            NodePolicy::Restricted => "restricted",
-            NodePolicy::SingleNumaNode => "single-numa-node",
-        }
-    }
-}
+/// The Topology Manager policy of the node the manifests will run on: the simulator's one
+/// definition, under the name this crate has always used.
+pub use topoalign_tm::Policy as NodePolicy;
 
 /// What the manifests are checked against.
 #[derive(Debug, Clone, Copy)]
@@ -93,4 +61,7 @@ pub struct LintContext<'t> {
     pub policy: NodePolicy,
     /// True when the Topology Manager scope is `pod` (else `container`).
     pub pod_scope: bool,
+    /// The node's KubeletConfiguration file, named in suggested commands (default
+    /// kubeadm's `/var/lib/kubelet/config.yaml`).
+    pub kubelet_config: Option<&'t str>,
 }

@@ -11,13 +11,16 @@ pub mod capacity;
 pub mod claim_rules;
 pub mod documents;
 pub mod finding;
+pub mod located;
 pub mod pod_rules;
+pub mod report;
 pub mod resources;
 pub mod workloads;
 
 use serde_json::Value;
 
 pub use finding::{Finding, LintContext, NodePolicy, Severity};
+pub use report::Report;
 
 use crate::documents::split_documents;
 use crate::pod_rules::RawFinding;
@@ -30,7 +33,7 @@ pub fn lint_text(file: &str, text: &str, ctx: &LintContext<'_>) -> Vec<Finding> 
         let finding = |object: String, raw: RawFinding| Finding {
             file: file.to_string(),
             document: doc.index,
-            line: doc.line,
+            line: doc.lines.line_of(&raw.path).unwrap_or(doc.line),
             object,
             path: raw.path,
             severity: raw.severity,
@@ -46,10 +49,7 @@ pub fn lint_text(file: &str, text: &str, ctx: &LintContext<'_>) -> Vec<Finding> 
                         path: String::new(),
                         severity: Severity::Error,
                         rule: "malformed-yaml",
-                        message: format!(
-                            "document {} (starting line {}) is not valid YAML: {msg}",
-                            doc.index, doc.line
-                        ),
+                        message: format!("document {} is not valid YAML: {msg}", doc.index),
                     },
                 ));
                 continue;

@@ -4,6 +4,7 @@ use serde_json::Value;
 
 use crate::capacity::NumaCapacity;
 use crate::finding::{LintContext, NodePolicy, Severity};
+use crate::located::child_path;
 use crate::resources::{ContainerResources, ResourceKind, classify, is_vf_resource};
 use crate::workloads::PodSpecAt;
 
@@ -70,6 +71,7 @@ pub fn lint_pod(pod: &PodSpecAt<'_>, ctx: &LintContext<'_>) -> Vec<RawFinding> {
     let gpu_nic = (has(&pod_devices, ResourceKind::Gpu) || has(&pod_devices, ResourceKind::Mig))
         && has(&pod_devices, ResourceKind::Nic);
     let mut out = Vec::new();
+    quantity_rules(&cs, &mut out);
     if gpu_nic {
         gpu_nic_rules(pod, &cs, ctx, &mut out);
     }
@@ -77,6 +79,44 @@ pub fn lint_pod(pod: &PodSpecAt<'_>, ctx: &LintContext<'_>) -> Vec<RawFinding> {
     mig_rule(pod, &cs, &pod_devices, &mut out);
     out
 }
+
+/// Every request or limit that is not a valid amount: the API server refuses the object.
+fn quantity_rules(cs: &[Container<'_>], out: &mut Vec<RawFinding>) {
+    for c in cs {
+        for (list, name, why) in c.resources.quantity_problems() {
+            let base = format!("{}.resources.{list}", c.path);
+            out.push(RawFinding {
+                path: child_path(&base, &name),
+                severity: Severity::Error,
+                rule: "invalid-quantity",
+                message: format!("container `{}`: {name} {why}", c.name),
+            });
+        }
+    }
+}
+
+/// The command that turns alignment on, runnable as printed: the static CPU manager needs
+/// reserved CPUs, here the first CPU of each NUMA node.
+pub fn enable_alignment_command(ctx: &LintContext<'_>) -> String {
+    let mut reserved: Vec<String> = ctx
+        .topology
+        .numa
+        .iter()
+        .filter_map(|n| n.cpus.ids().first().map(u32::to_string))
+        .collect();
+    if reserved.is_empty() {
+        reserved.push("0".into());
+    }
+    format!(
+        "topoalign kubelet-config set {} --topology-manager-policy restricted --topology-manager-option \
+         prefer-closest-numa-nodes=true --cpu-manager-policy static --reserved-cpus {} --remove-cpu-manager-state",
+        ctx.kubelet_config.unwrap_or(DEFAULT_KUBELET_CONFIG),
+        reserved.join(",")
+    )
+}
+
+/// kubeadm's KubeletConfiguration path, used in suggestions when none was given.
+pub const DEFAULT_KUBELET_CONFIG: &str = "/var/lib/kubelet/config.yaml";
 
 fn gpu_nic_rules(
     pod: &PodSpecAt<'_>,
@@ -89,11 +129,11 @@ fn gpu_nic_rules(
             path: pod.path.clone(),
             severity: Severity::Warning,
             rule: "policy-none",
-            message: "requests GPUs and NICs but the node's Topology Manager policy is none: the device plugins \
-                      pick GPUs and NICs independently, often on different NUMA nodes; enable alignment with \
-                      `topoalign kubelet-config set FILE --topology-manager-policy restricted --topology-manager-option \
-                      prefer-closest-numa-nodes=true --cpu-manager-policy static`"
-                .to_string(),
+            message: format!(
+                "requests GPUs and NICs but the node's Topology Manager policy is none: the device plugins \
+                 pick GPUs and NICs independently, often on different NUMA nodes; enable alignment with `{}`",
+                enable_alignment_command(ctx)
+            ),
         });
         return;
     }
@@ -127,9 +167,6 @@ fn capacity_rules(
     out: &mut Vec<RawFinding>,
 ) {
     let cap = NumaCapacity::of(ctx.topology);
-    if cap.numa_nodes < 2 {
-        return;
-    }
     let severity = if ctx.policy == NodePolicy::SingleNumaNode {
         Severity::Error
     } else {
@@ -145,18 +182,29 @@ fn capacity_rules(
     };
     for (path, group) in groups {
         for (name, n) in summed(&group) {
-            let (limit, what) = match classify(&name) {
-                ResourceKind::Gpu => (cap.gpus, "GPUs"),
+            let (limit, node_total, what) = match classify(&name) {
+                ResourceKind::Gpu => (cap.gpus, cap.node_gpus, "GPUs"),
                 ResourceKind::Nic => {
                     let vf = is_vf_resource(&name);
-                    (
-                        cap.nics_for(vf),
-                        if vf && cap.nic_vfs > 0 { "VFs" } else { "NICs" },
-                    )
+                    let (per_numa, total) = cap.nics_for(vf);
+                    let what = if vf && cap.nic_vfs > 0 { "VFs" } else { "NICs" };
+                    (per_numa, total, what)
                 }
                 _ => continue,
             };
-            if limit == 0 || n <= limit {
+            if node_total > 0 && n > node_total {
+                out.push(RawFinding {
+                    path: path.clone(),
+                    severity: Severity::Error,
+                    rule: "node-capacity",
+                    message: format!(
+                        "{n} × {name} but `{}` has only {node_total} {what} in all: no node of this kind can ever run it (the pod stays Pending)",
+                        ctx.topology.name
+                    ),
+                });
+                continue;
+            }
+            if cap.numa_nodes < 2 || limit == 0 || n <= limit {
                 continue;
             }
             let outcome = if ctx.policy == NodePolicy::SingleNumaNode {

@@ -119,6 +119,39 @@ impl ContainerResources {
         out
     }
 
+    /// Every `limits`/`requests` entry that is not a valid amount for its resource, as
+    /// (`limits` or `requests`, resource name, what is wrong): cpu a non-negative decimal
+    /// quantity, memory a whole number of bytes, extended resources (`vendor/name`) a
+    /// whole number of devices, anything else a non-negative quantity.
+    pub fn quantity_problems(&self) -> Vec<(&'static str, String, String)> {
+        let mut out = Vec::new();
+        for (list_name, list) in [("limits", &self.limits), ("requests", &self.requests)] {
+            for (res, v) in list {
+                let parsed = if res == CPU {
+                    Quantity::cpu_from_json(v)
+                } else {
+                    Quantity::from_json(v)
+                };
+                let why = match parsed {
+                    Err(e) => Some(e.to_string()),
+                    Ok(q) if res == MEMORY && !q.is_integer() => Some(format!(
+                        "`{}` is not a whole number of bytes",
+                        quantity_text(v)
+                    )),
+                    Ok(q) if res.contains('/') && !q.is_integer() => Some(format!(
+                        "`{}` is not a whole number of devices (extended resources are counted)",
+                        quantity_text(v)
+                    )),
+                    Ok(_) => None,
+                };
+                if let Some(why) = why {
+                    out.push((list_name, res.clone(), why));
+                }
+            }
+        }
+        out
+    }
+
     /// Why this container is not Guaranteed with whole CPUs (`None` when it is): the QoS
     /// rule of [`container_guaranteed`], then the static CPU manager's whole-CPU rule.
     pub fn guaranteed_problem(&self) -> Option<String> {
@@ -234,6 +267,28 @@ mod tests {
         assert_eq!(count(&json!(-1)), None);
         assert_eq!(count(&json!("1.5")), None);
         assert_eq!(count(&json!("four")), None);
+    }
+
+    #[test]
+    fn invalid_quantities_are_named() {
+        let r = ContainerResources::of(&json!({"resources": {
+            "limits": {"amd.com/gpu": "lots", "cpu": "-1", "memory": 1.5, "nvidia.com/gpu": 2},
+            "requests": {"memory": "1Gi", "example.com/nic": "0.5", "cpu": true}}}));
+        let got: Vec<(&str, String)> = r
+            .quantity_problems()
+            .into_iter()
+            .map(|(l, n, _)| (l, n))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("limits", "amd.com/gpu".to_string()),
+                ("limits", "cpu".to_string()),
+                ("limits", "memory".to_string()),
+                ("requests", "example.com/nic".to_string()),
+                ("requests", "cpu".to_string()),
+            ]
+        );
     }
 
     #[test]

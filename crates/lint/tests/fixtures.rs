@@ -7,7 +7,7 @@ use topoalign_lint::{Finding, LintContext, NodePolicy, Severity, lint_text};
 use topoalign_topology::Topology;
 
 fn profile(name: &str) -> Topology {
-    topoalign_discover::profiles::get(name).unwrap()
+    topoalign_profiles::get(name).unwrap()
 }
 
 fn lint(file: &str, topo: &Topology, policy: NodePolicy) -> Vec<Finding> {
@@ -19,6 +19,7 @@ fn lint(file: &str, topo: &Topology, policy: NodePolicy) -> Vec<Finding> {
         topology: topo,
         policy,
         pod_scope: false,
+        kubelet_config: None,
     };
     lint_text(file, &text, &ctx)
 }
@@ -87,6 +88,7 @@ fn pod_scope_sums_containers() {
         topology: &mi,
         policy: NodePolicy::SingleNumaNode,
         pod_scope,
+        kubelet_config: None,
     };
     assert!(lint_text("x", text, &ctx(false)).is_empty());
     let pod = lint_text("x", text, &ctx(true));
@@ -165,6 +167,7 @@ fn pcie_root_match_is_fine_where_gpus_and_nics_share_roots() {
         topology: &dgx,
         policy: NodePolicy::None,
         pod_scope: false,
+        kubelet_config: None,
     };
     let f = lint_text("gb300-claims.yaml", &text, &ctx);
     assert!(
@@ -202,4 +205,60 @@ fn broken_documents_are_reported_and_the_rest_is_linted() {
         f[1].message
     );
     assert_eq!(f[1].line, 15);
+}
+
+/// `amd.com/gpu: lots`, `cpu: "-1"` and `memory: 1.5` used to pass; each is an error at the
+/// line of its field (the YAML parser's location), with the field path.
+#[test]
+fn invalid_quantities_are_errors_at_their_line() {
+    let mi = profile("mi300x-8");
+    let f = lint("invalid-quantities.yaml", &mi, NodePolicy::Restricted);
+    let bad: Vec<(&str, usize)> = f
+        .iter()
+        .filter(|x| x.rule == "invalid-quantity")
+        .map(|x| (x.path.as_str(), x.line))
+        .collect();
+    assert_eq!(
+        bad,
+        [
+            ("spec.containers[0].resources.limits[\"amd.com/gpu\"]", 12),
+            ("spec.containers[0].resources.limits.cpu", 13),
+            ("spec.containers[0].resources.limits.memory", 14),
+        ]
+    );
+    assert!(f.iter().all(|x| x.severity == Severity::Error), "{f:?}");
+    let msg = &f[0].message;
+    assert!(msg.contains("`lots` is not a quantity"), "{msg}");
+    assert!(
+        f[2].message.contains("whole number of bytes"),
+        "{}",
+        f[2].message
+    );
+}
+
+/// More GPUs than the whole node has: an error under every policy, not a NUMA warning.
+#[test]
+fn more_gpus_than_the_node_has_is_an_error() {
+    let mi = profile("mi300x-8");
+    for policy in [NodePolicy::None, NodePolicy::BestEffort] {
+        let f = lint("invalid-quantities.yaml", &mi, policy);
+        let cap: Vec<&Finding> = f.iter().filter(|x| x.rule == "node-capacity").collect();
+        assert_eq!(cap.len(), 1, "{f:?}");
+        assert_eq!((cap[0].document, cap[0].severity), (2, Severity::Error));
+        assert!(cap[0].message.contains("only 8 GPUs"), "{}", cap[0].message);
+        assert_eq!(cap[0].line, 25);
+    }
+}
+
+/// The suggested fix must run as printed: the static CPU manager needs reserved CPUs.
+#[test]
+fn suggested_command_has_reserved_cpus_and_a_real_path() {
+    let mi = profile("mi300x-8");
+    let none = lint("seed000-topology-test.yaml", &mi, NodePolicy::None);
+    let msg = &none[0].message;
+    assert!(
+        msg.contains("kubelet-config set /var/lib/kubelet/config.yaml ")
+            && msg.contains("--cpu-manager-policy static --reserved-cpus 0,"),
+        "{msg}"
+    );
 }

@@ -129,8 +129,8 @@ fn sweep(c: &mut Criterion, name: &str, topo: &Topology, role: NicRole, sizes: &
 }
 
 fn bench(c: &mut Criterion) {
-    let dgx = topoalign_discover::profiles::get("dgx-h100").unwrap();
-    let mi = topoalign_discover::profiles::get("mi300x-8").unwrap();
+    let dgx = topoalign_profiles::get("dgx-h100").unwrap();
+    let mi = topoalign_profiles::get("mi300x-8").unwrap();
     let syn = synthetic_72();
 
     sweep(c, "dgx-h100", &dgx, NicRole::Any, &[1, 2, 4, 8]);

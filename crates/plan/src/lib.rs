@@ -39,10 +39,11 @@
 //! span by where the GPUs still to place can fit; for each GPU choice one flow over every
 //! usable NIC gives the best pair cost P*, and NIC choices whose capacity-aware pair
 //! bound (see `bound`) cannot reach P* are cut, since a choice that does dominates them.
-//! It is exact: a property test compares it with [`brute::brute_force`] on random
-//! topologies.
+//! It is exact: a property test compares it with `brute::brute_force` (feature `brute`,
+//! on for this crate's tests and benchmark) on random topologies.
 
 mod bound;
+#[cfg(any(test, feature = "brute"))]
 pub mod brute;
 pub mod error;
 mod explain;
@@ -53,6 +54,7 @@ mod problem;
 pub mod request;
 pub mod score;
 mod search;
+mod text;
 pub mod types;
 
 pub use error::{Bound, PlanError};

@@ -1,13 +1,19 @@
 //! Scoring from first principles, independent of the planner's tables and search: used
 //! to check that a plan meets its bounds and carries the right score, and by the brute
-//! force in [`crate::brute`].
+//! force. `evaluate` is a test oracle, like `brute`: only with feature `brute`.
 
 use std::collections::BTreeSet;
 
-use topoalign_topology::{Bdf, Classifier, PairClass, PciKind, PciParent, Topology};
+use topoalign_topology::{Classifier, PairClass, PciKind, PciParent, Topology};
+#[cfg(any(test, feature = "brute"))]
+use {
+    crate::request::{GpuLinkBound, Usage},
+    crate::types::Plan,
+    topoalign_topology::Bdf,
+};
 
-use crate::request::{GpuLinkBound, Request, Usage};
-use crate::types::{Plan, Score};
+use crate::request::Request;
+use crate::types::Score;
 
 /// The device-only part of a score (everything but the NUMA nodes of CPUs and memory).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,7 +171,8 @@ pub fn spread_ok(req: &Request, per_gpu: &[usize]) -> bool {
 }
 
 /// Checks that `plan` meets every bound of `req` on `topo` given `usage`, and returns
-/// its score computed from scratch.
+/// its score computed from scratch, or what is wrong (a test oracle: feature `brute`).
+#[cfg(any(test, feature = "brute"))]
 pub fn evaluate(
     topo: &Topology,
     req: &Request,

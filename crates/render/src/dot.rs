@@ -186,7 +186,7 @@ fn cluster(out: &mut String, topo: &Topology, b: &Boxed, depth: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use topoalign_discover::profiles;
+    use topoalign_profiles as profiles;
 
     /// Checks that braces balance outside quoted strings and that every quote closes.
     fn balanced(dot: &str) -> bool {

@@ -202,7 +202,7 @@ pub fn fabric_groups(topo: &Topology) -> Vec<FabricGroup> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use topoalign_discover::profiles;
+    use topoalign_profiles as profiles;
 
     #[test]
     fn fabric_groups_recognise_all_to_all() {

@@ -249,7 +249,7 @@ fn list_or_dash(items: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use topoalign_discover::profiles;
+    use topoalign_profiles as profiles;
 
     #[test]
     fn every_profile_summary_fits_100_columns_and_names_every_device() {

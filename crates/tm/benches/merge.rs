@@ -32,7 +32,7 @@ fn bench(c: &mut Criterion) {
         })
     });
 
-    let topo = topoalign_discover::profiles::get("mi300x-8").unwrap();
+    let topo = topoalign_profiles::get("mi300x-8").unwrap();
     let settings = Settings {
         topology_manager_policy: Policy::Restricted,
         ..Settings::default()

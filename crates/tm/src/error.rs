@@ -31,9 +31,12 @@ pub enum ConfigError {
     },
     /// `max-allowable-numa-nodes` below the default.
     #[error(
-        "topologyManagerPolicyOptions.max-allowable-numa-nodes: {0} is lower than the default 8, which the kubelet refuses"
+        "topologyManagerPolicyOptions.max-allowable-numa-nodes: {0} is below 8, the smallest value the kubelet accepts"
     )]
-    MaxAllowableTooLow(usize),
+    MaxAllowableTooLow(i64),
+    /// A `NAME=VALUE` option argument without `=` or without a name.
+    #[error("`{0}` is not NAME=VALUE (e.g. prefer-closest-numa-nodes=true)")]
+    BadOptionArg(String),
     /// More NUMA nodes than `max-allowable-numa-nodes`: the kubelet fails to start.
     #[error(
         "the Topology Manager is unsupported on machines with more than {max} NUMA nodes (this one has {nodes}); the kubelet would fail to start (raise max-allowable-numa-nodes or use policy none)"

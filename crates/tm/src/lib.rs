@@ -11,6 +11,8 @@
 //!   `memorymanager/policy_static.go`;
 //! - [`allocate`] mirrors `devicemanager/manager.go` (`devicesToAllocate`, `filterByAffinity`);
 //! - [`simulate`] mirrors `scope_container.go`, `scope_pod.go`, `scope_none.go`;
+//! - [`merge_cases`] evaluates JSON-lines merge cases for the differential test against
+//!   the kubelet's Go code;
 //! - [`matrix`] mirrors seed 000's policy table, computed by simulation.
 
 pub mod allocate;
@@ -20,16 +22,19 @@ pub mod error;
 pub mod hint;
 pub mod matrix;
 pub mod merge;
+pub mod merge_cases;
 pub mod node;
 pub mod numa_info;
 pub mod outcome;
 pub mod pod;
 pub mod policy;
 pub mod providers;
+pub mod request;
 pub mod resources;
 pub mod rng;
 pub mod settings;
 pub mod simulate;
+pub mod text;
 
 pub use bitmask::NumaMask;
 pub use error::{ConfigError, InputError};
@@ -37,7 +42,8 @@ pub use hint::{ProviderHints, TopologyHint};
 pub use node::Usage;
 pub use outcome::Outcome;
 pub use pod::{Pod, QosClass};
-pub use policy::{Policy, PolicyOptions, Scope, TopologyManager};
+pub use policy::{Policy, PolicyOptions, Scope, TopologyManager, parse_option_arg};
+pub use request::TmRequest;
 pub use resources::{DeviceKind, PluginAllocator, ResourceMap};
 pub use settings::Settings;
 pub use simulate::{Case, SimError, simulate};

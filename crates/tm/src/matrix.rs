@@ -90,6 +90,13 @@ pub fn gpu_resource(topo: &Topology) -> &'static str {
 
 /// Runs the table.
 pub fn seed_matrix(topo: &Topology, spec: &MatrixSpec) -> Result<Vec<MatrixRow>, SimError> {
+    if spec.draws == 0 {
+        return Err(crate::error::InputError::field(
+            "--draws",
+            "0: expected at least 1 draw per cell",
+        )
+        .into());
+    }
     let gpu_res = gpu_resource(topo);
     let mut resources = ResourceMap::default();
     resources.add(gpu_res, DeviceKind::Gpus(None));
@@ -118,7 +125,7 @@ pub fn seed_matrix(topo: &Topology, spec: &MatrixSpec) -> Result<Vec<MatrixRow>,
                 None,
             )?;
             let mut outcomes: Vec<Outcome> = Vec::new();
-            for draw in 0..spec.draws.max(1) {
+            for draw in 0..spec.draws {
                 let case = Case {
                     topology: topo,
                     settings: &settings,

@@ -122,13 +122,23 @@ impl Default for PolicyOptions {
     }
 }
 
-/// Go's `strconv.ParseBool`.
-fn parse_go_bool(v: &str) -> Option<bool> {
+/// Go's `strconv.ParseBool`, which the kubelet uses for boolean policy options.
+pub fn parse_go_bool(v: &str) -> Option<bool> {
     match v {
         "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
         _ => None,
     }
+}
+
+/// Go's `strconv.Atoi` on a 64-bit platform: an optional sign and decimal digits, nothing
+/// else (no surrounding space, no underscores), within `i64`.
+pub fn parse_go_int(v: &str) -> Option<i64> {
+    let digits = v.strip_prefix(['+', '-']).unwrap_or(v);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    v.parse().ok()
 }
 
 impl PolicyOptions {
@@ -137,34 +147,42 @@ impl PolicyOptions {
     pub fn parse(options: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
         let mut opts = PolicyOptions::default();
         for (name, value) in options {
-            match name.as_str() {
-                PREFER_CLOSEST_NUMA_NODES => {
-                    opts.prefer_closest_numa =
-                        parse_go_bool(value).ok_or_else(|| ConfigError::BadOptionValue {
-                            option: name.clone(),
-                            value: value.clone(),
-                            expected: "a boolean (true/false)",
-                        })?;
-                }
-                MAX_ALLOWABLE_NUMA_NODES => {
-                    let n: usize =
-                        value
-                            .trim()
-                            .parse()
-                            .map_err(|_| ConfigError::BadOptionValue {
-                                option: name.clone(),
-                                value: value.clone(),
-                                expected: "an integer",
-                            })?;
-                    if n < DEFAULT_MAX_ALLOWABLE_NUMA_NODES {
-                        return Err(ConfigError::MaxAllowableTooLow(n));
-                    }
-                    opts.max_allowable_numa_nodes = n;
-                }
-                _ => return Err(ConfigError::UnknownOption(name.clone())),
-            }
+            opts.set(name, value)?;
         }
         Ok(opts)
+    }
+
+    /// Mirrors one iteration of `NewPolicyOptions`: checks and applies one option.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        let bad = |expected| ConfigError::BadOptionValue {
+            option: name.to_string(),
+            value: value.to_string(),
+            expected,
+        };
+        match name {
+            PREFER_CLOSEST_NUMA_NODES => {
+                self.prefer_closest_numa =
+                    parse_go_bool(value).ok_or_else(|| bad("true or false"))?;
+            }
+            MAX_ALLOWABLE_NUMA_NODES => {
+                let n = parse_go_int(value).ok_or_else(|| bad("an integer (no spaces)"))?;
+                if n < DEFAULT_MAX_ALLOWABLE_NUMA_NODES as i64 {
+                    return Err(ConfigError::MaxAllowableTooLow(n));
+                }
+                self.max_allowable_numa_nodes = usize::try_from(n).unwrap_or(usize::MAX);
+            }
+            _ => return Err(ConfigError::UnknownOption(name.to_string())),
+        }
+        Ok(())
+    }
+}
+
+/// Parses one `NAME=VALUE` option argument (`--topology-manager-option`); the value is kept
+/// exactly as given, as the kubelet reads it.
+pub fn parse_option_arg(arg: &str) -> Result<(String, String), ConfigError> {
+    match arg.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(ConfigError::BadOptionArg(arg.to_string())),
     }
 }
 
@@ -180,20 +198,31 @@ pub struct TopologyManager {
     pub options: PolicyOptions,
     /// The machine's NUMA nodes.
     pub numa: NumaInfo,
+    /// Options given but not read (policy `none`).
+    ignored: Vec<String>,
 }
 
 impl TopologyManager {
-    /// Mirrors `NewManager`: fails when the machine has more NUMA nodes than
-    /// `max-allowable-numa-nodes` under any policy but `none` (the kubelet then refuses
-    /// to start). Options that the kubelet accepts but ignores under this policy
-    /// (`prefer-closest-numa-nodes` with `none` or `single-numa-node`) are accepted, as the
-    /// kubelet does; [`TopologyManager::ignored_options`] names them for the report.
+    /// Mirrors `NewManager`: with policy `none` it returns before reading the options
+    /// (invalid ones included) or counting NUMA nodes; otherwise it parses the options and
+    /// fails when the machine has more NUMA nodes than `max-allowable-numa-nodes` (the
+    /// kubelet then refuses to start). Options the kubelet accepts but ignores under this
+    /// policy are accepted too; [`TopologyManager::ignored_options`] names them.
     pub fn new(
         policy: Policy,
         scope: Scope,
         options: &BTreeMap<String, String>,
         numa: NumaInfo,
     ) -> Result<Self, ConfigError> {
+        if policy == Policy::None {
+            return Ok(TopologyManager {
+                policy,
+                scope,
+                options: PolicyOptions::default(),
+                numa,
+                ignored: options.keys().cloned().collect(),
+            });
+        }
         let opts = PolicyOptions::parse(options)?;
         if policy != Policy::None && numa.nodes.len() > opts.max_allowable_numa_nodes {
             return Err(ConfigError::TooManyNumaNodes {
@@ -206,12 +235,19 @@ impl TopologyManager {
             scope,
             options: opts,
             numa,
+            ignored: Vec::new(),
         })
     }
 
     /// Options set in the configuration that this policy ignores (the kubelet accepts them
     /// silently; the simulator says so).
     pub fn ignored_options(&self) -> Vec<String> {
+        if !self.ignored.is_empty() {
+            return vec![format!(
+                "topologyManagerPolicyOptions ({}) are not read with policy `none`: the kubelet ignores them, valid or not",
+                self.ignored.join(", ")
+            )];
+        }
         if self.options.prefer_closest_numa
             && matches!(self.policy, Policy::None | Policy::SingleNumaNode)
         {
@@ -225,7 +261,8 @@ impl TopologyManager {
     }
 
     /// Mirrors each policy's `Merge`: the best hint and whether the pod is admitted.
-    /// Under `none` it returns `({nil, true}, true)` without looking at the hints.
+    /// Under `none` it returns `({nil, false}, true)` without looking at the hints, as
+    /// `policy_none.go` returns an empty `TopologyHint{}`.
     pub fn merge(&self, providers: &[ProviderHints]) -> (TopologyHint, bool) {
         merge_with_policy(self.policy, self.options, &self.numa, providers)
     }
@@ -244,7 +281,7 @@ pub fn merge_with_policy(
         MaskComparison::Narrowest
     };
     match policy {
-        Policy::None => (TopologyHint::any(true), true),
+        Policy::None => (TopologyHint::any(false), true),
         Policy::BestEffort => {
             let lists = filter_providers_hints(providers);
             (HintMerger::new(numa, lists, comparison).merge(), true)

@@ -21,6 +21,18 @@ pub enum CpuPolicy {
     Static,
 }
 
+impl std::str::FromStr for CpuPolicy {
+    type Err = ConfigError;
+    /// The kubelet lower-cases `cpuManagerPolicy` before matching it.
+    fn from_str(p: &str) -> Result<Self, ConfigError> {
+        match p.to_ascii_lowercase().as_str() {
+            "none" => Ok(CpuPolicy::None),
+            "static" => Ok(CpuPolicy::Static),
+            _ => Err(ConfigError::UnknownCpuPolicy(p.to_string())),
+        }
+    }
+}
+
 /// `memoryManagerPolicy`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub enum MemoryPolicy {
@@ -29,6 +41,17 @@ pub enum MemoryPolicy {
     None,
     /// `Static`: NUMA-pinned memory for Guaranteed pods.
     Static,
+}
+
+impl std::str::FromStr for MemoryPolicy {
+    type Err = ConfigError;
+    fn from_str(p: &str) -> Result<Self, ConfigError> {
+        match p {
+            "None" => Ok(MemoryPolicy::None),
+            "Static" => Ok(MemoryPolicy::Static),
+            _ => Err(ConfigError::UnknownMemoryPolicy(p.to_string())),
+        }
+    }
 }
 
 /// The settings, with kubelet defaults for what is missing.
@@ -92,18 +115,14 @@ impl Settings {
             None | Some(Value::Null) => {}
             Some(Value::Object(o)) => {
                 for (k, v) in o {
-                    let text = match v {
-                        Value::String(t) => t.clone(),
-                        Value::Bool(b) => b.to_string(),
-                        Value::Number(n) => n.to_string(),
-                        _ => {
-                            return Err(field_err(
-                                &format!("topologyManagerPolicyOptions.{k}"),
-                                "expected a string value",
-                            ));
-                        }
+                    let Value::String(text) = v else {
+                        return Err(field_err(
+                            &format!("topologyManagerPolicyOptions.{k}"),
+                            "expected a string (the kubelet reads map[string]string; quote it)",
+                        ));
                     };
-                    s.topology_manager_policy_options.insert(k.clone(), text);
+                    s.topology_manager_policy_options
+                        .insert(k.clone(), text.clone());
                 }
             }
             Some(_) => {
@@ -114,18 +133,10 @@ impl Settings {
             }
         }
         if let Some(p) = string_field(cfg, "cpuManagerPolicy")? {
-            s.cpu_manager_policy = match p.to_ascii_lowercase().as_str() {
-                "none" => CpuPolicy::None,
-                "static" => CpuPolicy::Static,
-                _ => return Err(ConfigError::UnknownCpuPolicy(p.to_string())),
-            };
+            s.cpu_manager_policy = p.parse()?;
         }
         if let Some(p) = string_field(cfg, "memoryManagerPolicy")? {
-            s.memory_manager_policy = match p {
-                "None" => MemoryPolicy::None,
-                "Static" => MemoryPolicy::Static,
-                _ => return Err(ConfigError::UnknownMemoryPolicy(p.to_string())),
-            };
+            s.memory_manager_policy = p.parse()?;
         }
         if let Some(c) = string_field(cfg, "reservedSystemCPUs")? {
             let set: CpuSet = c

@@ -123,8 +123,9 @@ proptest! {
 
     #[test]
     fn none_policy_admits_with_nil(p in providers()) {
+        // policy_none.go: `return TopologyHint{}, true` — nil affinity, not preferred.
         let (h, admit) = merge_with_policy(Policy::None, opts(false), &numa(), &p);
         prop_assert!(admit);
-        prop_assert_eq!(h, TopologyHint::any(true));
+        prop_assert_eq!(h, TopologyHint::any(false));
     }
 }

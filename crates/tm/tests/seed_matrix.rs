@@ -6,7 +6,7 @@ use topoalign_tm::{Policy, outcome::TOPOLOGY_AFFINITY_ERROR};
 
 #[test]
 fn simulated_table_has_the_seed_outcomes() {
-    let topo = topoalign_discover::profiles::get("mi300x-8").unwrap();
+    let topo = topoalign_profiles::get("mi300x-8").unwrap();
     // Seed 000's table holds for a pool of one VF per PF (see the next test for the
     // profile's full pool of four VFs per PF).
     let spec = MatrixSpec {
@@ -47,7 +47,7 @@ fn simulated_table_has_the_seed_outcomes() {
 fn with_four_vfs_per_pf_restricted_rejects_eight_plus_eight() {
     // 16 VFs per NUMA node: the VF resource prefers single nodes while the GPUs need
     // both, so no merged hint is preferred (masks differ) and restricted says no.
-    let topo = topoalign_discover::profiles::get("mi300x-8").unwrap();
+    let topo = topoalign_profiles::get("mi300x-8").unwrap();
     let spec = MatrixSpec {
         draws: 5,
         vfs_per_pf: None,

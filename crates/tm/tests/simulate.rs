@@ -9,7 +9,7 @@ use topoalign_tm::{
 };
 
 fn mi300x() -> topoalign_topology::Topology {
-    topoalign_discover::profiles::get("mi300x-8").unwrap()
+    topoalign_profiles::get("mi300x-8").unwrap()
 }
 
 fn settings(policy: Policy) -> Settings {

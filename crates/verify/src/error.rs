@@ -15,6 +15,14 @@ pub enum VerifyError {
         /// What was expected.
         why: String,
     },
+    /// The device directory does not exist (or is not a directory): nothing can be visible.
+    #[error("--dev-root {}: {why}; expected the directory holding the pod's device nodes (usually /dev)", path.display())]
+    DevRoot {
+        /// The directory given.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
     /// The sysfs tree could not be read.
     #[error(transparent)]
     Discover(#[from] topoalign_discover::DiscoverError),

@@ -28,6 +28,21 @@ pub fn verify(
     dev_root: &Path,
     env: impl IntoIterator<Item = (String, String)>,
 ) -> Result<Report, VerifyError> {
+    match std::fs::metadata(dev_root) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(VerifyError::DevRoot {
+                path: dev_root.to_path_buf(),
+                why: "not a directory".into(),
+            });
+        }
+        Err(e) => {
+            return Err(VerifyError::DevRoot {
+                path: dev_root.to_path_buf(),
+                why: e.kind().to_string(),
+            });
+        }
+    }
     let selection = parse_env(env)?;
     let discovery = topoalign_discover::sysfs::discover(sysfs_root)?;
     let topo = &discovery.topology;

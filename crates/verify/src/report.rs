@@ -108,6 +108,18 @@ pub fn build(topo: &Topology, vis: Visible) -> Report {
 }
 
 impl Report {
+    /// Why nothing can be verified (no GPU is visible), if so: verify then fails even
+    /// without `--require`.
+    pub fn unverifiable(&self) -> Option<String> {
+        self.gpus.is_empty().then(|| {
+            format!(
+                "no GPU is visible on {} ({} NIC(s)): no /dev/dri/renderD*, /dev/nvidiaN or NVIDIA_VISIBLE_DEVICES match; run inside a pod that was given GPUs, or point --dev-root at its device nodes",
+                self.host,
+                self.nics.len()
+            )
+        })
+    }
+
     /// Checks that every GPU's best NIC is `require` or better. Returns the reasons it
     /// is not (empty = pass); seeing no GPU or no NIC is a failure.
     pub fn failures(&self, require: PcieClass) -> Vec<String> {

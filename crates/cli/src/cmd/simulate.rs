@@ -1,20 +1,15 @@
 //! `topoalign simulate`: a fleet under blind, Topology Manager, DRA first-fit and
 //! topoalign placement, on the same seeded pod stream.
 
-use std::fs::{self, File};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use anyhow::{Context, bail};
+use indicatif::{ProgressBar, ProgressStyle};
 use topoalign_fleet::dra::MatchOn;
-use topoalign_fleet::{
-    Mix, NodeGroup, Policy, SimConfig, SimReport, StreamLength, WorkloadSpec, simulate,
-};
-use topoalign_topology::PcieClass;
+use topoalign_fleet::{SimOptions, StreamLength, parse_fleet, simulate_with_progress};
 
-use crate::output::{Format, print_structured};
+use crate::output::{Format, print, with_errors};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -31,7 +26,7 @@ pub struct Args {
     /// Seed of the pod stream and of every random choice.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Number of pods in the stream.
+    /// Number of pods in the stream (1 to 10000000).
     #[arg(long, default_value_t = 500, conflicts_with = "duration")]
     pub pods: usize,
     /// Instead of `--pods`: generate arrivals for this many minutes.
@@ -70,6 +65,9 @@ pub struct Args {
     /// Also write an SVG chart to FILE (atomically).
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// No progress bar on stderr (it is also off when stderr is not a terminal).
+    #[arg(long, short)]
+    pub quiet: bool,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
     pub output: Format,
@@ -87,217 +85,52 @@ pub enum DraMatch {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let config = build_config(&args)?;
-    let report = simulate(&config)?;
-    if let Some(path) = &args.svg {
-        let svg = topoalign_fleet::svg::report_svg(&report);
-        write_atomically(path, svg.as_bytes())
-            .with_context(|| format!("writing the SVG chart to {}", path.display()))?;
-    }
-    match args.output {
-        Format::Table => print!("{}", table(&report)),
-        f => print_structured(&report, f)?,
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Turns the flags into a validated configuration.
-fn build_config(args: &Args) -> anyhow::Result<SimConfig> {
-    let groups: Vec<(String, usize)> = match &args.fleet {
-        Some(spec) => parse_fleet(spec)?,
-        None => vec![(args.profile.clone(), args.nodes)],
-    };
-    let mut fleet = Vec::new();
-    for (name, count) in groups {
-        let topo = topoalign_discover::profiles::get(&name).with_context(|| {
-            format!(
-                "unknown profile `{name}`: expected one of {}",
-                topoalign_discover::PROFILE_NAMES.join(", ")
-            )
-        })?;
-        fleet.push(NodeGroup {
-            topology: Arc::new(topo),
-            count,
-        });
-    }
-    let mix = Mix::parse(&args.mix)?;
-    let length = match args.duration {
-        Some(d) => StreamLength::Duration(d),
-        None => StreamLength::Pods(args.pods),
-    };
-    let fleet_gpus: usize = fleet.iter().map(|g| g.topology.gpus.len() * g.count).sum();
-    let arrival_rate = match args.arrival_rate {
-        Some(r) => r,
-        None => {
-            if !(args.load.is_finite() && args.load > 0.0) {
-                bail!("invalid --load `{}`: a finite number > 0", args.load);
-            }
-            if !(args.mean_lifetime.is_finite() && args.mean_lifetime > 0.0) {
-                bail!(
-                    "invalid --mean-lifetime `{}`: a finite number > 0",
-                    args.mean_lifetime
-                );
-            }
-            // Offered load = rate × lifetime × mean size / fleet GPUs.
-            args.load * fleet_gpus as f64 / (args.mean_lifetime * mix.mean_size())
-        }
-    };
-    let config = SimConfig {
-        fleet,
-        workload: WorkloadSpec {
-            length,
-            arrival_rate,
-            mean_lifetime: args.mean_lifetime,
-            mix,
-            cpus_per_gpu: args.cpus_per_gpu,
-        },
-        seed: args.seed,
-        policies: Policy::parse_list(&args.policies)?,
-        patience: args.patience,
-        dra_match: match args.dra_match {
-            DraMatch::PcieRoot => MatchOn::PcieRoot,
-            DraMatch::NumaNode => MatchOn::NumaNode,
-        },
-        dra_budget: args.dra_budget,
-        samples: args.samples,
-    };
-    config.validate()?;
-    Ok(config)
-}
-
-/// Parses `PROFILE=COUNT[,PROFILE=COUNT...]`.
-fn parse_fleet(spec: &str) -> anyhow::Result<Vec<(String, usize)>> {
-    let mut out = Vec::new();
-    for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let Some((name, count)) = part.split_once('=') else {
-            bail!("invalid --fleet `{spec}`: `{part}` is not PROFILE=COUNT (e.g. mi300x-8=8)");
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    with_errors(a.output, || {
+        let options = SimOptions {
+            fleet: match &a.fleet {
+                Some(spec) => parse_fleet(spec)?,
+                None => vec![(a.profile.clone(), a.nodes)],
+            },
+            seed: a.seed,
+            length: a
+                .duration
+                .map_or(StreamLength::Pods(a.pods), StreamLength::Duration),
+            mix: a.mix.clone(),
+            arrival_rate: a.arrival_rate,
+            load: a.load,
+            mean_lifetime: a.mean_lifetime,
+            cpus_per_gpu: a.cpus_per_gpu,
+            patience: a.patience,
+            policies: a.policies.clone(),
+            dra_match: match a.dra_match {
+                DraMatch::PcieRoot => MatchOn::PcieRoot,
+                DraMatch::NumaNode => MatchOn::NumaNode,
+            },
+            dra_budget: a.dra_budget,
+            samples: a.samples,
         };
-        let count: usize = count.trim().parse().map_err(|_| {
-            anyhow::anyhow!(
-                "invalid --fleet `{spec}`: count `{}` of `{}` is not a whole number",
-                count.trim(),
-                name.trim()
+        let config = options.config(topoalign_profiles::get, &topoalign_profiles::NAMES)?;
+        let bar = if a.quiet || !std::io::stderr().is_terminal() {
+            ProgressBar::hidden()
+        } else {
+            ProgressBar::new(0).with_style(
+                ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} pods ({eta} left)")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
             )
+        };
+        bar.set_message("simulating");
+        let report = simulate_with_progress(&config, &mut |done, total| {
+            bar.set_length(total);
+            bar.set_position(done);
         })?;
-        out.push((name.trim().to_string(), count));
-    }
-    if out.is_empty() {
-        bail!("invalid --fleet `{spec}`: expected PROFILE=COUNT pairs like mi300x-8=8,dgx-h100=8");
-    }
-    Ok(out)
-}
-
-/// The human-readable report.
-fn table(r: &SimReport) -> String {
-    let mut s = String::new();
-    let fleet: Vec<String> = r.fleet.iter().map(|(p, n)| format!("{n} x {p}")).collect();
-    let mix: Vec<String> = r
-        .workload
-        .mix
-        .entries
-        .iter()
-        .map(|(g, w)| format!("{g}+{g}={w}"))
-        .collect();
-    s.push_str(&format!(
-        "Fleet {} ({} GPUs) | {} pods, mix {} | seed {} | {:.2} arrivals/min, mean lifetime {:.0} min | {:.0} min simulated\n\n",
-        fleet.join(" + "),
-        r.fleet_gpus,
-        r.pods,
-        mix.join(","),
-        r.seed,
-        r.workload.arrival_rate,
-        r.workload.mean_lifetime,
-        r.horizon,
-    ));
-    s.push_str(&format!(
-        "{:<14} {:>6} {:>8} {:>9} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>5}\n",
-        "POLICY",
-        "PLACED",
-        "REJECTED",
-        "TIMED-OUT",
-        "PENDING",
-        "PIX",
-        "PXB",
-        "PHB",
-        "NODE",
-        "SYS",
-        "GDR",
-        "GDR#",
-        "UTIL"
-    ));
-    for p in &r.policies {
-        let pct = |x: f64| format!("{:.1}%", 100.0 * x);
-        s.push_str(&format!(
-            "{:<14} {:>6} {:>8} {:>9} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7} {:>5}\n",
-            p.policy.as_str(),
-            p.placed,
-            p.rejected,
-            p.timed_out,
-            p.left_pending,
-            pct(p.pairs.share(PcieClass::Pix)),
-            pct(p.pairs.share(PcieClass::Pxb)),
-            pct(p.pairs.share(PcieClass::Phb)),
-            pct(p.pairs.share(PcieClass::Node)),
-            pct(p.pairs.share(PcieClass::Sys)),
-            pct(p.pairs.gdr_share()),
-            p.pairs.gdr,
-            format!("{:.0}%", 100.0 * p.mean_utilisation),
-        ));
-    }
-    s.push_str("\nGPU utilisation over time (0 to 100%):\n");
-    for p in &r.policies {
-        let line: String = p.utilisation.iter().map(|u| spark(u.util)).collect();
-        s.push_str(&format!("{:<14} {line}\n", p.policy.as_str()));
-    }
-    s.push_str(
-        "\nPairs: each GPU of a pod with its best NIC of the pod (as NCCL pairs them); GDR: \
-         NCCL uses GPUDirect RDMA (path PXB or better, or P2C).\n",
-    );
-    if r.policies.iter().any(|p| p.dra_budget_exceeded > 0) {
-        for p in r.policies.iter().filter(|p| p.dra_budget_exceeded > 0) {
-            s.push_str(&format!(
-                "{}: the DRA search ran out of budget on {} node attempts\n",
-                p.policy, p.dra_budget_exceeded
-            ));
+        bar.finish_and_clear();
+        if let Some(path) = &a.svg {
+            let svg = topoalign_fleet::svg::report_svg(&report);
+            topoalign_atomic::write(path, svg.as_bytes())
+                .map_err(|e| anyhow::anyhow!("writing the SVG chart: {e}"))?;
         }
-    }
-    s
-}
-
-/// One sparkline character for a share in [0, 1].
-fn spark(x: f64) -> char {
-    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let i = (x.clamp(0.0, 1.0) * 7.0).round() as usize;
-    BARS[i.min(7)]
-}
-
-/// Writes `bytes` to `path` so that readers see either the old file or the whole new one.
-fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path
-        .file_name()
-        .with_context(|| format!("{} does not name a file", path.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let result = (|| -> anyhow::Result<()> {
-        let mut f = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        f.write_all(bytes)
-            .with_context(|| format!("writing {}", tmp.display()))?;
-        f.sync_all()
-            .with_context(|| format!("syncing {}", tmp.display()))?;
-        fs::rename(&tmp, path)
-            .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))?;
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+        print(&report, a.output, || report.table())?;
+        Ok(ExitCode::SUCCESS)
+    })
 }

@@ -1,6 +1,7 @@
 //! `topoalign verify`: run inside a pod (or on a host) to report each visible GPU's best
-//! visible NIC; with `--require CLASS` it is a readiness probe / CI gate (exit 1 when any
-//! GPU's best NIC is worse than CLASS, or when no GPU or no NIC is visible).
+//! visible NIC. It fails (exit 1) when no GPU is visible; with `--require CLASS` it is a
+//! readiness probe / CI gate (exit 1 when any GPU's best NIC is worse than CLASS, or when
+//! no NIC is visible).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use topoalign_topology::PcieClass;
 
-use crate::output::{Format, print_structured};
+use crate::output::{Format, exit, print, warn, with_errors};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -20,47 +21,41 @@ pub struct Args {
     #[arg(long, value_name = "DIR", default_value = "/dev")]
     pub dev_root: PathBuf,
     /// Fail (exit 1) when any visible GPU's best visible NIC is worse than this class
-    /// (PIX, PXB, PHB, NODE, SYS), or when no GPU or no NIC is visible.
-    #[arg(long, value_name = "CLASS", value_parser = parse_class)]
+    /// (PIX, PXB, PHB, NODE, SYS), or when no NIC is visible.
+    #[arg(long, value_name = "CLASS", value_parser = clap::value_parser!(PcieClass))]
     pub require: Option<PcieClass>,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
     pub output: Format,
 }
 
-/// Parses a class name for clap.
-fn parse_class(s: &str) -> Result<PcieClass, String> {
-    s.parse::<PcieClass>().map_err(|e| e.to_string())
-}
-
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let report = topoalign_verify::verify(&args.sysfs_root, &args.dev_root, std::env::vars())
-        .with_context(|| {
+    with_errors(args.output, || {
+        let report = topoalign_verify::verify(&args.sysfs_root, &args.dev_root, std::env::vars())
+            .with_context(|| {
             format!(
-                "verifying devices (sysfs under {}, device nodes under {})",
-                args.sysfs_root.display(),
-                args.dev_root.display()
+                "verifying devices (sysfs under {})",
+                args.sysfs_root.display()
             )
         })?;
-    for w in &report.warnings {
-        eprintln!("warning: {w}");
-    }
-    match args.output {
-        Format::Table => print!("{}", report.table()),
-        f => print_structured(&report, f)?,
-    }
-    let Some(require) = args.require else {
-        return Ok(ExitCode::SUCCESS);
-    };
-    let failures = report.failures(require);
-    if failures.is_empty() {
-        eprintln!("ok: every visible GPU has a {require}-or-better NIC");
-        Ok(ExitCode::SUCCESS)
-    } else {
+        warn(&report.warnings);
+        print(&report, args.output, || report.table())?;
+        let mut failures: Vec<String> = report.unverifiable().into_iter().collect();
+        if let Some(require) = args.require {
+            failures.extend(
+                report
+                    .failures(require)
+                    .into_iter()
+                    .filter(|f| !f.starts_with("no GPU")),
+            );
+            if failures.is_empty() {
+                eprintln!("ok: every visible GPU has a {require}-or-better NIC");
+            }
+        }
         for f in &failures {
             eprintln!("FAIL: {f}");
         }
-        Ok(ExitCode::from(1))
-    }
+        Ok(exit(failures.is_empty()))
+    })
 }

@@ -309,7 +309,7 @@ fn wrap(item: Item, inner: Vec<Boxed>) -> Vec<Boxed> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use topoalign_discover::profiles;
+    use topoalign_profiles as profiles;
 
     fn overlaps(a: &Boxed, b: &Boxed) -> bool {
         a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h

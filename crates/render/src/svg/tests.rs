@@ -1,6 +1,6 @@
 //! Tests of the SVG drawing: well-formed XML, every device present, classes coloured.
 
-use topoalign_discover::profiles;
+use topoalign_profiles as profiles;
 
 use super::render;
 use crate::scene::class_color;
