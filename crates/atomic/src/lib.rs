@@ -42,23 +42,23 @@ impl WriteStep {
 
 /// What went wrong, naming the file and the operation.
 #[derive(Debug, thiserror::Error)]
-#[error("{op} {}: {source}", path.display())]
+#[error("{op} {}: {cause}", path.display())]
 pub struct AtomicWriteError {
     /// The operation, e.g. "writing" or "renaming into".
     pub op: &'static str,
     /// The file or directory the operation was on.
     pub path: PathBuf,
-    /// The operating system's error.
-    #[source]
-    pub source: io::Error,
+    /// The operating system's error (shown in the message, so not also a `source`,
+    /// which would make `{:#}` print it twice).
+    pub cause: io::Error,
 }
 
 impl AtomicWriteError {
-    fn new(op: &'static str, path: &Path, source: io::Error) -> Self {
+    fn new(op: &'static str, path: &Path, cause: io::Error) -> Self {
         Self {
             op,
             path: path.to_path_buf(),
-            source,
+            cause,
         }
     }
 }
@@ -139,7 +139,17 @@ pub fn write_with(
         .prefix(&name)
         .suffix(".tmp")
         .tempfile_in(&dir)
-        .map_err(|e| AtomicWriteError::new("creating a temporary file in", &dir, e))?;
+        // tempfile wraps the OS error with the temp path; keep only the OS error.
+        .map_err(|e| {
+            // tempfile appends ` at path "<temp name>"`, a name that never existed.
+            let text = e.to_string();
+            let plain = text.split(" at path ").next().unwrap_or(&text).to_string();
+            AtomicWriteError::new(
+                "creating a temporary file in",
+                &dir,
+                io::Error::new(e.kind(), plain),
+            )
+        })?;
     // From here on, dropping `temp` removes the temporary file.
     hook(WriteStep::Created, temp.path())?;
     temp.write_all(bytes)
@@ -301,5 +311,7 @@ mod tests {
         let e = write(&f, b"x").unwrap_err();
         assert!(e.to_string().contains("nope"), "{e}");
         assert!(!e.to_string().contains("os error 2): No such"), "{e}");
+        assert!(!e.to_string().contains("at path"), "{e}");
+        assert!(std::error::Error::source(&e).is_none());
     }
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use topoalign_discover::{Discovery, Source};
-use topoalign_topology::{FabricStatus, GpuVendor, Topology};
+use topoalign_topology::FabricStatus;
 
 /// Where to read the node topology from (at most one; default as each command says).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -86,27 +86,4 @@ pub fn describe(source: &Source) -> String {
         Source::AmdSmi(f) => format!("amd-smi output {}", f.display()),
         Source::NcclXml(f) => format!("NCCL topology XML {}", f.display()),
     }
-}
-
-/// How to supply an unknown GPU fabric, for the topology's vendors; `None` when the
-/// fabric is known (links or none).
-pub fn unknown_fabric_help(topo: &Topology) -> Option<String> {
-    if topo.fabric_status() != FabricStatus::Unknown {
-        return None;
-    }
-    let mut ways = Vec::new();
-    if topo.gpus.iter().any(|g| g.vendor == GpuVendor::Nvidia) {
-        ways.push(
-            "NVLink is not in sysfs: pass --nvlink-from FILE (saved `nvidia-smi topo -m`), or run on the host where nvidia-smi/NVML answers (--sysfs-root /)",
-        );
-    }
-    if topo.gpus.iter().any(|g| g.vendor == GpuVendor::Amd) {
-        ways.push(
-            "xGMI links were not in the input: add `rocm-smi --showtopotype` or `amd-smi topology` output, or discover on the host (--sysfs-root /)",
-        );
-    }
-    if ways.is_empty() {
-        ways.push("the source does not show GPU-to-GPU links");
-    }
-    Some(ways.join("; "))
 }

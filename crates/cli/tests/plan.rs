@@ -164,3 +164,29 @@ fn table_names_gpus_and_nics() {
         "{out}"
     );
 }
+
+#[test]
+fn nvlink_on_an_unknown_fabric_says_unknown_not_unsatisfiable() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tree");
+    run_expecting(
+        subcommand("profile").args(["write", "dgx-h100", root.to_str().unwrap()]),
+        0,
+    );
+    // Without the saved `nvidia-smi topo -m`, sysfs alone does not carry NVLink.
+    let saved = root.join("var/lib/topoalign/nvidia-smi-topo-m.txt");
+    assert!(saved.exists(), "profile write saves the NVLink source");
+    std::fs::remove_file(&saved).unwrap();
+    let (code, err) = fails(&[
+        "--sysfs-root",
+        root.to_str().unwrap(),
+        "--gpus",
+        "2",
+        "--gpu-link",
+        "nvlink",
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("fabric is unknown"), "{err}");
+    assert!(err.contains("--nvlink-from"), "{err}");
+    assert!(!err.contains("unsatisfiable"), "{err}");
+}

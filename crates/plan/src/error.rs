@@ -58,6 +58,15 @@ pub enum PlanError {
         reason: String,
     },
     /// No plan meets every hard bound.
+    /// NVLink/xGMI was required but the topology does not know the GPU fabric (NVIDIA
+    /// sysfs has no NVLink; a paste without a link table): unknown, not absent.
+    #[error(
+        "gpu-link {gpus} GPUs: this node's GPU fabric is unknown (not discovered), so NVLink/xGMI cannot be checked; supply it with --nvlink-from FILE (saved `nvidia-smi topo -m`) or discover on the host where nvidia-smi/NVML answers (--sysfs-root /)"
+    )]
+    FabricUnknown {
+        /// GPUs requested.
+        gpus: usize,
+    },
     #[error("unsatisfiable ({bound}): {detail}{}", relaxation_text(.relaxation))]
     Unsatisfiable {
         /// The bound that could not be met.

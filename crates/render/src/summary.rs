@@ -2,7 +2,9 @@
 //! `topoalign profile show`): NUMA nodes, host bridges, GPUs, NICs and the GPU fabric,
 //! each as a small table that fits in 100 columns.
 
-use topoalign_topology::{Classifier, Gpu, LinkLayer, Nic, Sriov, Topology};
+use topoalign_topology::{
+    Classifier, FabricStatus, Gpu, GpuVendor, LinkLayer, Nic, Sriov, Topology,
+};
 
 use crate::scene::{best_nics, fabric_groups, host_bridge_numa};
 use crate::table::Table;
@@ -38,9 +40,13 @@ pub fn render(topo: &Topology) -> String {
         out.push_str(&format!("  shared by all GPUs: {}\n", shared.join(" ")));
     }
     section(&mut out, "NICs", &nic_table(topo, &c));
-    out.push_str("\nGPU fabric\n");
+    if let Some(help) = unknown_fabric_help(topo) {
+        out.push_str(&format!("\nGPU fabric: unknown\n  {help}\n"));
+    } else {
+        out.push_str("\nGPU fabric\n");
+    }
     let groups = fabric_groups(topo);
-    if groups.is_empty() {
+    if groups.is_empty() && topo.fabric_status() != FabricStatus::Unknown {
         out.push_str("  none (GPUs talk over PCIe)\n");
     }
     for g in groups {
@@ -244,6 +250,29 @@ fn list_or_dash(items: &[String]) -> String {
     } else {
         items.join(" ")
     }
+}
+
+/// How to supply an unknown GPU fabric, for the topology's vendors; `None` when the
+/// fabric is known (links or none).
+pub fn unknown_fabric_help(topo: &Topology) -> Option<String> {
+    if topo.fabric_status() != FabricStatus::Unknown {
+        return None;
+    }
+    let mut ways = Vec::new();
+    if topo.gpus.iter().any(|g| g.vendor == GpuVendor::Nvidia) {
+        ways.push(
+            "NVLink is not in sysfs: pass --nvlink-from FILE (saved `nvidia-smi topo -m`), or run on the host where nvidia-smi/NVML answers (--sysfs-root /)",
+        );
+    }
+    if topo.gpus.iter().any(|g| g.vendor == GpuVendor::Amd) {
+        ways.push(
+            "xGMI links were not in the input: add `rocm-smi --showtopotype` or `amd-smi topology` output, or discover on the host (--sysfs-root /)",
+        );
+    }
+    if ways.is_empty() {
+        ways.push("the source does not show GPU-to-GPU links");
+    }
+    Some(ways.join("; "))
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use anyhow::Context;
 use topoalign_discover::Source;
 
 use crate::output::{Format, print_structured};
-use crate::source::{TopologyArgs, unknown_fabric_help};
+use crate::source::TopologyArgs;
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -35,14 +35,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let d = args.topology.load(host_sysfs())?;
     match args.format {
         Format::Table => {
-            let mut text = topoalign_render::summary::render(&d.topology);
-            if let Some(help) = unknown_fabric_help(&d.topology) {
-                // The summary says "none" for an empty link list; unknown is not none.
-                text = text.replace(
-                    "\nGPU fabric\n  none (GPUs talk over PCIe)\n",
-                    &format!("\nGPU fabric: unknown\n  {help}\n"),
-                );
-            }
+            let text = topoalign_render::summary::render(&d.topology);
             std::io::stdout()
                 .lock()
                 .write_all(text.as_bytes())

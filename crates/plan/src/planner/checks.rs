@@ -14,6 +14,12 @@ impl Planner<'_> {
                 "gpus must be at least 1".to_string(),
             ));
         }
+        if req.gpu_link == crate::request::GpuLinkBound::Nvlink
+            && req.gpus > 1
+            && self.topo.fabric_status() == topoalign_topology::FabricStatus::Unknown
+        {
+            return Err(PlanError::FabricUnknown { gpus: req.gpus });
+        }
         if self.topo.numa.len() > 64 {
             return Err(PlanError::InvalidRequest(format!(
                 "the topology has {} NUMA nodes; the planner handles at most 64",
