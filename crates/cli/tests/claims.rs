@@ -1,0 +1,328 @@
+//! `topoalign claims` end to end.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{json, run, run_expecting, subcommand, test_data, write_file};
+use serde_json::Value;
+
+fn claims(args: &[&str], code: i32) -> common::Outcome {
+    run_expecting(subcommand("claims").args(args), code)
+}
+
+#[test]
+fn default_is_a_template_in_yaml_with_one_pairs_request() {
+    let out = claims(&["--pairs", "4"], 0);
+    let v: Value = serde_saphyr::from_str(&out.stdout).unwrap();
+    assert_eq!(v["apiVersion"], "resource.k8s.io/v1");
+    assert_eq!(v["kind"], "ResourceClaimTemplate");
+    assert_eq!(v["metadata"]["name"], "gpu-nic-pairs-4");
+    let req = &v["spec"]["spec"]["devices"]["requests"][0];
+    assert_eq!(req["name"], "pairs");
+    assert_eq!(
+        req["exactly"]["deviceClassName"],
+        "gpu-nic-pair.topoalign.dev"
+    );
+    assert_eq!(req["exactly"]["count"], 4);
+}
+
+#[test]
+fn claim_with_options_in_json() {
+    let out = claims(
+        &[
+            "--pairs",
+            "2",
+            "--claim",
+            "--name",
+            "train",
+            "--namespace",
+            "ml",
+            "--max-class",
+            "PXB",
+            "--require-gdr",
+            "-o",
+            "json",
+        ],
+        0,
+    );
+    let v = json(&out.stdout);
+    assert_eq!(v["kind"], "ResourceClaim");
+    assert_eq!(v["metadata"]["namespace"], "ml");
+    let sel: Vec<&str> = v["spec"]["devices"]["requests"][0]["exactly"]["selectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["cel"]["expression"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sel,
+        vec![
+            r#"device.attributes["topoalign.dev"]["rank"] <= 1"#,
+            r#"device.attributes["topoalign.dev"]["gdr"]"#
+        ]
+    );
+}
+
+#[test]
+fn ladder_and_table() {
+    let out = claims(&["--pairs", "2", "--ladder", "-o", "table"], 0);
+    assert!(out.stdout.contains("gpu-0/switch"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("match topoalign.dev/numaNode over gpu-0/numa, nic-0"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn explain_on_a_profile_matches_the_planner() {
+    let out = claims(
+        &[
+            "--pairs",
+            "4",
+            "--explain",
+            "--profile",
+            "mi300x-8",
+            "-o",
+            "json",
+        ],
+        0,
+    );
+    let v = json(&out.stdout);
+    let e = &v["explanation"];
+    assert_eq!(e["asGood"], true);
+    assert_eq!(e["allocator"]["worst"], "PIX");
+    assert_eq!(e["planner"]["worst"], "PIX");
+    assert_eq!(v["claim"]["kind"], "ResourceClaimTemplate");
+}
+
+#[test]
+fn explain_with_used_devices_and_table_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let used = write_file(
+        dir.path(),
+        "used.yaml",
+        "gpus: [\"0000:11:00.0\", \"0000:2f:00.0\"]\n",
+    );
+    let out = claims(
+        &[
+            "--pairs",
+            "2",
+            "--explain",
+            "--profile",
+            "mi300x-8",
+            "--used",
+            used.to_str().unwrap(),
+            "-o",
+            "table",
+        ],
+        0,
+    );
+    assert!(
+        out.stdout
+            .contains("stock allocator (first fit): worst PIX"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        !out.stdout.contains("GPU 0000:11:00.0"),
+        "a used GPU was chosen:\n{}",
+        out.stdout
+    );
+    // An unknown device in --used is an error naming it.
+    let bad = write_file(dir.path(), "bad.yaml", "gpus: [\"0000:99:00.0\"]\n");
+    let out = claims(
+        &[
+            "--pairs",
+            "1",
+            "--explain",
+            "--profile",
+            "mi300x-8",
+            "--used",
+            bad.to_str().unwrap(),
+        ],
+        2,
+    );
+    assert!(out.stderr.contains("0000:99:00.0"), "{}", out.stderr);
+}
+
+#[test]
+fn explain_reports_an_unsatisfiable_claim_as_a_finding() {
+    let out = claims(
+        &[
+            "--pairs",
+            "3",
+            "--explain",
+            "--profile",
+            "pcie-2socket",
+            "-o",
+            "table",
+        ],
+        0,
+    );
+    assert!(
+        out.stdout.contains("stock allocator: no solution"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn seed001_slices_give_the_pinned_claim() {
+    let slices = test_data("dra", "fixtures/seed001-gb300-slices.json");
+    let out = claims(
+        &[
+            "--pairs",
+            "1",
+            "--from-slices",
+            slices.to_str().unwrap(),
+            "--node",
+            "aks-gb300-0",
+            "--profile",
+            "gb300-4",
+            "--nic-class",
+            "dranet",
+            "-o",
+            "json",
+        ],
+        0,
+    );
+    let v = json(&out.stdout);
+    let reqs = v["spec"]["spec"]["devices"]["requests"].as_array().unwrap();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(
+        reqs[0]["exactly"]["selectors"][0]["cel"]["expression"],
+        r#"device.attributes["resource.kubernetes.io"]["pciBusID"] == "0008:06:00.0""#
+    );
+    assert_eq!(reqs[1]["exactly"]["deviceClassName"], "dranet");
+    assert!(out.stderr.contains("\"pinned\""), "{}", out.stderr);
+    // --explain: the stock allocator takes exactly the pinned devices.
+    let out = claims(
+        &[
+            "--pairs",
+            "1",
+            "--from-slices",
+            slices.to_str().unwrap(),
+            "--node",
+            "aks-gb300-0",
+            "--profile",
+            "gb300-4",
+            "--explain",
+            "-o",
+            "json",
+        ],
+        0,
+    );
+    let v = json(&out.stdout);
+    assert_eq!(v["explanation"]["allocator"]["worst"], "NODE");
+    assert_eq!(v["explanation"]["asGood"], true);
+}
+
+#[test]
+fn bad_input_gets_one_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["--pairs".into(), "0".into()], "at least 1"),
+        (vec!["--pairs".into(), "40".into()], "at most 32"),
+        (
+            vec![
+                "--pairs".into(),
+                "2".into(),
+                "--max-class".into(),
+                "SYS".into(),
+            ],
+            "not published",
+        ),
+        (
+            vec![
+                "--pairs".into(),
+                "2".into(),
+                "--max-class".into(),
+                "FOO".into(),
+            ],
+            "--max-class",
+        ),
+        (
+            vec![
+                "--pairs".into(),
+                "2".into(),
+                "--name".into(),
+                "Bad_Name".into(),
+            ],
+            "Bad_Name",
+        ),
+        (
+            vec![
+                "--pairs".into(),
+                "1".into(),
+                "--from-slices".into(),
+                write_file(
+                    dir.path(),
+                    "pod.yaml",
+                    "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n",
+                )
+                .display()
+                .to_string(),
+                "--node".into(),
+                "n".into(),
+            ],
+            "expected ResourceSlice",
+        ),
+        (
+            vec![
+                "--pairs".into(),
+                "1".into(),
+                "--from-slices".into(),
+                write_file(dir.path(), "broken.yaml", "kind: [unclosed\n")
+                    .display()
+                    .to_string(),
+                "--node".into(),
+                "n".into(),
+            ],
+            "broken.yaml",
+        ),
+        (
+            vec![
+                "--pairs".into(),
+                "1".into(),
+                "--from-slices".into(),
+                test_data("dra", "fixtures/seed001-gb300-slices.json")
+                    .display()
+                    .to_string(),
+                "--node".into(),
+                "other-node".into(),
+            ],
+            "other-node",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = run(subcommand("claims").args(&args));
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(want),
+            "{args:?}: {} lacks {want}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    }
+}
+
+/// The DaemonSet in deploy/ passes only flags `topoalign driver` knows.
+#[test]
+fn deploy_daemonset_uses_real_driver_flags() {
+    let help = run_expecting(subcommand("driver").arg("--help"), 0).stdout;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/daemonset.yaml");
+    let ds: Value = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let args = ds["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap();
+    assert_eq!(args[0], "driver");
+    for a in &args[1..] {
+        let flag = a.as_str().unwrap().split('=').next().unwrap();
+        assert!(
+            help.contains(flag),
+            "{flag} is not a flag of topoalign driver"
+        );
+    }
+}

@@ -1,0 +1,497 @@
+//! What the stock scheduler's structured allocator picks for a claim on one node.
+//!
+//! The allocator's documented behaviour (REFERENCE §6, KEP-4381): it gathers the node's
+//! pools (the highest generation of each, complete pools only), orders them by driver
+//! and pool name, and for every request in claim order, every `firstAvailable`
+//! alternative in order and every device the request still needs, walks pool → slice →
+//! device in order, taking the first device that is free, matches the class and request
+//! selectors, has the counters it consumes left and keeps every constraint. When a later
+//! request cannot be met it backtracks; the first full solution wins (no scoring). Each
+//! device of an `ExactCount` request is searched from the start of the order, which is
+//! why an unsatisfiable claim can cost a search over every ordering: [`first_fit`]
+//! counts the devices it tries and stops at a budget, as the scheduler's Filter timeout
+//! would.
+//!
+//! Selectors are evaluated with [`crate::cel`] (the CEL subset device selectors here
+//! use); an expression outside it is an error, never a guess.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::resource::v1::{Device, DeviceAttribute};
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, DeviceConstraint, DeviceRequest, ResourceClaimSpec, ResourceSlice,
+};
+use serde::Serialize;
+use topoalign_kube_types::Quantity;
+
+use crate::DraError;
+use crate::cel::{Selector, lookup};
+use crate::limits::MAX_DEVICES_PER_CLAIM;
+use crate::prepare::AllocatedDevice;
+
+/// One device's identity in the cluster: (driver, pool, device).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct DeviceId {
+    /// Driver.
+    pub driver: String,
+    /// Pool.
+    pub pool: String,
+    /// Device name.
+    pub device: String,
+}
+
+/// The node's devices as the allocator sees them.
+#[derive(Debug, Clone)]
+pub struct NodeDevices {
+    devices: Vec<Cand>,
+    /// (driver, pool, set, counter) → index into `available`.
+    counter_index: BTreeMap<(String, String, String, String), usize>,
+    /// Available milli-units per counter.
+    available: Vec<i128>,
+}
+
+#[derive(Debug, Clone)]
+struct Cand {
+    id: DeviceId,
+    device: Device,
+    /// (counter index, milli-units); `None` for a counter the pool does not define,
+    /// which makes the device unallocatable.
+    consumes: Vec<(Option<usize>, i128)>,
+}
+
+fn milli(q: &str, slice: &str, what: &str) -> Result<i128, DraError> {
+    q.parse::<Quantity>()
+        .map(|q| q.milli_value())
+        .map_err(|e| DraError::BadSlice {
+            slice: slice.to_string(),
+            what: format!("{what}: {e}"),
+        })
+}
+
+impl NodeDevices {
+    /// Gathers the pools of `node` from `slices` (those with `spec.nodeName == node` or
+    /// `allNodes`): highest generation per pool; a pool whose slices at that generation
+    /// are fewer than its `resourceSliceCount` is incomplete and skipped, as the
+    /// allocator does. Pools are ordered by driver then name; slices keep their order.
+    pub fn gather(slices: &[ResourceSlice], node: &str) -> Result<NodeDevices, DraError> {
+        let mut pools: BTreeMap<(String, String), (i64, Vec<&ResourceSlice>)> = BTreeMap::new();
+        for s in slices {
+            let here = s.spec.node_name.as_deref() == Some(node) || s.spec.all_nodes == Some(true);
+            if !here {
+                continue;
+            }
+            let key = (s.spec.driver.clone(), s.spec.pool.name.clone());
+            let entry = pools
+                .entry(key)
+                .or_insert((s.spec.pool.generation, Vec::new()));
+            if s.spec.pool.generation > entry.0 {
+                *entry = (s.spec.pool.generation, Vec::new());
+            }
+            if s.spec.pool.generation == entry.0 {
+                entry.1.push(s);
+            }
+        }
+        let mut devices = Vec::new();
+        let mut counter_index = BTreeMap::new();
+        let mut available = Vec::new();
+        for ((driver, pool), (_, pslices)) in pools {
+            let want = pslices
+                .first()
+                .map_or(0, |s| s.spec.pool.resource_slice_count);
+            if (pslices.len() as i64) < want {
+                continue;
+            }
+            for s in &pslices {
+                let sname = s.metadata.name.clone().unwrap_or_default();
+                for set in s.spec.shared_counters.iter().flatten() {
+                    for (c, v) in &set.counters {
+                        let value =
+                            milli(&v.value.0, &sname, &format!("counter {}/{c}", set.name))?;
+                        counter_index.insert(
+                            (driver.clone(), pool.clone(), set.name.clone(), c.clone()),
+                            available.len(),
+                        );
+                        available.push(value);
+                    }
+                }
+            }
+            for s in &pslices {
+                let sname = s.metadata.name.clone().unwrap_or_default();
+                for d in s.spec.devices.iter().flatten() {
+                    let mut consumes = Vec::new();
+                    for cc in d.consumes_counters.iter().flatten() {
+                        for (c, v) in &cc.counters {
+                            let key = (
+                                driver.clone(),
+                                pool.clone(),
+                                cc.counter_set.clone(),
+                                c.clone(),
+                            );
+                            consumes.push((
+                                counter_index.get(&key).copied(),
+                                milli(
+                                    &v.value.0,
+                                    &sname,
+                                    &format!("device {} consumes {c}", d.name),
+                                )?,
+                            ));
+                        }
+                    }
+                    devices.push(Cand {
+                        id: DeviceId {
+                            driver: driver.clone(),
+                            pool: pool.clone(),
+                            device: d.name.clone(),
+                        },
+                        device: d.clone(),
+                        consumes,
+                    });
+                }
+            }
+        }
+        Ok(NodeDevices {
+            devices,
+            counter_index,
+            available,
+        })
+    }
+
+    /// Marks devices as allocated to other claims: they are skipped and their counters
+    /// consumed. Unknown ids are ignored.
+    pub fn mark_in_use(&mut self, ids: &BTreeSet<DeviceId>) {
+        for c in self.devices.iter().filter(|c| ids.contains(&c.id)) {
+            for (i, v) in &c.consumes {
+                if let Some(avail) = i.and_then(|i| self.available.get_mut(i)) {
+                    *avail -= v;
+                }
+            }
+        }
+        self.devices.retain(|d| !ids.contains(&d.id));
+    }
+
+    /// Consumes `units` of a counter, as an allocation outside the claim would.
+    pub fn consume(&mut self, driver: &str, pool: &str, set: &str, counter: &str, units: i64) {
+        let key = (
+            driver.to_string(),
+            pool.to_string(),
+            set.to_string(),
+            counter.to_string(),
+        );
+        if let Some(avail) = self
+            .counter_index
+            .get(&key)
+            .and_then(|i| self.available.get_mut(*i))
+        {
+            *avail -= i128::from(units) * 1000;
+        }
+    }
+
+    /// Number of devices considered.
+    pub fn len(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// True when the node has no devices.
+    pub fn is_empty(&self) -> bool {
+        self.devices.is_empty()
+    }
+}
+
+/// What the search found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    /// The first full solution, in request order; `None` when there is none (or the
+    /// budget ran out first).
+    pub allocation: Option<Vec<AllocatedDevice>>,
+    /// Devices tried.
+    pub steps: u64,
+    /// True when the search stopped at the budget without an answer.
+    pub gave_up: bool,
+}
+
+struct Alt {
+    /// The name results carry (`req` or `req/sub`).
+    result_name: String,
+    count: usize,
+    selectors: Vec<Selector>,
+}
+
+struct Req {
+    name: String,
+    alts: Vec<Alt>,
+}
+
+struct Con {
+    requests: Option<Vec<String>>,
+    attribute: String,
+    distinct: bool,
+}
+
+struct Search<'a> {
+    node: &'a NodeDevices,
+    reqs: Vec<Req>,
+    cons: Vec<Con>,
+    /// Per (request, alternative): which devices pass the class and request selectors.
+    eligible: Vec<Vec<Vec<bool>>>,
+    counters: Vec<i128>,
+    taken: Vec<bool>,
+    /// (request name, result name, device index)
+    chosen: Vec<(String, String, usize)>,
+    steps: u64,
+    budget: u64,
+}
+
+fn class_selectors(classes: &[DeviceClass], name: &str) -> Result<Vec<Selector>, DraError> {
+    let class = classes
+        .iter()
+        .find(|c| c.metadata.name.as_deref() == Some(name))
+        .ok_or_else(|| DraError::BadClaim(format!("device class {name:?} is not known")))?;
+    parse_selectors(class.spec.as_ref().and_then(|s| s.selectors.as_ref()))
+}
+
+fn parse_selectors(
+    sel: Option<&Vec<k8s_openapi::api::resource::v1::DeviceSelector>>,
+) -> Result<Vec<Selector>, DraError> {
+    sel.into_iter()
+        .flatten()
+        .filter_map(|s| s.cel.as_ref())
+        .map(|c| Selector::parse(&c.expression).map_err(|e| DraError::BadClaim(e.to_string())))
+        .collect()
+}
+
+fn build_req(r: &DeviceRequest, classes: &[DeviceClass]) -> Result<Req, DraError> {
+    let mut alts = Vec::new();
+    let mode_ok = |m: &Option<String>, what: &str| match m.as_deref() {
+        None | Some("ExactCount") => Ok(()),
+        Some(other) => Err(DraError::BadClaim(format!(
+            "{what}: allocationMode {other:?} is not simulated (only ExactCount)"
+        ))),
+    };
+    if let Some(e) = &r.exactly {
+        mode_ok(&e.allocation_mode, &r.name)?;
+        let mut selectors = class_selectors(classes, &e.device_class_name)?;
+        selectors.extend(parse_selectors(e.selectors.as_ref())?);
+        alts.push(Alt {
+            result_name: r.name.clone(),
+            count: e.count.unwrap_or(1).max(0) as usize,
+            selectors,
+        });
+    }
+    for s in r.first_available.iter().flatten() {
+        mode_ok(&s.allocation_mode, &format!("{}/{}", r.name, s.name))?;
+        let mut selectors = class_selectors(classes, &s.device_class_name)?;
+        selectors.extend(parse_selectors(s.selectors.as_ref())?);
+        alts.push(Alt {
+            result_name: format!("{}/{}", r.name, s.name),
+            count: s.count.unwrap_or(1).max(0) as usize,
+            selectors,
+        });
+    }
+    if alts.is_empty() {
+        return Err(DraError::BadClaim(format!(
+            "request {:?} has neither exactly nor firstAvailable",
+            r.name
+        )));
+    }
+    Ok(Req {
+        name: r.name.clone(),
+        alts,
+    })
+}
+
+fn attr_value<'a>(c: &'a Cand, qualified: &str) -> Option<&'a DeviceAttribute> {
+    let (domain, name) = qualified.split_once('/')?;
+    lookup(c.device.attributes.as_ref()?, &c.id.driver, domain, name)
+}
+
+impl Search<'_> {
+    fn applies(con: &Con, req: &str, result: &str) -> bool {
+        match &con.requests {
+            None => true,
+            Some(list) => list.iter().any(|r| r == req || r == result),
+        }
+    }
+
+    fn constraints_ok(&self, req: &str, result: &str, dev: usize) -> bool {
+        let cand = &self.node.devices[dev];
+        for con in &self.cons {
+            if !Self::applies(con, req, result) {
+                continue;
+            }
+            let Some(v) = attr_value(cand, &con.attribute) else {
+                return false;
+            };
+            for (r2, res2, d2) in &self.chosen {
+                if !Self::applies(con, r2, res2) {
+                    continue;
+                }
+                let Some(w) = attr_value(&self.node.devices[*d2], &con.attribute) else {
+                    return false;
+                };
+                if con.distinct == (v == w) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn counters_ok(&self, dev: usize) -> bool {
+        self.node.devices[dev].consumes.iter().all(|(i, v)| {
+            i.and_then(|i| self.counters.get(i))
+                .is_some_and(|avail| avail >= v)
+        })
+    }
+
+    fn consume(&mut self, dev: usize, sign: i128) {
+        for (i, v) in &self.node.devices[dev].consumes {
+            if let Some(avail) = i.and_then(|i| self.counters.get_mut(i)) {
+                *avail -= sign * v;
+            }
+        }
+    }
+
+    /// Fills request `ri` with alternative `ai` from its `k`-th device on.
+    fn fill(&mut self, ri: usize, ai: Option<usize>, k: usize) -> Option<bool> {
+        if ri == self.reqs.len() {
+            return Some(true);
+        }
+        let Some(ai) = ai else {
+            for a in 0..self.reqs[ri].alts.len() {
+                if self.fill(ri, Some(a), 0)? {
+                    return Some(true);
+                }
+            }
+            return Some(false);
+        };
+        if k == self.reqs[ri].alts[ai].count {
+            return self.fill(ri + 1, None, 0);
+        }
+        let req = self.reqs[ri].name.clone();
+        let result = self.reqs[ri].alts[ai].result_name.clone();
+        for dev in 0..self.node.devices.len() {
+            if self.taken[dev] || !self.eligible[ri][ai][dev] {
+                continue;
+            }
+            self.steps += 1;
+            if self.steps > self.budget {
+                return None;
+            }
+            if !self.counters_ok(dev) || !self.constraints_ok(&req, &result, dev) {
+                continue;
+            }
+            self.taken[dev] = true;
+            self.consume(dev, 1);
+            self.chosen.push((req.clone(), result.clone(), dev));
+            if self.fill(ri, Some(ai), k + 1)? {
+                return Some(true);
+            }
+            self.chosen.pop();
+            self.consume(dev, -1);
+            self.taken[dev] = false;
+        }
+        Some(false)
+    }
+}
+
+/// Runs the allocator's search for `claim` on `node`'s free devices, trying at most
+/// `budget` devices. `classes` must hold every class the claim names.
+pub fn first_fit(
+    claim: &ResourceClaimSpec,
+    classes: &[DeviceClass],
+    node: &NodeDevices,
+    budget: u64,
+) -> Result<Outcome, DraError> {
+    let dc = claim.devices.as_ref();
+    let reqs: Vec<Req> = dc
+        .and_then(|d| d.requests.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|r| build_req(r, classes))
+        .collect::<Result<_, _>>()?;
+    let most: usize = reqs
+        .iter()
+        .map(|r| r.alts.iter().map(|a| a.count).max().unwrap_or(0))
+        .sum();
+    if most > MAX_DEVICES_PER_CLAIM {
+        return Err(DraError::BadClaim(format!(
+            "the claim asks for up to {most} devices; the allocator refuses more than {MAX_DEVICES_PER_CLAIM}"
+        )));
+    }
+    let cons: Vec<Con> = dc
+        .and_then(|d| d.constraints.as_ref())
+        .into_iter()
+        .flatten()
+        .map(
+            |c: &DeviceConstraint| match (&c.match_attribute, &c.distinct_attribute) {
+                (Some(a), None) => Ok(Con {
+                    requests: c.requests.clone(),
+                    attribute: a.clone(),
+                    distinct: false,
+                }),
+                (None, Some(a)) => Ok(Con {
+                    requests: c.requests.clone(),
+                    attribute: a.clone(),
+                    distinct: true,
+                }),
+                _ => Err(DraError::BadClaim(
+                    "a constraint needs exactly one of matchAttribute and distinctAttribute".into(),
+                )),
+            },
+        )
+        .collect::<Result<_, _>>()?;
+    let mut eligible = Vec::new();
+    for r in &reqs {
+        let mut per_alt = Vec::new();
+        for a in &r.alts {
+            let mut ok = Vec::with_capacity(node.devices.len());
+            for c in &node.devices {
+                let mut pass = true;
+                for s in &a.selectors {
+                    if !s
+                        .matches(&c.id.driver, &c.device)
+                        .map_err(|e| DraError::BadClaim(e.to_string()))?
+                    {
+                        pass = false;
+                        break;
+                    }
+                }
+                ok.push(pass);
+            }
+            per_alt.push(ok);
+        }
+        eligible.push(per_alt);
+    }
+    let mut s = Search {
+        node,
+        reqs,
+        cons,
+        eligible,
+        counters: node.available.clone(),
+        taken: vec![false; node.devices.len()],
+        chosen: Vec::new(),
+        steps: 0,
+        budget,
+    };
+    let found = s.fill(0, None, 0);
+    let allocation = (found == Some(true)).then(|| {
+        s.chosen
+            .iter()
+            .map(|(_, result, d)| {
+                let id = &node.devices[*d].id;
+                AllocatedDevice {
+                    request: result.clone(),
+                    driver: id.driver.clone(),
+                    pool: id.pool.clone(),
+                    device: id.device.clone(),
+                }
+            })
+            .collect()
+    });
+    Ok(Outcome {
+        allocation,
+        steps: s.steps,
+        gave_up: found.is_none(),
+    })
+}

@@ -1,0 +1,105 @@
+//! Attribute and capacity names published on devices.
+//!
+//! The standard ones carry the `resource.kubernetes.io/` domain and are written fully
+//! qualified. The driver's own are written without a domain in a ResourceSlice (the API
+//! puts them in the driver's domain, [`crate::DRIVER_NAME`]); in CEL they read as
+//! `device.attributes["topoalign.dev"]["rank"]`, and in a `matchAttribute` constraint they
+//! must be qualified: use [`qualified`].
+
+/// Standard: the PCI address of a device that is one PCI function (`0000:3b:00.0`).
+pub const PCI_BUS_ID: &str = "resource.kubernetes.io/pciBusID";
+/// Standard: the host bridge a device hangs under (`pci0000:3a`).
+pub const PCIE_ROOT: &str = "resource.kubernetes.io/pcieRoot";
+/// Standard (KEP-6072, alpha in 1.37): the NUMA node. Never published when the kernel
+/// reports `-1`.
+pub const NUMA_NODE_STD: &str = "resource.kubernetes.io/numaNode";
+
+/// Driver domain: `gpu`, `nic` or `pair` (string).
+pub const TYPE: &str = "type";
+/// Driver domain: vendor (`nvidia`, `amd`, `mellanox`, …) (string).
+pub const VENDOR: &str = "vendor";
+/// Driver domain: model when known (string).
+pub const MODEL: &str = "model";
+/// Driver domain: NUMA node (int), the same value as [`NUMA_NODE_STD`]; present because
+/// the standard one is alpha. A pair carries its GPU's.
+pub const NUMA_NODE: &str = "numaNode";
+/// Driver domain: CPU socket (physical package) of the device's NUMA node (int).
+pub const SOCKET: &str = "socket";
+/// Driver domain: the PCI address of the upstream port of the nearest PCIe switch above
+/// the device (string); absent for devices on a root port. A pair carries its GPU's.
+pub const PCIE_SWITCH: &str = "pcieSwitch";
+/// Driver domain: alignment group (int). GPUs and NICs with the same value can do
+/// GPUDirect RDMA with each other (connected components of the GDR relation, numbered
+/// in address order from 0); absent for a device with no GDR partner.
+pub const ALIGNMENT_GROUP: &str = "alignmentGroup";
+/// Driver domain: NVLink/xGMI island number (int), GPUs only, absent for GPUs without
+/// fabric links.
+pub const FABRIC_DOMAIN: &str = "fabricDomain";
+/// Driver domain: whether the NIC has an RDMA device (bool).
+pub const RDMA: &str = "rdma";
+/// Driver domain: the PF's RDMA device (`mlx5_0`) (string).
+pub const RDMA_DEVICE: &str = "rdmaDevice";
+/// Driver domain: RDMA without a netdev (bool).
+pub const IB_ONLY: &str = "ibOnly";
+/// Driver domain: `InfiniBand` or `Ethernet` (string).
+pub const LINK_LAYER: &str = "linkLayer";
+/// Driver domain: the PF's network interface (string).
+pub const NETDEV: &str = "netdev";
+/// Driver domain: number of functions of a physical NIC, PF plus enabled VFs (int).
+pub const PF_VF_COUNT: &str = "pfVfCount";
+/// Driver domain, pairs: the pair's class, `PIX`, `PXB`, `PHB` or `NODE` (string).
+pub const CLASS: &str = "class";
+/// Driver domain, pairs: the class rank, 0 = PIX (best), 1 PXB, 2 PHB, 3 NODE (int).
+/// The same scale on every node, so `rank <= 1` means "GPUDirect-RDMA-grade PCIe".
+pub const RANK: &str = "rank";
+/// Driver domain, pairs: whether NCCL uses GPUDirect RDMA on the pair by default (bool).
+pub const GDR: &str = "gdr";
+/// Driver domain: the GPU device's name; on a pair, its GPU (string).
+pub const GPU: &str = "gpu";
+/// Driver domain: the physical NIC device's name; on a pair, its NIC (string).
+pub const NIC: &str = "nic";
+/// Driver domain, pairs: the GPU's PCI address (string).
+pub const GPU_PCI_BUS_ID: &str = "gpuPciBusID";
+/// Driver domain, pairs: the NIC's (PF's) PCI address (string).
+pub const NIC_PCI_BUS_ID: &str = "nicPciBusID";
+
+/// Capacity: GPU memory (bytes, as a quantity such as `196608Mi`).
+pub const CAP_MEMORY: &str = "memory";
+/// Capacity: NIC bandwidth in bits per second (a quantity such as `400G`).
+pub const CAP_BANDWIDTH: &str = "bandwidth";
+
+/// The fully qualified name of a driver-domain attribute (`topoalign.dev/rank`), for
+/// `matchAttribute` / `distinctAttribute`. Standard names are returned unchanged.
+pub fn qualified(name: &str) -> String {
+    if name.contains('/') {
+        name.to_string()
+    } else {
+        format!("{}/{name}", crate::DRIVER_NAME)
+    }
+}
+
+/// A CEL expression reading an attribute, in index form so that names such as `type`
+/// need no care: `device.attributes["topoalign.dev"]["rank"]`. A name without a domain
+/// is in the driver's domain.
+pub fn cel(name: &str) -> String {
+    match name.split_once('/') {
+        Some((domain, short)) => format!("device.attributes[\"{domain}\"][\"{short}\"]"),
+        None => format!("device.attributes[\"{}\"][\"{name}\"]", crate::DRIVER_NAME),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qualified_and_cel_names() {
+        assert_eq!(qualified(RANK), "topoalign.dev/rank");
+        assert_eq!(qualified(PCIE_ROOT), PCIE_ROOT);
+        assert_eq!(cel(RANK), "device.attributes[\"topoalign.dev\"][\"rank\"]");
+        assert_eq!(
+            cel(PCI_BUS_ID),
+            "device.attributes[\"resource.kubernetes.io\"][\"pciBusID\"]"
+        );
+    }
+}

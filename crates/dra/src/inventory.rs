@@ -1,0 +1,608 @@
+//! The node's published devices, derived from a [`Topology`]: what the ResourceSlices
+//! say and what the kubelet plugin needs to prepare an allocated device.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use topoalign_topology::{
+    Bdf, GpuNicPath, GpuVendor, PciKind, PciParent, PcieClass, Sriov, Topology,
+};
+
+use crate::names;
+
+/// The counters in one counter set ([`crate::limits::MAX_COUNTERS_PER_SET`]).
+const SET_SIZE: usize = crate::limits::MAX_COUNTERS_PER_SET;
+
+/// Which pairs are published, and other choices shared by the publisher and the plugin
+/// (both must use the same, or device names would not resolve).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublishOptions {
+    /// The pool generation to write (bump on every change of the pool's content).
+    pub generation: i64,
+    /// Publish a pair device for every (GPU, physical NIC) at this class or better.
+    /// Default `NODE`: the same NUMA node. `SYS` pairs are never published (they would
+    /// multiply the allocator's search for claims nobody wants).
+    pub max_pair_class: PcieClass,
+    /// Publish plain GPU and NIC devices next to the pairs (default true).
+    pub plain_devices: bool,
+}
+
+impl Default for PublishOptions {
+    fn default() -> Self {
+        PublishOptions {
+            generation: 1,
+            max_pair_class: PcieClass::Node,
+            plain_devices: true,
+        }
+    }
+}
+
+/// What a published device is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceKind {
+    /// One GPU.
+    Gpu,
+    /// One function of one physical NIC (chosen at prepare).
+    Nic,
+    /// One GPU with one function of one physical NIC.
+    Pair,
+}
+
+impl DeviceKind {
+    /// The value of the `type` attribute.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceKind::Gpu => "gpu",
+            DeviceKind::Nic => "nic",
+            DeviceKind::Pair => "pair",
+        }
+    }
+}
+
+/// One GPU of the node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuEntry {
+    /// Device name (and counter name): `gpu-0000-3b-00-0`.
+    pub name: String,
+    /// PCI address.
+    pub bdf: Bdf,
+    /// Index into [`Topology::gpus`].
+    pub index: usize,
+    /// Vendor.
+    pub vendor: GpuVendor,
+    /// Model when known.
+    pub model: Option<String>,
+    /// Memory in MiB when known.
+    pub memory_mib: Option<u64>,
+    /// NVIDIA UUID when known.
+    pub uuid: Option<String>,
+    /// NUMA node as the kernel reports it (`None` for -1).
+    pub numa_node: Option<u32>,
+    /// Socket of that NUMA node, when known.
+    pub socket: Option<u32>,
+    /// `pciDDDD:BB` of its host bridge.
+    pub pcie_root: Option<String>,
+    /// Upstream port of the nearest PCIe switch above it.
+    pub pcie_switch: Option<Bdf>,
+    /// Alignment group ([`crate::attr::ALIGNMENT_GROUP`]).
+    pub alignment_group: Option<u32>,
+    /// NVLink/xGMI island number.
+    pub fabric_domain: Option<u32>,
+    /// Character devices a container needs for it (control nodes included).
+    pub device_nodes: Vec<String>,
+    /// The counter set holding its counter.
+    pub counter_set: String,
+}
+
+/// One function (PF or VF) of a physical NIC.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NicFunction {
+    /// PCI address.
+    pub bdf: Bdf,
+    /// Index into [`Topology::nics`].
+    pub index: usize,
+    /// `Some(n)` for the VF `virtfn<n>`, `None` for the PF (or a NIC without SR-IOV).
+    pub vf: Option<u32>,
+    /// Network interface.
+    pub netdev: Option<String>,
+    /// RDMA device (`mlx5_3`).
+    pub rdma: Option<String>,
+    /// RDMA port number of its first port (for `NCCL_IB_HCA=mlx5_3:1`).
+    pub port: Option<u32>,
+    /// Character devices a container needs to use it (`uverbsN`, `umadN`, `rdma_cm`).
+    pub device_nodes: Vec<String>,
+}
+
+/// A physical NIC: a PF with its enabled VFs, or a NIC without SR-IOV (then one function).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PhysicalNic {
+    /// Device name (and counter name): `nic-0000-0c-00-0`.
+    pub name: String,
+    /// PCI address of the PF.
+    pub bdf: Bdf,
+    /// Index of the PF into [`Topology::nics`].
+    pub index: usize,
+    /// PCI vendor name (`mellanox`, `broadcom`, `intel`, or the hex id).
+    pub vendor: String,
+    /// Its functions, PF first, then VFs in `virtfn` order. The counter value.
+    pub functions: Vec<NicFunction>,
+    /// NUMA node as the kernel reports it.
+    pub numa_node: Option<u32>,
+    /// Socket of that NUMA node.
+    pub socket: Option<u32>,
+    /// Host bridge.
+    pub pcie_root: Option<String>,
+    /// Nearest PCIe switch upstream port.
+    pub pcie_switch: Option<Bdf>,
+    /// Alignment group.
+    pub alignment_group: Option<u32>,
+    /// The PF's RDMA device.
+    pub rdma_device: Option<String>,
+    /// The PF's netdev.
+    pub netdev: Option<String>,
+    /// RDMA without netdev.
+    pub ib_only: bool,
+    /// `InfiniBand` / `Ethernet`.
+    pub link_layer: Option<String>,
+    /// Line rate in bits per second, when known.
+    pub bandwidth_bps: Option<u64>,
+    /// The counter set holding its counter.
+    pub counter_set: String,
+}
+
+/// A GPU with a physical NIC at `max_pair_class` or better.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PairEntry {
+    /// Device name: `pair-<gpu>-<nic>`.
+    pub name: String,
+    /// Index into [`Inventory::gpus`].
+    pub gpu: usize,
+    /// Index into [`Inventory::nics`].
+    pub nic: usize,
+    /// Class, NCCL path and GDR of the pair.
+    pub path: GpuNicPath,
+}
+
+/// One counter a device consumes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CounterUse {
+    /// Counter set name.
+    pub set: String,
+    /// Counter name (the GPU's or NIC's device name).
+    pub counter: String,
+    /// Amount consumed (always 1: one GPU, one NIC function).
+    pub amount: u32,
+}
+
+/// A published device, resolved.
+#[derive(Debug, Clone, Copy)]
+pub enum DeviceRef<'a> {
+    /// A plain GPU.
+    Gpu(&'a GpuEntry),
+    /// A plain NIC (one of its functions, chosen at prepare).
+    Nic(&'a PhysicalNic),
+    /// A pair.
+    Pair {
+        /// The pair.
+        pair: &'a PairEntry,
+        /// Its GPU.
+        gpu: &'a GpuEntry,
+        /// Its physical NIC.
+        nic: &'a PhysicalNic,
+    },
+}
+
+impl<'a> DeviceRef<'a> {
+    /// The kind.
+    pub fn kind(&self) -> DeviceKind {
+        match self {
+            DeviceRef::Gpu(_) => DeviceKind::Gpu,
+            DeviceRef::Nic(_) => DeviceKind::Nic,
+            DeviceRef::Pair { .. } => DeviceKind::Pair,
+        }
+    }
+
+    /// The device name.
+    pub fn name(&self) -> &'a str {
+        match self {
+            DeviceRef::Gpu(g) => &g.name,
+            DeviceRef::Nic(n) => &n.name,
+            DeviceRef::Pair { pair, .. } => &pair.name,
+        }
+    }
+
+    /// The GPU it takes, if any.
+    pub fn gpu(&self) -> Option<&'a GpuEntry> {
+        match self {
+            DeviceRef::Gpu(g) => Some(g),
+            DeviceRef::Pair { gpu, .. } => Some(gpu),
+            DeviceRef::Nic(_) => None,
+        }
+    }
+
+    /// The physical NIC it takes one function of, if any.
+    pub fn nic(&self) -> Option<&'a PhysicalNic> {
+        match self {
+            DeviceRef::Nic(n) => Some(n),
+            DeviceRef::Pair { nic, .. } => Some(nic),
+            DeviceRef::Gpu(_) => None,
+        }
+    }
+
+    /// Every PCI address it stands for (the NIC's PF; the function is chosen at prepare).
+    pub fn bdfs(&self) -> Vec<Bdf> {
+        self.gpu()
+            .map(|g| g.bdf)
+            .into_iter()
+            .chain(self.nic().map(|n| n.bdf))
+            .collect()
+    }
+
+    /// The counters it consumes (one per GPU, one function of one NIC).
+    pub fn counters(&self) -> Vec<CounterUse> {
+        let mut out = Vec::new();
+        if let Some(g) = self.gpu() {
+            out.push(CounterUse {
+                set: g.counter_set.clone(),
+                counter: g.name.clone(),
+                amount: 1,
+            });
+        }
+        if let Some(n) = self.nic() {
+            out.push(CounterUse {
+                set: n.counter_set.clone(),
+                counter: n.name.clone(),
+                amount: 1,
+            });
+        }
+        out
+    }
+}
+
+/// Every device a node publishes, with what the plugin needs to prepare it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Inventory {
+    /// GPUs in address order.
+    pub gpus: Vec<GpuEntry>,
+    /// Physical NICs in address order.
+    pub nics: Vec<PhysicalNic>,
+    /// Pairs, best first: by NCCL preference (GDR, class, path), then GPU and NIC address.
+    pub pairs: Vec<PairEntry>,
+    /// Whether plain GPU and NIC devices are published.
+    pub plain_devices: bool,
+    #[serde(skip)]
+    by_name: BTreeMap<String, (DeviceKind, usize)>,
+}
+
+impl Inventory {
+    /// The inventory with default [`PublishOptions`].
+    pub fn from_topology(topo: &Topology) -> Inventory {
+        Inventory::new(topo, &PublishOptions::default())
+    }
+
+    /// Builds the inventory. Pure and deterministic: the same topology and options give
+    /// the same names, order and counter sets.
+    pub fn new(topo: &Topology, opts: &PublishOptions) -> Inventory {
+        let cls = topo.classifier();
+        let socket_of =
+            |numa: Option<u32>| numa.and_then(|n| topo.numa_node(n)).and_then(|n| n.socket);
+
+        // Fabric islands of more than one GPU, numbered in order.
+        let mut fabric = vec![None; topo.gpus.len()];
+        let mut island_no = 0;
+        for island in topo.fabric_islands() {
+            if island.len() > 1 {
+                for g in island {
+                    if let Some(slot) = fabric.get_mut(g) {
+                        *slot = Some(island_no);
+                    }
+                }
+                island_no += 1;
+            }
+        }
+
+        let mut gpus: Vec<GpuEntry> = topo
+            .gpus
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let bdf = topo.gpu_bdf(i);
+                let numa = topo.pci[g.pci].numa_node;
+                GpuEntry {
+                    name: names::gpu_device(bdf),
+                    bdf,
+                    index: i,
+                    vendor: g.vendor,
+                    model: g.model.clone(),
+                    memory_mib: g.memory_mib,
+                    uuid: g.uuid.clone(),
+                    numa_node: numa,
+                    socket: socket_of(numa),
+                    pcie_root: topo.pcie_root(g.pci),
+                    pcie_switch: nearest_switch(topo, g.pci),
+                    alignment_group: None,
+                    fabric_domain: fabric[i],
+                    device_nodes: g.device_nodes(),
+                    counter_set: String::new(),
+                }
+            })
+            .collect();
+        gpus.sort_by_key(|g| g.bdf);
+
+        // Physical NICs: every function that is not a VF of a PF we know heads a group.
+        let mut heads: Vec<usize> = Vec::new();
+        let mut members: BTreeMap<Bdf, Vec<usize>> = BTreeMap::new();
+        for (i, n) in topo.nics.iter().enumerate() {
+            match &n.sriov {
+                Sriov::Vf { pf, .. } if topo.nic_index(*pf).is_some() => {
+                    members.entry(*pf).or_default().push(i);
+                }
+                _ => heads.push(i),
+            }
+        }
+        let mut nics: Vec<PhysicalNic> = heads
+            .into_iter()
+            .map(|h| {
+                let head = &topo.nics[h];
+                let bdf = topo.nic_bdf(h);
+                let mut vfs = members.remove(&bdf).unwrap_or_default();
+                vfs.sort_by_key(|&v| match topo.nics[v].sriov {
+                    Sriov::Vf { index, .. } => (index, topo.nic_bdf(v)),
+                    _ => (u32::MAX, topo.nic_bdf(v)),
+                });
+                let functions = std::iter::once(h)
+                    .chain(vfs)
+                    .map(|f| {
+                        let n = &topo.nics[f];
+                        NicFunction {
+                            bdf: topo.nic_bdf(f),
+                            index: f,
+                            vf: match n.sriov {
+                                Sriov::Vf { index, .. } => Some(index),
+                                _ => None,
+                            },
+                            netdev: n.netdev.clone(),
+                            rdma: n.rdma.clone(),
+                            port: n.ports.first().map(|p| p.number),
+                            device_nodes: n.device_nodes(),
+                        }
+                    })
+                    .collect();
+                let pci = &topo.pci[head.pci];
+                let numa = pci.numa_node;
+                let bandwidth_bps = head
+                    .speed_mbps
+                    .filter(|s| *s > 0)
+                    .map(|m| m.saturating_mul(1_000_000))
+                    .or_else(|| {
+                        head.ports
+                            .first()
+                            .and_then(|p| p.rate_gbps)
+                            .map(|g| u64::from(g) * 1_000_000_000)
+                    });
+                PhysicalNic {
+                    name: names::nic_device(bdf),
+                    bdf,
+                    index: h,
+                    vendor: pci_vendor_name(pci.vendor),
+                    functions,
+                    numa_node: numa,
+                    socket: socket_of(numa),
+                    pcie_root: topo.pcie_root(head.pci),
+                    pcie_switch: nearest_switch(topo, head.pci),
+                    alignment_group: None,
+                    rdma_device: head.rdma.clone(),
+                    netdev: head.netdev.clone(),
+                    ib_only: head.ib_only(),
+                    link_layer: head.link_layer().map(|l| l.as_sysfs().to_string()),
+                    bandwidth_bps,
+                    counter_set: String::new(),
+                }
+            })
+            .collect();
+        nics.sort_by_key(|n| n.bdf);
+
+        // Paths between every GPU and every physical NIC (through the PF).
+        let paths: Vec<Vec<GpuNicPath>> = gpus
+            .iter()
+            .map(|g| nics.iter().map(|n| cls.gpu_nic(g.index, n.index)).collect())
+            .collect();
+
+        // Alignment groups: connected components of the GDR relation.
+        let total = gpus.len() + nics.len();
+        let mut parent: Vec<usize> = (0..total).collect();
+        fn find(p: &mut [usize], mut x: usize) -> usize {
+            while p[x] != x {
+                p[x] = p[p[x]];
+                x = p[x];
+            }
+            x
+        }
+        let mut has_partner = vec![false; total];
+        for (gi, row) in paths.iter().enumerate() {
+            for (ni, p) in row.iter().enumerate() {
+                if p.gdr && nics[ni].rdma_device.is_some() {
+                    let (a, b) = (find(&mut parent, gi), find(&mut parent, gpus.len() + ni));
+                    if a != b {
+                        parent[a.max(b)] = a.min(b);
+                    }
+                    has_partner[gi] = true;
+                    has_partner[gpus.len() + ni] = true;
+                }
+            }
+        }
+        // Number components by their smallest member address (GPUs and NICs together).
+        let mut order: Vec<(Bdf, usize)> = gpus
+            .iter()
+            .map(|g| g.bdf)
+            .chain(nics.iter().map(|n| n.bdf))
+            .enumerate()
+            .map(|(i, b)| (b, i))
+            .collect();
+        order.sort();
+        let mut group_no: BTreeMap<usize, u32> = BTreeMap::new();
+        for (_, i) in &order {
+            if has_partner[*i] {
+                let r = find(&mut parent, *i);
+                let next = group_no.len() as u32;
+                group_no.entry(r).or_insert(next);
+            }
+        }
+        for i in 0..total {
+            if !has_partner[i] {
+                continue;
+            }
+            let g = group_no.get(&find(&mut parent, i)).copied();
+            if i < gpus.len() {
+                gpus[i].alignment_group = g;
+            } else {
+                nics[i - gpus.len()].alignment_group = g;
+            }
+        }
+
+        // Counter sets: GPU counters first, then NIC counters, 32 per set.
+        for (i, g) in gpus.iter_mut().enumerate() {
+            g.counter_set = format!("gpus-{}", i / SET_SIZE);
+        }
+        for (i, n) in nics.iter_mut().enumerate() {
+            n.counter_set = format!("nics-{}", i / SET_SIZE);
+        }
+
+        // Pairs at max_pair_class or better, with RDMA NICs only, best first.
+        let mut pairs = Vec::new();
+        for (gi, row) in paths.iter().enumerate() {
+            for (ni, p) in row.iter().enumerate() {
+                if p.class <= opts.max_pair_class
+                    && p.class != PcieClass::Sys
+                    && nics[ni].rdma_device.is_some()
+                {
+                    pairs.push(PairEntry {
+                        name: names::pair_device(gpus[gi].bdf, nics[ni].bdf),
+                        gpu: gi,
+                        nic: ni,
+                        path: *p,
+                    });
+                }
+            }
+        }
+        pairs.sort_by(|a, b| {
+            (a.path.preference(), gpus[a.gpu].bdf, nics[a.nic].bdf).cmp(&(
+                b.path.preference(),
+                gpus[b.gpu].bdf,
+                nics[b.nic].bdf,
+            ))
+        });
+
+        let mut by_name = BTreeMap::new();
+        for (i, g) in gpus.iter().enumerate() {
+            by_name.insert(g.name.clone(), (DeviceKind::Gpu, i));
+        }
+        for (i, n) in nics.iter().enumerate() {
+            by_name.insert(n.name.clone(), (DeviceKind::Nic, i));
+        }
+        for (i, p) in pairs.iter().enumerate() {
+            by_name.insert(p.name.clone(), (DeviceKind::Pair, i));
+        }
+        Inventory {
+            gpus,
+            nics,
+            pairs,
+            plain_devices: opts.plain_devices,
+            by_name,
+        }
+    }
+
+    /// The published device with this name. Plain GPU and NIC names resolve only when
+    /// plain devices are published.
+    pub fn device(&self, name: &str) -> Option<DeviceRef<'_>> {
+        let (kind, i) = *self.by_name.get(name)?;
+        match kind {
+            DeviceKind::Gpu if self.plain_devices => self.gpus.get(i).map(DeviceRef::Gpu),
+            DeviceKind::Nic if self.plain_devices => self.nics.get(i).map(DeviceRef::Nic),
+            DeviceKind::Pair => {
+                let pair = self.pairs.get(i)?;
+                Some(DeviceRef::Pair {
+                    pair,
+                    gpu: self.gpus.get(pair.gpu)?,
+                    nic: self.nics.get(pair.nic)?,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The GPU entry with this name (whether or not plain GPUs are published).
+    pub fn gpu(&self, name: &str) -> Option<&GpuEntry> {
+        self.gpus.iter().find(|g| g.name == name)
+    }
+
+    /// The physical NIC entry with this name.
+    pub fn nic(&self, name: &str) -> Option<&PhysicalNic> {
+        self.nics.iter().find(|n| n.name == name)
+    }
+
+    /// The GPU at this address.
+    pub fn gpu_by_bdf(&self, bdf: Bdf) -> Option<&GpuEntry> {
+        self.gpus.iter().find(|g| g.bdf == bdf)
+    }
+
+    /// The physical NIC owning the function at this address (PF or VF).
+    pub fn nic_by_function(&self, bdf: Bdf) -> Option<&PhysicalNic> {
+        self.nics
+            .iter()
+            .find(|n| n.functions.iter().any(|f| f.bdf == bdf))
+    }
+
+    /// Every published device in slice order: pairs (best first), then plain GPUs, then
+    /// plain NICs.
+    pub fn devices(&self) -> Vec<DeviceRef<'_>> {
+        let mut out: Vec<DeviceRef<'_>> = self
+            .pairs
+            .iter()
+            .filter_map(|p| self.device(&p.name))
+            .collect();
+        if self.plain_devices {
+            out.extend(self.gpus.iter().map(DeviceRef::Gpu));
+            out.extend(self.nics.iter().map(DeviceRef::Nic));
+        }
+        out
+    }
+}
+
+/// The upstream port of the nearest PCIe switch above a PCI function.
+fn nearest_switch(topo: &Topology, pci: usize) -> Option<Bdf> {
+    let mut cur = topo.pci.get(pci)?.parent;
+    for _ in 0..=topo.pci.len() {
+        match cur {
+            PciParent::Host(_) => return None,
+            PciParent::Bridge(p) => {
+                let d = topo.pci.get(p)?;
+                if d.kind == PciKind::SwitchUpstream {
+                    return Some(d.bdf);
+                }
+                cur = d.parent;
+            }
+        }
+    }
+    None
+}
+
+/// A short vendor name for a PCI vendor id.
+fn pci_vendor_name(id: u16) -> String {
+    use topoalign_topology::pci::vendor;
+    match id {
+        vendor::MELLANOX => "mellanox".into(),
+        vendor::BROADCOM => "broadcom".into(),
+        vendor::INTEL => "intel".into(),
+        vendor::NVIDIA => "nvidia".into(),
+        vendor::AMD => "amd".into(),
+        other => format!("{other:04x}"),
+    }
+}

@@ -1,0 +1,210 @@
+//! Checks the kubelet plugin runs at prepare time: every allocated device is this
+//! node's, no GPU or NIC function is used twice (in the claim or by another prepared
+//! claim), and a free function (PF or VF) is chosen for every NIC a device stands for.
+//!
+//! The scheduler honours externally written allocations without checking them, so
+//! double allocations and unknown devices do reach the kubelet; this is the last gate.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::resource::v1::DeviceRequestAllocationResult;
+use serde::{Deserialize, Serialize};
+use topoalign_topology::{Bdf, PcieClass};
+
+use crate::inventory::{DeviceKind, GpuEntry, Inventory, NicFunction};
+use crate::{AllocationError, DRIVER_NAME};
+
+/// One entry of `status.allocation.devices.results`, reduced to what prepare needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AllocatedDevice {
+    /// The request (or `request/subrequest`) it satisfies.
+    pub request: String,
+    /// The driver.
+    pub driver: String,
+    /// The pool.
+    pub pool: String,
+    /// The device name.
+    pub device: String,
+}
+
+impl From<&DeviceRequestAllocationResult> for AllocatedDevice {
+    fn from(r: &DeviceRequestAllocationResult) -> Self {
+        AllocatedDevice {
+            request: r.request.clone(),
+            driver: r.driver.clone(),
+            pool: r.pool.clone(),
+            device: r.device.clone(),
+        }
+    }
+}
+
+/// What other prepared claims hold on this node: GPUs and NIC functions, each with the
+/// claim that holds it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Holdings {
+    /// GPU address → holder (claim UID).
+    pub gpus: BTreeMap<Bdf, String>,
+    /// NIC function address → holder (claim UID).
+    pub nic_functions: BTreeMap<Bdf, String>,
+}
+
+impl Holdings {
+    /// Records what a prepared claim holds.
+    pub fn add(&mut self, claim_uid: &str, devices: &[PreparedDevice]) {
+        for d in devices {
+            if let Some(g) = &d.gpu {
+                self.gpus.insert(g.bdf, claim_uid.to_string());
+            }
+            if let Some(f) = &d.nic_function {
+                self.nic_functions.insert(f.bdf, claim_uid.to_string());
+            }
+        }
+    }
+
+    /// Forgets everything a claim holds (unprepare).
+    pub fn remove(&mut self, claim_uid: &str) {
+        self.gpus.retain(|_, h| h != claim_uid);
+        self.nic_functions.retain(|_, h| h != claim_uid);
+    }
+}
+
+/// A device of this driver, checked and resolved to hardware.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreparedDevice {
+    /// The request it satisfies (as in the allocation result).
+    pub request: String,
+    /// The published device name.
+    pub device: String,
+    /// Pair, GPU or NIC.
+    pub kind: DeviceKind,
+    /// The GPU it gives, if any.
+    pub gpu: Option<PreparedGpu>,
+    /// The physical NIC's device name, if any.
+    pub nic: Option<String>,
+    /// The NIC function chosen for it (PF or a VF), if any.
+    pub nic_function: Option<NicFunction>,
+    /// For pairs: the pair's class.
+    pub class: Option<PcieClass>,
+}
+
+/// The GPU part of a prepared device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreparedGpu {
+    /// GPU device name.
+    pub name: String,
+    /// PCI address.
+    pub bdf: Bdf,
+    /// Vendor name (`nvidia`, `amd`, …).
+    pub vendor: String,
+    /// NVIDIA UUID when known.
+    pub uuid: Option<String>,
+    /// Character devices (control nodes included).
+    pub device_nodes: Vec<String>,
+}
+
+impl From<&GpuEntry> for PreparedGpu {
+    fn from(g: &GpuEntry) -> Self {
+        PreparedGpu {
+            name: g.name.clone(),
+            bdf: g.bdf,
+            vendor: g.vendor.to_string(),
+            uuid: g.uuid.clone(),
+            device_nodes: g.device_nodes.clone(),
+        }
+    }
+}
+
+/// Checks a claim's allocation results against this node's inventory and what other
+/// claims hold, and chooses NIC functions. Results of other drivers are skipped. The
+/// first free function of a NIC is taken, in order PF, VF0, VF1, … (deterministic, so a
+/// repeated prepare of the same claim with the same holdings chooses the same).
+pub fn prepare_allocation(
+    inv: &Inventory,
+    pool: &str,
+    results: &[AllocatedDevice],
+    held: &Holdings,
+) -> Result<Vec<PreparedDevice>, AllocationError> {
+    let mut gpus_here: BTreeMap<Bdf, String> = BTreeMap::new();
+    let mut fns_here: BTreeMap<Bdf, String> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (index, r) in results.iter().enumerate() {
+        if r.driver != DRIVER_NAME {
+            continue;
+        }
+        if r.device.is_empty() {
+            return Err(AllocationError::Malformed {
+                index,
+                what: "empty device name".into(),
+            });
+        }
+        if r.pool != pool {
+            return Err(AllocationError::ForeignPool {
+                device: r.device.clone(),
+                pool: r.pool.clone(),
+                expected: pool.to_string(),
+            });
+        }
+        let Some(dev) = inv.device(&r.device) else {
+            return Err(AllocationError::UnknownDevice {
+                device: r.device.clone(),
+                pool: pool.to_string(),
+            });
+        };
+        let gpu = match dev.gpu() {
+            Some(g) => {
+                if let Some(other) = gpus_here.get(&g.bdf) {
+                    return Err(AllocationError::GpuTaken {
+                        device: r.device.clone(),
+                        gpu: g.bdf.to_string(),
+                        holder: format!("used by device {other:?} of this claim"),
+                    });
+                }
+                if let Some(claim) = held.gpus.get(&g.bdf) {
+                    return Err(AllocationError::GpuTaken {
+                        device: r.device.clone(),
+                        gpu: g.bdf.to_string(),
+                        holder: format!("held by claim {claim}"),
+                    });
+                }
+                gpus_here.insert(g.bdf, r.device.clone());
+                Some(PreparedGpu::from(g))
+            }
+            None => None,
+        };
+        let nic_function = match dev.nic() {
+            Some(n) => {
+                let free = n.functions.iter().find(|f| {
+                    !fns_here.contains_key(&f.bdf) && !held.nic_functions.contains_key(&f.bdf)
+                });
+                let Some(f) = free else {
+                    return Err(AllocationError::NicExhausted {
+                        device: r.device.clone(),
+                        nic: n.bdf.to_string(),
+                        functions: n.functions.len(),
+                    });
+                };
+                fns_here.insert(f.bdf, r.device.clone());
+                Some(f.clone())
+            }
+            None => None,
+        };
+        let class = match dev {
+            crate::inventory::DeviceRef::Pair { pair, .. } => Some(pair.path.class),
+            _ => None,
+        };
+        out.push(PreparedDevice {
+            request: r.request.clone(),
+            device: r.device.clone(),
+            kind: dev.kind(),
+            gpu,
+            nic: dev.nic().map(|n| n.name.clone()),
+            nic_function,
+            class,
+        });
+    }
+    Ok(out)
+}

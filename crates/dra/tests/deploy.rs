@@ -1,0 +1,84 @@
+//! deploy/ stays in step with the code: the shipped DeviceClasses are the ones the
+//! driver defines, and the DaemonSet mounts what the plugin needs.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::Value;
+use topoalign_dra::device_classes;
+
+fn deploy(file: &str) -> Vec<Value> {
+    let path = format!("{}/../../deploy/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    serde_saphyr::from_multiple::<Value>(&text).unwrap()
+}
+
+#[test]
+fn shipped_device_classes_are_the_code_s() {
+    let file = deploy("device-classes.yaml");
+    let code: Vec<Value> = device_classes()
+        .iter()
+        .map(|c| serde_json::to_value(c).unwrap())
+        .collect();
+    assert_eq!(file, code);
+}
+
+#[test]
+fn daemonset_mounts_sockets_cdi_and_read_only_sys() {
+    let ds = &deploy("daemonset.yaml")[0];
+    let pod = &ds["spec"]["template"]["spec"];
+    let vols = pod["volumes"].as_array().unwrap();
+    let host = |name: &str| {
+        vols.iter()
+            .find(|v| v["name"] == name)
+            .and_then(|v| v["hostPath"]["path"].as_str())
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        host("plugins-registry"),
+        "/var/lib/kubelet/plugins_registry"
+    );
+    assert_eq!(host("plugins"), "/var/lib/kubelet/plugins");
+    assert_eq!(host("cdi"), "/var/run/cdi");
+    assert_eq!(host("sys"), "/sys");
+    let c = &pod["containers"][0];
+    let mounts = c["volumeMounts"].as_array().unwrap();
+    let sys = mounts.iter().find(|m| m["name"] == "sys").unwrap();
+    assert_eq!(sys["readOnly"], true);
+    for m in mounts.iter().filter(|m| m["name"] != "sys") {
+        assert_eq!(
+            m["mountPath"],
+            host(m["name"].as_str().unwrap()),
+            "same path inside"
+        );
+    }
+    assert_eq!(c["securityContext"]["privileged"], false);
+    assert_eq!(c["securityContext"]["capabilities"]["drop"][0], "ALL");
+    assert_eq!(pod["serviceAccountName"], "topoalign-driver");
+}
+
+#[test]
+fn rbac_is_least_privilege() {
+    let docs = deploy("rbac.yaml");
+    let role = docs.iter().find(|d| d["kind"] == "ClusterRole").unwrap();
+    let rules = role["rules"].as_array().unwrap();
+    let verbs = |res: &str| -> Vec<String> {
+        rules
+            .iter()
+            .filter(|r| r["resources"].as_array().unwrap().iter().any(|x| x == res))
+            .flat_map(|r| r["verbs"].as_array().unwrap().iter())
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(verbs("resourceclaims"), vec!["get"]);
+    assert_eq!(verbs("nodes"), vec!["get"]);
+    assert!(verbs("deviceclasses").is_empty());
+    assert!(verbs("resourceslices").contains(&"patch".to_string()));
+    for r in rules {
+        for field in ["resources", "verbs", "apiGroups"] {
+            assert!(
+                !r[field].as_array().unwrap().iter().any(|x| x == "*"),
+                "no wildcards: {r}"
+            );
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! Random topologies never produce slices the API server would refuse.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use proptest::prelude::*;
+use topoalign_dra::{Inventory, PublishOptions, resource_slices};
+use topoalign_topology::PcieClass;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn random_nodes_stay_within_every_limit(seed in any::<u64>(), phb in any::<bool>()) {
+        let topo = common::random_topology(seed, 72, 72, 10);
+        let opts = PublishOptions {
+            generation: 3,
+            max_pair_class: if phb { PcieClass::Phb } else { PcieClass::Node },
+            plain_devices: true,
+        };
+        let slices = resource_slices(&topo, "node-a.example.com", &opts).unwrap();
+        prop_assert_eq!(common::check_limits(&slices), Ok(()));
+        // Every published device resolves back through the inventory.
+        let inv = Inventory::new(&topo, &opts);
+        let published: usize = slices.iter().map(|s| s.spec.devices.as_ref().map_or(0, Vec::len)).sum();
+        prop_assert_eq!(published, inv.devices().len());
+        for s in &slices {
+            for d in s.spec.devices.iter().flatten() {
+                prop_assert!(inv.device(&d.name).is_some(), "{} does not resolve", d.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_large_node_splits_into_several_slices() {
+    // Search seeds for a node with more than 64 devices and 8 counter sets' worth.
+    let mut split = false;
+    for seed in 0..20 {
+        let topo = common::random_topology(seed, 150, 150, 4);
+        let slices = resource_slices(&topo, "n", &PublishOptions::default()).unwrap();
+        common::check_limits(&slices).unwrap();
+        if slices.len() > 3 {
+            split = true;
+        }
+    }
+    assert!(split, "no random node needed more than one device slice");
+}
