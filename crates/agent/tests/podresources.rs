@@ -1,0 +1,188 @@
+//! The pod-resources client over a real unix socket against a tonic server fed fixed
+//! allocations (the kubelet's own Go server is exercised by the end-to-end harness), and
+//! what the agent then publishes for an mi300x-8 node.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use tokio_stream::wrappers::UnixListenerStream;
+use tonic::{Request, Response, Status};
+use topoalign_agent::podresources::v1::pod_resources_lister_server::{
+    PodResourcesLister, PodResourcesListerServer,
+};
+use topoalign_agent::podresources::v1::*;
+use topoalign_agent::run::{Config, once};
+use topoalign_tm::{Policy, Settings};
+
+struct Kubelet;
+
+fn devs(resource: &str, ids: &[&str], numa: i64) -> ContainerDevices {
+    ContainerDevices {
+        resource_name: resource.to_string(),
+        device_ids: ids.iter().map(|s| s.to_string()).collect(),
+        topology: Some(TopologyInfo {
+            nodes: vec![NumaNode { id: numa }],
+        }),
+    }
+}
+
+const GPUS0: [&str; 4] = [
+    "0000:11:00.0",
+    "0000:2f:00.0",
+    "0000:46:00.0",
+    "0000:5d:00.0",
+];
+const GPUS1: [&str; 4] = [
+    "0000:8b:00.0",
+    "0000:aa:00.0",
+    "0000:c2:00.0",
+    "0000:da:00.0",
+];
+const VFS0: [&str; 4] = [
+    "0000:0c:00.1",
+    "0000:2a:00.1",
+    "0000:41:00.1",
+    "0000:58:00.1",
+];
+const VFS1: [&str; 4] = [
+    "0000:86:00.1",
+    "0000:a5:00.1",
+    "0000:bd:00.1",
+    "0000:d5:00.1",
+];
+
+#[tonic::async_trait]
+impl PodResourcesLister for Kubelet {
+    async fn list(
+        &self,
+        _: Request<ListPodResourcesRequest>,
+    ) -> Result<Response<ListPodResourcesResponse>, Status> {
+        // One pod holds socket 0's GPUs and one VF per PF there, plus CPUs 2-3.
+        Ok(Response::new(ListPodResourcesResponse {
+            pod_resources: vec![PodResources {
+                name: "train-0".into(),
+                namespace: "ml".into(),
+                containers: vec![ContainerResources {
+                    name: "main".into(),
+                    devices: vec![
+                        devs("amd.com/gpu", &GPUS0, 0),
+                        devs("nvidia.com/sriov-rdma-vf", &VFS0, 0),
+                    ],
+                    cpu_ids: vec![2, 3],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        }))
+    }
+
+    async fn get_allocatable_resources(
+        &self,
+        _: Request<AllocatableResourcesRequest>,
+    ) -> Result<Response<AllocatableResourcesResponse>, Status> {
+        Ok(Response::new(AllocatableResourcesResponse {
+            devices: vec![
+                devs("amd.com/gpu", &GPUS0, 0),
+                devs("amd.com/gpu", &GPUS1, 1),
+                devs("nvidia.com/sriov-rdma-vf", &VFS0, 0),
+                devs("nvidia.com/sriov-rdma-vf", &VFS1, 1),
+            ],
+            cpu_ids: (0..16).collect(),
+            memory: vec![],
+        }))
+    }
+
+    async fn get(
+        &self,
+        _: Request<GetPodResourcesRequest>,
+    ) -> Result<Response<GetPodResourcesResponse>, Status> {
+        Err(Status::unimplemented("not used"))
+    }
+}
+
+fn config(socket: std::path::PathBuf) -> Config {
+    Config {
+        node: "mi-0".into(),
+        topology: topoalign_discover::profiles::get("mi300x-8").unwrap(),
+        settings: Settings {
+            topology_manager_policy: Policy::Restricted,
+            ..Settings::default()
+        },
+        socket,
+        interval: Duration::from_secs(10),
+        heartbeat: Duration::from_secs(60),
+        label_hold: Duration::from_secs(120),
+        timeout: Duration::from_secs(5),
+    }
+}
+
+#[tokio::test]
+async fn once_reads_the_socket_and_builds_the_nrt_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("kubelet.sock");
+    let listener = tokio::net::UnixListener::bind(&sock).unwrap();
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(PodResourcesListerServer::new(Kubelet))
+            .serve_with_incoming(UnixListenerStream::new(listener)),
+    );
+    let out = once(&config(sock)).await.unwrap();
+    assert_eq!(out.report.pods, ["ml/train-0"]);
+    assert_eq!(out.report.used.gpus.len(), 4);
+    assert_eq!(out.report.used.nics.len(), 4);
+    assert_eq!(out.report.best_pair.map(|c| c.as_str()), Some("PIX"));
+    assert_eq!(out.labels["topoalign.dev/best-pair-class"], "PIX");
+    assert_eq!(out.labels["topoalign.dev/gpu-fabric"], "xgmi");
+    let nrt = &out.node_resource_topology;
+    assert_eq!(nrt["apiVersion"], "topology.node.k8s.io/v1alpha2");
+    assert_eq!(nrt["kind"], "NodeResourceTopology");
+    assert_eq!(nrt["topologyPolicies"][0], "RestrictedContainerLevel");
+    assert_eq!(nrt["attributes"][0]["name"], "topologyManagerPolicy");
+    assert_eq!(nrt["attributes"][0]["value"], "restricted");
+    let zones = nrt["zones"].as_array().unwrap();
+    assert_eq!(zones.len(), 2);
+    assert_eq!(zones[0]["name"], "node-0");
+    assert_eq!(zones[0]["type"], "Node");
+    let gpu0 = zones[0]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "amd.com/gpu")
+        .unwrap();
+    assert_eq!(
+        (gpu0["allocatable"].as_str(), gpu0["available"].as_str()),
+        (Some("4"), Some("0"))
+    );
+    let gpu1 = zones[1]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "amd.com/gpu")
+        .unwrap();
+    assert_eq!(gpu1["available"], "4");
+    // The extender reads the object back as this node's data.
+    let mut interner = topoalign_extender::nodeinfo::Interner::default();
+    match topoalign_extender::nodeinfo::from_nrt(nrt, &mut interner) {
+        topoalign_extender::NodeEntry::Known(info) => {
+            assert_eq!(info.used.gpus.len(), 4);
+            assert_eq!(info.settings.topology_manager_policy, Policy::Restricted);
+            assert!(info.reported_at.is_some());
+            assert!(info.reported_pods.contains("ml/train-0"));
+        }
+        topoalign_extender::NodeEntry::Broken(why) => panic!("{why}"),
+    }
+}
+
+#[tokio::test]
+async fn a_missing_socket_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = once(&config(dir.path().join("absent.sock")))
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("absent.sock") && text.contains("pod-resources"),
+        "{text}"
+    );
+}

@@ -1,0 +1,66 @@
+//! filter + prioritize for one pod over 5,000 nodes, pure core (no HTTP): with the verdict
+//! cache warm (the steady state: one node changes per binding), against the same calls with
+//! the cache disabled (every node judged: Topology Manager simulation + planner).
+
+use std::hint::black_box;
+use std::time::SystemTime;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use topoalign_extender::decide::Decider;
+use topoalign_extender::nodeinfo::Interner;
+use topoalign_extender::synth::synth_nodes;
+use topoalign_extender::{ClusterState, pod_request};
+use topoalign_tm::{Policy, ResourceMap};
+
+const NODES: usize = 5_000;
+
+fn cluster() -> (ClusterState, Vec<String>) {
+    let policies = [
+        Policy::Restricted,
+        Policy::SingleNumaNode,
+        Policy::BestEffort,
+        Policy::None,
+    ];
+    let nodes =
+        synth_nodes(NODES, 1, &["mi300x-8", "gb300-4", "dgx-h100"], &policies).unwrap_or_default();
+    let mut interner = Interner::default();
+    let mut st = ClusterState::default();
+    for n in &nodes {
+        st.upsert_node(&n.name, n.entry(&mut interner));
+    }
+    (st, nodes.into_iter().map(|n| n.name).collect())
+}
+
+fn bench(c: &mut Criterion) {
+    let (state, names) = cluster();
+    let pod = json!({"metadata": {"name": "p", "namespace": "b"},
+        "spec": {"containers": [{"name": "m", "resources": {"limits": {"amd.com/gpu": 2, "nvidia.com/sriov-rdma-vf": 2}}}]}});
+    let cached = Decider::new(ResourceMap::default(), 1 << 20);
+    let plain = Decider::new(ResourceMap::default(), 0);
+    let Ok(req) = pod_request(&pod, cached.resources()) else {
+        return;
+    };
+    let now = SystemTime::now();
+    let mut g = c.benchmark_group("filter+prioritize/5000 nodes");
+    g.sample_size(20);
+    g.bench_function("cache warm", |b| {
+        b.iter(|| {
+            let f = cached.filter(&state, &req, &names, now);
+            let p = cached.prioritize(&state, &req, &names, now);
+            black_box((f, p))
+        })
+    });
+    g.sample_size(10);
+    g.bench_function("cache disabled (peer)", |b| {
+        b.iter(|| {
+            let f = plain.filter(&state, &req, &names, now);
+            let p = plain.prioritize(&state, &req, &names, now);
+            black_box((f, p))
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,42 @@
+//! Every label, annotation and attribute name topoalign's agent writes and its extender
+//! reads, in one place.
+
+/// Node label: the built-in profile the node is (synthetic or declared nodes).
+pub const PROFILE_LABEL: &str = "topoalign.dev/profile";
+/// Node or NRT annotation: devices in use, as `NodeUsage` JSON
+/// (`{"gpus": ["0000:11:00.0"], "nics": ["0000:0c:00.1"]}`).
+pub const USED_ANNOTATION: &str = "topoalign.dev/used";
+/// Node label: `topologyManagerPolicy` of the node's kubelet (declared nodes).
+pub const POLICY_LABEL: &str = "topoalign.dev/topology-manager-policy";
+/// Node label: `topologyManagerScope` of the node's kubelet (declared nodes).
+pub const SCOPE_LABEL: &str = "topoalign.dev/topology-manager-scope";
+/// Node or NRT annotation: `topologyManagerPolicyOptions` as `k=v,k=v`.
+pub const POLICY_OPTIONS_ANNOTATION: &str = "topoalign.dev/topology-manager-policy-options";
+/// NRT annotation: the node's topology as compact `Topology` JSON.
+pub const TOPOLOGY_ANNOTATION: &str = "topoalign.dev/topology";
+/// NRT annotation: pods (`namespace/name`, JSON list) the report accounts for.
+pub const PODS_ANNOTATION: &str = "topoalign.dev/pods";
+/// NRT annotation: when the agent last read the kubelet (RFC 3339).
+pub const REPORTED_AT_ANNOTATION: &str = "topoalign.dev/reported-at";
+/// NRT annotation: per PCIe switch, its GPUs and NICs (`switch: gpus | nics; …`).
+pub const SWITCH_GROUPS_ANNOTATION: &str = "topoalign.dev/switch-groups";
+/// NRT annotation: per free GPU, its best free NIC and their class (`gpu>nic:CLASS;…`).
+pub const PAIRS_ANNOTATION: &str = "topoalign.dev/free-pairs";
+/// Node label and NRT attribute: the best pair class a new pod can still get.
+pub const BEST_PAIR_LABEL: &str = "topoalign.dev/best-pair-class";
+/// Node label: the GPU fabric (`nvlink`, `xgmi`, `pcie`).
+pub const FABRIC_LABEL: &str = "topoalign.dev/gpu-fabric";
+/// NRT attribute (upstream name): the kubelet's `topologyManagerPolicy`.
+pub const NRT_POLICY_ATTRIBUTE: &str = "topologyManagerPolicy";
+/// NRT attribute (upstream name): the kubelet's `topologyManagerScope`.
+pub const NRT_SCOPE_ATTRIBUTE: &str = "topologyManagerScope";
+/// NRT group.
+pub const NRT_GROUP: &str = "topology.node.k8s.io";
+/// NRT version.
+pub const NRT_VERSION: &str = "v1alpha2";
+/// NRT kind.
+pub const NRT_KIND: &str = "NodeResourceTopology";
+/// NRT plural.
+pub const NRT_PLURAL: &str = "noderesourcetopologies";
+/// NRT zone type of a NUMA node (upstream `helper.ZoneTypeNUMANode`).
+pub const NRT_ZONE_NUMA: &str = "Node";

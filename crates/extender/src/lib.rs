@@ -1,0 +1,28 @@
+//! topoalign's kube-scheduler extender: send each GPU+NIC pod to the node that can align it.
+//!
+//! - [`protocol`]: the extender wire types, exactly as `k8s.io/kube-scheduler/extender/v1`
+//!   serializes them;
+//! - [`podreq`]: what a pod asks (devices, `topoalign.dev/min-pair-class`);
+//! - [`state`]: the in-memory [`state::ClusterState`] (topology, Topology Manager
+//!   settings, used devices, assumed allocations per node);
+//! - [`decide`]: the pure filter/prioritize core over that state, with a verdict cache;
+//! - [`score`]: plan → priority (achievable alignment minus fragmentation caused);
+//! - [`nodeinfo`] and [`keys`]: how API objects (NodeResourceTopology, node labels) become
+//!   node data, and every label/annotation name;
+//! - [`server`]: the axum HTTP server; [`watch`]: the kube-rs watchers that fill the state.
+
+pub mod decide;
+pub mod keys;
+pub mod metrics;
+pub mod nodeinfo;
+pub mod podreq;
+pub mod protocol;
+pub mod score;
+pub mod server;
+pub mod state;
+pub mod synth;
+pub mod watch;
+
+pub use decide::{Decider, Decision, NeutralReason, Verdict};
+pub use podreq::{PodRequest, pod_request};
+pub use state::{ClusterState, NodeEntry, NodeInfo, NodeTopology, Source};

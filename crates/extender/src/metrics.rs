@@ -1,0 +1,115 @@
+//! Prometheus metrics of the extender (`/metrics`).
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// Label set: name/value pairs.
+pub type Labels = Vec<(String, String)>;
+
+fn histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.000_05, 2.0, 16))
+}
+
+/// Every metric, registered in one registry.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// Calls by verb and HTTP status.
+    pub requests: Family<Labels, Counter>,
+    /// Seconds per call by verb.
+    pub latency: Family<Labels, Histogram, fn() -> Histogram>,
+    /// Nodes filtered out, by reason (`topology_manager`, `pair_class`, `placement`).
+    pub filtered: Family<Labels, Counter>,
+    /// Nodes passed or scored without judgement, by reason (`stale`, `unknown_node`, …).
+    pub neutral: Family<Labels, Counter>,
+    /// Verdict cache hits.
+    pub cache_hits: Counter,
+    /// Verdict cache misses.
+    pub cache_misses: Counter,
+    /// Nodes in the state by status (`known`, `broken`, `stale`).
+    pub nodes: Family<Labels, Gauge>,
+    /// Assumed allocations held.
+    pub assumed: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// Creates and registers every metric under the `topoalign_extender` prefix.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("topoalign_extender");
+        let requests = Family::<Labels, Counter>::default();
+        let latency: Family<Labels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(histogram);
+        let filtered = Family::<Labels, Counter>::default();
+        let neutral = Family::<Labels, Counter>::default();
+        let cache_hits = Counter::default();
+        let cache_misses = Counter::default();
+        let nodes = Family::<Labels, Gauge>::default();
+        let assumed = Gauge::default();
+        registry.register(
+            "requests",
+            "Extender calls by verb and HTTP status",
+            requests.clone(),
+        );
+        registry.register(
+            "request_seconds",
+            "Seconds per extender call",
+            latency.clone(),
+        );
+        registry.register(
+            "nodes_filtered",
+            "Nodes filtered out, by reason",
+            filtered.clone(),
+        );
+        registry.register(
+            "nodes_neutral",
+            "Nodes passed or scored neutral without judgement (no, stale or broken data), by reason",
+            neutral.clone(),
+        );
+        registry.register("cache_hits", "Verdict cache hits", cache_hits.clone());
+        registry.register("cache_misses", "Verdict cache misses", cache_misses.clone());
+        registry.register(
+            "state_nodes",
+            "Nodes in the cluster state, by status",
+            nodes.clone(),
+        );
+        registry.register(
+            "assumed_allocations",
+            "Allocations assumed for bound pods",
+            assumed.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            latency,
+            filtered,
+            neutral,
+            cache_hits,
+            cache_misses,
+            nodes,
+            assumed,
+        }
+    }
+
+    /// The text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// One label pair.
+pub fn label(name: &str, value: &str) -> Labels {
+    vec![(name.to_string(), value.to_string())]
+}

@@ -1,0 +1,44 @@
+//! From a plan to an extender priority: the achievable alignment on the node's free
+//! devices, minus the fragmentation the placement would cause, on 0 ..= 10.
+
+use topoalign_plan::Plan;
+
+use crate::protocol::MAX_EXTENDER_PRIORITY;
+
+/// The score a node gets when the extender cannot judge it (no, stale or broken data):
+/// the middle of the scale, so that it neither wins over a node known to align the pod
+/// well nor loses to one known to align it badly.
+pub const NEUTRAL_SCORE: i64 = MAX_EXTENDER_PRIORITY / 2;
+
+/// Alignment quality of a plan in 0.0 ..= 1.0: for pods with NICs, half the mean pair
+/// quality (PIX 1, PXB 0.75, PHB 0.5, NODE 0.25, SYS 0) and half the share of pairs with
+/// GPUDirect RDMA; 1.0 for GPU-only pods. Each NUMA node spanned beyond the first costs
+/// 0.1.
+pub fn quality(plan: &Plan) -> f64 {
+    let s = &plan.score;
+    let mut q = if s.pairs == 0 {
+        1.0
+    } else {
+        let pairs = s.pairs as f64;
+        let pair_q = 1.0 - f64::from(s.pair_rank_sum) / (4.0 * pairs);
+        let gdr_q = s.gdr_pairs as f64 / pairs;
+        0.5 * pair_q + 0.5 * gdr_q
+    };
+    q -= 0.1 * s.numa_span.saturating_sub(1) as f64;
+    q.clamp(0.0, 1.0)
+}
+
+/// Points taken per switch, NUMA node or fabric island the placement leaves partially
+/// used (the planner's fragmentation measure), and given back per group it completes.
+pub const FRAGMENTATION_WEIGHT: f64 = 0.25;
+/// The most points fragmentation can take (so alignment quality dominates).
+pub const MAX_FRAGMENTATION_PENALTY: f64 = 2.0;
+
+/// The priority: `10 × quality − 0.25 × (fragmentation after − before)`, the penalty
+/// bounded to −1 ..= 2 points, rounded and clamped to 0 ..= 10.
+pub fn priority(plan: &Plan, fragmentation_before: u32) -> i64 {
+    let caused = i64::from(plan.score.fragmentation) - i64::from(fragmentation_before);
+    let penalty = (FRAGMENTATION_WEIGHT * caused as f64).clamp(-1.0, MAX_FRAGMENTATION_PENALTY);
+    let raw = MAX_EXTENDER_PRIORITY as f64 * quality(plan) - penalty;
+    (raw.round() as i64).clamp(0, MAX_EXTENDER_PRIORITY)
+}

@@ -1,0 +1,353 @@
+//! The in-memory cluster state the decisions read: per node its topology (shared between
+//! nodes of one machine type), the kubelet Topology Manager settings, the devices in use
+//! as last reported, and the allocations assumed for pods bound since that report.
+//!
+//! Nothing here does I/O: the watcher layer ([`crate::watch`]) turns API objects into
+//! [`NodeInfo`] and pod bindings, tests and benchmarks build them directly.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use topoalign_plan::score::device_score;
+use topoalign_plan::{Planner, Request};
+use topoalign_tm::Settings;
+use topoalign_topology::{NodeUsage, Topology};
+
+/// A topology shared by every node that reports it.
+#[derive(Debug)]
+pub struct NodeTopology {
+    /// Where it came from: `profile:<name>` or `nrt:<hash>`.
+    pub key: String,
+    /// A hash of `key`, used in cache keys.
+    pub id: u64,
+    /// The model.
+    pub topology: Topology,
+}
+
+impl NodeTopology {
+    /// Wraps a topology under a source key.
+    pub fn new(key: String, topology: Topology) -> Self {
+        NodeTopology {
+            id: hash_of(&key),
+            key,
+            topology,
+        }
+    }
+}
+
+/// Where a node's data came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// Node labels and annotations (`topoalign.dev/profile`, `topoalign.dev/used`):
+    /// declared, never stale, used when neither NRT nor slices exist.
+    Labels,
+    /// The node agent's NodeResourceTopology object.
+    Nrt,
+}
+
+impl Source {
+    /// A short name for logs and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Labels => "labels",
+            Source::Nrt => "nrt",
+        }
+    }
+}
+
+/// What the watchers know about one node.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    /// Its topology.
+    pub topology: Arc<NodeTopology>,
+    /// The kubelet Topology Manager settings (policy, scope, options).
+    pub settings: Arc<Settings>,
+    /// Devices in use as reported.
+    pub used: NodeUsage,
+    /// Where the data came from.
+    pub source: Source,
+    /// When the agent last reported (`None`: declared data that cannot go stale).
+    pub reported_at: Option<SystemTime>,
+    /// Pods (`namespace/name`) the report already accounts for.
+    pub reported_pods: BTreeSet<String>,
+}
+
+/// A node as the decisions see it.
+#[derive(Debug, Clone)]
+pub enum NodeEntry {
+    /// Usable data.
+    Known(NodeInfo),
+    /// Data exists but cannot be used (malformed, unknown profile …): the reason.
+    Broken(String),
+}
+
+/// An allocation assumed for a pod bound to a node but not yet in the node's report.
+#[derive(Debug, Clone)]
+pub struct Assumed {
+    /// The node it is bound to.
+    pub node: String,
+    /// What it asks for.
+    pub request: Request,
+    /// When the binding was first seen.
+    pub bound_at: SystemTime,
+}
+
+/// A known node with its assumed allocations applied.
+#[derive(Debug, Clone)]
+pub struct Effective {
+    /// The data.
+    pub info: NodeInfo,
+    /// Reported plus assumed usage.
+    pub used: NodeUsage,
+    /// Partially used switches, NUMA nodes and islands before any new allocation.
+    pub fragmentation: u32,
+    /// Hash of topology, settings and usage: equal keys get equal verdicts.
+    pub state_key: u64,
+    /// Assumed pods that no longer fit (their devices could not be chosen).
+    pub unplaced: Vec<String>,
+}
+
+/// One node's entry in the state.
+#[derive(Debug, Clone)]
+pub enum NodeView {
+    /// Usable.
+    Known(Box<Effective>),
+    /// Not usable, with the reason.
+    Broken(String),
+}
+
+/// The whole cluster as the decisions see it.
+#[derive(Debug, Clone)]
+pub struct ClusterState {
+    nodes: HashMap<String, NodeView>,
+    assumed: BTreeMap<String, Assumed>,
+    /// Agent data older than this is stale (neutral score, never filtered).
+    pub stale_after: Duration,
+    /// An assumed allocation on an agent-reported node expires after this.
+    pub assume_ttl: Duration,
+}
+
+impl Default for ClusterState {
+    fn default() -> Self {
+        ClusterState::new(Duration::from_secs(300), Duration::from_secs(120))
+    }
+}
+
+impl ClusterState {
+    /// An empty state.
+    pub fn new(stale_after: Duration, assume_ttl: Duration) -> Self {
+        ClusterState {
+            nodes: HashMap::new(),
+            assumed: BTreeMap::new(),
+            stale_after,
+            assume_ttl,
+        }
+    }
+
+    /// Sets (or replaces) a node's data.
+    pub fn upsert_node(&mut self, name: &str, entry: NodeEntry) {
+        let view = match entry {
+            NodeEntry::Broken(why) => NodeView::Broken(why),
+            NodeEntry::Known(info) => NodeView::Known(Box::new(self.effective(name, info))),
+        };
+        self.nodes.insert(name.to_string(), view);
+    }
+
+    /// Forgets a node.
+    pub fn remove_node(&mut self, name: &str) {
+        self.nodes.remove(name);
+    }
+
+    /// Records that a pod (`namespace/name`) is bound to `node` and asks for `request`.
+    /// Calling it again for the same pod and node changes nothing.
+    pub fn assume(&mut self, pod: &str, node: &str, request: Request, now: SystemTime) {
+        if let Some(a) = self.assumed.get(pod)
+            && a.node == node
+        {
+            return;
+        }
+        let old = self.assumed.insert(
+            pod.to_string(),
+            Assumed {
+                node: node.to_string(),
+                request,
+                bound_at: now,
+            },
+        );
+        if let Some(old) = old {
+            self.refresh(&old.node);
+        }
+        self.refresh(node);
+    }
+
+    /// Forgets a pod (deleted, finished, or no longer bound).
+    pub fn forget_pod(&mut self, pod: &str) {
+        if let Some(a) = self.assumed.remove(pod) {
+            self.refresh(&a.node);
+        }
+    }
+
+    /// Keeps only the assumed pods for which `keep(pod)` holds (after a re-list).
+    pub fn retain_pods(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        let mut touched = BTreeSet::new();
+        self.assumed.retain(|k, a| {
+            let k2 = keep(k);
+            if !k2 {
+                touched.insert(a.node.clone());
+            }
+            k2
+        });
+        for n in touched {
+            self.refresh(&n);
+        }
+    }
+
+    /// Drops assumed allocations past their time on agent-reported nodes.
+    pub fn expire(&mut self, now: SystemTime) {
+        let ttl = self.assume_ttl;
+        let mut touched = BTreeSet::new();
+        let nodes = &self.nodes;
+        self.assumed.retain(|_, a| {
+            let agent = matches!(nodes.get(&a.node), Some(NodeView::Known(e)) if e.info.source != Source::Labels);
+            let keep = !agent || now.duration_since(a.bound_at).unwrap_or_default() < ttl;
+            if !keep {
+                touched.insert(a.node.clone());
+            }
+            keep
+        });
+        for n in touched {
+            self.refresh(&n);
+        }
+    }
+
+    /// A node's view.
+    pub fn node(&self, name: &str) -> Option<&NodeView> {
+        self.nodes.get(name)
+    }
+
+    /// Every node name with its view.
+    pub fn nodes(&self) -> impl Iterator<Item = (&String, &NodeView)> {
+        self.nodes.iter()
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether there are no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Number of assumed allocations.
+    pub fn assumed_count(&self) -> usize {
+        self.assumed.len()
+    }
+
+    /// Whether a known node's report is older than `stale_after` at `now`.
+    pub fn is_stale(&self, e: &Effective, now: SystemTime) -> bool {
+        e.info
+            .reported_at
+            .is_some_and(|t| now.duration_since(t).unwrap_or_default() > self.stale_after)
+    }
+
+    fn refresh(&mut self, name: &str) {
+        if let Some(NodeView::Known(e)) = self.nodes.get(name) {
+            let info = e.info.clone();
+            let eff = self.effective(name, info);
+            self.nodes
+                .insert(name.to_string(), NodeView::Known(Box::new(eff)));
+        }
+    }
+
+    /// Applies the node's assumed allocations (in binding order) on top of its report.
+    fn effective(&self, name: &str, info: NodeInfo) -> Effective {
+        let topo = &info.topology.topology;
+        let mut used = info.used.clone();
+        let mut unplaced = Vec::new();
+        let mut pods: Vec<(&String, &Assumed)> = self
+            .assumed
+            .iter()
+            .filter(|(k, a)| a.node == name && !info.reported_pods.contains(*k))
+            .collect();
+        if !pods.is_empty() {
+            pods.sort_by(|a, b| a.1.bound_at.cmp(&b.1.bound_at).then(a.0.cmp(b.0)));
+            let planner = Planner::new(topo);
+            for (key, a) in pods {
+                let mut req = a.request.clone();
+                // The kubelet ignores topoalign's bounds; take what it can.
+                req.max_pair = None;
+                req.gpu_link = topoalign_plan::GpuLinkBound::Any;
+                match planner.plan(&req, &used) {
+                    Ok(p) => {
+                        used.gpus.extend(p.gpus);
+                        used.nics.extend(p.nics);
+                    }
+                    Err(_) => unplaced.push(key.clone()),
+                }
+            }
+            used.gpus.sort();
+            used.gpus.dedup();
+            used.nics.sort();
+            used.nics.dedup();
+        }
+        let fragmentation = fragmentation_of(topo, &used);
+        let mut h = DefaultHasher::new();
+        info.topology.id.hash(&mut h);
+        hash_settings(&info.settings, &mut h);
+        used.gpus.hash(&mut h);
+        used.nics.hash(&mut h);
+        Effective {
+            state_key: h.finish(),
+            info,
+            used,
+            fragmentation,
+            unplaced,
+        }
+    }
+}
+
+fn hash_settings(s: &Settings, h: &mut DefaultHasher) {
+    s.topology_manager_policy.hash(h);
+    s.topology_manager_scope.hash(h);
+    s.topology_manager_policy_options.hash(h);
+}
+
+/// Partially used switches + NUMA nodes + fabric islands under `used` (the planner's
+/// fragmentation measure, before any new allocation). Unknown addresses are ignored.
+pub fn fragmentation_of(topo: &Topology, used: &NodeUsage) -> u32 {
+    let cls = topo.classifier();
+    let mut used_g = vec![false; topo.gpus.len()];
+    for b in &used.gpus {
+        if let Some(i) = topo.gpu_index(*b) {
+            used_g[i] = true;
+        }
+    }
+    let mut used_n = vec![false; topo.nics.len()];
+    for b in &used.nics {
+        if let Some(i) = topo.nic_index(*b) {
+            used_n[i] = true;
+        }
+    }
+    device_score(
+        topo,
+        &cls,
+        &used_g,
+        &used_n,
+        &topo.fabric_islands(),
+        &[],
+        &[],
+    )
+    .fragmentation
+}
+
+/// A stable 64-bit hash of a string.
+pub fn hash_of(s: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
+}

@@ -1,0 +1,339 @@
+//! The watcher layer: kube-rs watchers and reflector stores over Nodes, the agents'
+//! NodeResourceTopology objects and bound pods, turned into [`ClusterState`] updates.
+//! No request ever lists anything: handlers only read the state.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::runtime::reflector::{self, Store, reflector, store::Writer};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource, ResourceExt};
+use serde_json::Value;
+
+use crate::keys::{NRT_GROUP, NRT_KIND, NRT_PLURAL, NRT_VERSION};
+use crate::nodeinfo::{Interner, from_node_labels, from_nrt};
+use crate::podreq::pod_request;
+use crate::server::App;
+use crate::state::ClusterState;
+
+/// The NodeResourceTopology API resource.
+pub fn nrt_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(NRT_GROUP, NRT_VERSION, NRT_KIND),
+        NRT_PLURAL,
+    )
+}
+
+/// Raw inputs per node name, so that a node's entry can be rebuilt from whichever exist.
+#[derive(Debug, Default)]
+struct Inputs {
+    nodes: HashMap<String, Value>,
+    nrts: HashMap<String, Value>,
+    interner: Interner,
+}
+
+struct Shared {
+    app: Arc<App>,
+    inputs: Mutex<Inputs>,
+    synced: AtomicU8,
+    expected: u8,
+}
+
+impl Shared {
+    fn state(&self) -> std::sync::RwLockWriteGuard<'_, ClusterState> {
+        self.app.state.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Rebuilds one node's entry: its NRT when there is one, else its labels, else
+    /// nothing (not a topoalign node).
+    fn rebuild(&self, name: &str) {
+        let mut inputs = self.inputs.lock().unwrap_or_else(|p| p.into_inner());
+        let Inputs {
+            nodes,
+            nrts,
+            interner,
+        } = &mut *inputs;
+        let entry = match (nodes.get(name), nrts.get(name)) {
+            (None, _) => None,
+            (Some(_), Some(nrt)) => Some(from_nrt(nrt, interner)),
+            (Some(node), None) => from_node_labels(node, interner),
+        };
+        drop(inputs);
+        let mut state = self.state();
+        match entry {
+            Some(e) => {
+                if let crate::state::NodeEntry::Broken(why) = &e {
+                    tracing::warn!(node = name, %why, "node data unusable; the node gets a neutral score");
+                }
+                state.upsert_node(name, e);
+            }
+            None => state.remove_node(name),
+        }
+    }
+
+    fn mark_synced(&self, bit: u8) {
+        let now = self.synced.fetch_or(bit, Ordering::SeqCst) | bit;
+        if now.count_ones() as u8 >= self.expected {
+            self.app.set_ready(true);
+            tracing::info!("initial lists done; ready");
+        }
+    }
+}
+
+/// Why the watchers could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// The API server refused a first call.
+    #[error("checking {what}: {source}")]
+    Probe {
+        /// What was checked.
+        what: &'static str,
+        /// The error.
+        source: kube::Error,
+    },
+}
+
+/// Runs the watchers until the process ends: Nodes, NodeResourceTopology objects (when
+/// the CRD is installed) and bound pods; marks the app ready after their first lists,
+/// and expires assumed allocations every few seconds.
+pub async fn run(client: Client, app: Arc<App>) -> Result<(), WatchError> {
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes
+        .list_metadata(&ListParams::default().limit(1))
+        .await
+        .map_err(|source| WatchError::Probe {
+            what: "access to Nodes",
+            source,
+        })?;
+    let nrt_api: Api<DynamicObject> = Api::all_with(client.clone(), &nrt_resource());
+    let nrt_enabled = match nrt_api.list_metadata(&ListParams::default().limit(1)).await {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "NodeResourceTopology objects cannot be listed (CRD not installed?); using node labels only");
+            false
+        }
+    };
+    let pods: Api<Pod> = Api::all(client);
+    let shared = Arc::new(Shared {
+        app: app.clone(),
+        inputs: Mutex::new(Inputs::default()),
+        synced: AtomicU8::new(0),
+        expected: if nrt_enabled { 3 } else { 2 },
+    });
+
+    let (node_store, node_writer) = reflector::store::<Node>();
+    let node_stream = reflector(
+        node_writer,
+        watcher(nodes, watcher::Config::default()).default_backoff(),
+    );
+    let s = shared.clone();
+    let node_task = tokio::spawn(consume(node_stream, node_store, move |ev| {
+        node_event(&s, ev)
+    }));
+
+    let nrt_task = if nrt_enabled {
+        let writer = Writer::<DynamicObject>::new(nrt_resource());
+        let store = writer.as_reader();
+        let stream = reflector(
+            writer,
+            watcher(nrt_api, watcher::Config::default()).default_backoff(),
+        );
+        let s = shared.clone();
+        Some(tokio::spawn(consume(stream, store, move |ev| {
+            nrt_event(&s, ev)
+        })))
+    } else {
+        None
+    };
+
+    let (pod_store, pod_writer) = reflector::store::<Pod>();
+    let cfg = watcher::Config::default()
+        .fields("spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed");
+    let pod_stream = reflector(pod_writer, watcher(pods, cfg).default_backoff());
+    let s = shared.clone();
+    let pod_task = tokio::spawn(consume(pod_stream, pod_store, move |ev| pod_event(&s, ev)));
+
+    let s = shared.clone();
+    let ticker = tokio::spawn(async move {
+        let mut t = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            t.tick().await;
+            s.state().expire(SystemTime::now());
+            s.app.update_gauges(SystemTime::now());
+        }
+    });
+
+    let _ = node_task.await;
+    if let Some(t) = nrt_task {
+        let _ = t.await;
+    }
+    let _ = pod_task.await;
+    ticker.abort();
+    Ok(())
+}
+
+/// What one event means, with the store's full content at `InitDone`.
+enum Ev<K> {
+    Apply(K),
+    Delete(K),
+    Synced(Vec<Arc<K>>),
+}
+
+async fn consume<K, S, F>(stream: S, store: Store<K>, mut handle: F)
+where
+    K: Resource + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+    S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+    F: FnMut(Ev<K>),
+{
+    let mut stream = std::pin::pin!(stream);
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(watcher::Event::Apply(k) | watcher::Event::InitApply(k)) => handle(Ev::Apply(k)),
+            Ok(watcher::Event::Delete(k)) => handle(Ev::Delete(k)),
+            Ok(watcher::Event::InitDone) => handle(Ev::Synced(store.state())),
+            Ok(watcher::Event::Init) => {}
+            Err(e) => tracing::warn!(error = %e, "watch error; retrying with backoff"),
+        }
+    }
+}
+
+const NODES_SYNCED: u8 = 1;
+const NRTS_SYNCED: u8 = 2;
+const PODS_SYNCED: u8 = 4;
+
+fn to_value<K: serde::Serialize>(k: &K) -> Value {
+    serde_json::to_value(k).unwrap_or(Value::Null)
+}
+
+fn node_event(s: &Shared, ev: Ev<Node>) {
+    match ev {
+        Ev::Apply(n) => {
+            let name = n.name_any();
+            let meta = serde_json::json!({"metadata": to_value(&n.metadata)});
+            s.inputs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .nodes
+                .insert(name.clone(), meta);
+            s.rebuild(&name);
+        }
+        Ev::Delete(n) => {
+            let name = n.name_any();
+            s.inputs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .nodes
+                .remove(&name);
+            s.rebuild(&name);
+        }
+        Ev::Synced(all) => {
+            let live: HashSet<String> = all.iter().map(|n| n.name_any()).collect();
+            let gone: Vec<String> = {
+                let mut inputs = s.inputs.lock().unwrap_or_else(|p| p.into_inner());
+                let gone: Vec<String> = inputs
+                    .nodes
+                    .keys()
+                    .filter(|k| !live.contains(*k))
+                    .cloned()
+                    .collect();
+                for g in &gone {
+                    inputs.nodes.remove(g);
+                }
+                gone
+            };
+            for g in gone {
+                s.rebuild(&g);
+            }
+            s.mark_synced(NODES_SYNCED);
+        }
+    }
+}
+
+fn nrt_event(s: &Shared, ev: Ev<DynamicObject>) {
+    match ev {
+        Ev::Apply(o) => {
+            let name = o.name_any();
+            s.inputs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .nrts
+                .insert(name.clone(), to_value(&o));
+            s.rebuild(&name);
+        }
+        Ev::Delete(o) => {
+            let name = o.name_any();
+            s.inputs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .nrts
+                .remove(&name);
+            s.rebuild(&name);
+        }
+        Ev::Synced(all) => {
+            let live: HashSet<String> = all.iter().map(|n| n.name_any()).collect();
+            let gone: Vec<String> = {
+                let mut inputs = s.inputs.lock().unwrap_or_else(|p| p.into_inner());
+                let gone: Vec<String> = inputs
+                    .nrts
+                    .keys()
+                    .filter(|k| !live.contains(*k))
+                    .cloned()
+                    .collect();
+                for g in &gone {
+                    inputs.nrts.remove(g);
+                }
+                gone
+            };
+            for g in gone {
+                s.rebuild(&g);
+            }
+            s.mark_synced(NRTS_SYNCED);
+        }
+    }
+}
+
+fn pod_key(p: &Pod) -> String {
+    format!("{}/{}", p.namespace().unwrap_or_default(), p.name_any())
+}
+
+fn pod_event(s: &Shared, ev: Ev<Pod>) {
+    match ev {
+        Ev::Apply(p) => apply_pod(s, &p),
+        Ev::Delete(p) => s.state().forget_pod(&pod_key(&p)),
+        Ev::Synced(all) => {
+            let live: HashSet<String> = all.iter().map(|p| pod_key(p)).collect();
+            let mut state = s.state();
+            state.retain_pods(|k| live.contains(k));
+            drop(state);
+            s.mark_synced(PODS_SYNCED);
+        }
+    }
+}
+
+fn apply_pod(s: &Shared, p: &Pod) {
+    let key = pod_key(p);
+    let node = p.spec.as_ref().and_then(|sp| sp.node_name.clone());
+    let done = matches!(
+        p.status.as_ref().and_then(|st| st.phase.as_deref()),
+        Some("Succeeded" | "Failed")
+    );
+    let Some(node) = node.filter(|_| !done) else {
+        s.state().forget_pod(&key);
+        return;
+    };
+    match pod_request(&to_value(p), s.app.decider.resources()) {
+        Ok(r) => {
+            if let Some(plan) = r.plan {
+                s.state().assume(&key, &node, plan, SystemTime::now());
+            }
+        }
+        Err(e) => tracing::debug!(pod = %key, error = %e, "bound pod not understood; not assumed"),
+    }
+}
