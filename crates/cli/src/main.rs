@@ -32,7 +32,7 @@ enum Command {
     Plan(Box<cmd::plan::Args>),
     /// Simulate a fleet under several placement policies.
     Simulate(Box<cmd::simulate::Args>),
-    /// The story of seed 000 on one screen: blind vs Topology Manager vs topoalign.
+    /// What GPU+NIC pods get with the Topology Manager off, restricted, and with topoalign, on one screen.
     Demo(cmd::demo::Args),
     /// Simulate the kubelet Topology Manager for a pod on a node.
     Tm(Box<cmd::tm::Args>),
@@ -43,6 +43,16 @@ enum Command {
     Verify(cmd::verify::Args),
     /// Lint Kubernetes manifests for topology-alignment problems.
     Lint(cmd::lint::Args),
+    /// Put a VM's passed-through GPUs and NICs on their host NUMA node and PCIe switch.
+    Vm(Box<cmd::vm::Args>),
+    /// Write a DRA claim for N GPUs each with its own NIC; --explain the allocator's pick.
+    Claims(Box<cmd::claims::Args>),
+    /// The node agent: publish ResourceSlices and serve the kubelet DRA plugin.
+    Driver(Box<cmd::driver::Args>),
+    /// The kube-scheduler extender: send each GPU+NIC pod to the node that can align it.
+    Extender(Box<cmd::extender::Args>),
+    /// The node agent for device-plugin clusters: pod-resources → NodeResourceTopology + labels.
+    Agent(Box<cmd::agent::Args>),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +76,11 @@ fn main() -> ExitCode {
         Command::KubeletConfig(a) => cmd::kubelet_config::run(a),
         Command::Verify(a) => cmd::verify::run(a),
         Command::Lint(a) => cmd::lint::run(a),
+        Command::Vm(a) => cmd::vm::run(*a),
+        Command::Claims(a) => cmd::claims::run(*a),
+        Command::Driver(a) => cmd::driver::run(*a),
+        Command::Extender(a) => cmd::extender::run(*a),
+        Command::Agent(a) => cmd::agent::run(*a),
     };
     match result {
         Ok(code) => code,

@@ -1,8 +1,12 @@
 //! One module per subcommand: its arguments and its `run`.
 
+pub mod agent;
+pub mod claims;
 pub mod demo;
 pub mod discover;
 pub mod draw;
+pub mod driver;
+pub mod extender;
 pub mod kubelet_config;
 pub mod lint;
 pub mod matrix;
@@ -11,3 +15,4 @@ pub mod profile;
 pub mod simulate;
 pub mod tm;
 pub mod verify;
+pub mod vm;

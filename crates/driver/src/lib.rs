@@ -1,0 +1,30 @@
+//! The topoalign node agent (`topoalign driver`).
+//!
+//! * [`publisher`]: publishes this node's pool of GPUs, NICs and GPU+NIC pairs as
+//!   `resource.k8s.io/v1` ResourceSlices with server-side apply, keeps it published
+//!   (rescans, a watch that repairs deletions and edits, retries with backoff) and
+//!   removes it on shutdown; [`diff`] holds its generation rules.
+//! * [`claims`]: the kubelet plugin's claim source, reading ResourceClaims with kube-rs.
+//! * [`dry_run`]: every object the driver would create, for `--dry-run`.
+//! * [`http`]: `/healthz`, `/readyz`, `/metrics`; [`metrics`]: the Prometheus metrics.
+//! * [`logging`]: JSON or text logs.
+//! * [`runtime`]: the whole agent: publisher, kubelet plugin and HTTP server, with
+//!   graceful shutdown on SIGTERM/SIGINT.
+//!
+//! `scripts/idle-rss.sh` measures the agent's memory while idle after publishing and
+//! `scripts/hotplug-check.sh` checks rescans and generations, both against a real
+//! kube-apiserver started with the e2e harness's `e2e/lib`.
+
+pub mod claims;
+pub mod diff;
+pub mod dry_run;
+mod error;
+pub mod http;
+pub mod logging;
+pub mod metrics;
+pub mod publisher;
+pub mod runtime;
+
+pub use error::DriverError;
+pub use logging::LogFormat;
+pub use runtime::{DriverConfig, run_blocking};

@@ -1,0 +1,250 @@
+//! The whole node agent: discovery, the publisher, the kubelet plugin and the HTTP
+//! endpoints on one tokio runtime, stopped cleanly by SIGTERM or SIGINT (the plugin stops
+//! serving, the publisher deletes this node's slices, then the HTTP server stops).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use tokio::net::TcpListener;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use topoalign_discover::Source;
+use topoalign_dra::{Inventory, PublishOptions};
+use topoalign_kubelet_plugin::{Plugin, PluginConfig};
+use topoalign_topology::Topology;
+
+use crate::claims::KubeClaims;
+use crate::error::DriverError;
+use crate::http::{AppState, Health};
+use crate::logging::{self, LogFormat};
+use crate::metrics::Metrics;
+use crate::publisher::{Publisher, PublisherConfig};
+
+/// Everything `topoalign driver` was told.
+#[derive(Debug, Clone)]
+pub struct DriverConfig {
+    /// A kubeconfig file; `None`: `KUBECONFIG`, `~/.kube/config` or the pod's service
+    /// account.
+    pub kubeconfig: Option<PathBuf>,
+    /// This node's name (`spec.nodeName` and pool name).
+    pub node_name: String,
+    /// Where the topology is read from.
+    pub source: Source,
+    /// Which devices are published.
+    pub options: PublishOptions,
+    /// How often the topology is rediscovered.
+    pub rescan_interval: Duration,
+    /// How long shutdown keeps trying to delete this node's slices.
+    pub removal_timeout: Duration,
+    /// The kubelet plugin's sockets and directories; `None` runs the publisher only.
+    pub plugin: Option<PluginConfig>,
+    /// Where `/healthz`, `/readyz` and `/metrics` are served.
+    pub metrics_addr: SocketAddr,
+    /// Log line format.
+    pub log_format: LogFormat,
+}
+
+/// Discovers the node, then runs the agent until SIGTERM/SIGINT. Bad input (unknown
+/// profile, unreadable sysfs, invalid node name) fails before any connection is made.
+pub fn run_blocking(cfg: DriverConfig) -> Result<(), DriverError> {
+    let dispatch = logging::dispatch(cfg.log_format);
+    let _main_thread = tracing::dispatcher::set_default(&dispatch);
+
+    let found = topoalign_discover::load(&cfg.source)?;
+    for w in &found.warnings {
+        tracing::warn!(warning = %w, "discovery");
+    }
+    // The node name and the limits are checked here, once, before anything starts.
+    let slices = topoalign_dra::resource_slices(&found.topology, &cfg.node_name, &cfg.options)?;
+    tracing::info!(
+        node = %cfg.node_name,
+        gpus = found.topology.gpus.len(),
+        nics = found.topology.nics.len(),
+        slices = slices.len(),
+        "discovered the node"
+    );
+
+    let thread_dispatch = dispatch.clone();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(4)
+        .enable_all()
+        .on_thread_start(move || {
+            // The CLI installed its own global subscriber; every runtime thread logs
+            // through the driver's. The guard must live as long as the thread.
+            std::mem::forget(tracing::dispatcher::set_default(&thread_dispatch));
+        })
+        .build()
+        .map_err(DriverError::Runtime)?;
+    rt.block_on(run(cfg, found.topology))
+}
+
+async fn client(kubeconfig: Option<&PathBuf>) -> Result<Client, DriverError> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = Kubeconfig::read_from(path).map_err(|source| DriverError::Kubeconfig {
+                path: path.clone(),
+                source,
+            })?;
+            kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+                .await
+                .map_err(|source| DriverError::Kubeconfig {
+                    path: path.clone(),
+                    source,
+                })?
+        }
+        None => kube::Config::infer().await?,
+    };
+    Client::try_from(config).map_err(|e| DriverError::api("creating the API client", e))
+}
+
+/// Resolves when SIGTERM or SIGINT arrives.
+fn signals() -> Result<impl Future<Output = &'static str>, DriverError> {
+    let mut term = signal(SignalKind::terminate()).map_err(DriverError::Signal)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(DriverError::Signal)?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        }
+    })
+}
+
+async fn stopped(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|s| *s).await;
+}
+
+async fn joined(
+    task: &'static str,
+    h: JoinHandle<Result<(), DriverError>>,
+) -> Result<(), DriverError> {
+    h.await.map_err(|e| DriverError::Task {
+        task,
+        why: e.to_string(),
+    })?
+}
+
+/// The agent on a running tokio runtime.
+pub async fn run(cfg: DriverConfig, topology: Topology) -> Result<(), DriverError> {
+    let signalled = signals()?;
+    let client = client(cfg.kubeconfig.as_ref()).await?;
+    let health = Arc::new(Health::new(cfg.plugin.is_some()));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let (http_stop_tx, http_stop_rx) = watch::channel(false);
+
+    // Bound first: a taken port fails the start before any socket or slice exists.
+    let listener = TcpListener::bind(cfg.metrics_addr)
+        .await
+        .map_err(|source| DriverError::Listen {
+            addr: cfg.metrics_addr,
+            source,
+        })?;
+
+    let mut metrics = Metrics::new();
+    let mut plugin_task: Option<JoinHandle<Result<(), DriverError>>> = None;
+    if let Some(pcfg) = cfg.plugin.clone() {
+        let inventory = Inventory::new(&topology, &cfg.options);
+        let claims = Arc::new(KubeClaims::new(client.clone()));
+        let plugin = Plugin::new(pcfg, inventory, claims)?;
+        metrics = metrics.with_plugin(plugin.metrics());
+        let socket = plugin.config().dra_socket();
+        let shutdown = stopped(stop_rx.clone());
+        let h = health.clone();
+        plugin_task = Some(tokio::spawn(async move {
+            let serving = plugin.serve(shutdown);
+            tokio::pin!(serving);
+            // Ready once the DRA socket is bound (serve binds before its first await).
+            loop {
+                tokio::select! {
+                    r = &mut serving => { h.set_plugin_serving(false); return r.map_err(DriverError::from); }
+                    _ = tokio::time::sleep(Duration::from_millis(50)) => {
+                        if socket.exists() { h.set_plugin_serving(true); break; }
+                    }
+                }
+            }
+            let r = serving.await;
+            h.set_plugin_serving(false);
+            r.map_err(DriverError::from)
+        }));
+    }
+    let metrics = Arc::new(metrics);
+
+    let addr = listener.local_addr().unwrap_or(cfg.metrics_addr);
+    tracing::info!(%addr, "serving /healthz, /readyz and /metrics");
+    let http_task = tokio::spawn(crate::http::serve(
+        listener,
+        AppState {
+            health: health.clone(),
+            metrics: metrics.clone(),
+        },
+        stopped(http_stop_rx),
+    ));
+
+    let publisher = Publisher::new(
+        client,
+        PublisherConfig {
+            node_name: cfg.node_name.clone(),
+            source: cfg.source.clone(),
+            options: cfg.options.clone(),
+            rescan_interval: cfg.rescan_interval,
+            removal_timeout: cfg.removal_timeout,
+        },
+        topology,
+        metrics.clone(),
+        health.clone(),
+    );
+    let mut publisher_task = tokio::spawn(publisher.run(stop_rx));
+
+    // Run until a signal, or until a part fails on its own.
+    let mut first_error: Option<DriverError> = None;
+    let mut publisher_done = false;
+    tokio::select! {
+        which = signalled => tracing::info!(signal = which, "shutting down"),
+        r = &mut publisher_task => {
+            publisher_done = true;
+            if let Err(e) = flatten("publisher", r) { first_error = Some(e); }
+        }
+        r = async { match plugin_task.as_mut() { Some(t) => t.await, None => std::future::pending().await } } => {
+            plugin_task = None;
+            if let Err(e) = flatten("kubelet plugin", r) {
+                metrics.error("plugin");
+                first_error = Some(e);
+            }
+        }
+    }
+    let _ = stop_tx.send(true);
+    if let Some(t) = plugin_task
+        && let Err(e) = joined("kubelet plugin", t).await
+    {
+        first_error.get_or_insert(e);
+    }
+    if !publisher_done && let Err(e) = joined("publisher", publisher_task).await {
+        first_error.get_or_insert(e);
+    }
+    let _ = http_stop_tx.send(true);
+    if let Err(e) = joined("http", http_task).await {
+        first_error.get_or_insert(e);
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => {
+            tracing::info!("stopped cleanly");
+            Ok(())
+        }
+    }
+}
+
+fn flatten(
+    task: &'static str,
+    r: Result<Result<(), DriverError>, tokio::task::JoinError>,
+) -> Result<(), DriverError> {
+    r.map_err(|e| DriverError::Task {
+        task,
+        why: e.to_string(),
+    })?
+}
