@@ -104,7 +104,7 @@ impl PodResourcesLister for Kubelet {
 fn config(socket: std::path::PathBuf) -> Config {
     Config {
         node: "mi-0".into(),
-        topology: topoalign_discover::profiles::get("mi300x-8").unwrap(),
+        topology: topoalign_profiles::get("mi300x-8").unwrap(),
         settings: Settings {
             topology_manager_policy: Policy::Restricted,
             ..Settings::default()

@@ -19,7 +19,3 @@ pub mod sysfs_write;
 
 pub use error::DiscoverError;
 pub use source::{Discovery, Source, load};
-/// Deprecated path kept while other crates move to `topoalign_profiles` (the built-in
-/// profiles now live in their own crate); use `topoalign_profiles` directly.
-pub use topoalign_profiles as profiles;
-pub use topoalign_profiles::NAMES as PROFILE_NAMES;

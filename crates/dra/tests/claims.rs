@@ -5,7 +5,6 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::resource::v1::{DeviceAttribute, ResourceSlice};
 use serde_json::Value;
-use topoalign_discover::profiles;
 use topoalign_dra::allocator::NodeDevices;
 use topoalign_dra::explain::{mark_usage, resolve_with};
 use topoalign_dra::mixed::stand_in_classes;
@@ -15,6 +14,7 @@ use topoalign_dra::{
     slices_for,
 };
 use topoalign_plan::{NicCount, NicRole, Request, Usage};
+use topoalign_profiles as profiles;
 use topoalign_topology::{Bdf, Topology};
 
 const BUDGET: u64 = 5_000_000;

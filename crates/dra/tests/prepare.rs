@@ -1,12 +1,12 @@
 //! Prepare-time checks and CDI content per allocation.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use topoalign_discover::profiles;
 use topoalign_dra::cdi::{ENV_GPU_NIC_MAP, ENV_NCCL_IB_HCA};
 use topoalign_dra::{
     AllocatedDevice, AllocationError, DRIVER_NAME, Holdings, Inventory, cdi_device_id, cdi_spec,
     prepare_allocation,
 };
+use topoalign_profiles as profiles;
 
 fn alloc(request: &str, device: &str) -> AllocatedDevice {
     AllocatedDevice {

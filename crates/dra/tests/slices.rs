@@ -5,11 +5,11 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use topoalign_discover::profiles;
 use topoalign_dra::{
     CLASS_PAIR, DRIVER_NAME, DeviceKind, Inventory, PublishOptions, attr, device_classes,
     resource_slices,
 };
+use topoalign_profiles as profiles;
 use topoalign_topology::{PcieClass, Topology};
 
 fn profile(name: &str) -> Topology {

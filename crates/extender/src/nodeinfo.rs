@@ -27,10 +27,10 @@ impl Interner {
         if let Some(t) = self.by_key.get(&id) {
             return Ok(t.clone());
         }
-        let topo = topoalign_discover::profiles::get(name).ok_or_else(|| {
+        let topo = topoalign_profiles::get(name).ok_or_else(|| {
             format!(
                 "label `{PROFILE_LABEL}`: unknown profile `{name}` (expected one of {})",
-                topoalign_discover::PROFILE_NAMES.join(", ")
+                topoalign_profiles::NAMES.join(", ")
             )
         })?;
         let t = Arc::new(NodeTopology::new(key, topo));

@@ -56,12 +56,12 @@ pub fn synth_nodes(
     let topos: Vec<(String, Topology)> = profiles
         .iter()
         .map(|p| {
-            topoalign_discover::profiles::get(p)
+            topoalign_profiles::get(p)
                 .map(|t| (p.to_string(), t))
                 .ok_or_else(|| {
                     format!(
                         "unknown profile `{p}` (expected one of {})",
-                        topoalign_discover::PROFILE_NAMES.join(", ")
+                        topoalign_profiles::NAMES.join(", ")
                     )
                 })
         })
@@ -136,7 +136,7 @@ impl SynthNode {
     /// `status.allocatable` only the free ones, so that the scheduler's own resource fit
     /// agrees with the extender on counts.
     pub fn manifest(&self) -> Value {
-        let topo = topoalign_discover::profiles::get(&self.profile);
+        let topo = topoalign_profiles::get(&self.profile);
         let (gres, nres) = topo.as_ref().map_or(("nvidia.com/gpu", "rdma/ib"), |t| {
             (gpu_resource(t), nic_resource(t))
         });
