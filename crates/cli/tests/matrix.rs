@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! `topoalign matrix`: the nvidia-smi layout, checked cell for cell against the seed.
+//! `topoalign matrix`: the nvidia-smi layout, checked cell for cell against the GB300 field report.
 
 mod common;
 
@@ -7,24 +7,12 @@ use std::path::PathBuf;
 
 use common::{json, run_args, stdout_of};
 
-/// The seed documents; missing ones fail the test loudly (never skip).
-fn seed(prefix: &str) -> String {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/seeds");
-    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| {
-        panic!(
-            "the seed directory {} is required by this test: {e}",
-            dir.display()
-        )
-    });
-    let path = entries
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(prefix))
-        })
-        .unwrap_or_else(|| panic!("no seed {prefix}* in {}", dir.display()));
-    std::fs::read_to_string(&path).unwrap()
+/// The GB300 field report's `nvidia-smi topo -m` table, kept in the repo as a fixture.
+fn seed_fixture() -> String {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gb300-4-topo-matrix.md");
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("fixture {} is required: {e}", path.display()))
 }
 
 /// The markdown table whose header row starts with an empty cell then `GPU0`: column
@@ -87,7 +75,7 @@ fn rendered(text: &str) -> (Vec<String>, Vec<(String, Vec<String>)>) {
 
 #[test]
 fn gb300_matrix_equals_seed_001_cell_for_cell() {
-    let seed_text = seed("001_");
+    let seed_text = seed_fixture();
     let (seed_cols, seed_rows) = seed_matrix(&seed_text);
     assert_eq!(seed_cols.len(), 8, "seed 001 lists 4 GPUs and 4 NICs");
     let out = stdout_of(&["matrix", "--profile", "gb300-4"]);

@@ -4,9 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use topoalign_topology::{
-    Bdf, GpuNicPath, GpuVendor, PciKind, PciParent, PcieClass, Sriov, Topology,
-};
+use topoalign_topology::{Bdf, GpuNicPath, GpuVendor, PcieClass, Sriov, Topology};
 
 use crate::names;
 
@@ -326,7 +324,10 @@ impl Inventory {
                     numa_node: numa,
                     socket: socket_of(numa),
                     pcie_root: topo.pcie_root(g.pci),
-                    pcie_switch: nearest_switch(topo, g.pci),
+                    pcie_switch: topo
+                        .nearest_switch(g.pci)
+                        .and_then(|p| topo.pci.get(p))
+                        .map(|d| d.bdf),
                     alignment_group: None,
                     fabric_domain: fabric[i],
                     device_nodes: g.device_nodes(),
@@ -396,7 +397,10 @@ impl Inventory {
                     numa_node: numa,
                     socket: socket_of(numa),
                     pcie_root: topo.pcie_root(head.pci),
-                    pcie_switch: nearest_switch(topo, head.pci),
+                    pcie_switch: topo
+                        .nearest_switch(head.pci)
+                        .and_then(|p| topo.pci.get(p))
+                        .map(|d| d.bdf),
                     alignment_group: None,
                     rdma_device: head.rdma.clone(),
                     netdev: head.netdev.clone(),
@@ -574,24 +578,6 @@ impl Inventory {
         }
         out
     }
-}
-
-/// The upstream port of the nearest PCIe switch above a PCI function.
-fn nearest_switch(topo: &Topology, pci: usize) -> Option<Bdf> {
-    let mut cur = topo.pci.get(pci)?.parent;
-    for _ in 0..=topo.pci.len() {
-        match cur {
-            PciParent::Host(_) => return None,
-            PciParent::Bridge(p) => {
-                let d = topo.pci.get(p)?;
-                if d.kind == PciKind::SwitchUpstream {
-                    return Some(d.bdf);
-                }
-                cur = d.parent;
-            }
-        }
-    }
-    None
 }
 
 /// A short vendor name for a PCI vendor id.

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use topoalign_topology::{Bdf, CpuSet, GpuNicPath, PairClass, PciKind, PciParent, Topology};
+use topoalign_topology::{Bdf, CpuSet, GpuNicPath, PairClass, Topology};
 
 /// Group memberships of a device: switch, NUMA node, fabric island (GPUs only).
 pub(crate) type Groups = [Option<usize>; 3];
@@ -94,7 +94,8 @@ impl Model {
             sizes.len() - 1
         };
         let mut groups_of = |pci: usize, numa: Option<usize>, sizes: &mut Vec<u32>| -> Groups {
-            let sw = switch_of(topo, pci)
+            let sw = topo
+                .nearest_switch(pci)
                 .map(|s| *switch_group.entry(s).or_insert_with(|| new_group(sizes)));
             let nu = numa.map(|x| *numa_group.entry(x).or_insert_with(|| new_group(sizes)));
             [sw, nu, None]
@@ -248,22 +249,4 @@ impl Model {
         }
         sum
     }
-}
-
-/// The PCIe switch (its upstream port's PCI index) nearest above a PCI function.
-fn switch_of(topo: &Topology, pci: usize) -> Option<usize> {
-    let mut cur = topo.pci.get(pci)?.parent;
-    for _ in 0..=topo.pci.len() {
-        match cur {
-            PciParent::Host(_) => return None,
-            PciParent::Bridge(p) => {
-                let d = topo.pci.get(p)?;
-                if d.kind == PciKind::SwitchUpstream {
-                    return Some(p);
-                }
-                cur = d.parent;
-            }
-        }
-    }
-    None
 }

@@ -80,6 +80,26 @@ impl Topology {
         }
     }
 
+    /// The nearest PCIe switch above PCI function `pci`: the index (into `pci`) of that
+    /// switch's upstream port; `None` when the path reaches the host bridge first.
+    pub fn nearest_switch(&self, pci: usize) -> Option<usize> {
+        let mut cur = self.pci.get(pci)?.parent;
+        // A well-formed tree has no cycles; the bound keeps a malformed one finite.
+        for _ in 0..=self.pci.len() {
+            match cur {
+                PciParent::Host(_) => return None,
+                PciParent::Bridge(p) => {
+                    let d = self.pci.get(p)?;
+                    if d.kind == PciKind::SwitchUpstream {
+                        return Some(p);
+                    }
+                    cur = d.parent;
+                }
+            }
+        }
+        None
+    }
+
     /// The PCI address of GPU `i`.
     pub fn gpu_bdf(&self, i: usize) -> Bdf {
         self.pci[self.gpus[i].pci].bdf

@@ -10,7 +10,6 @@ use std::time::Duration;
 use anyhow::Context;
 use topoalign_agent::podresources::DEFAULT_SOCKET;
 use topoalign_agent::run::{Config, Output, once, run as run_agent};
-use topoalign_discover::Source;
 use topoalign_kubelet::ConfigDocument;
 use topoalign_tm::{Policy, Scope, Settings};
 
@@ -121,10 +120,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     with_errors(format, || {
         let topo = args
             .topology
-            .load(Source::Sysfs {
-                root: PathBuf::from("/"),
-                nvlink_from: None,
-            })?
+            .load(crate::cmd::discover::host_sysfs())?
             .topology;
         let node = match args
             .node

@@ -210,10 +210,7 @@ fn body(args: &Args) -> anyhow::Result<ExitCode> {
             let explained = if args.explain {
                 let topo = args
                     .topology
-                    .load(Source::Sysfs {
-                        root: PathBuf::from("/"),
-                        nvlink_from: None,
-                    })?
+                    .load(crate::cmd::discover::host_sysfs())?
                     .topology;
                 let node = args.node.clone().unwrap_or_else(|| "node".to_string());
                 let inv = Inventory::new(&topo, &PublishOptions::default());

@@ -155,10 +155,7 @@ fn run_one(args: &Args) -> anyhow::Result<ExitCode> {
     };
     let default_source = match case.as_ref().and_then(|c| c.profile.clone()) {
         Some(p) => Source::Profile(p),
-        None => Source::Sysfs {
-            root: PathBuf::from("/"),
-            nvlink_from: None,
-        },
+        None => crate::cmd::discover::host_sysfs(),
     };
     let topo = args.topology.load(default_source)?.topology;
     let settings = match &args.kubelet_config {
