@@ -213,88 +213,60 @@ fn to_value<K: serde::Serialize>(k: &K) -> Value {
 }
 
 fn node_event(s: &Shared, ev: Ev<Node>) {
-    match ev {
-        Ev::Apply(n) => {
-            let name = n.name_any();
-            let meta = serde_json::json!({"metadata": to_value(&n.metadata)});
-            s.inputs
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .nodes
-                .insert(name.clone(), meta);
-            s.rebuild(&name);
-        }
-        Ev::Delete(n) => {
-            let name = n.name_any();
-            s.inputs
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .nodes
-                .remove(&name);
-            s.rebuild(&name);
-        }
-        Ev::Synced(all) => {
-            let live: HashSet<String> = all.iter().map(|n| n.name_any()).collect();
-            let gone: Vec<String> = {
-                let mut inputs = s.inputs.lock().unwrap_or_else(|p| p.into_inner());
-                let gone: Vec<String> = inputs
-                    .nodes
-                    .keys()
-                    .filter(|k| !live.contains(*k))
-                    .cloned()
-                    .collect();
-                for g in &gone {
-                    inputs.nodes.remove(g);
-                }
-                gone
-            };
-            for g in gone {
-                s.rebuild(&g);
-            }
-            s.mark_synced(NODES_SYNCED);
-        }
-    }
+    keyed_event(
+        s,
+        ev,
+        |i| &mut i.nodes,
+        |n| serde_json::json!({"metadata": to_value(&n.metadata)}),
+        NODES_SYNCED,
+    );
 }
 
 fn nrt_event(s: &Shared, ev: Ev<DynamicObject>) {
+    keyed_event(s, ev, |i| &mut i.nrts, to_value, NRTS_SYNCED);
+}
+
+/// One watched kind's events into its map of [`Inputs`] (by object name = node name),
+/// rebuilding the state of every node an event touches; on a full resync, entries that
+/// are gone are dropped and `synced_bit` is marked.
+fn keyed_event<K: ResourceExt>(
+    s: &Shared,
+    ev: Ev<K>,
+    map: fn(&mut Inputs) -> &mut HashMap<String, Value>,
+    value: fn(&K) -> Value,
+    synced_bit: u8,
+) {
+    let lock = || s.inputs.lock().unwrap_or_else(|p| p.into_inner());
     match ev {
         Ev::Apply(o) => {
             let name = o.name_any();
-            s.inputs
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .nrts
-                .insert(name.clone(), to_value(&o));
+            map(&mut lock()).insert(name.clone(), value(&o));
             s.rebuild(&name);
         }
         Ev::Delete(o) => {
             let name = o.name_any();
-            s.inputs
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .nrts
-                .remove(&name);
+            map(&mut lock()).remove(&name);
             s.rebuild(&name);
         }
         Ev::Synced(all) => {
-            let live: HashSet<String> = all.iter().map(|n| n.name_any()).collect();
+            let live: HashSet<String> = all.iter().map(|o| o.name_any()).collect();
             let gone: Vec<String> = {
-                let mut inputs = s.inputs.lock().unwrap_or_else(|p| p.into_inner());
-                let gone: Vec<String> = inputs
-                    .nrts
+                let mut inputs = lock();
+                let entries = map(&mut inputs);
+                let gone: Vec<String> = entries
                     .keys()
                     .filter(|k| !live.contains(*k))
                     .cloned()
                     .collect();
                 for g in &gone {
-                    inputs.nrts.remove(g);
+                    entries.remove(g);
                 }
                 gone
             };
             for g in gone {
                 s.rebuild(&g);
             }
-            s.mark_synced(NRTS_SYNCED);
+            s.mark_synced(synced_bit);
         }
     }
 }
