@@ -18,7 +18,7 @@ use topoalign_dra::{
     ClaimShape, ClaimSpec, DRIVER_NAME, Inventory, MixedSpec, PublishOptions, claim_spec,
     device_classes, explain, mixed_claim, slices_for,
 };
-use topoalign_plan::{NicCount, NicRole, Request, Usage};
+use topoalign_plan::{NicCount, NicRole, Request};
 use topoalign_topology::PcieClass;
 
 use crate::output::{Format, print_structured, with_errors};
@@ -179,7 +179,7 @@ fn body(args: &Args) -> anyhow::Result<ExitCode> {
                     NicCount::PerGpu(args.nics_per_gpu as usize),
                 );
                 req.require_rdma = topo.nics.iter().any(|n| n.rdma.is_some());
-                let usage = read_usage(args.used.as_deref())?;
+                let usage = crate::cmd::plan::read_usage(args.used.as_deref())?;
                 let resolve = |a: &topoalign_dra::AllocatedDevice| {
                     let find = |devs: &[topoalign_dra::mixed::ForeignDevice]| {
                         devs.iter()
@@ -216,7 +216,7 @@ fn body(args: &Args) -> anyhow::Result<ExitCode> {
                 let inv = Inventory::new(&topo, &PublishOptions::default());
                 let slices = slices_for(&inv, &node, 1)?;
                 let mut nodedev = NodeDevices::gather(&slices, &node)?;
-                let usage = read_usage(args.used.as_deref())?;
+                let usage = crate::cmd::plan::read_usage(args.used.as_deref())?;
                 let unknown = mark_usage(&mut nodedev, &inv, &node, &usage);
                 if !unknown.is_empty() {
                     let list: Vec<String> = unknown.iter().map(ToString::to_string).collect();
@@ -375,20 +375,6 @@ fn read_slices(path: &Path) -> anyhow::Result<Vec<ResourceSlice>> {
         bail!("{}: no ResourceSlice found", path.display());
     }
     Ok(out)
-}
-
-fn read_usage(path: Option<&Path>) -> anyhow::Result<Usage> {
-    let Some(path) = path else {
-        return Ok(Usage::empty());
-    };
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_saphyr::from_str(&text).with_context(|| {
-        format!(
-            "{}: expected {{gpus: [BDF…], nics: [BDF…]}}",
-            path.display()
-        )
-    })
 }
 
 fn print_claim_table(object: &Value) {

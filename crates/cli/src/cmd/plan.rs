@@ -127,12 +127,7 @@ fn request(a: &Args) -> anyhow::Result<Request> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     with_errors(args.output, || {
         let req = request(&args)?;
-        let usage: Usage = match &args.used {
-            Some(p) => serde_json::from_value(topoalign_tm::request::read_document(p)?).with_context(|| {
-                format!("usage file {}: expected {{gpus: [BDF…], nics: [BDF…], cpus: \"cpu list\", memory: {{node: bytes}}}}", p.display())
-            })?,
-            None => Usage::empty(),
-        };
+        let usage = read_usage(args.used.as_deref())?;
         let topo = args
             .topology
             .load(Source::Profile("mi300x-8".into()))?
@@ -154,5 +149,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 None => "planning".to_string(),
             })),
         }
+    })
+}
+
+/// Reads a `--used` file (JSON or YAML) naming the devices already taken; none means an
+/// empty node. Shared by `plan` and `claims --explain`.
+pub fn read_usage(path: Option<&std::path::Path>) -> anyhow::Result<Usage> {
+    let Some(p) = path else {
+        return Ok(Usage::empty());
+    };
+    serde_json::from_value(topoalign_tm::request::read_document(p)?).with_context(|| {
+        format!(
+            "usage file {}: expected {{gpus: [BDF…], nics: [BDF…], cpus: \"cpu list\", memory: {{node: bytes}}}}",
+            p.display()
+        )
     })
 }
