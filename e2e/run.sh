@@ -34,6 +34,26 @@ export E2E_DIR REPO_DIR
 # shellcheck source=lib/cluster.sh
 . "$E2E_DIR/lib/cluster.sh"
 
+# Host tools the scenarios use: installed from Debian's packages when missing (as root),
+# otherwise a clear error naming them.
+need_tools() {
+  local missing=() t
+  for t in jq openssl curl python3 go cargo; do command -v "$t" > /dev/null 2>&1 || missing+=("$t"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local pkgs=() m
+  for m in "${missing[@]}"; do case "$m" in jq | openssl | curl | python3) pkgs+=("$m") ;; esac; done
+  if [ ${#pkgs[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null 2>&1; then
+    echo "installing ${pkgs[*]} from Debian's packages" >&2
+    apt-get update -qq > /dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" > /dev/null || true
+  fi
+  missing=()
+  for t in jq openssl curl python3 go cargo; do command -v "$t" > /dev/null 2>&1 || missing+=("$t"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "e2e: missing tools: ${missing[*]} (expected on PATH: jq, openssl, curl, python3, go, cargo)" >&2
+    exit 2
+  fi
+}
+
 ALL_SCENARIOS=(objects alignment shapes kubelet tm-parity speed faults)
 # scenarios that run without the control plane
 NO_CLUSTER=" tm-parity "
@@ -54,6 +74,8 @@ for a in "$@"; do
   esac
 done
 [ ${#SELECTED[@]} -eq 0 ] && [ "$BUILD_ONLY" = 0 ] && SELECTED=("${ALL_SCENARIOS[@]}")
+
+need_tools
 
 PASSED=0
 FAILED=0
