@@ -37,6 +37,9 @@ pub enum DraError {
         /// What is wrong, and what was expected.
         what: String,
     },
+    /// A `--pairs-per-gpu` value that is not `auto`, `all` or a positive number.
+    #[error("pairs per GPU {0:?}: expected `auto`, `all` or a number of pairs per GPU (1 or more)")]
+    BadPairsPerGpu(String),
     /// The planner could not answer (used by the mixed-driver claim writer).
     #[error("planner: {0}")]
     Plan(String),

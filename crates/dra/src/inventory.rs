@@ -23,6 +23,55 @@ pub struct PublishOptions {
     pub max_pair_class: PcieClass,
     /// Publish plain GPU and NIC devices next to the pairs (default true).
     pub plain_devices: bool,
+    /// How many pair devices each GPU gets (default [`PairsPerGpu::Auto`]).
+    pub pairs_per_gpu: PairsPerGpu,
+}
+
+/// How many pair devices each GPU gets.
+///
+/// The upstream allocator proves a claim unsatisfiable by trying every combination of
+/// the devices its selectors accept. A NIC with VFs has a counter larger than one, so
+/// several GPUs may pair with it and nothing prunes that search: with every GPU paired
+/// to every NIC of its NUMA node, 9 pairs on mi300x-8 (8 GPUs, 4 NICs per NUMA node, 4
+/// VFs each) mean 4^8 combinations, 7.3 s in kube-scheduler v1.37.2 while it blocks every
+/// other pod. Two pairs per GPU bound that to 2^8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PairsPerGpu {
+    /// [`PairsPerGpu::AtMost`]`(2)` on nodes where a paired NIC has VFs; otherwise
+    /// every pair (a NIC counter of one prunes the search by itself).
+    #[default]
+    Auto,
+    /// Every pair at `max_pair_class` or better.
+    All,
+    /// At most this many per GPU (at least 1): the GPU's best pairs first, then
+    /// alternatives of the next best class, each to the NIC with the fewest pairs so far,
+    /// so that every NIC keeps partners when another one is used up.
+    AtMost(usize),
+}
+
+impl std::str::FromStr for PairsPerGpu {
+    type Err = crate::DraError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(PairsPerGpu::Auto),
+            "all" => Ok(PairsPerGpu::All),
+            n => match n.parse::<usize>() {
+                Ok(k) if k >= 1 => Ok(PairsPerGpu::AtMost(k)),
+                _ => Err(crate::DraError::BadPairsPerGpu(s.to_string())),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for PairsPerGpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PairsPerGpu::Auto => f.write_str("auto"),
+            PairsPerGpu::All => f.write_str("all"),
+            PairsPerGpu::AtMost(k) => write!(f, "{k}"),
+        }
+    }
 }
 
 impl Default for PublishOptions {
@@ -31,6 +80,7 @@ impl Default for PublishOptions {
             generation: 1,
             max_pair_class: PcieClass::Node,
             plain_devices: true,
+            pairs_per_gpu: PairsPerGpu::Auto,
         }
     }
 }
@@ -480,20 +530,42 @@ impl Inventory {
         }
 
         // Pairs at max_pair_class or better, with RDMA NICs only, best first.
+        let candidates: Vec<Vec<usize>> = paths
+            .iter()
+            .map(|row| {
+                let mut c: Vec<usize> = (0..row.len())
+                    .filter(|&ni| {
+                        row[ni].class <= opts.max_pair_class
+                            && row[ni].class != PcieClass::Sys
+                            && nics[ni].rdma_device.is_some()
+                    })
+                    .collect();
+                c.sort_by_key(|&ni| (row[ni].preference(), nics[ni].bdf));
+                c
+            })
+            .collect();
+        let cap = match opts.pairs_per_gpu {
+            PairsPerGpu::All => None,
+            PairsPerGpu::AtMost(k) => Some(k.max(1)),
+            PairsPerGpu::Auto => candidates
+                .iter()
+                .flatten()
+                .any(|&ni| nics[ni].functions.len() > 1)
+                .then_some(2),
+        };
+        let chosen = match cap {
+            None => candidates,
+            Some(k) => budget_pairs(&paths, &candidates, k),
+        };
         let mut pairs = Vec::new();
-        for (gi, row) in paths.iter().enumerate() {
-            for (ni, p) in row.iter().enumerate() {
-                if p.class <= opts.max_pair_class
-                    && p.class != PcieClass::Sys
-                    && nics[ni].rdma_device.is_some()
-                {
-                    pairs.push(PairEntry {
-                        name: names::pair_device(gpus[gi].bdf, nics[ni].bdf),
-                        gpu: gi,
-                        nic: ni,
-                        path: *p,
-                    });
-                }
+        for (gi, row) in chosen.iter().enumerate() {
+            for &ni in row {
+                pairs.push(PairEntry {
+                    name: names::pair_device(gpus[gi].bdf, nics[ni].bdf),
+                    gpu: gi,
+                    nic: ni,
+                    path: paths[gi][ni],
+                });
             }
         }
         pairs.sort_by(|a, b| {
@@ -591,4 +663,49 @@ fn pci_vendor_name(id: u16) -> String {
         vendor::AMD => "amd".into(),
         other => format!("{other:04x}"),
     }
+}
+
+/// At most `k` pairs per GPU out of `candidates` (per GPU, best first): first every GPU's
+/// pairs at its best level (up to `k`), then, GPU by GPU, alternatives from the next
+/// levels, each time to the candidate NIC with the fewest pairs so far among the best
+/// remaining level (ties: the NIC after the GPU's best one, in address order), so the
+/// alternatives spread over the NICs and one used-up NIC strands no GPU.
+fn budget_pairs(paths: &[Vec<GpuNicPath>], candidates: &[Vec<usize>], k: usize) -> Vec<Vec<usize>> {
+    let nic_count = paths.first().map_or(0, Vec::len);
+    let mut uses = vec![0usize; nic_count];
+    let mut chosen: Vec<Vec<usize>> = candidates
+        .iter()
+        .enumerate()
+        .map(|(gi, c)| {
+            let best = c.first().map(|&ni| paths[gi][ni].preference());
+            let keep: Vec<usize> = c
+                .iter()
+                .copied()
+                .filter(|&ni| Some(paths[gi][ni].preference()) == best)
+                .take(k)
+                .collect();
+            for &ni in &keep {
+                uses[ni] += 1;
+            }
+            keep
+        })
+        .collect();
+    for (gi, c) in candidates.iter().enumerate() {
+        // Ties go to the NIC that follows the GPU's best one in address order, so the
+        // alternatives form a ring (GPU i also on NIC i+1) rather than closed cliques.
+        let anchor = chosen[gi].first().copied().unwrap_or(0);
+        while chosen[gi].len() < k {
+            let next = c
+                .iter()
+                .filter(|ni| !chosen[gi].contains(ni))
+                .min_by_key(|&&ni| {
+                    let ring = (ni + nic_count - anchor) % nic_count.max(1);
+                    (paths[gi][ni].preference(), uses[ni], ring)
+                });
+            let Some(&ni) = next else { break };
+            uses[ni] += 1;
+            chosen[gi].push(ni);
+        }
+    }
+    chosen
 }

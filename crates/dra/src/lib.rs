@@ -49,8 +49,8 @@ pub use classes::{CLASS_GPU, CLASS_NIC, CLASS_PAIR, device_classes};
 pub use error::{AllocationError, DraError};
 pub use explain::{Explanation, explain};
 pub use inventory::{
-    CounterUse, DeviceKind, DeviceRef, GpuEntry, Inventory, NicFunction, PairEntry, PhysicalNic,
-    PublishOptions,
+    CounterUse, DeviceKind, DeviceRef, GpuEntry, Inventory, NicFunction, PairEntry, PairsPerGpu,
+    PhysicalNic, PublishOptions,
 };
 pub use mixed::{MixedClaim, MixedSpec, MixedStrategy, mixed_claim};
 pub use prepare::{AllocatedDevice, Holdings, PreparedDevice, PreparedGpu, prepare_allocation};

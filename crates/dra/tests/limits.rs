@@ -4,19 +4,24 @@
 mod common;
 
 use proptest::prelude::*;
-use topoalign_dra::{Inventory, PublishOptions, resource_slices};
+use topoalign_dra::{Inventory, PairsPerGpu, PublishOptions, resource_slices};
 use topoalign_topology::PcieClass;
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
-    fn random_nodes_stay_within_every_limit(seed in any::<u64>(), phb in any::<bool>()) {
+    fn random_nodes_stay_within_every_limit(seed in any::<u64>(), phb in any::<bool>(), budget in 0usize..4) {
         let topo = common::random_topology(seed, 72, 72, 10);
         let opts = PublishOptions {
             generation: 3,
             max_pair_class: if phb { PcieClass::Phb } else { PcieClass::Node },
             plain_devices: true,
+            pairs_per_gpu: match budget {
+                0 => PairsPerGpu::Auto,
+                1 => PairsPerGpu::All,
+                k => PairsPerGpu::AtMost(k - 1),
+            },
         };
         let slices = resource_slices(&topo, "node-a.example.com", &opts).unwrap();
         prop_assert_eq!(common::check_limits(&slices), Ok(()));

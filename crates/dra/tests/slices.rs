@@ -6,8 +6,8 @@ mod common;
 use std::collections::BTreeSet;
 
 use topoalign_dra::{
-    CLASS_PAIR, DRIVER_NAME, DeviceKind, Inventory, PublishOptions, attr, device_classes,
-    resource_slices,
+    CLASS_PAIR, DRIVER_NAME, DeviceKind, Inventory, PairsPerGpu, PublishOptions, attr,
+    device_classes, resource_slices,
 };
 use topoalign_profiles as profiles;
 use topoalign_topology::{PcieClass, Topology};
@@ -49,7 +49,16 @@ fn mi300x_pairs_are_per_physical_nic_not_per_vf() {
         }
     }
     assert_eq!(expected, 32, "4 GPUs × 4 NICs per NUMA node × 2");
-    assert_eq!(inv.pairs.len(), expected);
+    // The NICs have VFs, so by default each GPU gets its best pair and one alternative.
+    assert_eq!(inv.pairs.len(), 16);
+    let all = Inventory::new(
+        &topo,
+        &PublishOptions {
+            pairs_per_gpu: PairsPerGpu::All,
+            ..Default::default()
+        },
+    );
+    assert_eq!(all.pairs.len(), expected);
     // Each NIC counter counts the PF and its 4 VFs.
     for n in &inv.nics {
         assert_eq!(n.functions.len(), 5, "{}", n.name);
@@ -61,7 +70,7 @@ fn mi300x_pairs_are_per_physical_nic_not_per_vf() {
         .flat_map(|s| s.spec.devices.iter().flatten())
         .filter(|d| d.name.starts_with("pair-"))
         .count();
-    assert_eq!(pairs, 32);
+    assert_eq!(pairs, 16);
     let counters: Vec<_> = slices
         .iter()
         .flat_map(|s| s.spec.shared_counters.iter().flatten())
@@ -185,5 +194,106 @@ fn bad_node_names_are_refused_with_the_reason() {
     for bad in ["", "Node_1", "-n", &"a".repeat(250)] {
         let err = resource_slices(&topo, bad, &PublishOptions::default()).unwrap_err();
         assert!(err.to_string().contains("node name"), "{err}");
+    }
+}
+
+/// Pairs per GPU of an inventory, and pairs per NIC.
+fn pair_counts(inv: &Inventory) -> (Vec<usize>, Vec<usize>) {
+    let mut per_gpu = vec![0; inv.gpus.len()];
+    let mut per_nic = vec![0; inv.nics.len()];
+    for p in &inv.pairs {
+        per_gpu[p.gpu] += 1;
+        per_nic[p.nic] += 1;
+    }
+    (per_gpu, per_nic)
+}
+
+#[test]
+fn nics_with_vfs_get_two_pairs_per_gpu_spread_over_the_nics() {
+    // mi300x-8: 8 GPUs, 4 NICs per NUMA node, 4 VFs per PF. Every GPU keeps its PIX
+    // pair and one NODE alternative; every NIC is in exactly two pairs.
+    let topo = profile("mi300x-8");
+    let inv = Inventory::new(&topo, &PublishOptions::default());
+    assert!(inv.nics.iter().all(|n| n.functions.len() == 5));
+    assert_eq!(inv.pairs.len(), 16);
+    let (per_gpu, per_nic) = pair_counts(&inv);
+    assert_eq!(per_gpu, vec![2; 8]);
+    assert_eq!(per_nic, vec![2; 8]);
+    for gi in 0..inv.gpus.len() {
+        let mine: Vec<_> = inv.pairs.iter().filter(|p| p.gpu == gi).collect();
+        let best = mine.iter().map(|p| p.path.class).min().unwrap();
+        assert_eq!(best, PcieClass::Pix, "GPU {gi} lost its best pair");
+        assert!(mine.iter().any(|p| p.path.class == PcieClass::Node));
+        // the alternative stays on the GPU's NUMA node
+        assert!(
+            mine.iter()
+                .all(|p| inv.nics[p.nic].numa_node == inv.gpus[gi].numa_node)
+        );
+    }
+    // the alternatives form a ring per NUMA node: GPU i (address order) also pairs with
+    // the NIC of GPU i+1, so one used-up NIC strands no GPU
+    for gi in 0..inv.gpus.len() {
+        let alt = inv
+            .pairs
+            .iter()
+            .find(|p| p.gpu == gi && p.path.class == PcieClass::Node)
+            .unwrap();
+        let next = if gi % 4 == 3 { gi - 3 } else { gi + 1 };
+        let next_best = inv
+            .pairs
+            .iter()
+            .find(|p| p.gpu == next && p.path.class == PcieClass::Pix)
+            .unwrap();
+        assert_eq!(alt.nic, next_best.nic, "GPU {gi}");
+    }
+    // every pair is still listed best first
+    let prefs: Vec<_> = inv.pairs.iter().map(|p| p.path.preference()).collect();
+    assert!(prefs.windows(2).all(|w| w[0] <= w[1]));
+
+    let all = Inventory::new(
+        &topo,
+        &PublishOptions {
+            pairs_per_gpu: PairsPerGpu::All,
+            ..Default::default()
+        },
+    );
+    assert_eq!(all.pairs.len(), 32);
+    let one = Inventory::new(
+        &topo,
+        &PublishOptions {
+            pairs_per_gpu: PairsPerGpu::AtMost(1),
+            ..Default::default()
+        },
+    );
+    assert!(one.pairs.iter().all(|p| p.path.class == PcieClass::Pix));
+    assert_eq!(one.pairs.len(), 8);
+}
+
+#[test]
+fn nics_without_vfs_keep_every_pair_in_auto() {
+    for name in ["gb300-4", "dgx-h100", "pcie-2socket"] {
+        let topo = profile(name);
+        let auto = Inventory::new(&topo, &PublishOptions::default());
+        let all = Inventory::new(
+            &topo,
+            &PublishOptions {
+                pairs_per_gpu: PairsPerGpu::All,
+                ..Default::default()
+            },
+        );
+        if auto.nics.iter().all(|n| n.functions.len() == 1) {
+            assert_eq!(auto.pairs, all.pairs, "{name}");
+        }
+    }
+}
+
+#[test]
+fn pairs_per_gpu_parses_and_refuses_with_the_reason() {
+    assert_eq!("auto".parse::<PairsPerGpu>().unwrap(), PairsPerGpu::Auto);
+    assert_eq!("all".parse::<PairsPerGpu>().unwrap(), PairsPerGpu::All);
+    assert_eq!("3".parse::<PairsPerGpu>().unwrap(), PairsPerGpu::AtMost(3));
+    for bad in ["0", "-1", "two", ""] {
+        let err = bad.parse::<PairsPerGpu>().unwrap_err().to_string();
+        assert!(err.contains("expected `auto`, `all`"), "{err}");
     }
 }

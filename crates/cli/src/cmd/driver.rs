@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use topoalign_dra::PublishOptions;
+use topoalign_dra::{PairsPerGpu, PublishOptions};
 use topoalign_driver::dry_run::{self, DriverObject};
 use topoalign_driver::{DriverConfig, LogFormat};
 use topoalign_kubelet_plugin::PluginConfig;
@@ -41,6 +41,11 @@ pub struct Args {
     /// Print the DeviceClasses and ResourceSlices it would create, and exit.
     #[arg(long)]
     pub dry_run: bool,
+    /// Pair devices per GPU: `auto` (its best pair plus one alternative when the NICs
+    /// have VFs, else every pair in its NUMA node), `all`, or a number. Fewer pairs keep
+    /// the scheduler's search for an unsatisfiable claim short.
+    #[arg(long, value_name = "auto|all|N", default_value = "auto")]
+    pub pairs_per_gpu: PairsPerGpu,
     /// Output format of `--dry-run`.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -115,7 +120,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         kubeconfig: args.kubeconfig,
         node_name: args.node_name.clone(),
         source,
-        options: PublishOptions::default(),
+        options: PublishOptions {
+            pairs_per_gpu: args.pairs_per_gpu,
+            ..PublishOptions::default()
+        },
         rescan_interval: args.rescan_interval,
         removal_timeout: args.shutdown_timeout,
         plugin,
@@ -131,7 +139,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn dry(args: &Args) -> anyhow::Result<ExitCode> {
     let d = args.topology.load(host_sysfs())?;
-    let objects = dry_run::objects(&d.topology, &args.node_name, &PublishOptions::default())
+    let options = PublishOptions {
+        pairs_per_gpu: args.pairs_per_gpu,
+        ..PublishOptions::default()
+    };
+    let objects = dry_run::objects(&d.topology, &args.node_name, &options)
         .with_context(|| format!("node {:?}", args.node_name))?;
     match args.format {
         Format::Yaml => {
