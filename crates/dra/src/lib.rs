@@ -26,6 +26,13 @@
 //! the VF is chosen at prepare. Publishing one pair per GPU×VF instead would multiply
 //! the pairs by the VF count and make an unsatisfiable claim search far longer (seconds
 //! instead of a fraction of one, measured on kube-scheduler v1.37.2).
+//!
+//! Where NICs have VFs, a NIC counter above one no longer stops several GPUs from
+//! taking the same NIC, so nothing prunes the allocator's search: by default
+//! ([`PairsPerGpu::Auto`]) each GPU then gets its best pair plus one alternative, the
+//! alternatives forming a ring over the NICs of its NUMA node. On mi300x-8 with 4 VFs
+//! per PF that is 16 pairs instead of 32, and the upstream allocator refuses 9 pairs in
+//! about 90 ms instead of 7.3 s.
 
 pub mod allocator;
 pub mod attr;

@@ -65,7 +65,11 @@ pub struct Publisher {
     desired_names: Vec<String>,
     memo: Memo,
     floor: i64,
+    on_change: Option<TopologyHook>,
 }
+
+/// Called with the new topology when a rescan finds the node's devices changed.
+pub type TopologyHook = Box<dyn Fn(&Topology) + Send + Sync>;
 
 impl Publisher {
     /// A publisher for `topology` (already discovered from `cfg.source`).
@@ -86,7 +90,16 @@ impl Publisher {
             desired_names: Vec::new(),
             memo: Memo::new(),
             floor: 0,
+            on_change: None,
         }
+    }
+
+    /// Calls `hook` with the new topology whenever a rescan finds a device added or
+    /// removed, before the pool is republished (the kubelet plugin takes the new
+    /// inventory through it, so it prepares what the slices now say).
+    pub fn on_topology_change(mut self, hook: TopologyHook) -> Self {
+        self.on_change = Some(hook);
+        self
     }
 
     /// The slices this node should publish now (generation 0; owned by the Node object
@@ -229,6 +242,9 @@ impl Publisher {
         }
         tracing::info!(node = %self.cfg.node_name, "the topology changed; republishing");
         self.topology = found.topology;
+        if let Some(hook) = &self.on_change {
+            hook(&self.topology);
+        }
         Ok(true)
     }
 

@@ -23,7 +23,7 @@ use crate::error::DriverError;
 use crate::http::{AppState, Health};
 use crate::logging::{self, LogFormat};
 use crate::metrics::Metrics;
-use crate::publisher::{Publisher, PublisherConfig};
+use crate::publisher::{Publisher, PublisherConfig, TopologyHook};
 
 /// Everything `topoalign driver` was told.
 #[derive(Debug, Clone)]
@@ -147,10 +147,15 @@ pub async fn run(cfg: DriverConfig, topology: Topology) -> Result<(), DriverErro
 
     let mut metrics = Metrics::new();
     let mut plugin_task: Option<JoinHandle<Result<(), DriverError>>> = None;
+    let mut hot_plug: Option<TopologyHook> = None;
     if let Some(pcfg) = cfg.plugin.clone() {
         let inventory = Inventory::new(&topology, &cfg.options);
         let claims = Arc::new(KubeClaims::new(client.clone()));
         let plugin = Plugin::new(pcfg, inventory, claims)?;
+        let (hooked, options) = (plugin.clone(), cfg.options.clone());
+        hot_plug = Some(Box::new(move |t: &Topology| {
+            hooked.set_inventory(Inventory::new(t, &options));
+        }));
         metrics = metrics.with_plugin(plugin.metrics());
         let socket = plugin.config().dra_socket();
         let shutdown = stopped(stop_rx.clone());
@@ -198,6 +203,10 @@ pub async fn run(cfg: DriverConfig, topology: Topology) -> Result<(), DriverErro
         metrics.clone(),
         health.clone(),
     );
+    let publisher = match hot_plug {
+        Some(hook) => publisher.on_topology_change(hook),
+        None => publisher,
+    };
     let mut publisher_task = tokio::spawn(publisher.run(stop_rx));
 
     // Run until a signal, or until a part fails on its own.

@@ -143,6 +143,13 @@ impl Engine {
         &self.inventory
     }
 
+    /// Replaces the inventory after the node's devices changed (hot-plug). Claims
+    /// prepared before keep their checkpoint records and CDI specs until unprepared; new
+    /// prepares resolve device names against the new inventory.
+    pub fn set_inventory(&mut self, inventory: Arc<Inventory>) {
+        self.inventory = inventory;
+    }
+
     /// The CDI spec file of a claim.
     pub fn cdi_path(&self, uid: &str) -> PathBuf {
         self.config.cdi_dir.join(cdi_file_name(uid))

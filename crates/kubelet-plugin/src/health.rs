@@ -134,6 +134,30 @@ impl HealthBoard {
         true
     }
 
+    /// Takes the device list of a new inventory (hot-plug): hardware known before keeps
+    /// its health, new hardware starts healthy; subscribers get the new full list.
+    pub fn set_inventory(&mut self, inventory: &Inventory) {
+        let fresh = Self::new(&self.pool, inventory);
+        let hardware = fresh
+            .hardware
+            .into_iter()
+            .map(|(name, h)| {
+                let kept = self.hardware.get(&name).copied().unwrap_or(h);
+                (name, kept)
+            })
+            .collect();
+        self.devices = fresh.devices;
+        self.hardware = hardware;
+        let previous = self
+            .tx
+            .borrow()
+            .iter()
+            .map(|e| (e.device.clone(), (e.health, e.last_updated)))
+            .collect();
+        let next = self.snapshot(&previous);
+        self.tx.send_replace(next);
+    }
+
     /// A receiver of the full list, current value first.
     pub fn subscribe(&self) -> watch::Receiver<Vec<DeviceHealthEntry>> {
         self.tx.subscribe()

@@ -121,6 +121,19 @@ impl Plugin {
         }
     }
 
+    /// Takes a new inventory after the node's devices changed (the publisher's rescan
+    /// found a device added or removed): later prepares resolve against it and the
+    /// health list follows it. Prepared claims are untouched.
+    pub fn set_inventory(&self, inventory: Inventory) {
+        let inventory = Arc::new(inventory);
+        if let Ok(mut e) = self.inner.engine.lock() {
+            e.set_inventory(inventory.clone());
+        }
+        if let Ok(mut h) = self.inner.health.lock() {
+            h.set_inventory(&inventory);
+        }
+    }
+
     /// The device health list, current value first, then every change.
     pub fn health(&self) -> Option<watch::Receiver<Vec<DeviceHealthEntry>>> {
         self.inner.health.lock().ok().map(|h| h.subscribe())

@@ -387,3 +387,48 @@ async fn health_stream_sends_the_full_list_on_start_and_on_change() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_new_inventory_after_hot_plug_is_what_prepare_and_health_use() {
+    let s = Served::start().await;
+    let before = inventory();
+    let mut topo = topoalign_profiles::get("mi300x-8").unwrap();
+    let gone = topo.gpus.pop().unwrap();
+    let gone_bdf = topo.pci[gone.pci].bdf;
+    let after = topoalign_dra::Inventory::from_topology(&topo);
+    let removed = before.gpus.iter().find(|g| g.bdf == gone_bdf).unwrap();
+    let kept = after.gpus.first().unwrap();
+
+    let mut hc = health::dra_resource_health_client::DraResourceHealthClient::new(
+        channel(&s.config.dra_socket()).await,
+    );
+    let mut stream = hc
+        .node_watch_resources(health::NodeWatchResourcesRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let first = stream.message().await.unwrap().unwrap();
+    assert_eq!(first.devices.len(), before.devices().len());
+
+    s.plugin.set_inventory(after.clone());
+    let next = stream.message().await.unwrap().unwrap();
+    assert_eq!(next.devices.len(), after.devices().len());
+    assert!(next.devices.len() < first.devices.len());
+
+    let mut c = s.dra().await;
+    let a = claim(&uid(41), vec![result("gpu", &removed.name)]);
+    let b = claim(&uid(42), vec![result("gpu", &kept.name)]);
+    s.claims.insert(a.clone());
+    s.claims.insert(b.clone());
+    let resp = c
+        .node_prepare_resources(prepare_req(&[&a, &b]))
+        .await
+        .unwrap()
+        .into_inner();
+    let err = &resp.claims[&a.uid].error;
+    assert!(err.contains(&removed.name), "{err}");
+    assert_eq!(resp.claims[&b.uid].error, "");
+    assert!(!s.cdi_file(&a.uid).exists());
+    assert!(s.cdi_file(&b.uid).exists());
+    s.stop().await;
+}
