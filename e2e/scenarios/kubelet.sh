@@ -62,17 +62,18 @@ else
   fail "driver published no ResourceSlices for $NODE (log: $RUN/logs/driver-kubelet.log)"
 fi
 
-# claim_and_pod N : claim kN with N pairs and pod pN using it, scheduled onto NODE
+# claim_and_pod N [CLAIM POD] : claim CLAIM (default kN) with N pairs and pod POD (default
+# pN) using it, scheduled onto NODE
 claim_and_pod() {
-  local n=$1
-  "$TOPOALIGN" claims --pairs "$n" --claim --name "k$n" -o yaml > "$D/k$n.yaml" 2> "$D/k$n.err" ||
-    { fail "topoalign claims --pairs $n: $(cat "$D/k$n.err")"; return 1; }
-  K -n "$NS" apply -f "$D/k$n.yaml" > /dev/null || { fail "applying claim k$n"; return 1; }
-  pod_with_claim "$NS" "p$n" "k$n" "$NODE"
-  if wait_pod_bound "$NS" "p$n" 30; then
-    info "pod p$n bound; claim k$n allocated: $(claim_devices "$NS" "k$n" | tr '\n' ' ')"
+  local n=$1 c=${2:-k$1} p=${3:-p$1}
+  "$TOPOALIGN" claims --pairs "$n" --claim --name "$c" -o yaml > "$D/$c.yaml" 2> "$D/$c.err" ||
+    { fail "topoalign claims --pairs $n: $(cat "$D/$c.err")"; return 1; }
+  K -n "$NS" apply -f "$D/$c.yaml" > /dev/null || { fail "applying claim $c"; return 1; }
+  pod_with_claim "$NS" "$p" "$c" "$NODE"
+  if wait_pod_bound "$NS" "$p" 30; then
+    info "pod $p bound; claim $c allocated: $(claim_devices "$NS" "$c" | tr '\n' ' ')"
   else
-    fail "pod p$n not scheduled: $(pod_scheduled_message "$NS" "p$n")"
+    fail "pod $p not scheduled: $(pod_scheduled_message "$NS" "$p")"
     return 1
   fi
 }
@@ -130,6 +131,35 @@ for n in 1 2 4; do finish_lifecycle "$n"; done
 K -n "$NS" delete resourceclaim taken foreign unknown --ignore-not-found > /dev/null
 wait_until 30 "claims deleted" bash -c "[ -z \"\$('$K8S_BIN/kubectl' -n $NS get resourceclaims -o name)\" ]"
 claim_and_pod 8 && lifecycle 8 && finish_lifecycle 8
+
+# The driver crashes in the middle of a prepare (or unprepare), at each write step: the
+# kubelet's call fails, the restarted driver reconciles, no temporary file or orphan spec
+# is left, and the kubelet's retry gets the claim prepared (or unprepared) exactly once.
+leftovers() { find "$D/cdi" "$D/state" -name '.tmp*' | wc -l; }
+crash_case() { # OP POINT
+  local op=$1 point=$2 c="crash-$1-$2" p="crash-pod-$1-$2"
+  claim_and_pod 2 "$c" "$p" || return
+  if [ "$op" = unprepare ]; then step prepare "$NS/$c" ok > /dev/null || { fail "crash $op $point: first prepare"; return; }; fi
+  step kill > /dev/null && step start --crash-at "$point" > /dev/null && step register > /dev/null || { fail "crash $op $point: driver with --crash-at did not register"; return; }
+  step "$op" "$NS/$c" refused > /dev/null
+  if ! step crashed; then fail "crash $op $point: the driver did not crash at $point"; return; fi
+  step start > /dev/null && step register > /dev/null || { fail "crash $op $point: restart after the crash"; return; }
+  local left; left=$(leftovers)
+  if [ "$op" = prepare ]; then
+    if step prepare "$NS/$c" ok > /dev/null && step cdi "$NS/$c" present > /dev/null && [ "$left" = 0 ]; then
+      pass "driver crashed mid-prepare at $point: restarted, no temporary files, the retried prepare holds exactly the allocated devices"
+    else fail "driver crashed mid-prepare at $point: retry or CDI check failed ($left temporary files; log: $RUN/logs/driver-kubelet.log)"; fi
+    step unprepare "$NS/$c" ok > /dev/null
+  else
+    if step unprepare "$NS/$c" ok > /dev/null && step cdi "$NS/$c" absent > /dev/null && [ "$left" = 0 ]; then
+      pass "driver crashed mid-unprepare at $point: restarted, no temporary files, the retried unprepare removed the claim's spec"
+    else fail "driver crashed mid-unprepare at $point: retry or CDI check failed ($left temporary files)"; fi
+  fi
+  K -n "$NS" delete pod "$p" --grace-period=0 --force > /dev/null 2>&1
+  K -n "$NS" delete resourceclaim "$c" --wait=false > /dev/null
+}
+for point in checkpoint-written checkpoint-renamed cdi-written cdi-renamed; do crash_case prepare "$point"; done
+for point in cdi-removed checkpoint-synced; do crash_case unprepare "$point"; done
 
 # Clean removal: SIGTERM, then the node's slices must be gone.
 step stop

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use topoalign_discover::Source;
 use topoalign_dra::{Inventory, PublishOptions};
-use topoalign_kubelet_plugin::{Plugin, PluginConfig};
+use topoalign_kubelet_plugin::{FaultHook, FaultPoint, Plugin, PluginConfig};
 use topoalign_topology::Topology;
 
 use crate::claims::KubeClaims;
@@ -47,6 +47,9 @@ pub struct DriverConfig {
     pub metrics_addr: SocketAddr,
     /// Log line format.
     pub log_format: LogFormat,
+    /// Fault testing: abort the process when the kubelet plugin reaches this write step
+    /// (the e2e suite's "driver killed mid-prepare"). `None` in production.
+    pub crash_at: Option<FaultPoint>,
 }
 
 /// Discovers the node, then runs the agent until SIGTERM/SIGINT. Bad input (unknown
@@ -151,7 +154,16 @@ pub async fn run(cfg: DriverConfig, topology: Topology) -> Result<(), DriverErro
     if let Some(pcfg) = cfg.plugin.clone() {
         let inventory = Inventory::new(&topology, &cfg.options);
         let claims = Arc::new(KubeClaims::new(client.clone()));
-        let plugin = Plugin::new(pcfg, inventory, claims)?;
+        let crash = cfg.crash_at.map(|at| -> FaultHook {
+            Arc::new(move |point: FaultPoint| {
+                if point == at {
+                    tracing::error!(point = %point, "crash requested (--crash-at): aborting");
+                    std::process::abort();
+                }
+                Ok(())
+            })
+        });
+        let plugin = Plugin::with_fault_hook(pcfg, inventory, claims, crash)?;
         let (hooked, options) = (plugin.clone(), cfg.options.clone());
         hot_plug = Some(Box::new(move |t: &Topology| {
             hooked.set_inventory(Inventory::new(t, &options));

@@ -41,6 +41,63 @@ pub enum FaultPoint {
     CdiRemoved,
 }
 
+impl FaultPoint {
+    /// Every point, in the order prepare then unprepare pass them.
+    pub const ALL: [FaultPoint; 9] = [
+        FaultPoint::Checkpoint(WriteStep::Created),
+        FaultPoint::Checkpoint(WriteStep::Written),
+        FaultPoint::Checkpoint(WriteStep::Synced),
+        FaultPoint::Checkpoint(WriteStep::Renamed),
+        FaultPoint::Cdi(WriteStep::Created),
+        FaultPoint::Cdi(WriteStep::Written),
+        FaultPoint::Cdi(WriteStep::Synced),
+        FaultPoint::Cdi(WriteStep::Renamed),
+        FaultPoint::CdiRemoved,
+    ];
+
+    /// Its name: `checkpoint-created` … `cdi-renamed`, `cdi-removed`.
+    pub fn name(self) -> &'static str {
+        let step = |s: WriteStep| match s {
+            WriteStep::Created => 0,
+            WriteStep::Written => 1,
+            WriteStep::Synced => 2,
+            WriteStep::Renamed => 3,
+        };
+        const CHECKPOINT: [&str; 4] = [
+            "checkpoint-created",
+            "checkpoint-written",
+            "checkpoint-synced",
+            "checkpoint-renamed",
+        ];
+        const CDI: [&str; 4] = ["cdi-created", "cdi-written", "cdi-synced", "cdi-renamed"];
+        match self {
+            FaultPoint::Checkpoint(s) => CHECKPOINT[step(s)],
+            FaultPoint::Cdi(s) => CDI[step(s)],
+            FaultPoint::CdiRemoved => "cdi-removed",
+        }
+    }
+}
+
+impl std::fmt::Display for FaultPoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for FaultPoint {
+    type Err = PluginError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        FaultPoint::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| PluginError::UnknownFaultPoint {
+                given: s.to_string(),
+                known: FaultPoint::ALL.map(FaultPoint::name).join(", "),
+            })
+    }
+}
+
 /// The fault hook: called at every [`FaultPoint`]; an error fails the operation there.
 pub type FaultHook = Arc<dyn Fn(FaultPoint) -> io::Result<()> + Send + Sync>;
 

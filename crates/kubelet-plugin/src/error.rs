@@ -100,6 +100,14 @@ impl ClaimError {
 /// Why the plugin could not start or keep serving.
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
+    /// A crash point name (`--crash-at`) that does not exist.
+    #[error("unknown crash point {given:?}: expected one of {known}")]
+    UnknownFaultPoint {
+        /// The name given.
+        given: String,
+        /// The names there are.
+        known: String,
+    },
     /// A directory the plugin needs could not be created or read.
     #[error("{op} {}: {source}", path.display())]
     Io {

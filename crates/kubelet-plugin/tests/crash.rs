@@ -282,3 +282,12 @@ fn set_mode(p: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
 }
+
+#[test]
+fn crash_points_are_named_and_parsed_back() {
+    for p in FaultPoint::ALL {
+        assert_eq!(p.name().parse::<FaultPoint>().unwrap(), p);
+    }
+    let err = "cdi-done".parse::<FaultPoint>().unwrap_err().to_string();
+    assert!(err.contains("\"cdi-done\"") && err.contains("checkpoint-created"), "{err}");
+}

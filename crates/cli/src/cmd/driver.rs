@@ -13,7 +13,7 @@ use anyhow::Context;
 use topoalign_dra::{PairsPerGpu, PublishOptions};
 use topoalign_driver::dry_run::{self, DriverObject};
 use topoalign_driver::{DriverConfig, LogFormat};
-use topoalign_kubelet_plugin::PluginConfig;
+use topoalign_kubelet_plugin::{FaultPoint, PluginConfig};
 
 use crate::cmd::discover::host_sysfs;
 use crate::output::{Format, print_structured, with_errors};
@@ -46,6 +46,10 @@ pub struct Args {
     /// the scheduler's search for an unsatisfiable claim short.
     #[arg(long, value_name = "auto|all|N", default_value = "auto")]
     pub pairs_per_gpu: PairsPerGpu,
+    /// Fault testing only: abort at this write step of prepare/unprepare
+    /// (`checkpoint-created` … `cdi-renamed`, `cdi-removed`).
+    #[arg(long, value_name = "STEP", hide = true)]
+    pub crash_at: Option<FaultPoint>,
     /// Output format of `--dry-run`.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -132,6 +136,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             LogFormatArg::Json => LogFormat::Json,
             LogFormatArg::Text => LogFormat::Text,
         },
+        crash_at: args.crash_at,
     })
     .with_context(|| format!("driver for node {:?} ({what})", args.node_name))?;
     Ok(ExitCode::SUCCESS)

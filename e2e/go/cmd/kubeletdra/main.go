@@ -154,7 +154,9 @@ func (h *harness) step(f []string) bool {
 	}
 	switch f[0] {
 	case "start":
-		return h.startDriver()
+		return h.startDriver(f[1:])
+	case "crashed":
+		return h.waitCrashed()
 	case "kill":
 		return h.stopDriver(syscall.SIGKILL)
 	case "stop":
@@ -176,7 +178,8 @@ func (h *harness) step(f []string) bool {
 	return false
 }
 
-func (h *harness) startDriver() bool {
+// startDriver starts the driver command, with extra arguments appended (e.g. a crash point).
+func (h *harness) startDriver(extra []string) bool {
 	if h.proc != nil {
 		fmt.Println("FAIL: kubeletdra: start: the driver is already running")
 		return false
@@ -186,7 +189,11 @@ func (h *harness) startDriver() bool {
 		fmt.Println("FAIL: kubeletdra: driver log:", err)
 		return false
 	}
-	cmd := exec.Command("bash", "-c", "exec "+h.driverCmd)
+	line := h.driverCmd
+	for _, a := range extra {
+		line += " '" + strings.ReplaceAll(a, "'", "'\\''") + "'"
+	}
+	cmd := exec.Command("bash", "-c", "exec "+line)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -215,6 +222,29 @@ func (h *harness) stopDriver(sig syscall.Signal) bool {
 		<-h.exited
 	}
 	fmt.Printf("INFO: driver pid %d stopped with %v (%s)\n", h.proc.Process.Pid, sig, h.proc.ProcessState)
+	h.proc = nil
+	h.restarted = true
+	h.mirror.takeRequests()
+	if h.pidFile != "" {
+		_ = os.Remove(h.pidFile)
+	}
+	return true
+}
+
+// waitCrashed waits until the driver process ended by itself (a requested crash) and
+// forgets it, as a kill would.
+func (h *harness) waitCrashed() bool {
+	if h.proc == nil {
+		fmt.Println("FAIL: kubeletdra: crashed: no driver was running")
+		return false
+	}
+	select {
+	case <-h.exited:
+	case <-time.After(15 * time.Second):
+		fmt.Println("FAIL: kubeletdra: the driver did not crash within 15 s")
+		return false
+	}
+	fmt.Printf("INFO: driver pid %d ended by itself (%s)\n", h.proc.Process.Pid, h.proc.ProcessState)
 	h.proc = nil
 	h.restarted = true
 	h.mirror.takeRequests()
