@@ -18,8 +18,12 @@ need_topoalign_cmd claims
 D=$SCEN_DIR
 NS=speed
 REPS=${E2E_SPEED_REPS:-5}
-PROFILES=(${E2E_PROFILES:-mi300x-8 gb300-4 dgx-h100 pcie-2socket})
+PROFILES=(${E2E_PROFILES:-mi300x-8 gb300-4 dgx-h100 pcie-2socket} scale-72)
 make_namespace "$NS"
+# scale-72: a synthetic 72-GPU, 72-NIC node (4 NUMA nodes, 9 switches each with 2 GPUs and
+# 2 NICs) written as an NCCL topology file; the others are built-in profiles.
+python3 "$E2E_DIR/lib/scale-node.py" > "$D/scale-72.xml" || fail "speed: writing the 72-GPU node"
+src() { if [ "$1" = scale-72 ]; then echo --from-nccl-xml "$D/scale-72.xml"; else echo --profile "$1"; fi; }
 
 # median_ms REPS COMMAND... : median wall time of COMMAND in ms (output discarded)
 median_ms() {
@@ -41,10 +45,12 @@ class_of_devices() {
 
 for p in "${PROFILES[@]}"; do
   node=sp-$p
-  "$TOPOALIGN" driver --profile "$p" --node-name "$node" --dry-run -o yaml > "$D/$p.yaml" 2> "$D/$p.err" ||
+  # shellcheck disable=SC2046
+  "$TOPOALIGN" driver $(src "$p") --node-name "$node" --dry-run -o yaml > "$D/$p.yaml" 2> "$D/$p.err" ||
     { fail "speed: topoalign driver --dry-run $p: $(head -c 500 "$D/$p.err")"; continue; }
   yaml_to_json "$D/$p.yaml" > "$D/$p.json" || { fail "speed: $p dry-run output"; continue; }
-  ngpu=$("$TOPOALIGN" discover --profile "$p" -o json | jq '.gpus | length')
+  ngpu=$("$TOPOALIGN" discover $(src "$p") -o json | jq '.gpus | length')
+  figure "speed $p: $ngpu GPUs, $(jq '[.[] | select(.kind == "ResourceSlice") | (.spec.devices // [])[] | select(.name | startswith("pair-"))] | length' "$D/$p.json") pair devices, $(jq '[.[] | select(.kind == "ResourceSlice")] | length' "$D/$p.json") slices"
   for n in 1 2 4 8 9; do
     # 9 pairs on mi300x-8 (8 GPUs): how long the allocator takes to say no
     if [ "$n" -gt "$ngpu" ] && ! { [ "$n" = 9 ] && [ "$p" = mi300x-8 ]; }; then continue; fi
@@ -56,8 +62,8 @@ for p in "${PROFILES[@]}"; do
     a_out=$(jq -r .outcome "$D/$p-$n.alloc.json")
     mapfile -t a_devs < <(jq -r '.devices[]?' "$D/$p-$n.alloc.json")
     a_cls=$([ "${#a_devs[@]}" -gt 0 ] && class_of_devices "$D/$p.json" "${a_devs[@]}")
-    t_ms=$(median_ms "$REPS" "$TOPOALIGN" plan --profile "$p" --gpus "$n" --nics-per-gpu 1 -o json)
-    if "$TOPOALIGN" plan --profile "$p" --gpus "$n" --nics-per-gpu 1 -o json > "$D/$p-$n.plan.json" 2> /dev/null; then
+    t_ms=$(median_ms "$REPS" "$TOPOALIGN" plan $(src "$p") --gpus "$n" --nics-per-gpu 1 -o json)
+    if "$TOPOALIGN" plan $(src "$p") --gpus "$n" --nics-per-gpu 1 -o json > "$D/$p-$n.plan.json" 2> /dev/null; then
       t_cls=$(jq -r '[.pairs[].class] | sort_by({"PIX":0,"PXB":1,"PHB":2,"NODE":3,"SYS":4}[.]) | join(" ")' "$D/$p-$n.plan.json")
     else t_cls="unsatisfiable"; fi
     ratio=$(awk -v a="$a_ms" -v t="$t_ms" 'BEGIN{ if (t > 0) printf "%.2f", a/t; else print "-" }')
@@ -71,6 +77,27 @@ for p in "${PROFILES[@]}"; do
     else fail "speed $p N=$n: upstream allocator $a_out [$a_cls] vs topoalign plan [$t_cls]"; fi
   done
 done
+
+# The 72-GPU node with 65 GPUs held (7 free) and 8 pairs asked: the published shape (pair
+# budget) against every pair published (`--pairs-per-gpu all`), in-process.
+if [ -s "$D/scale-72.json" ]; then
+  held72=$(jq -r '[.[] | select(.kind == "ResourceSlice") | (.spec.devices // [])[] | select(.name | startswith("gpu-")) | .name] | sort | .[7:] | map("sp-scale-72/" + .) | join(",")' "$D/scale-72.json")
+  "$TOPOALIGN" driver $(src scale-72) --node-name sp-scale-72 --pairs-per-gpu all --dry-run -o yaml > "$D/scale-72-all.yaml" 2> /dev/null &&
+    yaml_to_json "$D/scale-72-all.yaml" > "$D/scale-72-all.json"
+  "$TOPOALIGN" claims --pairs 8 --claim --name c8 -o yaml | yaml_to_json /dev/stdin | jq '.[0]' > "$D/c8-72.json"
+  for shape in scale-72 scale-72-all; do
+    if "$TOOLS_BIN/allocbench" --objects "$D/$shape.json" --claim "$D/c8-72.json" --node sp-scale-72 --reps 1 \
+      --allocated "$held72" > "$D/$shape-unsat.json" 2> "$D/$shape-unsat.err"; then
+      out=$(jq -r .outcome "$D/$shape-unsat.json"); ms=$(jq -r .medianMs "$D/$shape-unsat.json")
+      pairs=$(jq '[.[] | select(.kind == "ResourceSlice") | (.spec.devices // [])[] | select(.name | startswith("pair-"))] | length' "$D/$shape.json")
+      figure "speed 72-GPU node, 7 GPUs free, 8 pairs asked, $pairs pair devices published ($shape): upstream allocator $out after $ms ms"
+      if [ "$shape" = scale-72 ]; then
+        if [ "$out" = unsatisfiable ] && awk -v a="$ms" 'BEGIN{exit !(a < 1000)}'; then pass "speed: the 72-GPU node's published shape is refused in $ms ms (< 1 s)"
+        else missed "speed: the 72-GPU node's published shape: $out after $ms ms (target: refused in < 1 s)"; fi
+      fi
+    else fail "speed: allocbench $shape unsat: $(head -c 300 "$D/$shape-unsat.err")"; fi
+  done
+fi
 
 # (b) unsatisfiable claims in the real scheduler (mi300x-8 with VFs)
 sched_metric() { # sum and count of the Filter extension point duration

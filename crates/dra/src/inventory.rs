@@ -8,6 +8,11 @@ use topoalign_topology::{Bdf, GpuNicPath, GpuVendor, PcieClass, Sriov, Topology}
 
 use crate::names;
 
+/// [`PairsPerGpu::Auto`] budgets the pairs of a node without VFs when the GPUs can
+/// take their candidate NICs in more ways than this (mi300x-8 without VFs: 24² ways,
+/// 80–150 ms to refuse 9 pairs in kube-scheduler v1.37.2; dgx-h100: 120²).
+const AUTO_MAX_COMBINATIONS: f64 = 65_536.0;
+
 /// The counters in one counter set ([`crate::limits::MAX_COUNTERS_PER_SET`]).
 const SET_SIZE: usize = crate::limits::MAX_COUNTERS_PER_SET;
 
@@ -37,8 +42,10 @@ pub struct PublishOptions {
 /// other pod. Two pairs per GPU bound that to 2^8.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PairsPerGpu {
-    /// [`PairsPerGpu::AtMost`]`(2)` on nodes where a paired NIC has VFs; otherwise
-    /// every pair (a NIC counter of one prunes the search by itself).
+    /// Every pair, unless a paired NIC has VFs or the GPUs can take their candidate
+    /// NICs in more than 65,536 ways: then each GPU's best pairs (at most 2) plus one
+    /// alternative of the next level. (A NIC counter of one prunes the search by itself
+    /// on small nodes; VFs, or a 72-GPU node with 18 NICs per NUMA node, do not.)
     #[default]
     Auto,
     /// Every pair at `max_pair_class` or better.
@@ -544,18 +551,35 @@ impl Inventory {
                 c
             })
             .collect();
-        let cap = match opts.pairs_per_gpu {
+        // (best pairs kept, alternatives added) per GPU; None: every candidate.
+        let budget = match opts.pairs_per_gpu {
             PairsPerGpu::All => None,
-            PairsPerGpu::AtMost(k) => Some(k.max(1)),
-            PairsPerGpu::Auto => candidates
-                .iter()
-                .flatten()
-                .any(|&ni| nics[ni].functions.len() > 1)
-                .then_some(2),
+            PairsPerGpu::AtMost(k) => Some((k.max(1), 0)),
+            PairsPerGpu::Auto => {
+                let shared = candidates
+                    .iter()
+                    .flatten()
+                    .any(|&ni| nics[ni].functions.len() > 1);
+                // Without VFs a NIC goes to one GPU: GPU i has its candidates less
+                // one per earlier GPU competing for them (P(n, g) for g GPUs on the
+                // same n NICs).
+                let combinations = candidates
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        let rivals = candidates[..i]
+                            .iter()
+                            .filter(|e| e.iter().any(|ni| c.contains(ni)))
+                            .count();
+                        c.len().saturating_sub(rivals).max(1) as f64
+                    })
+                    .product::<f64>();
+                (shared || combinations > AUTO_MAX_COMBINATIONS).then_some((2, 1))
+            }
         };
-        let chosen = match cap {
+        let chosen = match budget {
             None => candidates,
-            Some(k) => budget_pairs(&paths, &candidates, k),
+            Some((best, more)) => budget_pairs(&paths, &candidates, best, more),
         };
         let mut pairs = Vec::new();
         for (gi, row) in chosen.iter().enumerate() {
@@ -665,24 +689,30 @@ fn pci_vendor_name(id: u16) -> String {
     }
 }
 
-/// At most `k` pairs per GPU out of `candidates` (per GPU, best first): first every GPU's
-/// pairs at its best level (up to `k`), then, GPU by GPU, alternatives from the next
-/// levels, each time to the candidate NIC with the fewest pairs so far among the best
-/// remaining level (ties: the NIC after the GPU's best one, in address order), so the
-/// alternatives spread over the NICs and one used-up NIC strands no GPU.
-fn budget_pairs(paths: &[Vec<GpuNicPath>], candidates: &[Vec<usize>], k: usize) -> Vec<Vec<usize>> {
+/// Up to `best` pairs per GPU at its best level, then `more` alternatives (for
+/// [`PairsPerGpu::AtMost`]: until `best` in all) out of `candidates` (per GPU, best
+/// first). Alternatives come from the next levels, GPU by GPU, each time to the candidate
+/// NIC with the fewest pairs so far among the best remaining level (ties: the NIC after
+/// the GPU's best one, in address order), so the alternatives spread over the NICs and
+/// one used-up NIC strands no GPU.
+fn budget_pairs(
+    paths: &[Vec<GpuNicPath>],
+    candidates: &[Vec<usize>],
+    best: usize,
+    more: usize,
+) -> Vec<Vec<usize>> {
     let nic_count = paths.first().map_or(0, Vec::len);
     let mut uses = vec![0usize; nic_count];
     let mut chosen: Vec<Vec<usize>> = candidates
         .iter()
         .enumerate()
         .map(|(gi, c)| {
-            let best = c.first().map(|&ni| paths[gi][ni].preference());
+            let top = c.first().map(|&ni| paths[gi][ni].preference());
             let keep: Vec<usize> = c
                 .iter()
                 .copied()
-                .filter(|&ni| Some(paths[gi][ni].preference()) == best)
-                .take(k)
+                .filter(|&ni| Some(paths[gi][ni].preference()) == top)
+                .take(best)
                 .collect();
             for &ni in &keep {
                 uses[ni] += 1;
@@ -691,10 +721,15 @@ fn budget_pairs(paths: &[Vec<GpuNicPath>], candidates: &[Vec<usize>], k: usize) 
         })
         .collect();
     for (gi, c) in candidates.iter().enumerate() {
+        let want = if more == 0 {
+            best
+        } else {
+            chosen[gi].len() + more
+        };
         // Ties go to the NIC that follows the GPU's best one in address order, so the
         // alternatives form a ring (GPU i also on NIC i+1) rather than closed cliques.
         let anchor = chosen[gi].first().copied().unwrap_or(0);
-        while chosen[gi].len() < k {
+        while chosen[gi].len() < want {
             let next = c
                 .iter()
                 .filter(|ni| !chosen[gi].contains(ni))
