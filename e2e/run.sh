@@ -7,8 +7,8 @@
 #   e2e/run.sh list             list the scenarios
 #
 # Scenarios: objects (1), alignment (2), shapes (3), kubelet (4), tm-parity (5), speed (6),
-# faults (7). Each prints PASS/FAIL lines and FIGURE lines with its measurements; the last
-# line of the run is exactly "N passed, N failed". Exit status is non-zero on any failure.
+# faults (7), placement and podresources (issue 11). Each prints PASS/FAIL and FIGURE lines;
+# the last line of the run is exactly "N passed, N failed"; non-zero exit on any failure.
 #
 # Environment:
 #   E2E_CARGO_PROFILE=release|debug  cargo profile for topoalign (default release)
@@ -54,7 +54,7 @@ need_tools() {
   fi
 }
 
-ALL_SCENARIOS=(objects alignment shapes kubelet tm-parity speed faults)
+ALL_SCENARIOS=(objects alignment shapes kubelet tm-parity speed faults placement podresources)
 # scenarios that run without the control plane
 NO_CLUSTER=" tm-parity "
 

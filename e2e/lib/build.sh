@@ -6,7 +6,8 @@
 #   $E2E_CACHE/k8s-<key>/    kube-apiserver kube-scheduler kube-controller-manager kubectl
 #   $E2E_CACHE/etcd-<key>/   etcd
 #   $E2E_CACHE/helm-<key>/   helm (renders the charts under deploy/ for the objects scenario)
-#   $E2E_CACHE/tools-<key>/  the Go stand-ins under e2e/go/cmd (kubeletdra, tmparity, allocbench)
+#   $E2E_CACHE/tools-<key>/  the Go stand-ins under e2e/go/cmd (kubeletdra, tmparity, allocbench,
+#                            podresources)
 # A directory is complete when its `.done` file exists (builds go to a temporary directory
 # that is renamed at the end, so an interrupted build is never mistaken for a finished one).
 

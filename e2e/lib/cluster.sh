@@ -114,6 +114,20 @@ start_scheduler() {
   wait_until 60 "kube-scheduler /readyz" bash -c "[ \"\$(curl -sk --max-time 2 https://127.0.0.1:$P_SCHED/readyz)\" = ok ]"
 }
 
+# start_extra_scheduler NAME CONFIG : a second kube-scheduler next to the stock one, with
+# its own KubeSchedulerConfiguration (its own profile names, e.g. one wired to an extender;
+# CONFIG must set clientConnection.kubeconfig and leaderElection.leaderElect: false).
+# Registered as NAME (log $RUN/logs/NAME.log); stop it with `stop_component NAME`.
+start_extra_scheduler() {
+  local name=$1 config=$2 port
+  port=$(free_ports 1)
+  "$K8S_BIN/kube-scheduler" --config="$config" \
+    --authentication-kubeconfig="$RUN/scheduler.kubeconfig" --authorization-kubeconfig="$RUN/scheduler.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$port" -v=2 >> "$RUN/logs/$name.log" 2>&1 &
+  register_pid "$name" $!
+  wait_until 60 "$name /readyz" bash -c "[ \"\$(curl -sk --max-time 2 https://127.0.0.1:$port/readyz)\" = ok ]"
+}
+
 start_kcm() {
   # No node-lifecycle / taint-eviction controllers: there is no kubelet, nodes would go NotReady.
   "$K8S_BIN/kube-controller-manager" --kubeconfig="$RUN/kcm.kubeconfig" \
