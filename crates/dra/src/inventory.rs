@@ -43,16 +43,16 @@ pub struct PublishOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PairsPerGpu {
     /// Every pair, unless a paired NIC has VFs or the GPUs can take their candidate
-    /// NICs in more than 65,536 ways: then each GPU's best pairs (at most 2) plus one
-    /// alternative of the next level. (A NIC counter of one prunes the search by itself
-    /// on small nodes; VFs, or a 72-GPU node with 18 NICs per NUMA node, do not.)
+    /// NICs in more than 65,536 ways: then [`PairsPerGpu::AtMost`]`(2)`. (A NIC
+    /// counter of one prunes the search by itself on small nodes; VFs, or a 72-GPU node
+    /// with 18 NICs per NUMA node, do not.)
     #[default]
     Auto,
     /// Every pair at `max_pair_class` or better.
     All,
-    /// At most this many per GPU (at least 1): the GPU's best pairs first, then
-    /// alternatives of the next best class, each to the NIC with the fewest pairs so far,
-    /// so that every NIC keeps partners when another one is used up.
+    /// At most this many per GPU (at least 1): one at the GPU's best level first, then
+    /// the next best, each to the NIC with the fewest pairs so far, so that every NIC
+    /// keeps partners when another one is used up.
     AtMost(usize),
 }
 
@@ -551,10 +551,10 @@ impl Inventory {
                 c
             })
             .collect();
-        // (best pairs kept, alternatives added) per GPU; None: every candidate.
+        // At most this many pairs per GPU; None: every candidate.
         let budget = match opts.pairs_per_gpu {
             PairsPerGpu::All => None,
-            PairsPerGpu::AtMost(k) => Some((k.max(1), 0)),
+            PairsPerGpu::AtMost(k) => Some(k.max(1)),
             PairsPerGpu::Auto => {
                 let shared = candidates
                     .iter()
@@ -574,12 +574,12 @@ impl Inventory {
                         c.len().saturating_sub(rivals).max(1) as f64
                     })
                     .product::<f64>();
-                (shared || combinations > AUTO_MAX_COMBINATIONS).then_some((2, 1))
+                (shared || combinations > AUTO_MAX_COMBINATIONS).then_some(2)
             }
         };
         let chosen = match budget {
             None => candidates,
-            Some((best, more)) => budget_pairs(&paths, &candidates, best, more),
+            Some(k) => budget_pairs(&paths, &candidates, k),
         };
         let mut pairs = Vec::new();
         for (gi, row) in chosen.iter().enumerate() {
@@ -689,58 +689,45 @@ fn pci_vendor_name(id: u16) -> String {
     }
 }
 
-/// Up to `best` pairs per GPU at its best level, then `more` alternatives (for
-/// [`PairsPerGpu::AtMost`]: until `best` in all) out of `candidates` (per GPU, best
-/// first). Alternatives come from the next levels, GPU by GPU, each time to the candidate
-/// NIC with the fewest pairs so far among the best remaining level (ties: the NIC after
-/// the GPU's best one, in address order), so the alternatives spread over the NICs and
-/// one used-up NIC strands no GPU.
-fn budget_pairs(
-    paths: &[Vec<GpuNicPath>],
-    candidates: &[Vec<usize>],
-    best: usize,
-    more: usize,
-) -> Vec<Vec<usize>> {
-    let nic_count = paths.first().map_or(0, Vec::len);
+/// At most `k` pairs per GPU out of `candidates` (per GPU, best first). First every GPU
+/// gets one pair at its best level, then, GPU by GPU, more up to `k`, best level first.
+/// Each pick goes to the candidate NIC with the fewest pairs so far (ties: the NIC after
+/// the GPU's first candidate, in address order), so two GPUs under one switch with two
+/// NICs take one each, and the alternatives form a ring over the NICs of a NUMA node
+/// (GPU i also on NIC i+1): one used-up NIC strands no GPU.
+fn budget_pairs(paths: &[Vec<GpuNicPath>], candidates: &[Vec<usize>], k: usize) -> Vec<Vec<usize>> {
+    let nic_count = paths.first().map_or(0, Vec::len).max(1);
     let mut uses = vec![0usize; nic_count];
-    let mut chosen: Vec<Vec<usize>> = candidates
-        .iter()
-        .enumerate()
-        .map(|(gi, c)| {
-            let top = c.first().map(|&ni| paths[gi][ni].preference());
-            let keep: Vec<usize> = c
-                .iter()
-                .copied()
-                .filter(|&ni| Some(paths[gi][ni].preference()) == top)
-                .take(best)
-                .collect();
-            for &ni in &keep {
-                uses[ni] += 1;
-            }
-            keep
-        })
-        .collect();
-    for (gi, c) in candidates.iter().enumerate() {
-        let want = if more == 0 {
-            best
-        } else {
-            chosen[gi].len() + more
+    let mut chosen: Vec<Vec<usize>> = vec![Vec::new(); candidates.len()];
+    let mut pick = |gi: usize, only_top: bool, chosen: &mut Vec<Vec<usize>>| -> bool {
+        let c = &candidates[gi];
+        let (Some(&first), Some(top)) =
+            (c.first(), c.first().map(|&ni| paths[gi][ni].preference()))
+        else {
+            return false;
         };
-        // Ties go to the NIC that follows the GPU's best one in address order, so the
-        // alternatives form a ring (GPU i also on NIC i+1) rather than closed cliques.
-        let anchor = chosen[gi].first().copied().unwrap_or(0);
-        while chosen[gi].len() < want {
-            let next = c
-                .iter()
-                .filter(|ni| !chosen[gi].contains(ni))
-                .min_by_key(|&&ni| {
-                    let ring = (ni + nic_count - anchor) % nic_count.max(1);
-                    (paths[gi][ni].preference(), uses[ni], ring)
-                });
-            let Some(&ni) = next else { break };
-            uses[ni] += 1;
-            chosen[gi].push(ni);
+        let next = c
+            .iter()
+            .filter(|ni| !chosen[gi].contains(ni))
+            .filter(|&&ni| !only_top || paths[gi][ni].preference() == top)
+            .min_by_key(|&&ni| {
+                let ring = (ni + nic_count - first) % nic_count;
+                (paths[gi][ni].preference(), uses[ni], ring)
+            });
+        match next {
+            Some(&ni) => {
+                uses[ni] += 1;
+                chosen[gi].push(ni);
+                true
+            }
+            None => false,
         }
+    };
+    for gi in 0..candidates.len() {
+        pick(gi, true, &mut chosen);
+    }
+    for gi in 0..candidates.len() {
+        while chosen[gi].len() < k && pick(gi, false, &mut chosen) {}
     }
     chosen
 }

@@ -51,3 +51,28 @@ fn a_large_node_splits_into_several_slices() {
     }
     assert!(split, "no random node needed more than one device slice");
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// A pair budget keeps, per GPU, at most k of the pairs `All` publishes, always one at
+    /// the GPU's best level, and every pair `All` has when the GPU has at most k.
+    #[test]
+    fn a_pair_budget_keeps_each_gpus_best_pair(seed in any::<u64>(), k in 1usize..4) {
+        let topo = common::random_topology(seed, 24, 24, 4);
+        let all = Inventory::new(&topo, &PublishOptions { pairs_per_gpu: PairsPerGpu::All, ..Default::default() });
+        let some = Inventory::new(&topo, &PublishOptions { pairs_per_gpu: PairsPerGpu::AtMost(k), ..Default::default() });
+        for gi in 0..all.gpus.len() {
+            let every: Vec<_> = all.pairs.iter().filter(|p| p.gpu == gi).collect();
+            let kept: Vec<_> = some.pairs.iter().filter(|p| p.gpu == gi).collect();
+            prop_assert!(kept.len() <= k);
+            prop_assert_eq!(kept.len(), every.len().min(k));
+            prop_assert!(kept.iter().all(|p| every.iter().any(|e| e.name == p.name)));
+            if let Some(best) = every.iter().map(|p| p.path.preference()).min() {
+                prop_assert!(kept.iter().any(|p| p.path.preference() == best), "GPU {} lost its best level", gi);
+            }
+        }
+        // still listed best first
+        prop_assert!(some.pairs.windows(2).all(|w| w[0].path.preference() <= w[1].path.preference()));
+    }
+}
