@@ -55,12 +55,14 @@ if ! virsh -c qemu:///system version >/dev/null 2>&1; then
     exit 3
   fi
   mkdir -p /run/libvirt
-  pgrep -x virtlogd >/dev/null || virtlogd --daemon
+  # The daemons outlive this run: close run.sh's lock (fd 9) for them, or they would
+  # hold it forever and every later run would wait on it.
+  pgrep -x virtlogd >/dev/null || virtlogd --daemon 9>&-
   { cat /etc/libvirt/qemu.conf; printf 'user = "root"\ngroup = "root"\n'; } > "$W/qemu.conf"
   if ! unshare -m --propagation private sh -c \
-      "mount --bind '$W/qemu.conf' /etc/libvirt/qemu.conf && exec libvirtd --daemon"; then
+      "mount --bind '$W/qemu.conf' /etc/libvirt/qemu.conf && exec libvirtd --daemon" 9>&-; then
     echo "note: no private mount namespace; libvirtd runs with the system qemu.conf" >&2
-    pgrep -x libvirtd >/dev/null || libvirtd --daemon
+    pgrep -x libvirtd >/dev/null || libvirtd --daemon 9>&-
   fi
   for _ in $(seq 1 50); do virsh -c qemu:///system version >/dev/null 2>&1 && break; sleep 0.2; done
   virsh -c qemu:///system version >/dev/null
