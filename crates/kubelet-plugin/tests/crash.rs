@@ -289,5 +289,8 @@ fn crash_points_are_named_and_parsed_back() {
         assert_eq!(p.name().parse::<FaultPoint>().unwrap(), p);
     }
     let err = "cdi-done".parse::<FaultPoint>().unwrap_err().to_string();
-    assert!(err.contains("\"cdi-done\"") && err.contains("checkpoint-created"), "{err}");
+    assert!(
+        err.contains("\"cdi-done\"") && err.contains("checkpoint-created"),
+        "{err}"
+    );
 }
