@@ -20,7 +20,7 @@ use crate::error::FleetError;
 use crate::node::{Assignment, NodeModel, NodeState};
 use crate::placers::{Attempt, NodeKind, PlaceOptions};
 use crate::policy::Policy;
-use crate::rng::SplitMix64;
+use crate::rng::Rng;
 use crate::workload::PodArrival;
 
 /// What the demo shows.
@@ -64,7 +64,7 @@ impl Node<'_, '_> {
         policy: Policy,
         state: &NodeState,
         pod: &PodArrival,
-        rng: &mut SplitMix64,
+        rng: &mut Rng,
     ) -> Result<Option<Assignment>, FleetError> {
         let opts = PlaceOptions {
             dra_match: MatchOn::PcieRoot,
@@ -214,7 +214,7 @@ pub fn story(topo: &Arc<Topology>, opts: DemoOptions) -> Result<DemoReport, Flee
         gdr_pairs: Vec::new(),
     };
     let empty = NodeState::new(model);
-    let mut rng = SplitMix64::derive(opts.seed, "demo-blind");
+    let mut rng = Rng::derive(opts.seed, "demo-blind");
     let half = PodArrival::sized(big, 8);
     for (policy, label) in STORY {
         let placed = node.place(policy, &empty, &half, &mut rng)?;
@@ -237,7 +237,7 @@ pub fn story(topo: &Arc<Topology>, opts: DemoOptions) -> Result<DemoReport, Flee
         });
         if policy == Policy::Blind && opts.draws > 0 {
             let (mut aligned, mut full) = (0u32, 0u32);
-            let mut draws = SplitMix64::derive(opts.seed, "demo-draws");
+            let mut draws = Rng::derive(opts.seed, "demo-draws");
             for _ in 0..opts.draws {
                 if let Some(a) = node.place(Policy::Blind, &empty, &half, &mut draws)? {
                     aligned += u32::from(node.same_numa(&a));
@@ -251,7 +251,7 @@ pub fn story(topo: &Arc<Topology>, opts: DemoOptions) -> Result<DemoReport, Flee
     let count = model.gpus.len().min(8);
     let mut states: Vec<NodeState> = STORY.iter().map(|_| NodeState::new(model)).collect();
     let mut small_gdr = [0usize; 3];
-    let mut rng = SplitMix64::derive(opts.seed, "demo-small");
+    let mut rng = Rng::derive(opts.seed, "demo-small");
     for _ in 0..count {
         let mut row = Vec::new();
         for (k, (policy, _)) in STORY.iter().enumerate() {

@@ -15,7 +15,7 @@ use crate::metrics::{PolicyReport, UtilSample};
 use crate::node::{Assignment, NodeState, PairCounts};
 use crate::placers::{Attempt, NodeKind, PlaceOptions};
 use crate::policy::Policy;
-use crate::rng::SplitMix64;
+use crate::rng::Rng;
 use crate::workload::{self, PodArrival, StreamLength, WorkloadSpec};
 
 /// One kind of node in the fleet and how many of it.
@@ -200,7 +200,7 @@ struct Run<'a, 't> {
     states: Vec<NodeState>,
     departures: BinaryHeap<Departure>,
     pending: VecDeque<(PodArrival, f64)>,
-    rng: SplitMix64,
+    rng: Rng,
     horizon: f64,
     grid_next: usize,
     fleet_gpus: usize,
@@ -229,7 +229,7 @@ impl<'a, 't> Run<'a, 't> {
             states,
             departures: BinaryHeap::new(),
             pending: VecDeque::new(),
-            rng: SplitMix64::derive(config.seed, policy.as_str()),
+            rng: Rng::derive(config.seed, policy.as_str()),
             horizon,
             grid_next: 0,
             fleet_gpus,

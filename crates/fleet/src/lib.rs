@@ -17,7 +17,7 @@
 //!
 //! [`dra`] is a faithful model of the DRA structured-parameters allocator (first full
 //! solution in slice/device order, backtracking, no scoring). Every random choice comes
-//! from [`rng::SplitMix64`] seeded by the user: same seed, same numbers.
+//! from [`rng::Rng`] (PCG-64) seeded by the user: same seed, same numbers.
 
 pub mod demo;
 pub mod dra;

@@ -13,7 +13,7 @@ use crate::error::FleetError;
 use crate::kubelet::{Admission, KubeletNode, KubeletPolicy};
 use crate::node::{Assignment, NodeModel, NodeState};
 use crate::policy::Policy;
-use crate::rng::SplitMix64;
+use crate::rng::Rng;
 use crate::workload::PodArrival;
 
 /// The outcome of trying a pod on one node.
@@ -80,10 +80,10 @@ impl<'t> NodeKind<'t> {
         state: &NodeState,
         pod: &PodArrival,
         opts: PlaceOptions,
-        rng: &mut SplitMix64,
+        rng: &mut Rng,
     ) -> Result<Attempt, FleetError> {
         let model = &self.model;
-        let kubelet = |p: KubeletPolicy, rng: &mut SplitMix64| {
+        let kubelet = |p: KubeletPolicy, rng: &mut Rng| {
             Ok(
                 match self.kubelet.admit(p, model, state, pod, rng.next_u64())? {
                     Admission::Admitted { assignment, pairs } => Attempt::Fit {
@@ -196,10 +196,10 @@ mod tests {
     use crate::testing::{pod, topology as topo};
 
     /// A mi300x-8 node type, an empty node and a seeded generator.
-    fn mi300x(topo: &Arc<Topology>) -> (NodeKind<'_>, NodeState, SplitMix64) {
+    fn mi300x(topo: &Arc<Topology>) -> (NodeKind<'_>, NodeState, Rng) {
         let k = NodeKind::new(topo).unwrap();
         let s = NodeState::new(&k.model);
-        (k, s, SplitMix64::new(1))
+        (k, s, Rng::new(1))
     }
 
     const OPTS: PlaceOptions = PlaceOptions {

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::error::FleetError;
-use crate::rng::SplitMix64;
+use crate::rng::Rng;
 
 /// The share of each pod size: `1=40,2=30,4=20,8=10` means 40 % of pods ask for 1 GPU +
 /// 1 NIC, 30 % for 2+2, and so on. Weights need not sum to 100.
@@ -84,8 +84,8 @@ impl Mix {
     }
 
     /// Draws one size.
-    fn draw(&self, rng: &mut SplitMix64) -> u32 {
-        let mut pick = rng.below(self.total_weight());
+    fn draw(&self, rng: &mut Rng) -> u32 {
+        let mut pick = rng.below_u64(self.total_weight());
         for &(size, weight) in &self.entries {
             if pick < u64::from(weight) {
                 return size;
@@ -191,7 +191,7 @@ impl PodArrival {
 /// Generates the stream for `seed`. The same spec and seed always give the same pods.
 pub fn generate(spec: &WorkloadSpec, seed: u64) -> Result<Vec<PodArrival>, FleetError> {
     spec.validate()?;
-    let mut rng = SplitMix64::derive(seed, "workload");
+    let mut rng = Rng::derive(seed, "workload");
     let mut pods = Vec::new();
     let mut t = 0.0;
     loop {

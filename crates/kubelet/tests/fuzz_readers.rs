@@ -7,6 +7,7 @@ mod fuzz;
 mod support;
 
 use std::path::Path;
+use std::sync::atomic::AtomicU32;
 
 use proptest::prelude::*;
 use serde_json::Value;
@@ -45,10 +46,14 @@ proptest! {
     #[test]
     fn yaml_reader_never_panics(bytes in fuzz::inputs(seeds())) {
         read_everything("config.yaml", bytes);
+        static N: AtomicU32 = AtomicU32::new(0);
+        fuzz::tally(&N, "KubeletConfiguration (as YAML)", fuzz::cases(3000));
     }
 
     #[test]
     fn json_reader_never_panics(bytes in fuzz::inputs(seeds())) {
         read_everything("config.json", bytes);
+        static N: AtomicU32 = AtomicU32::new(0);
+        fuzz::tally(&N, "KubeletConfiguration (as JSON)", fuzz::cases(3000));
     }
 }

@@ -8,6 +8,7 @@ use topoalign_topology::{Bdf, Topology};
 
 use crate::finding::Severity;
 use crate::pod_rules::RawFinding;
+use crate::typed::{TypeProblem, read};
 
 /// The standard PCIe root attribute.
 pub const PCIE_ROOT: &str = "resource.kubernetes.io/pcieRoot";
@@ -27,48 +28,161 @@ pub struct RequestInfo {
     pub text: String,
 }
 
-fn strings_in(v: &Value, out: &mut String) {
-    match v {
-        Value::String(s) => {
-            out.push_str(s);
-            out.push('\n');
-        }
-        Value::Array(a) => a.iter().for_each(|x| strings_in(x, out)),
-        Value::Object(m) => m.values().for_each(|x| strings_in(x, out)),
-        _ => {}
+/// A `matchAttribute` constraint of a claim.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Constraint {
+    /// The requests it covers (all when empty).
+    pub requests: Vec<String>,
+    /// The attribute all covered devices must share.
+    pub match_attribute: Option<String>,
+}
+
+/// What the rules read of a claim spec, from any served version of resource.k8s.io.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClaimSpec {
+    /// `devices.requests`, classified.
+    pub requests: Vec<RequestInfo>,
+    /// `devices.constraints`.
+    pub constraints: Vec<Constraint>,
+}
+
+/// The CEL expressions of a list of device selectors.
+macro_rules! expressions {
+    ($selectors:expr) => {
+        $selectors
+            .iter()
+            .flatten()
+            .filter_map(|s| s.cel.as_ref())
+            .map(|c| c.expression.as_str())
+    };
+}
+
+/// A request's text (class names, allocation modes, CEL expressions, sub-request names,
+/// one a line) classified as GPU and/or NIC.
+fn request_info(name: &str, index: usize, parts: Vec<&str>) -> RequestInfo {
+    let text: String = parts.iter().map(|p| format!("{p}\n")).collect();
+    let lower = text.to_ascii_lowercase();
+    RequestInfo {
+        name: name.to_string(),
+        index,
+        gpu: lower.contains("gpu"),
+        nic: ["dranet", "dra.net", "rdma", "sriov", "nic"]
+            .iter()
+            .any(|k| lower.contains(k)),
+        text,
     }
 }
 
-/// Classifies the requests of a claim spec (`exactly`, `firstAvailable`, or v1beta1 flat).
-pub fn requests(spec: &Value) -> Vec<RequestInfo> {
-    let list = spec
-        .get("devices")
-        .and_then(|d| d.get("requests"))
-        .and_then(Value::as_array);
-    let mut out = Vec::new();
-    for (index, r) in list.into_iter().flatten().enumerate() {
-        let mut text = String::new();
-        for key in ["exactly", "firstAvailable", "deviceClassName", "selectors"] {
-            if let Some(v) = r.get(key) {
-                strings_in(v, &mut text);
-            }
+/// The shape shared by v1 and v1beta2: `exactly` or `firstAvailable`.
+macro_rules! claim_spec_v1 {
+    ($spec:expr) => {{
+        let devices = $spec.devices.unwrap_or_default();
+        let requests = devices
+            .requests
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(index, r)| {
+                let mut parts = Vec::new();
+                if let Some(e) = &r.exactly {
+                    parts.push(e.device_class_name.as_str());
+                    parts.extend(e.allocation_mode.as_deref());
+                    parts.extend(expressions!(e.selectors));
+                }
+                for sub in r.first_available.iter().flatten() {
+                    parts.push(sub.name.as_str());
+                    parts.push(sub.device_class_name.as_str());
+                    parts.extend(sub.allocation_mode.as_deref());
+                    parts.extend(expressions!(sub.selectors));
+                }
+                request_info(&r.name, index, parts)
+            })
+            .collect();
+        let constraints = devices
+            .constraints
+            .into_iter()
+            .flatten()
+            .map(|c| Constraint {
+                requests: c.requests.unwrap_or_default(),
+                match_attribute: c.match_attribute,
+            })
+            .collect();
+        ClaimSpec {
+            requests,
+            constraints,
         }
-        let lower = text.to_ascii_lowercase();
-        out.push(RequestInfo {
-            name: r
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("?")
-                .to_string(),
-            index,
-            gpu: lower.contains("gpu"),
-            nic: ["dranet", "dra.net", "rdma", "sriov", "nic"]
-                .iter()
-                .any(|k| lower.contains(k)),
-            text,
-        });
+    }};
+}
+
+/// v1beta1: the device class and selectors on the request itself, or `firstAvailable`.
+macro_rules! claim_spec_v1beta1 {
+    ($spec:expr) => {{
+        let devices = $spec.devices.unwrap_or_default();
+        let requests = devices
+            .requests
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(index, r)| {
+                let mut parts = Vec::new();
+                parts.extend(r.device_class_name.as_deref());
+                parts.extend(r.allocation_mode.as_deref());
+                parts.extend(expressions!(r.selectors));
+                for sub in r.first_available.iter().flatten() {
+                    parts.push(sub.name.as_str());
+                    parts.push(sub.device_class_name.as_str());
+                    parts.extend(sub.allocation_mode.as_deref());
+                    parts.extend(expressions!(sub.selectors));
+                }
+                request_info(&r.name, index, parts)
+            })
+            .collect();
+        let constraints = devices
+            .constraints
+            .into_iter()
+            .flatten()
+            .map(|c| Constraint {
+                requests: c.requests.unwrap_or_default(),
+                match_attribute: c.match_attribute,
+            })
+            .collect();
+        ClaimSpec {
+            requests,
+            constraints,
+        }
+    }};
+}
+
+impl ClaimSpec {
+    /// Reads a `ResourceClaimTemplate` or `ResourceClaim` document of `api_version`
+    /// (`resource.k8s.io/v1`, `v1beta2` or `v1beta1`; anything else is read as v1).
+    pub fn read(
+        kind: &str,
+        api_version: &str,
+        doc: &Value,
+    ) -> (Option<ClaimSpec>, Vec<TypeProblem>) {
+        use k8s_openapi::api::resource::{v1, v1beta1, v1beta2};
+        let template = kind == "ResourceClaimTemplate";
+        macro_rules! typed {
+            ($v:ident, $convert:ident) => {
+                if template {
+                    let (t, p) = read::<$v::ResourceClaimTemplate>(doc, "");
+                    (
+                        t.map(|t| $convert!(t.spec.and_then(|s| s.spec).unwrap_or_default())),
+                        p,
+                    )
+                } else {
+                    let (t, p) = read::<$v::ResourceClaim>(doc, "");
+                    (t.map(|t| $convert!(t.spec.unwrap_or_default())), p)
+                }
+            };
+        }
+        match api_version {
+            "resource.k8s.io/v1beta1" => typed!(v1beta1, claim_spec_v1beta1),
+            "resource.k8s.io/v1beta2" => typed!(v1beta2, claim_spec_v1),
+            _ => typed!(v1, claim_spec_v1),
+        }
     }
-    out
 }
 
 /// True for attributes that tie devices to one NUMA node or PCIe root.
@@ -77,12 +191,8 @@ fn is_alignment_attribute(attr: &str) -> bool {
 }
 
 /// The request names a constraint covers (all requests when `requests` is absent/empty).
-fn covered(constraint: &Value, all: &[RequestInfo]) -> Vec<usize> {
-    let names: Vec<&str> = constraint
-        .get("requests")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+fn covered(constraint: &Constraint, all: &[RequestInfo]) -> Vec<usize> {
+    let names = &constraint.requests;
     all.iter()
         .enumerate()
         .filter(|(_, r)| {
@@ -129,8 +239,8 @@ fn shared_roots(topo: &Topology) -> BTreeSet<String> {
 }
 
 /// Lints one claim spec at `path` against `topo`.
-pub fn lint_claim(path: &str, spec: &Value, topo: &Topology) -> Vec<RawFinding> {
-    let reqs = requests(spec);
+pub fn lint_claim(path: &str, spec: &ClaimSpec, topo: &Topology) -> Vec<RawFinding> {
+    let reqs = &spec.requests;
     let gpus: Vec<usize> = (0..reqs.len()).filter(|&i| reqs[i].gpu).collect();
     let nics: Vec<usize> = (0..reqs.len())
         .filter(|&i| reqs[i].nic && !reqs[i].gpu)
@@ -139,21 +249,15 @@ pub fn lint_claim(path: &str, spec: &Value, topo: &Topology) -> Vec<RawFinding> 
     if gpus.is_empty() || nics.is_empty() {
         return out;
     }
-    let constraints = spec
-        .get("devices")
-        .and_then(|d| d.get("constraints"))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
     let mut aligned_pairs: BTreeSet<(usize, usize)> = BTreeSet::new();
-    for (ci, c) in constraints.iter().enumerate() {
-        let Some(attr) = c.get("matchAttribute").and_then(Value::as_str) else {
+    for (ci, c) in spec.constraints.iter().enumerate() {
+        let Some(attr) = c.match_attribute.as_deref() else {
             continue;
         };
         if !is_alignment_attribute(attr) {
             continue;
         }
-        let cov = covered(c, &reqs);
+        let cov = covered(c, reqs);
         let pairs: Vec<(usize, usize)> = gpus
             .iter()
             .flat_map(|g| nics.iter().map(move |n| (*g, *n)))

@@ -15,6 +15,7 @@ pub mod located;
 pub mod pod_rules;
 pub mod report;
 pub mod resources;
+pub mod typed;
 pub mod workloads;
 
 use serde_json::Value;
@@ -24,7 +25,33 @@ pub use report::Report;
 
 use crate::documents::split_documents;
 use crate::pod_rules::RawFinding;
+use crate::typed::TypeProblem;
 use crate::workloads::{Workload, workload_of};
+
+/// A field the API types refuse: the API server would refuse the object. Requests and
+/// limits are `invalid-quantity`, anything else `invalid-field`.
+fn type_problem(p: TypeProblem) -> RawFinding {
+    let in_resources = [".resources.limits", ".resources.requests"]
+        .iter()
+        .any(|list| p.path.contains(list));
+    let (rule, expected) = if in_resources {
+        (
+            "invalid-quantity",
+            "expected a quantity: a string such as \"500m\" or \"64Gi\", or a number",
+        )
+    } else {
+        ("invalid-field", "the API server refuses the object")
+    };
+    RawFinding {
+        message: match p.path.as_str() {
+            "" => format!("{}; {expected}", p.message),
+            path => format!("{path}: {}; {expected}", p.message),
+        },
+        path: p.path,
+        severity: Severity::Error,
+        rule,
+    }
+}
 
 /// Lints every document of `text` (named `file` in the findings).
 pub fn lint_text(file: &str, text: &str, ctx: &LintContext<'_>) -> Vec<Finding> {
@@ -81,19 +108,21 @@ pub fn lint_text(file: &str, text: &str, ctx: &LintContext<'_>) -> Vec<Finding> 
             continue;
         };
         let object = format!("{kind}/{name}");
-        let raws = match workload_of(kind, value) {
+        let read = workload_of(kind, value);
+        let mut raws: Vec<RawFinding> = read.problems.into_iter().map(type_problem).collect();
+        raws.extend(match read.workload {
             Workload::Pods(pods) => pods
                 .iter()
                 .flat_map(|p| pod_rules::lint_pod(p, ctx))
                 .collect(),
-            Workload::Claim { path, spec } => claim_rules::lint_claim(&path, spec, ctx.topology),
+            Workload::Claim { path, spec } => claim_rules::lint_claim(&path, &spec, ctx.topology),
             Workload::Unknown => vec![RawFinding {
                 path: "kind".into(),
                 severity: Severity::Info,
                 rule: "unknown-kind",
                 message: format!("kind {kind} is not checked"),
             }],
-        };
+        });
         out.extend(raws.into_iter().map(|r| finding(object.clone(), r)));
     }
     out

@@ -1,7 +1,5 @@
 //! Rules for pod specs: QoS for CPU alignment, single-NUMA capacity, MIG, policy none.
 
-use serde_json::Value;
-
 use crate::capacity::NumaCapacity;
 use crate::finding::{LintContext, NodePolicy, Severity};
 use crate::located::child_path;
@@ -28,18 +26,21 @@ struct Container<'a> {
     resources: ContainerResources,
 }
 
-fn containers<'a>(pod: &PodSpecAt<'a>) -> Vec<Container<'a>> {
+fn containers(pod: &PodSpecAt) -> Vec<Container<'_>> {
+    let init = pod.spec.init_containers.iter().flatten();
+    let lists = [("initContainers", true), ("containers", false)];
     let mut out = Vec::new();
-    for (field, init) in [("initContainers", true), ("containers", false)] {
-        if let Some(list) = pod.spec.get(field).and_then(Value::as_array) {
-            for (i, c) in list.iter().enumerate() {
-                out.push(Container {
-                    path: format!("{}.{field}[{i}]", pod.path),
-                    name: c.get("name").and_then(Value::as_str).unwrap_or("?"),
-                    init,
-                    resources: ContainerResources::of(c),
-                });
-            }
+    for ((field, is_init), list) in lists.into_iter().zip([
+        init.collect::<Vec<_>>(),
+        pod.spec.containers.iter().collect(),
+    ]) {
+        for (i, c) in list.into_iter().enumerate() {
+            out.push(Container {
+                path: format!("{}.{field}[{i}]", pod.path),
+                name: c.name.as_str(),
+                init: is_init,
+                resources: ContainerResources::of(c),
+            });
         }
     }
     out
@@ -64,7 +65,7 @@ fn has(devs: &[(String, u64)], kind: ResourceKind) -> bool {
 }
 
 /// Lints one pod spec.
-pub fn lint_pod(pod: &PodSpecAt<'_>, ctx: &LintContext<'_>) -> Vec<RawFinding> {
+pub fn lint_pod(pod: &PodSpecAt, ctx: &LintContext<'_>) -> Vec<RawFinding> {
     let cs = containers(pod);
     let app: Vec<&Container<'_>> = cs.iter().filter(|c| !c.init).collect();
     let pod_devices = summed(&app);
@@ -119,7 +120,7 @@ pub fn enable_alignment_command(ctx: &LintContext<'_>) -> String {
 pub const DEFAULT_KUBELET_CONFIG: &str = "/var/lib/kubelet/config.yaml";
 
 fn gpu_nic_rules(
-    pod: &PodSpecAt<'_>,
+    pod: &PodSpecAt,
     cs: &[Container<'_>],
     ctx: &LintContext<'_>,
     out: &mut Vec<RawFinding>,
@@ -161,7 +162,7 @@ fn gpu_nic_rules(
 }
 
 fn capacity_rules(
-    pod: &PodSpecAt<'_>,
+    pod: &PodSpecAt,
     cs: &[Container<'_>],
     ctx: &LintContext<'_>,
     out: &mut Vec<RawFinding>,
@@ -229,7 +230,7 @@ fn capacity_rules(
 }
 
 fn mig_rule(
-    pod: &PodSpecAt<'_>,
+    pod: &PodSpecAt,
     cs: &[Container<'_>],
     pod_devices: &[(String, u64)],
     out: &mut Vec<RawFinding>,

@@ -1,9 +1,16 @@
 //! Container resources: which names are GPUs/NICs/MIG slices, counts, and QoS.
 
-use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Container;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
+use serde_json::Value;
 use topoalign_kube_types::{
-    CPU, MEMORY, NotGuaranteed, Quantity, ResourceList, container_guaranteed,
+    CPU, MEMORY, NotGuaranteed, Quantity, QuantityError, ResourceList, container_guaranteed,
 };
+
+/// A `requests` or `limits` list as the API types hold it.
+pub type ApiList = BTreeMap<String, ApiQuantity>;
 
 /// What a resource name stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,38 +48,38 @@ pub fn is_vf_resource(name: &str) -> bool {
     lower.contains("sriov") || lower.contains("vf")
 }
 
+/// Reads a quantity as written (`"500m"`, or a number the YAML gave, e.g. `16`).
+fn parse(q: &ApiQuantity) -> Result<Quantity, QuantityError> {
+    q.0.parse()
+}
+
+/// Reads a CPU amount: a quantity without a binary suffix (the kube-types rule).
+fn parse_cpu(q: &ApiQuantity) -> Result<Quantity, QuantityError> {
+    Quantity::cpu_from_json(&Value::String(q.0.clone()))
+}
+
 /// A whole-number resource count (`4`, `"4"`, `1k`); `None` when it is not a
 /// non-negative whole quantity.
-pub fn count(v: &Value) -> Option<u64> {
-    Quantity::from_json(v)
+pub fn count(q: &ApiQuantity) -> Option<u64> {
+    parse(q)
         .ok()
         .filter(Quantity::is_integer)
         .and_then(|q| u64::try_from(q.value()).ok())
 }
 
-/// The text of a quantity as written, for messages (`"16"` and `16` both read `16`).
-fn quantity_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.trim().to_string(),
-        other => other.to_string(),
-    }
-}
-
 /// The text of `list[res]` as written (empty when absent).
-fn text_of(list: &Map<String, Value>, res: &str) -> String {
-    list.get(res).map(quantity_text).unwrap_or_default()
+fn text_of(list: &ApiList, res: &str) -> String {
+    list.get(res)
+        .map(|q| q.0.trim().to_string())
+        .unwrap_or_default()
 }
 
 /// Parses the cpu and memory entries of `requests` or `limits` (the ones QoS reads).
-fn qos_list(list: &Map<String, Value>, what: &str) -> Result<ResourceList, String> {
+fn qos_list(list: &ApiList, what: &str) -> Result<ResourceList, String> {
     let mut out = ResourceList::new();
     for res in [CPU, MEMORY] {
         let Some(v) = list.get(res) else { continue };
-        let parsed = if res == CPU {
-            Quantity::cpu_from_json(v)
-        } else {
-            Quantity::from_json(v)
-        };
+        let parsed = if res == CPU { parse_cpu(v) } else { parse(v) };
         let q = parsed.map_err(|e| format!("{res} {what} {e}"))?;
         out.insert(res.to_string(), q);
     }
@@ -83,25 +90,18 @@ fn qos_list(list: &Map<String, Value>, what: &str) -> Result<ResourceList, Strin
 #[derive(Debug, Clone, Default)]
 pub struct ContainerResources {
     /// `resources.limits`.
-    pub limits: Map<String, Value>,
+    pub limits: ApiList,
     /// `resources.requests`.
-    pub requests: Map<String, Value>,
+    pub requests: ApiList,
 }
 
 impl ContainerResources {
     /// Reads `container.resources`.
-    pub fn of(container: &Value) -> ContainerResources {
-        let get = |k: &str| {
-            container
-                .get("resources")
-                .and_then(|r| r.get(k))
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default()
-        };
+    pub fn of(container: &Container) -> ContainerResources {
+        let r = container.resources.as_ref();
         ContainerResources {
-            limits: get("limits"),
-            requests: get("requests"),
+            limits: r.and_then(|r| r.limits.clone()).unwrap_or_default(),
+            requests: r.and_then(|r| r.requests.clone()).unwrap_or_default(),
         }
     }
 
@@ -127,20 +127,15 @@ impl ContainerResources {
         let mut out = Vec::new();
         for (list_name, list) in [("limits", &self.limits), ("requests", &self.requests)] {
             for (res, v) in list {
-                let parsed = if res == CPU {
-                    Quantity::cpu_from_json(v)
-                } else {
-                    Quantity::from_json(v)
-                };
+                let parsed = if res == CPU { parse_cpu(v) } else { parse(v) };
                 let why = match parsed {
                     Err(e) => Some(e.to_string()),
-                    Ok(q) if res == MEMORY && !q.is_integer() => Some(format!(
-                        "`{}` is not a whole number of bytes",
-                        quantity_text(v)
-                    )),
+                    Ok(q) if res == MEMORY && !q.is_integer() => {
+                        Some(format!("`{}` is not a whole number of bytes", v.0.trim()))
+                    }
                     Ok(q) if res.contains('/') && !q.is_integer() => Some(format!(
                         "`{}` is not a whole number of devices (extended resources are counted)",
-                        quantity_text(v)
+                        v.0.trim()
                     )),
                     Ok(_) => None,
                 };
@@ -188,6 +183,16 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The resources of a container with `resources: v`, read through the API types.
+    fn res(v: Value) -> ContainerResources {
+        let c: Container = serde_json::from_value(json!({"name": "c", "resources": v})).unwrap();
+        ContainerResources::of(&c)
+    }
+
+    fn q(v: Value) -> ApiQuantity {
+        serde_json::from_value(v).unwrap()
+    }
+
     #[test]
     fn classifies_names() {
         assert_eq!(classify("nvidia.com/gpu"), ResourceKind::Gpu);
@@ -203,7 +208,7 @@ mod tests {
 
     #[test]
     fn guaranteed_needs_equal_requests_and_whole_cpus() {
-        let c = |v: Value| ContainerResources::of(&json!({"resources": v}));
+        let c = res;
         assert_eq!(c(json!({"limits": {"cpu": "16", "memory": "64Gi"}, "requests": {"cpu": 16, "memory": "64Gi"}})).guaranteed_problem(), None);
         assert_eq!(
             c(json!({"limits": {"cpu": "16000m", "memory": "64Gi"}})).guaranteed_problem(),
@@ -231,7 +236,7 @@ mod tests {
 
     #[test]
     fn guaranteed_compares_amounts_not_spellings() {
-        let c = |v: Value| ContainerResources::of(&json!({"resources": v}));
+        let c = res;
         assert_eq!(
             c(json!({"limits": {"cpu": "2", "memory": "1Gi"}, "requests": {"cpu": "2000m", "memory": "1073741824"}}))
                 .guaranteed_problem(),
@@ -261,19 +266,22 @@ mod tests {
 
     #[test]
     fn counts_are_whole_quantities() {
-        assert_eq!(count(&json!(4)), Some(4));
-        assert_eq!(count(&json!("4")), Some(4));
-        assert_eq!(count(&json!("1k")), Some(1000));
-        assert_eq!(count(&json!(-1)), None);
-        assert_eq!(count(&json!("1.5")), None);
-        assert_eq!(count(&json!("four")), None);
+        assert_eq!(count(&q(json!(4))), Some(4));
+        assert_eq!(count(&q(json!("4"))), Some(4));
+        assert_eq!(count(&q(json!("1k"))), Some(1000));
+        assert_eq!(count(&q(json!(-1))), None);
+        assert_eq!(count(&q(json!("1.5"))), None);
+        assert_eq!(count(&q(json!(1.5))), None);
+        assert_eq!(count(&q(json!("four"))), None);
     }
 
     #[test]
     fn invalid_quantities_are_named() {
-        let r = ContainerResources::of(&json!({"resources": {
+        // (A value that is not a string or number is refused by the API types already,
+        // see `typed`.)
+        let r = res(json!({
             "limits": {"amd.com/gpu": "lots", "cpu": "-1", "memory": 1.5, "nvidia.com/gpu": 2},
-            "requests": {"memory": "1Gi", "example.com/nic": "0.5", "cpu": true}}}));
+            "requests": {"memory": "1Gi", "example.com/nic": "0.5", "cpu": "1Gi"}}));
         let got: Vec<(&str, String)> = r
             .quantity_problems()
             .into_iter()
@@ -285,17 +293,16 @@ mod tests {
                 ("limits", "amd.com/gpu".to_string()),
                 ("limits", "cpu".to_string()),
                 ("limits", "memory".to_string()),
-                ("requests", "example.com/nic".to_string()),
                 ("requests", "cpu".to_string()),
+                ("requests", "example.com/nic".to_string()),
             ]
         );
     }
 
     #[test]
     fn device_counts() {
-        let r = ContainerResources::of(
-            &json!({"resources": {"limits": {"amd.com/gpu": 4, "nvidia.com/sriov-rdma-vf": "4", "cpu": 8}}}),
-        );
+        let r =
+            res(json!({"limits": {"amd.com/gpu": 4, "nvidia.com/sriov-rdma-vf": "4", "cpu": 8}}));
         assert_eq!(
             r.devices(),
             vec![

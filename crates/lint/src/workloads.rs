@@ -1,94 +1,155 @@
-//! Where each supported kind keeps its pod template.
+//! Where each supported kind keeps its pod template, read into the k8s-openapi types
+//! (`Pod`, `Deployment`, `StatefulSet`, `DaemonSet`, `ReplicaSet`, `Job`, `CronJob`, ...).
 
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::{
+    Pod, PodSpec, PodTemplate, PodTemplateSpec, ReplicationController,
+};
 use serde_json::Value;
+
+use crate::claim_rules::ClaimSpec;
+use crate::located::child_path;
+use crate::typed::{TypeProblem, read};
 
 /// A pod spec inside a manifest, with its field path.
 #[derive(Debug, Clone)]
-pub struct PodSpecAt<'a> {
+pub struct PodSpecAt {
     /// Field path of the spec, e.g. `spec.template.spec`.
     pub path: String,
     /// The spec.
-    pub spec: &'a Value,
+    pub spec: PodSpec,
 }
 
 /// What a kind holds, for linting.
 #[derive(Debug)]
-pub enum Workload<'a> {
+pub enum Workload {
     /// One or more pod specs.
-    Pods(Vec<PodSpecAt<'a>>),
+    Pods(Vec<PodSpecAt>),
     /// A DRA claim spec (`ResourceClaimTemplate`'s `spec.spec`, `ResourceClaim`'s `spec`).
     Claim {
         /// Field path of the claim spec.
         path: String,
         /// The claim spec.
-        spec: &'a Value,
+        spec: ClaimSpec,
     },
     /// A kind this linter does not check.
     Unknown,
 }
 
-fn at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
-    path.iter().try_fold(v, |cur, k| cur.get(*k))
+/// A workload with the fields its type refused.
+#[derive(Debug)]
+pub struct Read {
+    /// What the document holds.
+    pub workload: Workload,
+    /// Fields the k8s-openapi types refused (wrong type, invalid value).
+    pub problems: Vec<TypeProblem>,
 }
 
-/// Finds the pod specs or claim spec of `doc` according to its `kind`.
-pub fn workload_of<'a>(kind: &str, doc: &'a Value) -> Workload<'a> {
-    let one = |path: &[&str]| -> Workload<'a> {
-        Workload::Pods(
-            at(doc, path)
-                .map(|spec| {
-                    vec![PodSpecAt {
-                        path: path.join("."),
-                        spec,
-                    }]
-                })
-                .unwrap_or_default(),
-        )
+fn pods(path: &str, spec: Option<PodSpec>) -> Workload {
+    Workload::Pods(
+        spec.map(|spec| PodSpecAt {
+            path: path.to_string(),
+            spec,
+        })
+        .into_iter()
+        .collect(),
+    )
+}
+
+fn template_spec(t: Option<PodTemplateSpec>) -> Option<PodSpec> {
+    t.and_then(|t| t.spec)
+}
+
+/// Reads `doc` as its `kind` and finds its pod specs or claim spec.
+pub fn workload_of(kind: &str, doc: &Value) -> Read {
+    const TEMPLATE: &str = "spec.template.spec";
+    let (workload, problems) = match kind {
+        "Pod" => typed(doc, |p: Pod| pods("spec", p.spec)),
+        "PodTemplate" => typed(doc, |p: PodTemplate| {
+            pods("template.spec", template_spec(p.template))
+        }),
+        "Deployment" => typed(doc, |d: Deployment| pods(TEMPLATE, d.spec.template.spec)),
+        "StatefulSet" => typed(doc, |d: StatefulSet| pods(TEMPLATE, d.spec.template.spec)),
+        "DaemonSet" => typed(doc, |d: DaemonSet| pods(TEMPLATE, d.spec.template.spec)),
+        "ReplicaSet" => typed(doc, |d: ReplicaSet| {
+            pods(TEMPLATE, template_spec(d.spec.template))
+        }),
+        "ReplicationController" => typed(doc, |d: ReplicationController| {
+            pods(TEMPLATE, template_spec(d.spec.and_then(|s| s.template)))
+        }),
+        "Job" => typed(doc, |j: Job| {
+            pods(TEMPLATE, template_spec(j.spec.map(|s| s.template)))
+        }),
+        "CronJob" => typed(doc, |c: CronJob| {
+            let job = c.spec.job_template.spec;
+            pods(
+                "spec.jobTemplate.spec.template.spec",
+                template_spec(job.map(|j| j.template)),
+            )
+        }),
+        "MPIJob" | "PyTorchJob" | "TFJob" => training_job(kind, doc),
+        "ResourceClaimTemplate" | "ResourceClaim" => claim(kind, doc),
+        _ => (Workload::Unknown, Vec::new()),
     };
-    match kind {
-        "Pod" => one(&["spec"]),
-        "PodTemplate" => one(&["template", "spec"]),
-        "Deployment"
-        | "StatefulSet"
-        | "DaemonSet"
-        | "ReplicaSet"
-        | "Job"
-        | "ReplicationController" => one(&["spec", "template", "spec"]),
-        "CronJob" => one(&["spec", "jobTemplate", "spec", "template", "spec"]),
-        "MPIJob" | "PyTorchJob" | "TFJob" => {
-            let field = match kind {
-                "MPIJob" => "mpiReplicaSpecs",
-                "PyTorchJob" => "pytorchReplicaSpecs",
-                _ => "tfReplicaSpecs",
-            };
-            let mut pods = Vec::new();
-            if let Some(roles) = at(doc, &["spec", field]).and_then(Value::as_object) {
-                for (role, replica) in roles {
-                    if let Some(spec) = at(replica, &["template", "spec"]) {
-                        pods.push(PodSpecAt {
-                            path: format!("spec.{field}.{role}.template.spec"),
-                            spec,
-                        });
-                    }
-                }
-            }
-            Workload::Pods(pods)
+    Read { workload, problems }
+}
+
+fn typed<T: serde::de::DeserializeOwned>(
+    doc: &Value,
+    f: impl FnOnce(T) -> Workload,
+) -> (Workload, Vec<TypeProblem>) {
+    let (t, problems) = read::<T>(doc, "");
+    (t.map_or(Workload::Pods(Vec::new()), f), problems)
+}
+
+/// Kubeflow training jobs (custom resources, not in k8s-openapi): each replica role's
+/// `template` is a `PodTemplateSpec`.
+fn training_job(kind: &str, doc: &Value) -> (Workload, Vec<TypeProblem>) {
+    let field = match kind {
+        "MPIJob" => "mpiReplicaSpecs",
+        "PyTorchJob" => "pytorchReplicaSpecs",
+        _ => "tfReplicaSpecs",
+    };
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    let roles = doc
+        .get("spec")
+        .and_then(|s| s.get(field))
+        .and_then(Value::as_object);
+    for (role, replica) in roles.into_iter().flatten() {
+        let Some(template) = replica.get("template") else {
+            continue;
+        };
+        let base = child_path(&format!("spec.{field}"), role) + ".template";
+        let (t, p) = read::<PodTemplateSpec>(template, &base);
+        problems.extend(p);
+        if let Some(spec) = template_spec(t) {
+            out.push(PodSpecAt {
+                path: format!("{base}.spec"),
+                spec,
+            });
         }
-        "ResourceClaimTemplate" => match at(doc, &["spec", "spec"]) {
-            Some(spec) => Workload::Claim {
-                path: "spec.spec".into(),
+    }
+    (Workload::Pods(out), problems)
+}
+
+fn claim(kind: &str, doc: &Value) -> (Workload, Vec<TypeProblem>) {
+    let path = if kind == "ResourceClaimTemplate" {
+        "spec.spec"
+    } else {
+        "spec"
+    };
+    let api_version = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    match ClaimSpec::read(kind, api_version, doc) {
+        (Some(spec), problems) => (
+            Workload::Claim {
+                path: path.to_string(),
                 spec,
             },
-            None => Workload::Pods(Vec::new()),
-        },
-        "ResourceClaim" => match doc.get("spec") {
-            Some(spec) => Workload::Claim {
-                path: "spec".into(),
-                spec,
-            },
-            None => Workload::Pods(Vec::new()),
-        },
-        _ => Workload::Unknown,
+            problems,
+        ),
+        (None, problems) => (Workload::Pods(Vec::new()), problems),
     }
 }
 
@@ -97,31 +158,55 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn paths(r: &Read) -> Vec<&str> {
+        match &r.workload {
+            Workload::Pods(p) => p.iter().map(|x| x.path.as_str()).collect(),
+            _ => panic!("{r:?}"),
+        }
+    }
+
     #[test]
     fn finds_templates() {
         let mpi = json!({"spec": {"mpiReplicaSpecs": {"Launcher": {"template": {"spec": {"containers": []}}}, "Worker": {"template": {"spec": {"containers": []}}}}}});
-        let Workload::Pods(p) = workload_of("MPIJob", &mpi) else {
-            panic!()
-        };
         assert_eq!(
-            p.iter().map(|x| x.path.as_str()).collect::<Vec<_>>(),
+            paths(&workload_of("MPIJob", &mpi)),
             [
                 "spec.mpiReplicaSpecs.Launcher.template.spec",
                 "spec.mpiReplicaSpecs.Worker.template.spec"
             ]
         );
-        let cj = json!({"spec": {"jobTemplate": {"spec": {"template": {"spec": {}}}}}});
-        let Workload::Pods(p) = workload_of("CronJob", &cj) else {
-            panic!()
-        };
-        assert_eq!(p[0].path, "spec.jobTemplate.spec.template.spec");
+        let cj = json!({"apiVersion": "batch/v1", "kind": "CronJob", "spec": {"schedule": "* * * * *",
+            "jobTemplate": {"spec": {"template": {"spec": {"containers": []}}}}}});
+        let r = workload_of("CronJob", &cj);
+        assert_eq!(paths(&r), ["spec.jobTemplate.spec.template.spec"]);
+        assert!(r.problems.is_empty(), "{:?}", r.problems);
+        let claim = json!({"apiVersion": "resource.k8s.io/v1", "spec": {"spec": {}}});
         assert!(matches!(
-            workload_of("ResourceClaimTemplate", &json!({"spec": {"spec": {}}})),
+            workload_of("ResourceClaimTemplate", &claim).workload,
             Workload::Claim { .. }
         ));
         assert!(matches!(
-            workload_of("Service", &json!({})),
+            workload_of("Service", &json!({})).workload,
             Workload::Unknown
         ));
+    }
+
+    #[test]
+    fn a_wrongly_typed_field_is_a_problem_with_its_path() {
+        let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {
+            "selector": {}, "template": {"spec": {"containers": [
+                {"name": "a", "resources": {"requests": {"cpu": [1]}}}]}}}});
+        let r = workload_of("Deployment", &d);
+        assert_eq!(paths(&r), ["spec.template.spec"]);
+        assert_eq!(
+            r.problems[0].path,
+            "spec.template.spec.containers[0].resources.requests.cpu"
+        );
+        let mpi = json!({"spec": {"mpiReplicaSpecs": {"Worker": {"template": {"spec": {"containers": 3}}}}}});
+        let r = workload_of("MPIJob", &mpi);
+        assert_eq!(
+            r.problems[0].path,
+            "spec.mpiReplicaSpecs.Worker.template.spec.containers"
+        );
     }
 }

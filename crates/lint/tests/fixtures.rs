@@ -262,3 +262,48 @@ fn suggested_command_has_reserved_cpus_and_a_real_path() {
         "{msg}"
     );
 }
+
+/// A value the API types refuse (`cpu: true`) is an error at its own line and field path,
+/// and the rest of the object is still checked.
+#[test]
+fn a_value_the_api_types_refuse_is_located_and_the_rest_still_checked() {
+    let text = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    resources:\n      limits:\n        cpu: true\n        amd.com/gpu: 16\n";
+    let mi = profile("mi300x-8");
+    let ctx = LintContext {
+        topology: &mi,
+        policy: NodePolicy::BestEffort,
+        pod_scope: false,
+        kubelet_config: None,
+    };
+    let fs = lint_text("p.yaml", text, &ctx);
+    let bad = fs.iter().find(|f| f.rule == "invalid-quantity").unwrap();
+    assert_eq!(
+        (bad.line, bad.path.as_str(), bad.severity),
+        (
+            10,
+            "spec.containers[0].resources.limits.cpu",
+            Severity::Error
+        )
+    );
+    assert!(bad.message.contains("boolean"), "{}", bad.message);
+    assert!(fs.iter().any(|f| f.rule == "node-capacity"), "{fs:?}");
+}
+
+/// A Deployment whose template is not a pod template is one error at the field.
+#[test]
+fn a_wrongly_shaped_workload_is_an_invalid_field() {
+    let text = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  selector: {}\n  template:\n    spec:\n      containers: nope\n";
+    let mi = profile("mi300x-8");
+    let ctx = LintContext {
+        topology: &mi,
+        policy: NodePolicy::None,
+        pod_scope: false,
+        kubelet_config: None,
+    };
+    let fs = lint_text("d.yaml", text, &ctx);
+    assert_eq!(fs.len(), 1, "{fs:?}");
+    assert_eq!(
+        (fs[0].rule, fs[0].line, fs[0].path.as_str()),
+        ("invalid-field", 9, "spec.template.spec.containers")
+    );
+}

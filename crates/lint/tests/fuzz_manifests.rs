@@ -6,6 +6,7 @@
 mod fuzz;
 
 use std::path::Path;
+use std::sync::atomic::AtomicU32;
 
 use proptest::prelude::*;
 use topoalign_lint::{LintContext, NodePolicy, lint_text};
@@ -46,5 +47,7 @@ proptest! {
         static TOPO: std::sync::OnceLock<Topology> = std::sync::OnceLock::new();
         let topo = TOPO.get_or_init(|| topoalign_profiles::get("mi300x-8").unwrap());
         lint_bytes(topo, policy, pod_scope, &bytes);
+        static N: AtomicU32 = AtomicU32::new(0);
+        fuzz::tally(&N, "manifest reader (lint)", fuzz::cases(3000));
     }
 }

@@ -2,6 +2,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::needless_range_loop)]
 
 use proptest::prelude::*;
+use rand_pcg::Pcg64;
+use rand_pcg::rand_core::SeedableRng;
 use topoalign_plan::brute::brute_force;
 use topoalign_plan::score::evaluate;
 use topoalign_plan::{GpuLinkBound, NicCount, NicRole, Planner, Request, Usage};
@@ -11,17 +13,14 @@ use topoalign_topology::{
     RdmaPort, Sriov, Topology, TopologyBuilder,
 };
 
-/// A tiny deterministic generator so one `u64` describes a whole case.
-struct Rng(u64);
+/// One `u64` describes a whole case: a PCG-64 stream seeded from it.
+struct Rng(Pcg64);
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+    fn new(seed: u64) -> Self {
+        Rng(Pcg64::seed_from_u64(seed))
     }
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.0.random_range(0..n.max(1))
     }
     fn chance(&mut self, num: u64, den: u64) -> bool {
         self.below(den) < num
@@ -166,7 +165,7 @@ fn random_case(seed: u64) -> (Topology, Request, Usage) {
 /// A random case; `large_requests` asks for up to 5 GPUs and 5 NICs on nodes of at most
 /// 6 GPUs and 6 NICs, so that big requests relative to the node are covered too.
 fn random_case_with(seed: u64, large_requests: bool) -> (Topology, Request, Usage) {
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::new(seed);
     let big = !large_requests && rng.chance(1, 4);
     let (gmax, nmax) = if big { (10, 10) } else { (6, 6) };
     let gpus = 1 + rng.below(gmax) as usize;
@@ -277,7 +276,8 @@ fn fixed_seeds_match_brute_force() {
 #[test]
 fn random_cases_are_mostly_satisfiable_and_varied() {
     let (mut ok, mut with_pairs, mut multi_numa) = (0, 0, 0);
-    for seed in 1..200u64 {
+    // 599 cases: on 4,000 cases about 36% are satisfiable, 15% with pairs, 14% multi-NUMA.
+    for seed in 1..600u64 {
         let (topo, req, usage) = random_case(seed * 104_729);
         if let Ok(plan) = Planner::new(&topo).plan(&req, &usage) {
             ok += 1;
@@ -285,9 +285,9 @@ fn random_cases_are_mostly_satisfiable_and_varied() {
             multi_numa += usize::from(plan.numa_nodes.len() > 1);
         }
     }
-    eprintln!("satisfiable {ok}/199, with pairs {with_pairs}, multi-NUMA {multi_numa}");
+    eprintln!("satisfiable {ok}/599, with pairs {with_pairs}, multi-NUMA {multi_numa}");
     assert!(
-        ok > 60 && with_pairs > 30 && multi_numa > 5,
+        ok > 180 && with_pairs > 60 && multi_numa > 30,
         "{ok} {with_pairs} {multi_numa}"
     );
 }

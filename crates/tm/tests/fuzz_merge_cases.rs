@@ -5,6 +5,8 @@
 #[path = "../../kubelet/tests/support/fuzz.rs"]
 mod fuzz;
 
+use std::sync::atomic::AtomicU32;
+
 use proptest::prelude::*;
 
 const SEEDS: [&str; 3] = [
@@ -24,5 +26,7 @@ proptest! {
         if let Ok(results) = topoalign_tm::merge_cases::run_cases(&text) {
             prop_assert_eq!(results.len(), text.lines().filter(|l| !l.trim().is_empty()).count());
         }
+        static N: AtomicU32 = AtomicU32::new(0);
+        fuzz::tally(&N, "tm merge-cases reader", fuzz::cases(3000));
     }
 }

@@ -8,6 +8,7 @@ use anyhow::Context;
 use topoalign_discover::Source;
 use topoalign_kubelet::ConfigDocument;
 use topoalign_lint::{LintContext, NodePolicy, Report, lint_text};
+use topoalign_render::table::{terminal_width, wrap};
 
 use crate::output::{Format, exit, print, with_errors};
 use crate::source::TopologyArgs;
@@ -77,7 +78,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             findings.extend(lint_text(file, &read_input(file)?, &ctx));
         }
         let report = Report::new(&ctx, findings);
-        print(&report, args.output, || report.text())?;
+        // On a terminal each finding wraps to its width (continuations indented); piped
+        // or redirected output keeps one line per finding.
+        print(&report, args.output, || match terminal_width() {
+            Some(width) => wrap(&report.text(), width, 4),
+            None => report.text(),
+        })?;
         Ok(exit(!report.fails(args.warnings_as_errors)))
     })
 }

@@ -4,6 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::resource::v1::ResourceSlice;
+use proptest::prelude::RngExt;
+use rand_pcg::Pcg64;
+use rand_pcg::rand_core::SeedableRng;
 use topoalign_dra::limits::*;
 use topoalign_dra::names::dns_label_problem;
 use topoalign_topology::pci::{class, vendor};
@@ -12,21 +15,15 @@ use topoalign_topology::{
     TopologyBuilder,
 };
 
-/// xorshift64*: deterministic randomness from a proptest seed.
-pub struct Rng(u64);
+/// Deterministic randomness from a proptest seed: a PCG-64 stream.
+pub struct Rng(Pcg64);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        Rng(Pcg64::seed_from_u64(seed))
     }
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+        self.0.random_range(0..n.max(1))
     }
 }
 

@@ -68,16 +68,28 @@ pub fn inputs(seeds: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
-/// The runner's configuration: `TOPOALIGN_FUZZ_CASES` inputs (default `default`), no
-/// failure files written into the tree.
-pub fn config(default: u32) -> Config {
-    let cases = std::env::var("TOPOALIGN_FUZZ_CASES")
+/// How many inputs a harness runs: `TOPOALIGN_FUZZ_CASES`, else `default`.
+pub fn cases(default: u32) -> u32 {
+    std::env::var("TOPOALIGN_FUZZ_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(default);
+        .unwrap_or(default)
+}
+
+/// The runner's configuration: [`cases`] inputs, no failure files written into the tree.
+pub fn config(default: u32) -> Config {
     Config {
-        cases,
+        cases: cases(default),
         failure_persistence: None,
         ..Config::default()
+    }
+}
+
+/// Counts one input of the harness `name`; after the last of `total` prints
+/// `name: N inputs, 0 panics` (shown with `--nocapture`), so a long run reports its size.
+pub fn tally(counter: &std::sync::atomic::AtomicU32, name: &str, total: u32) {
+    let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    if n == total {
+        println!("{name}: {n} inputs, 0 panics");
     }
 }
