@@ -6,7 +6,6 @@
 //! the best alignment it can still reach and the pod's required pair class. Nodes without
 //! usable data are never filtered and get [`NEUTRAL_SCORE`].
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
@@ -14,13 +13,36 @@ use topoalign_plan::{Bound, PlanError, Planner};
 use topoalign_tm::{Case, Policy, ResourceMap, simulate};
 use topoalign_topology::NodeUsage;
 
+use crate::cache::{Judged, KeyMap, VerdictCache, WARM_SHAPES};
 use crate::podreq::PodRequest;
 use crate::protocol::{FailedNodesMap, HostPriority};
 use crate::score::{NEUTRAL_SCORE, priority};
-use crate::state::{ClusterState, Effective, NodeView};
+use crate::state::{ClusterState, Effective, NodeView, Slot};
+
+/// Why a node was filtered out, for metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RejectKind {
+    /// The node's Topology Manager would refuse the pod.
+    TopologyManager,
+    /// The node cannot reach the pod's required pair class.
+    PairClass,
+    /// The planner cannot place the pod otherwise (too few devices, no NVLink …).
+    Placement,
+}
+
+impl RejectKind {
+    /// A short label for metrics.
+    pub fn label(self) -> &'static str {
+        match self {
+            RejectKind::TopologyManager => "topology_manager",
+            RejectKind::PairClass => "pair_class",
+            RejectKind::Placement => "placement",
+        }
+    }
+}
 
 /// A judged node.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Verdict {
     /// The pod fits and aligns; its priority.
     Fit(i64),
@@ -30,6 +52,8 @@ pub enum Verdict {
         message: String,
         /// Whether preempting pods on the node could not help.
         unresolvable: bool,
+        /// The reason's kind.
+        kind: RejectKind,
     },
     /// The data could not answer (a device the topology lacks …): neutral, with why.
     Neutral(String),
@@ -72,6 +96,99 @@ pub enum Decision {
     Neutral(NeutralReason),
 }
 
+/// One candidate as [`Decider::visit`] sees it, borrowed from the state and the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen<'a> {
+    /// Judged (a [`Verdict::Neutral`] is an undecided node: passed with a neutral score).
+    Judged(&'a Judged),
+    /// The pod asks for no GPU.
+    NotManaged,
+    /// No data for the node.
+    Unknown,
+    /// The agent's report is too old.
+    Stale,
+    /// The data is unusable, with why.
+    Broken(&'a str),
+}
+
+impl<'a> Seen<'a> {
+    /// The owned decision.
+    pub fn decision(&self) -> Decision {
+        match *self {
+            Seen::Judged(Judged {
+                verdict: Verdict::Neutral(w),
+                ..
+            }) => Decision::Neutral(NeutralReason::Undecided(w.clone())),
+            Seen::Judged(j) => Decision::Judged(j.verdict.clone()),
+            Seen::NotManaged => Decision::Neutral(NeutralReason::NotManaged),
+            Seen::Unknown => Decision::Neutral(NeutralReason::Unknown),
+            Seen::Stale => Decision::Neutral(NeutralReason::Stale),
+            Seen::Broken(w) => Decision::Neutral(NeutralReason::Broken(w.to_string())),
+        }
+    }
+
+    /// The neutral reason's metrics label, `None` for judged nodes.
+    pub fn neutral_label(&self) -> Option<&'static str> {
+        Some(match self {
+            Seen::Judged(Judged {
+                verdict: Verdict::Neutral(_),
+                ..
+            }) => "undecided",
+            Seen::Judged(_) => return None,
+            Seen::NotManaged => "not_managed",
+            Seen::Unknown => "unknown_node",
+            Seen::Stale => "stale",
+            Seen::Broken(_) => "broken",
+        })
+    }
+
+    /// The filter's answer: `None` when the node passes.
+    pub fn rejection(&self) -> Option<Rejection<'a>> {
+        match *self {
+            Seen::Judged(Judged {
+                verdict:
+                    Verdict::Reject {
+                        message,
+                        unresolvable,
+                        kind,
+                    },
+                message_json,
+            }) => Some(Rejection {
+                message,
+                message_json,
+                unresolvable: *unresolvable,
+                kind: *kind,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The prioritize answer.
+    pub fn score(&self) -> i64 {
+        match self {
+            Seen::Judged(j) => match j.verdict {
+                Verdict::Fit(s) => s,
+                Verdict::Reject { .. } => 0,
+                Verdict::Neutral(_) => NEUTRAL_SCORE,
+            },
+            _ => NEUTRAL_SCORE,
+        }
+    }
+}
+
+/// A rejected node's answer, borrowed from the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rejection<'a> {
+    /// Why, in words.
+    pub message: &'a str,
+    /// The same as a JSON string (quotes included).
+    pub message_json: &'a [u8],
+    /// Whether preemption cannot help.
+    pub unresolvable: bool,
+    /// The reason's kind.
+    pub kind: RejectKind,
+}
+
 /// The filter's answer.
 #[derive(Debug, Clone, Default)]
 pub struct FilterOutcome {
@@ -107,17 +224,16 @@ pub struct CacheStats {
 #[derive(Debug)]
 pub struct Decider {
     resources: ResourceMap,
-    cache: Option<Mutex<HashMap<(u64, u64), Verdict>>>,
-    cache_limit: usize,
+    cache: Option<Mutex<VerdictCache>>,
 }
 
 impl Decider {
-    /// A decider with a verdict cache of at most `cache_limit` entries (0: no cache).
+    /// A decider with a verdict cache of at most about `cache_limit` entries (0: no
+    /// cache).
     pub fn new(resources: ResourceMap, cache_limit: usize) -> Self {
         Decider {
             resources,
-            cache: (cache_limit > 0).then(|| Mutex::new(HashMap::new())),
-            cache_limit,
+            cache: (cache_limit > 0).then(|| Mutex::new(VerdictCache::new(cache_limit))),
         }
     }
 
@@ -126,125 +242,196 @@ impl Decider {
         &self.resources
     }
 
-    /// Decides every candidate: judged verdicts, or neutral with the reason.
-    pub fn decide(
+    /// Verdicts held in the cache.
+    pub fn cached(&self) -> usize {
+        self.cache
+            .as_ref()
+            .map_or(0, |m| m.lock().unwrap_or_else(|p| p.into_inner()).len())
+    }
+
+    /// Calls `f(index, name, seen)` for every candidate in order: the verdict from the
+    /// cache, or judged now (and cached), or why the node is not judged. Nothing is
+    /// copied per node: the verdict is borrowed for the call.
+    pub fn visit<N: AsRef<str>>(
         &self,
         state: &ClusterState,
         req: &PodRequest,
-        names: &[String],
+        names: &[N],
         now: SystemTime,
-    ) -> (Vec<Decision>, CacheStats) {
+        mut f: impl FnMut(usize, &str, Seen<'_>),
+    ) -> CacheStats {
         let mut stats = CacheStats::default();
         if !req.is_managed() {
-            let d = vec![Decision::Neutral(NeutralReason::NotManaged); names.len()];
-            return (d, stats);
+            for (i, n) in names.iter().enumerate() {
+                f(i, n.as_ref(), Seen::NotManaged);
+            }
+            return stats;
         }
+        let mut planners: KeyMap<Planner<'_>> = KeyMap::default();
         let mut guard = self
             .cache
             .as_ref()
             .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
-        if let Some(c) = guard.as_mut()
-            && c.len() > self.cache_limit
-        {
-            c.clear();
+        if let Some(c) = guard.as_mut() {
+            c.make_room(state, names.len());
         }
-        let mut planners: HashMap<u64, Planner<'_>> = HashMap::new();
-        let out = names
-            .iter()
-            .map(|name| match state.node(name) {
-                None => Decision::Neutral(NeutralReason::Unknown),
-                Some(NodeView::Broken(why)) => {
-                    Decision::Neutral(NeutralReason::Broken(why.clone()))
+        let mut shape = guard.as_mut().map(|c| c.shape(req));
+        for (i, n) in names.iter().enumerate() {
+            let name = n.as_ref();
+            let Some(slot) = state.slot(name) else {
+                f(i, name, Seen::Unknown);
+                continue;
+            };
+            let Some(hot) = state.hot(slot) else {
+                f(i, name, Seen::Unknown);
+                continue;
+            };
+            if !hot.known {
+                match state.view(slot) {
+                    Some(NodeView::Broken(why)) => f(i, name, Seen::Broken(why)),
+                    _ => f(i, name, Seen::Unknown),
                 }
-                Some(NodeView::Known(e)) if state.is_stale(e, now) => {
-                    Decision::Neutral(NeutralReason::Stale)
-                }
-                Some(NodeView::Known(e)) => {
-                    let key = (e.state_key, req.hash);
-                    let cached = guard.as_ref().and_then(|c| c.get(&key).cloned());
-                    let v = match cached {
-                        Some(v) => {
-                            stats.hits += 1;
-                            v
-                        }
-                        None => {
-                            stats.misses += 1;
-                            let v = self.judge(e, req, &mut planners);
-                            if let Some(c) = guard.as_mut() {
-                                c.insert(key, v.clone());
-                            }
-                            v
-                        }
-                    };
-                    match v {
-                        Verdict::Neutral(why) => Decision::Neutral(NeutralReason::Undecided(why)),
-                        v => Decision::Judged(v),
+                continue;
+            }
+            if state.is_stale_at(hot.reported_at, now) {
+                f(i, name, Seen::Stale);
+                continue;
+            }
+            match shape.as_mut() {
+                Some(s) => {
+                    let (j, fresh) = s.get_or_judge(slot, hot.state_key, |r| {
+                        self.judge_slot(state, slot, r, &mut planners)
+                    });
+                    if fresh {
+                        stats.misses += 1;
+                    } else {
+                        stats.hits += 1;
                     }
+                    f(i, name, Seen::Judged(j));
+                }
+                None => {
+                    stats.misses += 1;
+                    let j = Judged::new(self.judge_slot(state, slot, req, &mut planners));
+                    f(i, name, Seen::Judged(&j));
+                }
+            }
+        }
+        stats
+    }
+
+    /// Judges `names` (nodes that just changed) for the recently used pod shapes, so that
+    /// the next scheduler calls find their verdicts in the cache. Returns the verdicts
+    /// computed.
+    pub fn warm<N: AsRef<str>>(&self, state: &ClusterState, names: &[N], now: SystemTime) -> usize {
+        let Some(m) = &self.cache else {
+            return 0;
+        };
+        let nodes: Vec<(Slot, &Effective)> = names
+            .iter()
+            .filter_map(|n| {
+                let slot = state.slot(n.as_ref())?;
+                match state.view(slot) {
+                    Some(NodeView::Known(e)) if !state.is_stale(e, now) => Some((slot, &**e)),
+                    _ => None,
                 }
             })
             .collect();
+        if nodes.is_empty() {
+            return 0;
+        }
+        let mut cache = m.lock().unwrap_or_else(|p| p.into_inner());
+        cache.make_room(state, nodes.len() * WARM_SHAPES);
+        let mut planners: KeyMap<Planner<'_>> = KeyMap::default();
+        let mut judged = 0;
+        for shape in cache.recent() {
+            for (slot, e) in &nodes {
+                let (_, fresh) =
+                    shape.get_or_judge(*slot, e.state_key, |req| self.judge(e, req, &mut planners));
+                judged += usize::from(fresh);
+            }
+        }
+        judged
+    }
+
+    /// Decides every candidate: judged verdicts, or neutral with the reason.
+    pub fn decide<N: AsRef<str>>(
+        &self,
+        state: &ClusterState,
+        req: &PodRequest,
+        names: &[N],
+        now: SystemTime,
+    ) -> (Vec<Decision>, CacheStats) {
+        let mut out = Vec::with_capacity(names.len());
+        let stats = self.visit(state, req, names, now, |_, _, s| out.push(s.decision()));
         (out, stats)
     }
 
     /// The filter verb.
-    pub fn filter(
+    pub fn filter<N: AsRef<str>>(
         &self,
         state: &ClusterState,
         req: &PodRequest,
-        names: &[String],
+        names: &[N],
         now: SystemTime,
     ) -> (FilterOutcome, CacheStats) {
-        let (decisions, stats) = self.decide(state, req, names, now);
         let mut out = FilterOutcome::default();
-        for (name, d) in names.iter().zip(decisions) {
-            let pass = match d {
-                Decision::Judged(Verdict::Reject {
-                    message,
-                    unresolvable,
-                }) => {
-                    if unresolvable {
-                        out.unresolvable.insert(name.clone(), message);
+        let stats = self.visit(state, req, names, now, |_, name, seen| {
+            let pass = match seen.rejection() {
+                Some(r) => {
+                    let map = if r.unresolvable {
+                        &mut out.unresolvable
                     } else {
-                        out.failed.insert(name.clone(), message);
-                    }
+                        &mut out.failed
+                    };
+                    map.insert(name.to_string(), r.message.to_string());
                     false
                 }
-                Decision::Judged(_) => true,
-                Decision::Neutral(why) => {
-                    out.neutral.push((name.clone(), why));
-                    true
-                }
+                None => true,
             };
+            if seen.neutral_label().is_some()
+                && let Decision::Neutral(why) = seen.decision()
+            {
+                out.neutral.push((name.to_string(), why));
+            }
             out.passed.push(pass);
-        }
+        });
         (out, stats)
     }
 
     /// The prioritize verb.
-    pub fn prioritize(
+    pub fn prioritize<N: AsRef<str>>(
         &self,
         state: &ClusterState,
         req: &PodRequest,
-        names: &[String],
+        names: &[N],
         now: SystemTime,
     ) -> (PrioritizeOutcome, CacheStats) {
-        let (decisions, stats) = self.decide(state, req, names, now);
         let mut out = PrioritizeOutcome::default();
-        for (name, d) in names.iter().zip(decisions) {
-            let score = match d {
-                Decision::Judged(Verdict::Fit(s)) => s,
-                Decision::Judged(_) => 0,
-                Decision::Neutral(why) => {
-                    out.neutral.push((name.clone(), why));
-                    NEUTRAL_SCORE
-                }
-            };
+        let stats = self.visit(state, req, names, now, |_, name, seen| {
+            if seen.neutral_label().is_some()
+                && let Decision::Neutral(why) = seen.decision()
+            {
+                out.neutral.push((name.to_string(), why));
+            }
             out.scores.push(HostPriority {
-                host: name.clone(),
-                score,
+                host: name.to_string(),
+                score: seen.score(),
             });
-        }
+        });
         (out, stats)
+    }
+
+    fn judge_slot<'s>(
+        &self,
+        state: &'s ClusterState,
+        slot: Slot,
+        req: &PodRequest,
+        planners: &mut KeyMap<Planner<'s>>,
+    ) -> Verdict {
+        match state.view(slot) {
+            Some(NodeView::Known(e)) => self.judge(e, req, planners),
+            _ => Verdict::Neutral("no usable node data".to_string()),
+        }
     }
 
     /// Judges one node with usable data.
@@ -252,7 +439,7 @@ impl Decider {
         &self,
         e: &'s Effective,
         req: &PodRequest,
-        planners: &mut HashMap<u64, Planner<'s>>,
+        planners: &mut KeyMap<Planner<'s>>,
     ) -> Verdict {
         let Some(request) = &req.plan else {
             return Verdict::Fit(NEUTRAL_SCORE);
@@ -275,12 +462,17 @@ impl Decider {
                     settings.topology_manager_scope.as_str()
                 ),
                 unresolvable,
+                kind: RejectKind::TopologyManager,
             };
         }
         match planner.plan(request, &e.used) {
             Ok(plan) => Verdict::Fit(priority(&plan, e.fragmentation)),
             Err(PlanError::Unsatisfiable { bound, detail, .. }) => {
                 let unresolvable = planner.plan(request, &NodeUsage::empty()).is_err();
+                let kind = match bound {
+                    Bound::MaxPair => RejectKind::PairClass,
+                    _ => RejectKind::Placement,
+                };
                 let what = match bound {
                     Bound::MaxPair => format!(
                         "cannot reach pair class {} on its free devices",
@@ -292,6 +484,7 @@ impl Decider {
                 Verdict::Reject {
                     message: format!("topoalign: node {what}: {detail}"),
                     unresolvable,
+                    kind,
                 }
             }
             Err(e) => Verdict::Neutral(format!("planner: {e}")),

@@ -10,6 +10,12 @@ pub const USED_ANNOTATION: &str = "topoalign.dev/used";
 pub const POLICY_LABEL: &str = "topoalign.dev/topology-manager-policy";
 /// Node label: `topologyManagerScope` of the node's kubelet (declared nodes).
 pub const SCOPE_LABEL: &str = "topoalign.dev/topology-manager-scope";
+/// Node label: `cpuManagerPolicy` of the node's kubelet (`static` or `none`, declared
+/// nodes; NodeResourceTopology objects say it through their zones' `cpu` resources).
+pub const CPU_POLICY_LABEL: &str = "topoalign.dev/cpu-manager-policy";
+/// Node annotation: `reservedSystemCPUs` of the node's kubelet (cpulist, `0-1`) for the
+/// static CPU manager (declared nodes; default: one CPU, the lowest id).
+pub const RESERVED_CPUS_ANNOTATION: &str = "topoalign.dev/reserved-cpus";
 /// Node or NRT annotation: `topologyManagerPolicyOptions` as `k=v,k=v`.
 pub const POLICY_OPTIONS_ANNOTATION: &str = "topoalign.dev/topology-manager-policy-options";
 /// NRT annotation: the node's topology as compact `Topology` JSON.
@@ -38,5 +44,7 @@ pub const NRT_VERSION: &str = "v1alpha2";
 pub const NRT_KIND: &str = "NodeResourceTopology";
 /// NRT plural.
 pub const NRT_PLURAL: &str = "noderesourcetopologies";
+/// NRT zone resource of the CPUs.
+pub const NRT_CPU_RESOURCE: &str = "cpu";
 /// NRT zone type of a NUMA node (upstream `helper.ZoneTypeNUMANode`).
 pub const NRT_ZONE_NUMA: &str = "Node";

@@ -9,20 +9,27 @@
 //! - [`score`]: plan → priority (achievable alignment minus fragmentation caused);
 //! - [`nodeinfo`] and [`keys`]: how API objects (NodeResourceTopology, node labels) become
 //!   node data, and every label/annotation name;
-//! - [`server`]: the axum HTTP server; [`watch`]: the kube-rs watchers that fill the state.
+//! - [`server`]: the axum HTTP server; [`watch`]: the kube-rs watchers that fill the state;
+//!   [`runtime`]: the serving process (client, watchers, server, graceful shutdown);
+//! - [`cache`]: the verdict cache; [`dra`]: the DRA path's judgement (slices and claims);
+//! - [`offline`] and [`synth`]: decisions on Node manifests, synthetic nodes.
 
+pub mod cache;
 pub mod decide;
+pub mod dra;
 pub mod keys;
 pub mod metrics;
 pub mod nodeinfo;
+pub mod offline;
 pub mod podreq;
 pub mod protocol;
+pub mod runtime;
 pub mod score;
 pub mod server;
 pub mod state;
 pub mod synth;
 pub mod watch;
 
-pub use decide::{Decider, Decision, NeutralReason, Verdict};
+pub use decide::{Decider, Decision, NeutralReason, RejectKind, Seen, Verdict};
 pub use podreq::{PodRequest, pod_request};
 pub use state::{ClusterState, NodeEntry, NodeInfo, NodeTopology, Source};

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use serde_json::Value;
+use topoalign_tm::settings::CpuPolicy;
 use topoalign_tm::{Policy, Scope, Settings};
-use topoalign_topology::{NodeUsage, Topology};
+use topoalign_topology::{CpuSet, NodeUsage, Topology};
 
 use crate::keys::*;
 use crate::state::{NodeEntry, NodeInfo, NodeTopology, Source, hash_of};
@@ -106,11 +107,118 @@ fn usage(text: Option<&str>, topo: &Topology, what: &str) -> Result<NodeUsage, S
             "{what} `{USED_ANNOTATION}`: NIC {b} is not on this node"
         ));
     }
+    if let Some(c) = u.cpus.ids().iter().find(|c| !on_node(topo, **c)) {
+        return Err(format!(
+            "{what} `{USED_ANNOTATION}`: CPU {c} is not on this node"
+        ));
+    }
     u.gpus.sort();
     u.gpus.dedup();
     u.nics.sort();
     u.nics.dedup();
     Ok(u)
+}
+
+fn on_node(topo: &Topology, cpu: u32) -> bool {
+    topo.numa.iter().any(|n| n.cpus.contains(cpu))
+}
+
+/// The static CPU manager of a declared node: `reservedSystemCPUs` from
+/// [`RESERVED_CPUS_ANNOTATION`] (default: one CPU).
+fn declared_cpu_manager(
+    policy: Option<&str>,
+    reserved: Option<&str>,
+    topo: &Topology,
+    s: &mut Settings,
+) -> Result<(), String> {
+    let Some(p) = policy else {
+        return Ok(());
+    };
+    s.cpu_manager_policy = p
+        .parse::<CpuPolicy>()
+        .map_err(|e| format!("label `{CPU_POLICY_LABEL}`: {e}"))?;
+    if s.cpu_manager_policy != CpuPolicy::Static {
+        return Ok(());
+    }
+    match reserved {
+        Some(text) => {
+            let set: CpuSet = text.parse().map_err(|e| {
+                format!("annotation `{RESERVED_CPUS_ANNOTATION}`: `{text}`: expected a cpulist such as 0-1: {e}")
+            })?;
+            if let Some(c) = set.ids().iter().find(|c| !on_node(topo, **c)) {
+                return Err(format!(
+                    "annotation `{RESERVED_CPUS_ANNOTATION}`: CPU {c} is not on this node"
+                ));
+            }
+            if set.is_empty() {
+                return Err(format!(
+                    "annotation `{RESERVED_CPUS_ANNOTATION}`: empty (the static CPU manager needs reserved CPUs)"
+                ));
+            }
+            s.reserved_system_cpus = Some(set);
+        }
+        None => s.reserved_cpu_millis = 1000,
+    }
+    Ok(())
+}
+
+/// A number in an NRT zone resource (`"64"` or `64`).
+fn zone_count(v: Option<&Value>, what: &str) -> Result<u64, String> {
+    match v {
+        Some(Value::Number(n)) => n.as_u64(),
+        Some(Value::String(s)) => s.parse::<u64>().ok(),
+        None => Some(0),
+        _ => None,
+    }
+    .ok_or_else(|| format!("NodeResourceTopology {what}: expected a whole number of CPUs"))
+}
+
+/// The static CPU manager from an NRT's zones: the agent lists a zone `cpu` resource per
+/// NUMA node whose `allocatable` is what the kubelet reports allocatable
+/// (pod-resources `GetAllocatableResources`: CPUs only under the static policy) and
+/// whose `available` leaves out CPUs held exclusively by pods. Returns the reserved CPUs
+/// (per NUMA node, capacity − allocatable, lowest ids) and the held CPUs (allocatable −
+/// available, next ids), or `None` when no CPU is allocatable (policy `none`).
+pub fn nrt_cpu_manager(nrt: &Value, topo: &Topology) -> Result<Option<(CpuSet, CpuSet)>, String> {
+    let Some(zones) = nrt.get("zones").and_then(Value::as_array) else {
+        return Ok(None);
+    };
+    let (mut reserved, mut held, mut any) = (Vec::new(), Vec::new(), false);
+    for (i, z) in zones.iter().enumerate() {
+        let Some(cpu) = z.get("resources").and_then(Value::as_array).and_then(|r| {
+            r.iter()
+                .find(|x| x.get("name").and_then(Value::as_str) == Some(NRT_CPU_RESOURCE))
+        }) else {
+            continue;
+        };
+        let name = z.get("name").and_then(Value::as_str).unwrap_or("");
+        let id = name
+            .strip_prefix("node-")
+            .and_then(|n| n.parse::<u32>().ok())
+            .ok_or_else(|| {
+                format!("NodeResourceTopology zones[{i}].name: `{name}`: expected node-<NUMA id>")
+            })?;
+        let numa = topo.numa.iter().find(|n| n.id == id).ok_or_else(|| {
+            format!("NodeResourceTopology zones[{i}]: NUMA node {id} is not in the topology")
+        })?;
+        let field = |f: &str| format!("zones[{i}].resources[cpu].{f}");
+        let alloc = zone_count(cpu.get("allocatable"), &field("allocatable"))?;
+        let avail = zone_count(cpu.get("available"), &field("available"))?;
+        let ids = numa.cpus.ids();
+        let cap = ids.len() as u64;
+        if alloc > cap || avail > alloc {
+            return Err(format!(
+                "NodeResourceTopology {}: {avail} available of {alloc} allocatable CPUs on NUMA node {id} with {cap} (expected available ≤ allocatable ≤ capacity)",
+                field("available")
+            ));
+        }
+        any |= alloc > 0;
+        let r = (cap - alloc) as usize;
+        let h = (alloc - avail) as usize;
+        reserved.extend_from_slice(&ids[..r]);
+        held.extend_from_slice(&ids[r..r + h]);
+    }
+    Ok(any.then(|| (CpuSet::from_ids(reserved), CpuSet::from_ids(held))))
 }
 
 fn settings(
@@ -148,10 +256,16 @@ pub fn from_node_labels(node: &Value, interner: &mut Interner) -> Option<NodeEnt
             &topology.topology,
             "Node annotation",
         )?;
-        let settings = settings(
+        let mut settings = settings(
             labels.get(POLICY_LABEL).copied(),
             labels.get(SCOPE_LABEL).copied(),
             annotations.get(POLICY_OPTIONS_ANNOTATION).copied(),
+        )?;
+        declared_cpu_manager(
+            labels.get(CPU_POLICY_LABEL).copied(),
+            annotations.get(RESERVED_CPUS_ANNOTATION).copied(),
+            &topology.topology,
+            &mut settings,
         )?;
         Ok::<_, String>(NodeInfo {
             topology,
@@ -201,7 +315,7 @@ pub fn from_nrt(nrt: &Value, interner: &mut Interner) -> NodeEntry {
             format!("NodeResourceTopology: annotation `{TOPOLOGY_ANNOTATION}` missing (not written by topoalign's agent)")
         })?;
         let topology = interner.json(text)?;
-        let used = usage(
+        let mut used = usage(
             annotations.get(USED_ANNOTATION).copied(),
             &topology.topology,
             "NodeResourceTopology annotation",
@@ -214,11 +328,18 @@ pub fn from_nrt(nrt: &Value, interner: &mut Interner) -> NodeEntry {
             .and_then(nrt_policy);
         let policy = attr(NRT_POLICY_ATTRIBUTE).or(from_list.map(|p| p.0));
         let scope = attr(NRT_SCOPE_ATTRIBUTE).or(from_list.map(|p| p.1));
-        let settings = settings(
+        let mut settings = settings(
             policy,
             scope,
             annotations.get(POLICY_OPTIONS_ANNOTATION).copied(),
         )?;
+        if let Some((reserved, held)) = nrt_cpu_manager(nrt, &topology.topology)? {
+            settings.cpu_manager_policy = CpuPolicy::Static;
+            settings.reserved_system_cpus = Some(reserved);
+            if used.cpus.is_empty() {
+                used.cpus = held;
+            }
+        }
         let reported_at = match annotations.get(REPORTED_AT_ANNOTATION) {
             None => None,
             Some(t) => Some(parse_time(t)?),

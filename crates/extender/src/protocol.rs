@@ -6,10 +6,12 @@
 //! These types write exactly the Go names and every field (as Go does), and read the Go
 //! names plus their lower-case spelling.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// `MaxExtenderPriority`: the highest score an extender may give.
 pub const MAX_EXTENDER_PRIORITY: i64 = 10;
@@ -124,82 +126,243 @@ pub enum ArgsError {
     Nodes(String),
 }
 
-/// Which candidate list the call carried, so that the answer uses the same one.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Candidates {
-    /// `NodeNames` (node-cache-capable extender).
-    Names(Vec<String>),
-    /// `Nodes`: the names, and the whole list to filter and echo.
-    Nodes(Vec<String>, NodeList),
+/// A candidate node name, borrowed from the request body when it has no escapes.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Name<'a>(#[serde(borrow)] pub Cow<'a, str>);
+
+impl AsRef<str> for Name<'_> {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
 }
 
-impl Candidates {
+/// Which candidate list the call carried, so that the answer uses the same one.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Candidates<'a> {
+    /// `NodeNames` (node-cache-capable extender), borrowed from the body.
+    Names(Vec<Name<'a>>),
+    /// `Nodes`: the names, and the whole list to filter and echo.
+    Nodes(Vec<Name<'a>>, NodeList),
+}
+
+impl<'a> Candidates<'a> {
     /// The candidate names.
-    pub fn names(&self) -> &[String] {
+    pub fn names(&self) -> &[Name<'a>] {
         match self {
             Candidates::Names(n) | Candidates::Nodes(n, _) => n,
         }
     }
 }
 
+/// `ExtenderArgs` as read on the hot path: the pod and the node list left as raw JSON
+/// (the pod is decoded once on its own, the node list only when sent), the names
+/// borrowed.
+#[derive(Deserialize)]
+struct WireArgs<'a> {
+    #[serde(rename = "Pod", alias = "pod", default, borrow)]
+    pod: Option<&'a RawValue>,
+    #[serde(rename = "Nodes", alias = "nodes", default, borrow)]
+    nodes: Option<&'a RawValue>,
+    #[serde(
+        rename = "NodeNames",
+        alias = "nodeNames",
+        alias = "nodenames",
+        default,
+        borrow
+    )]
+    node_names: Option<Vec<Name<'a>>>,
+}
+
 /// Decodes and checks a filter/prioritize body: the pod and the candidate list.
-pub fn parse_args(body: &[u8]) -> Result<(Value, Candidates), ArgsError> {
-    let args: ExtenderArgs =
+pub fn parse_args(body: &[u8]) -> Result<(Value, Candidates<'_>), ArgsError> {
+    let args: WireArgs<'_> =
         serde_json::from_slice(body).map_err(|e| ArgsError::Json(e.to_string()))?;
-    let pod = match args.pod {
-        Some(p) if p.is_object() => p,
+    let pod: Value = match args.pod {
+        Some(raw) if raw.get().starts_with('{') => {
+            serde_json::from_str(raw.get()).map_err(|e| ArgsError::Json(format!("Pod: {e}")))?
+        }
         _ => return Err(ArgsError::NoPod),
     };
-    let candidates = match (args.node_names, args.nodes) {
+    let nodes = match args.nodes {
+        Some(raw) => Some(
+            serde_json::from_str::<NodeList>(raw.get())
+                .map_err(|e| ArgsError::Json(format!("Nodes: {e}")))?,
+        ),
+        None => None,
+    };
+    let candidates = match (args.node_names, nodes) {
         (Some(names), _) => Candidates::Names(names),
         (None, Some(list)) => {
             let names = list.names().map_err(ArgsError::Nodes)?;
-            Candidates::Nodes(names, list)
+            Candidates::Nodes(
+                names.into_iter().map(|n| Name(Cow::Owned(n))).collect(),
+                list,
+            )
         }
         (None, None) => return Err(ArgsError::NoNodes),
     };
     Ok((pod, candidates))
 }
 
-/// Builds the filter answer in the candidate list's own form.
-pub fn filter_result(
-    candidates: &Candidates,
-    passed: &[bool],
-    failed: FailedNodesMap,
-    unresolvable: FailedNodesMap,
-) -> ExtenderFilterResult {
-    let (nodes, node_names) = match candidates {
-        Candidates::Names(names) => (
-            None,
-            Some(
-                names
-                    .iter()
-                    .zip(passed)
-                    .filter(|(_, ok)| **ok)
-                    .map(|(n, _)| n.clone())
-                    .collect(),
-            ),
-        ),
-        Candidates::Nodes(_, list) => (
-            Some(NodeList {
-                metadata: list.metadata.clone(),
-                items: list
-                    .items
-                    .iter()
-                    .zip(passed)
-                    .filter(|(_, ok)| **ok)
-                    .map(|(n, _)| n.clone())
-                    .collect(),
-            }),
-            None,
-        ),
-    };
-    ExtenderFilterResult {
-        nodes,
-        node_names,
-        failed_nodes: Some(failed),
-        failed_and_unresolvable_nodes: Some(unresolvable),
-        error: String::new(),
+/// Appends `s` as a JSON string.
+pub fn push_json_str(out: &mut Vec<u8>, s: &str) {
+    // No early exit: the check vectorizes.
+    let plain = s
+        .bytes()
+        .fold(true, |ok, b| ok & (b >= 0x20) & (b != b'"') & (b != b'\\'));
+    if plain {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, s);
+    }
+}
+
+fn push_int(out: &mut Vec<u8>, v: i64) {
+    if (0..10).contains(&v) {
+        out.push(b'0' + v as u8);
+    } else {
+        out.extend_from_slice(v.to_string().as_bytes());
+    }
+}
+
+/// Writes an `ExtenderFilterResult` while the candidates are judged, in the candidate
+/// list's own form, without intermediate values. Go writes map keys sorted; these are
+/// in candidate order (the scheduler decodes them into a map, order carries nothing).
+#[derive(Debug)]
+pub struct FilterWriter<'c, 'a> {
+    candidates: &'c Candidates<'a>,
+    passed: Vec<u8>,
+    passed_items: Vec<usize>,
+    failed: Vec<u8>,
+    unresolvable: Vec<u8>,
+}
+
+impl<'c, 'a> FilterWriter<'c, 'a> {
+    /// A writer answering `candidates`.
+    pub fn new(candidates: &'c Candidates<'a>) -> Self {
+        let n = candidates.names().len();
+        FilterWriter {
+            candidates,
+            passed: Vec::with_capacity(n * 16),
+            passed_items: Vec::new(),
+            failed: Vec::new(),
+            unresolvable: Vec::new(),
+        }
+    }
+
+    /// Candidate `index` (named `name`) passes.
+    pub fn pass(&mut self, index: usize, name: &str) {
+        match self.candidates {
+            Candidates::Names(_) => {
+                self.passed.push(b',');
+                push_json_str(&mut self.passed, name);
+            }
+            Candidates::Nodes(..) => self.passed_items.push(index),
+        }
+    }
+
+    /// Candidate `name` is filtered out with `message`.
+    pub fn fail(&mut self, name: &str, message: &str, unresolvable: bool) {
+        let mut json = Vec::with_capacity(message.len() + 2);
+        push_json_str(&mut json, message);
+        self.fail_json(name, &json, unresolvable);
+    }
+
+    /// Candidate `name` is filtered out with a message already written as a JSON string
+    /// (quotes included).
+    pub fn fail_json(&mut self, name: &str, message_json: &[u8], unresolvable: bool) {
+        let out = if unresolvable {
+            &mut self.unresolvable
+        } else {
+            &mut self.failed
+        };
+        out.push(b',');
+        push_json_str(out, name);
+        out.push(b':');
+        out.extend_from_slice(message_json);
+    }
+
+    /// The answer's bytes.
+    pub fn finish(self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(
+            self.passed.len() + self.failed.len() + self.unresolvable.len() + 96,
+        );
+        out.extend_from_slice(b"{\"Nodes\":");
+        match self.candidates {
+            Candidates::Names(_) => out.extend_from_slice(b"null"),
+            Candidates::Nodes(_, list) => {
+                out.push(b'{');
+                if let Some(m) = &list.metadata {
+                    out.extend_from_slice(b"\"metadata\":");
+                    let _ = serde_json::to_writer(&mut out, m);
+                    out.push(b',');
+                }
+                out.extend_from_slice(b"\"items\":[");
+                for (k, i) in self.passed_items.iter().enumerate() {
+                    if k > 0 {
+                        out.push(b',');
+                    }
+                    if let Some(item) = list.items.get(*i) {
+                        let _ = serde_json::to_writer(&mut out, item);
+                    }
+                }
+                out.extend_from_slice(b"]}");
+            }
+        }
+        out.extend_from_slice(b",\"NodeNames\":");
+        match self.candidates {
+            Candidates::Names(_) => list_body(&mut out, b'[', &self.passed, b']'),
+            Candidates::Nodes(..) => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(b",\"FailedNodes\":");
+        list_body(&mut out, b'{', &self.failed, b'}');
+        out.extend_from_slice(b",\"FailedAndUnresolvableNodes\":");
+        list_body(&mut out, b'{', &self.unresolvable, b'}');
+        out.extend_from_slice(b",\"Error\":\"\"}");
+        out
+    }
+}
+
+/// `open`, the comma-led entries without their first comma, `close`.
+fn list_body(out: &mut Vec<u8>, open: u8, entries: &[u8], close: u8) {
+    out.push(open);
+    out.extend_from_slice(entries.get(1..).unwrap_or_default());
+    out.push(close);
+}
+
+/// Writes a `HostPriorityList` while the candidates are scored.
+#[derive(Debug)]
+pub struct PriorityWriter {
+    out: Vec<u8>,
+}
+
+impl PriorityWriter {
+    /// A writer for about `n` hosts.
+    pub fn new(n: usize) -> Self {
+        let mut out = Vec::with_capacity(n * 32 + 2);
+        out.push(b'[');
+        PriorityWriter { out }
+    }
+
+    /// One host's score.
+    pub fn push(&mut self, host: &str, score: i64) {
+        if self.out.len() > 1 {
+            self.out.push(b',');
+        }
+        self.out.extend_from_slice(b"{\"Host\":");
+        push_json_str(&mut self.out, host);
+        self.out.extend_from_slice(b",\"Score\":");
+        push_int(&mut self.out, score);
+        self.out.push(b'}');
+    }
+
+    /// The answer's bytes.
+    pub fn finish(mut self) -> Vec<u8> {
+        self.out.push(b']');
+        self.out
     }
 }
 
@@ -213,12 +376,75 @@ mod tests {
             parse_args(br#"{"Pod":{"metadata":{"name":"p"}},"Nodes":null,"NodeNames":["a","b"]}"#)
                 .unwrap();
         assert_eq!(pod["metadata"]["name"], "p");
-        assert_eq!(c.names(), ["a", "b"]);
+        assert_eq!(names(&c), ["a", "b"]);
+        assert!(
+            matches!(c.names()[0].0, Cow::Borrowed(_)),
+            "names are borrowed"
+        );
+        let (_, c) = parse_args(br#"{"Pod":{},"NodeNames":["a\"b","\u00e9"]}"#).unwrap();
+        assert_eq!(names(&c), ["a\"b", "é"]);
         let (_, c) = parse_args(
             br#"{"Pod":{},"Nodes":{"metadata":{},"items":[{"metadata":{"name":"x"}}]},"NodeNames":null}"#,
         )
         .unwrap();
-        assert!(matches!(c, Candidates::Nodes(ref n, _) if n == &["x".to_string()]));
+        assert_eq!(names(&c), ["x"]);
+        assert!(matches!(c, Candidates::Nodes(..)));
+    }
+
+    fn names<'a>(c: &'a Candidates<'_>) -> Vec<&'a str> {
+        c.names().iter().map(AsRef::as_ref).collect()
+    }
+
+    /// The streaming writers against the serde types of the same answer.
+    #[test]
+    fn writers_match_the_serde_types() {
+        let (_, c) = parse_args(br#"{"Pod":{},"NodeNames":["a","b\"q","c","d"]}"#).unwrap();
+        let mut w = FilterWriter::new(&c);
+        w.pass(0, "a");
+        w.fail("b\"q", "no \"room\"\n", false);
+        w.fail("c", "never", true);
+        w.pass(3, "d");
+        let got: ExtenderFilterResult = serde_json::from_slice(&w.finish()).unwrap();
+        let want = ExtenderFilterResult {
+            nodes: None,
+            node_names: Some(vec!["a".into(), "d".into()]),
+            failed_nodes: Some([("b\"q".to_string(), "no \"room\"\n".to_string())].into()),
+            failed_and_unresolvable_nodes: Some([("c".to_string(), "never".to_string())].into()),
+            error: String::new(),
+        };
+        assert_eq!(got, want);
+        // Nothing passes, nothing fails: empty list and maps, not null.
+        let w = FilterWriter::new(&c);
+        assert_eq!(
+            String::from_utf8(w.finish()).unwrap(),
+            r#"{"Nodes":null,"NodeNames":[],"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":""}"#
+        );
+        // A NodeList comes back whole, passing items only, metadata kept.
+        let body = br#"{"Pod":{},"Nodes":{"metadata":{"resourceVersion":"7"},"items":[{"metadata":{"name":"x"}},{"metadata":{"name":"y"},"spec":{}}]}}"#;
+        let (_, c) = parse_args(body).unwrap();
+        let mut w = FilterWriter::new(&c);
+        w.fail("x", "m", false);
+        w.pass(1, "y");
+        let got: Value = serde_json::from_slice(&w.finish()).unwrap();
+        assert_eq!(got["Nodes"]["metadata"]["resourceVersion"], "7");
+        assert_eq!(
+            got["Nodes"]["items"],
+            serde_json::json!([{"metadata":{"name":"y"},"spec":{}}])
+        );
+        assert_eq!(got["NodeNames"], Value::Null);
+        let mut p = PriorityWriter::new(2);
+        p.push("a", 10);
+        p.push("b\\", 0);
+        p.push("c", 7);
+        let got: Vec<HostPriority> = serde_json::from_slice(&p.finish()).unwrap();
+        assert_eq!(
+            got,
+            [("a", 10), ("b\\", 0), ("c", 7)].map(|(h, s)| HostPriority {
+                host: h.into(),
+                score: s
+            })
+        );
+        assert_eq!(PriorityWriter::new(0).finish(), b"[]");
     }
 
     #[test]

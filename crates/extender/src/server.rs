@@ -15,10 +15,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
-use crate::decide::{Decider, NeutralReason};
+use crate::cache::Judged;
+use crate::decide::{CacheStats, Decider, Seen, Verdict};
 use crate::metrics::{Metrics, label};
 use crate::podreq::pod_request;
-use crate::protocol::{Candidates, filter_result, parse_args};
+use crate::protocol::{FilterWriter, PriorityWriter, parse_args};
 use crate::state::{ClusterState, NodeView};
 
 /// Everything the handlers share.
@@ -48,6 +49,22 @@ impl App {
     /// Marks the state as synced (or not).
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::SeqCst);
+    }
+
+    /// Judges the nodes changed since the last call for the recently used pod shapes
+    /// (on watch events, so that scheduler calls find their verdicts cached); returns
+    /// the verdicts computed.
+    pub fn warm_changed(&self) -> usize {
+        let changed = self
+            .state
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .take_changed();
+        if changed.is_empty() {
+            return 0;
+        }
+        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        self.decider.warm(&state, &changed, SystemTime::now())
     }
 
     /// Refreshes the state gauges.
@@ -143,27 +160,60 @@ fn json(body: Vec<u8>) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-fn note_neutral(app: &App, verb: &str, pod: &str, neutral: &[(String, NeutralReason)]) {
-    if neutral.is_empty() {
-        return;
-    }
-    let mut by: BTreeMap<&'static str, Vec<&str>> = BTreeMap::new();
-    for (node, why) in neutral {
-        app.metrics
-            .neutral
-            .get_or_create(&label("reason", why.label()))
-            .inc();
-        by.entry(why.label()).or_default().push(node);
-        if let NeutralReason::Broken(w) | NeutralReason::Undecided(w) = why {
-            tracing::debug!(verb, pod, node = %node, why = %w, "node not judged");
+/// What one call saw, counted while the candidates are judged and written to the
+/// metrics and logs once afterwards.
+#[derive(Debug, Default)]
+struct Tally {
+    filtered: BTreeMap<&'static str, u64>,
+    neutral: BTreeMap<&'static str, (u64, Vec<String>)>,
+}
+
+impl Tally {
+    fn note(&mut self, verb: &str, pod: &str, name: &str, seen: &Seen<'_>) {
+        if verb == "filter"
+            && let Some(r) = seen.rejection()
+        {
+            *self.filtered.entry(r.kind.label()).or_default() += 1;
+        }
+        let Some(label) = seen.neutral_label() else {
+            return;
+        };
+        let (count, sample) = self.neutral.entry(label).or_default();
+        *count += 1;
+        if sample.len() < 5 && label != "not_managed" {
+            sample.push(name.to_string());
+        }
+        let why = match seen {
+            Seen::Broken(w) => Some(*w),
+            Seen::Judged(Judged {
+                verdict: Verdict::Neutral(w),
+                ..
+            }) => Some(w.as_str()),
+            _ => None,
+        };
+        if let Some(why) = why {
+            tracing::debug!(verb, pod, node = %name, why, "node not judged");
         }
     }
-    for (reason, nodes) in by {
-        if reason == "not_managed" {
-            continue;
+
+    fn record(self, app: &App, verb: &str, pod: &str, stats: CacheStats) {
+        app.metrics.cache_hits.inc_by(stats.hits);
+        app.metrics.cache_misses.inc_by(stats.misses);
+        for (reason, n) in self.filtered {
+            app.metrics
+                .filtered
+                .get_or_create(&label("reason", reason))
+                .inc_by(n);
         }
-        let sample: Vec<&str> = nodes.iter().take(5).copied().collect();
-        tracing::info!(verb, pod, reason, count = nodes.len(), nodes = ?sample, "nodes passed with a neutral score");
+        for (reason, (count, sample)) in self.neutral {
+            app.metrics
+                .neutral
+                .get_or_create(&label("reason", reason))
+                .inc_by(count);
+            if reason != "not_managed" {
+                tracing::info!(verb, pod, reason, count, nodes = ?sample, "nodes passed with a neutral score");
+            }
+        }
     }
 }
 
@@ -177,35 +227,33 @@ async fn filter(State(app): State<Arc<App>>, body: Bytes) -> Response {
         Ok(r) => r,
         Err(e) => return bad_request(&app, "filter", e.to_string()),
     };
-    let (out, stats) = {
+    let mut w = FilterWriter::new(&candidates);
+    let mut tally = Tally::default();
+    let mut failed = 0usize;
+    let stats = {
         let state = app.state.read().unwrap_or_else(|p| p.into_inner());
-        app.decider
-            .filter(&state, &req, candidates.names(), SystemTime::now())
+        app.decider.visit(
+            &state,
+            &req,
+            candidates.names(),
+            SystemTime::now(),
+            |i, name, seen| {
+                tally.note("filter", &req.key, name, &seen);
+                match seen.rejection() {
+                    Some(r) => {
+                        failed += 1;
+                        w.fail_json(name, r.message_json, r.unresolvable);
+                    }
+                    None => w.pass(i, name),
+                }
+            },
+        )
     };
-    app.metrics.cache_hits.inc_by(stats.hits);
-    app.metrics.cache_misses.inc_by(stats.misses);
-    for m in out.failed.values().chain(out.unresolvable.values()) {
-        let reason = if m.starts_with("Topology Manager") {
-            "topology_manager"
-        } else if m.contains("pair class") {
-            "pair_class"
-        } else {
-            "placement"
-        };
-        app.metrics
-            .filtered
-            .get_or_create(&label("reason", reason))
-            .inc();
-    }
-    note_neutral(&app, "filter", &req.key, &out.neutral);
-    let result = filter_result(&candidates, &out.passed, out.failed, out.unresolvable);
+    tally.record(&app, "filter", &req.key, stats);
     if req.is_managed() {
-        tracing::debug!(pod = %req.key, candidates = candidates.names().len(),
-            failed = result.failed_nodes.as_ref().map_or(0, |m| m.len())
-                + result.failed_and_unresolvable_nodes.as_ref().map_or(0, |m| m.len()),
-            "filter");
+        tracing::debug!(pod = %req.key, candidates = candidates.names().len(), failed, "filter");
     }
-    finish(&app, "filter", t0, serde_json::to_vec(&result))
+    finish(&app, "filter", t0, w.finish())
 }
 
 async fn prioritize(State(app): State<Arc<App>>, body: Bytes) -> Response {
@@ -218,35 +266,24 @@ async fn prioritize(State(app): State<Arc<App>>, body: Bytes) -> Response {
         Ok(r) => r,
         Err(e) => return bad_request(&app, "prioritize", e.to_string()),
     };
-    let names: &[String] = match &candidates {
-        Candidates::Names(n) | Candidates::Nodes(n, _) => n,
-    };
-    let (out, stats) = {
+    let names = candidates.names();
+    let mut w = PriorityWriter::new(names.len());
+    let mut tally = Tally::default();
+    let stats = {
         let state = app.state.read().unwrap_or_else(|p| p.into_inner());
         app.decider
-            .prioritize(&state, &req, names, SystemTime::now())
+            .visit(&state, &req, names, SystemTime::now(), |_, name, seen| {
+                tally.note("prioritize", &req.key, name, &seen);
+                w.push(name, seen.score());
+            })
     };
-    app.metrics.cache_hits.inc_by(stats.hits);
-    app.metrics.cache_misses.inc_by(stats.misses);
-    note_neutral(&app, "prioritize", &req.key, &out.neutral);
-    finish(&app, "prioritize", t0, serde_json::to_vec(&out.scores))
+    tally.record(&app, "prioritize", &req.key, stats);
+    finish(&app, "prioritize", t0, w.finish())
 }
 
-fn finish(app: &App, verb: &str, t0: Instant, body: serde_json::Result<Vec<u8>>) -> Response {
-    let resp = match body {
-        Ok(b) => {
-            count(app, verb, StatusCode::OK);
-            json(b)
-        }
-        Err(e) => {
-            count(app, verb, StatusCode::INTERNAL_SERVER_ERROR);
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("encoding the answer: {e}\n"),
-            )
-                .into_response()
-        }
-    };
+fn finish(app: &App, verb: &str, t0: Instant, body: Vec<u8>) -> Response {
+    count(app, verb, StatusCode::OK);
+    let resp = json(body);
     app.metrics
         .latency
         .get_or_create(&label("verb", verb))

@@ -5,16 +5,19 @@
 //! Nothing here does I/O: the watcher layer ([`crate::watch`]) turns API objects into
 //! [`NodeInfo`] and pod bindings, tests and benchmarks build them directly.
 
-use std::collections::hash_map::DefaultHasher;
+use std::collections::hash_map::{DefaultHasher, RandomState};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use topoalign_plan::score::device_score;
 use topoalign_plan::{Planner, Request};
 use topoalign_tm::Settings;
+use topoalign_tm::settings::CpuPolicy;
 use topoalign_topology::{NodeUsage, Topology};
+
+use crate::cache::KeyHasher;
 
 /// A topology shared by every node that reports it.
 #[derive(Debug)]
@@ -119,11 +122,43 @@ pub enum NodeView {
     Broken(String),
 }
 
+/// Where a node lives in the state: a dense index, stable while the node exists.
+pub type Slot = u32;
+
+/// The per-node data a scheduler call reads for every candidate, kept dense (one array,
+/// names in one arena) so that a call over thousands of nodes stays in the CPU caches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hot {
+    /// The node's state key (0 for broken or vacant slots).
+    pub state_key: u64,
+    /// When the agent last reported (`None`: cannot go stale).
+    pub reported_at: Option<SystemTime>,
+    /// Known (usable) data.
+    pub known: bool,
+    name_at: u32,
+    name_len: u32,
+}
+
+/// The node name index: name → slot, names kept in one arena.
+#[derive(Debug, Clone, Default)]
+struct NameIndex {
+    hasher: RandomState,
+    by_hash: HashMap<u64, Slot, BuildHasherDefault<KeyHasher>>,
+    /// Names whose hash another name already holds (practically never).
+    collided: HashMap<String, Slot>,
+    arena: String,
+    garbage: usize,
+}
+
 /// The whole cluster as the decisions see it.
 #[derive(Debug, Clone)]
 pub struct ClusterState {
-    nodes: HashMap<String, NodeView>,
+    index: NameIndex,
+    slots: Vec<Option<(String, NodeView)>>,
+    hot: Vec<Hot>,
+    free: Vec<Slot>,
     assumed: BTreeMap<String, Assumed>,
+    changed: Vec<String>,
     /// Agent data older than this is stale (neutral score, never filtered).
     pub stale_after: Duration,
     /// An assumed allocation on an agent-reported node expires after this.
@@ -140,8 +175,12 @@ impl ClusterState {
     /// An empty state.
     pub fn new(stale_after: Duration, assume_ttl: Duration) -> Self {
         ClusterState {
-            nodes: HashMap::new(),
+            index: NameIndex::default(),
+            slots: Vec::new(),
+            hot: Vec::new(),
+            free: Vec::new(),
             assumed: BTreeMap::new(),
+            changed: Vec::new(),
             stale_after,
             assume_ttl,
         }
@@ -153,12 +192,92 @@ impl ClusterState {
             NodeEntry::Broken(why) => NodeView::Broken(why),
             NodeEntry::Known(info) => NodeView::Known(Box::new(self.effective(name, info))),
         };
-        self.nodes.insert(name.to_string(), view);
+        self.put(name, view);
+        self.changed.push(name.to_string());
     }
 
     /// Forgets a node.
     pub fn remove_node(&mut self, name: &str) {
-        self.nodes.remove(name);
+        let Some(slot) = self.slot(name) else {
+            return;
+        };
+        self.index.remove(name, slot, &self.hot);
+        self.slots[slot as usize] = None;
+        self.hot[slot as usize] = Hot {
+            state_key: 0,
+            reported_at: None,
+            known: false,
+            name_at: 0,
+            name_len: 0,
+        };
+        self.free.push(slot);
+        if self.index.garbage > 4096 && self.index.garbage > self.index.arena.len() / 2 {
+            self.index.compact(&self.slots, &mut self.hot);
+        }
+    }
+
+    /// Sets a node's view in its slot (a new slot for a new name).
+    fn put(&mut self, name: &str, view: NodeView) {
+        let (state_key, reported_at, known) = match &view {
+            NodeView::Known(e) => (e.state_key, e.info.reported_at, true),
+            NodeView::Broken(_) => (0, None, false),
+        };
+        let slot = match self.slot(name) {
+            Some(s) => s,
+            None => {
+                let slot = match self.free.pop() {
+                    Some(s) => s,
+                    None => {
+                        self.slots.push(None);
+                        self.hot.push(Hot {
+                            state_key: 0,
+                            reported_at: None,
+                            known: false,
+                            name_at: 0,
+                            name_len: 0,
+                        });
+                        Slot::try_from(self.slots.len() - 1).unwrap_or(Slot::MAX)
+                    }
+                };
+                let (at, len) = self.index.insert(name, slot, &self.hot);
+                self.hot[slot as usize].name_at = at;
+                self.hot[slot as usize].name_len = len;
+                slot
+            }
+        };
+        let h = &mut self.hot[slot as usize];
+        h.state_key = state_key;
+        h.reported_at = reported_at;
+        h.known = known;
+        self.slots[slot as usize] = Some((name.to_string(), view));
+    }
+
+    /// The slot of a node, by name.
+    pub fn slot(&self, name: &str) -> Option<Slot> {
+        self.index.get(name, &self.hot)
+    }
+
+    /// The dense per-node data of a slot.
+    pub fn hot(&self, slot: Slot) -> Option<&Hot> {
+        self.hot.get(slot as usize)
+    }
+
+    /// A slot's view.
+    pub fn view(&self, slot: Slot) -> Option<&NodeView> {
+        self.slots
+            .get(slot as usize)
+            .and_then(|s| s.as_ref())
+            .map(|(_, v)| v)
+    }
+
+    /// Slots in all (some may be vacant): the bound of [`Slot`] values.
+    pub fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether data reported at `reported_at` is stale at `now`.
+    pub fn is_stale_at(&self, reported_at: Option<SystemTime>, now: SystemTime) -> bool {
+        reported_at.is_some_and(|t| now.duration_since(t).unwrap_or_default() > self.stale_after)
     }
 
     /// Records that a pod (`namespace/name`) is bound to `node` and asks for `request`.
@@ -209,9 +328,16 @@ impl ClusterState {
     pub fn expire(&mut self, now: SystemTime) {
         let ttl = self.assume_ttl;
         let mut touched = BTreeSet::new();
-        let nodes = &self.nodes;
+        let agent_nodes: BTreeSet<String> = self
+            .assumed
+            .values()
+            .filter(|a| {
+                matches!(self.node(&a.node), Some(NodeView::Known(e)) if e.info.source != Source::Labels)
+            })
+            .map(|a| a.node.clone())
+            .collect();
         self.assumed.retain(|_, a| {
-            let agent = matches!(nodes.get(&a.node), Some(NodeView::Known(e)) if e.info.source != Source::Labels);
+            let agent = agent_nodes.contains(a.node.as_str());
             let keep = !agent || now.duration_since(a.bound_at).unwrap_or_default() < ttl;
             if !keep {
                 touched.insert(a.node.clone());
@@ -223,24 +349,33 @@ impl ClusterState {
         }
     }
 
+    /// The nodes set or re-computed since the last call (each once), so that their
+    /// verdicts can be computed ahead of the next scheduler call.
+    pub fn take_changed(&mut self) -> Vec<String> {
+        let mut c = std::mem::take(&mut self.changed);
+        c.sort_unstable();
+        c.dedup();
+        c
+    }
+
     /// A node's view.
     pub fn node(&self, name: &str) -> Option<&NodeView> {
-        self.nodes.get(name)
+        self.slot(name).and_then(|s| self.view(s))
     }
 
     /// Every node name with its view.
     pub fn nodes(&self) -> impl Iterator<Item = (&String, &NodeView)> {
-        self.nodes.iter()
+        self.slots.iter().flatten().map(|(n, v)| (n, v))
     }
 
     /// Number of nodes.
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        self.slots.len() - self.free.len()
     }
 
     /// Whether there are no nodes.
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.len() == 0
     }
 
     /// Number of assumed allocations.
@@ -256,11 +391,11 @@ impl ClusterState {
     }
 
     fn refresh(&mut self, name: &str) {
-        if let Some(NodeView::Known(e)) = self.nodes.get(name) {
+        if let Some(NodeView::Known(e)) = self.node(name) {
             let info = e.info.clone();
             let eff = self.effective(name, info);
-            self.nodes
-                .insert(name.to_string(), NodeView::Known(Box::new(eff)));
+            self.put(name, NodeView::Known(Box::new(eff)));
+            self.changed.push(name.to_string());
         }
     }
 
@@ -301,6 +436,7 @@ impl ClusterState {
         hash_settings(&info.settings, &mut h);
         used.gpus.hash(&mut h);
         used.nics.hash(&mut h);
+        used.cpus.hash(&mut h);
         Effective {
             state_key: h.finish(),
             info,
@@ -311,10 +447,79 @@ impl ClusterState {
     }
 }
 
+impl NameIndex {
+    fn hash(&self, name: &str) -> u64 {
+        self.hasher.hash_one(name)
+    }
+
+    fn name_of<'a>(&'a self, hot: &[Hot], slot: Slot) -> &'a str {
+        hot.get(slot as usize)
+            .and_then(|h| {
+                self.arena
+                    .get(h.name_at as usize..(h.name_at as usize + h.name_len as usize))
+            })
+            .unwrap_or("")
+    }
+
+    fn get(&self, name: &str, hot: &[Hot]) -> Option<Slot> {
+        if !self.collided.is_empty()
+            && let Some(s) = self.collided.get(name)
+        {
+            return Some(*s);
+        }
+        let slot = *self.by_hash.get(&self.hash(name))?;
+        (self.name_of(hot, slot) == name).then_some(slot)
+    }
+
+    /// Indexes a new name; returns where the arena holds it.
+    fn insert(&mut self, name: &str, slot: Slot, hot: &[Hot]) -> (u32, u32) {
+        let at = u32::try_from(self.arena.len()).unwrap_or(u32::MAX);
+        let len = u32::try_from(name.len()).unwrap_or(u32::MAX);
+        self.arena.push_str(name);
+        let h = self.hash(name);
+        match self.by_hash.get(&h) {
+            Some(&other) if self.name_of(hot, other) != name => {
+                self.collided.insert(name.to_string(), slot);
+            }
+            _ => {
+                self.by_hash.insert(h, slot);
+            }
+        }
+        (at, len)
+    }
+
+    fn remove(&mut self, name: &str, slot: Slot, hot: &[Hot]) {
+        self.garbage += name.len();
+        if self.collided.remove(name).is_none() {
+            let h = self.hash(name);
+            if self.by_hash.get(&h) == Some(&slot) {
+                self.by_hash.remove(&h);
+            }
+        }
+        let _ = hot;
+    }
+
+    /// Rewrites the arena without the names of removed nodes.
+    fn compact(&mut self, slots: &[Option<(String, NodeView)>], hot: &mut [Hot]) {
+        let mut arena = String::with_capacity(self.arena.len() - self.garbage);
+        for (i, s) in slots.iter().enumerate() {
+            if let (Some((name, _)), Some(h)) = (s, hot.get_mut(i)) {
+                h.name_at = u32::try_from(arena.len()).unwrap_or(u32::MAX);
+                arena.push_str(name);
+            }
+        }
+        self.arena = arena;
+        self.garbage = 0;
+    }
+}
+
 fn hash_settings(s: &Settings, h: &mut DefaultHasher) {
     s.topology_manager_policy.hash(h);
     s.topology_manager_scope.hash(h);
     s.topology_manager_policy_options.hash(h);
+    (s.cpu_manager_policy == CpuPolicy::Static).hash(h);
+    s.reserved_system_cpus.hash(h);
+    s.reserved_cpu_millis.hash(h);
 }
 
 /// Partially used switches + NUMA nodes + fabric islands under `used` (the planner's

@@ -133,8 +133,11 @@ pub async fn run(client: Client, app: Arc<App>) -> Result<(), WatchError> {
         watcher(nodes, watcher::Config::default()).default_backoff(),
     );
     let s = shared.clone();
-    let node_task = tokio::spawn(consume(node_stream, node_store, move |ev| {
-        node_event(&s, ev)
+    let node_task = tokio::spawn(consume(node_stream, node_store, move |ev, warm| {
+        node_event(&s, ev);
+        if warm {
+            s.app.warm_changed();
+        }
     }));
 
     let nrt_task = if nrt_enabled {
@@ -145,8 +148,11 @@ pub async fn run(client: Client, app: Arc<App>) -> Result<(), WatchError> {
             watcher(nrt_api, watcher::Config::default()).default_backoff(),
         );
         let s = shared.clone();
-        Some(tokio::spawn(consume(stream, store, move |ev| {
-            nrt_event(&s, ev)
+        Some(tokio::spawn(consume(stream, store, move |ev, warm| {
+            nrt_event(&s, ev);
+            if warm {
+                s.app.warm_changed();
+            }
         })))
     } else {
         None
@@ -157,7 +163,12 @@ pub async fn run(client: Client, app: Arc<App>) -> Result<(), WatchError> {
         .fields("spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed");
     let pod_stream = reflector(pod_writer, watcher(pods, cfg).default_backoff());
     let s = shared.clone();
-    let pod_task = tokio::spawn(consume(pod_stream, pod_store, move |ev| pod_event(&s, ev)));
+    let pod_task = tokio::spawn(consume(pod_stream, pod_store, move |ev, warm| {
+        pod_event(&s, ev);
+        if warm {
+            s.app.warm_changed();
+        }
+    }));
 
     let s = shared.clone();
     let ticker = tokio::spawn(async move {
@@ -165,6 +176,7 @@ pub async fn run(client: Client, app: Arc<App>) -> Result<(), WatchError> {
         loop {
             t.tick().await;
             s.state().expire(SystemTime::now());
+            s.app.warm_changed();
             s.app.update_gauges(SystemTime::now());
         }
     });
@@ -178,7 +190,9 @@ pub async fn run(client: Client, app: Arc<App>) -> Result<(), WatchError> {
     Ok(())
 }
 
-/// What one event means, with the store's full content at `InitDone`.
+/// What one event means, with the store's full content at `InitDone`. The handler's
+/// second argument says whether to re-judge changed nodes now (not during a first list:
+/// at its end).
 enum Ev<K> {
     Apply(K),
     Delete(K),
@@ -190,14 +204,15 @@ where
     K: Resource + Clone + 'static,
     K::DynamicType: Eq + std::hash::Hash + Clone,
     S: Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
-    F: FnMut(Ev<K>),
+    F: FnMut(Ev<K>, bool),
 {
     let mut stream = std::pin::pin!(stream);
     while let Some(item) = stream.next().await {
         match item {
-            Ok(watcher::Event::Apply(k) | watcher::Event::InitApply(k)) => handle(Ev::Apply(k)),
-            Ok(watcher::Event::Delete(k)) => handle(Ev::Delete(k)),
-            Ok(watcher::Event::InitDone) => handle(Ev::Synced(store.state())),
+            Ok(watcher::Event::Apply(k)) => handle(Ev::Apply(k), true),
+            Ok(watcher::Event::InitApply(k)) => handle(Ev::Apply(k), false),
+            Ok(watcher::Event::Delete(k)) => handle(Ev::Delete(k), true),
+            Ok(watcher::Event::InitDone) => handle(Ev::Synced(store.state()), true),
             Ok(watcher::Event::Init) => {}
             Err(e) => tracing::warn!(error = %e, "watch error; retrying with backoff"),
         }

@@ -337,3 +337,97 @@ fn the_cache_changes_no_decision() {
         }
     }
 }
+
+#[test]
+fn changed_nodes_are_judged_on_the_watch_event_and_reused_slots_never_mix_up() {
+    let mut i = Interner::default();
+    let mut st = state();
+    let cands: Vec<String> = (0..12).map(|k| format!("n{k}")).collect();
+    for (k, n) in cands.iter().enumerate() {
+        let used: &[&str] = if k % 2 == 0 { &[] } else { &MI_GPUS_N0 };
+        st.upsert_node(n, node(&mut i, "mi300x-8", Policy::Restricted, used, &[]));
+    }
+    let cached = Decider::new(ResourceMap::default(), 10_000);
+    let plain = Decider::new(ResourceMap::default(), 0);
+    let req = pod_request(
+        &pod("p", json!({AMD: 4, VF: 4}), json!({})),
+        plain.resources(),
+    )
+    .unwrap();
+    let now = SystemTime::now();
+    let same = |st: &topoalign_extender::ClusterState| {
+        let a = cached.filter(st, &req, &cands, now).0;
+        let b = plain.filter(st, &req, &cands, now).0;
+        assert_eq!((&a.passed, &a.failed), (&b.passed, &b.failed));
+        let a = cached.prioritize(st, &req, &cands, now).0.scores;
+        let b = plain.prioritize(st, &req, &cands, now).0.scores;
+        assert_eq!(a, b);
+    };
+    same(&st);
+    let _ = st.take_changed();
+    // A node fills up, another is removed and its slot taken by a new name, a removed
+    // name comes back with other data.
+    st.upsert_node(
+        "n0",
+        node(
+            &mut i,
+            "mi300x-8",
+            Policy::Restricted,
+            &MI_GPUS_N1[..2],
+            &[],
+        ),
+    );
+    st.remove_node("n3");
+    st.upsert_node(
+        "fresh",
+        node(&mut i, "mi300x-8", Policy::Restricted, &[], &[]),
+    );
+    st.remove_node("n5");
+    st.upsert_node(
+        "n5",
+        node(&mut i, "mi300x-8", Policy::SingleNumaNode, &[], &[]),
+    );
+    let changed = st.take_changed();
+    assert_eq!(changed, ["fresh", "n0", "n5"]);
+    // The watch event judges the changed nodes for the shapes in use: the next call
+    // computes nothing.
+    assert!(cached.warm(&st, &changed, now) > 0);
+    let (_, stats) = cached.filter(&st, &req, &cands, now);
+    assert_eq!(stats.misses, 0, "{stats:?}");
+    same(&st);
+    let mut with_fresh = cands.clone();
+    with_fresh.push("fresh".to_string());
+    let a = cached.filter(&st, &req, &with_fresh, now).0;
+    let b = plain.filter(&st, &req, &with_fresh, now).0;
+    assert_eq!((a.passed, a.failed), (b.passed, b.failed));
+    assert_eq!(st.len(), 12);
+}
+
+#[test]
+fn a_tiny_cache_evicts_and_still_decides_the_same() {
+    let mut i = Interner::default();
+    let mut st = state();
+    let mut cands = Vec::new();
+    for k in 0..30 {
+        let used: &[&str] = [&[][..], &MI_GPUS_N0[..], &MI_GPUS_N1[..1]][k % 3];
+        let name = format!("n{k}");
+        st.upsert_node(
+            &name,
+            node(&mut i, "mi300x-8", Policy::Restricted, used, &[]),
+        );
+        cands.push(name);
+    }
+    let tiny = Decider::new(ResourceMap::default(), 2);
+    let plain = Decider::new(ResourceMap::default(), 0);
+    for g in [1, 2, 4, 8, 2, 1] {
+        let req = pod_request(
+            &pod("p", json!({AMD: g, VF: g}), json!({})),
+            plain.resources(),
+        )
+        .unwrap();
+        let a = tiny.filter(&st, &req, &cands, SystemTime::now()).0;
+        let b = plain.filter(&st, &req, &cands, SystemTime::now()).0;
+        assert_eq!((a.passed, a.failed), (b.passed, b.failed));
+        assert!(tiny.cached() <= 30, "{}", tiny.cached());
+    }
+}

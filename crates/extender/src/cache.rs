@@ -1,0 +1,260 @@
+//! The verdict cache: per pod shape (the request hash), the verdict for each node state
+//! (the node's state key), so that a scheduler call over thousands of nodes is one map
+//! lookup per node once a shape has been seen. Nodes that change are re-judged for the
+//! recently used shapes on the watch event ([`crate::decide::Decider::warm`]), off the
+//! request path.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::decide::Verdict;
+use crate::podreq::PodRequest;
+use crate::state::{ClusterState, NodeView, Slot};
+
+/// A hasher for keys that already are 64-bit hashes (state keys, request hashes): it
+/// keeps the value as it is (any other input is folded in FNV-1a style).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = self.0.rotate_left(29) ^ v;
+    }
+}
+
+/// A map keyed by a 64-bit hash.
+pub type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
+
+/// A verdict with its message already written as a JSON string (empty when the verdict
+/// has no message), so that answers copy it instead of escaping it per node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judged {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The rejection message as a JSON string, quotes included.
+    pub message_json: Box<[u8]>,
+}
+
+impl Judged {
+    /// Wraps a verdict.
+    pub fn new(verdict: Verdict) -> Self {
+        let message_json = match &verdict {
+            Verdict::Reject { message, .. } => {
+                let mut out = Vec::with_capacity(message.len() + 2);
+                crate::protocol::push_json_str(&mut out, message);
+                out.into_boxed_slice()
+            }
+            _ => Box::default(),
+        };
+        Judged {
+            verdict,
+            message_json,
+        }
+    }
+}
+
+/// No verdict recorded for a slot.
+const NONE: u32 = u32::MAX;
+
+/// One pod shape's verdicts: distinct verdicts once, the verdict of each node state, and
+/// per state slot the verdict of the state it was last seen in.
+#[derive(Debug)]
+pub struct Shape {
+    /// The request (kept to re-judge changed nodes on watch events).
+    pub req: PodRequest,
+    distinct: Vec<Judged>,
+    interned: HashMap<Verdict, u32>,
+    by_key: KeyMap<u32>,
+    by_slot: Vec<(u64, u32)>,
+    /// The cache clock when last used.
+    pub used_at: u64,
+}
+
+impl Shape {
+    fn new(req: PodRequest, used_at: u64) -> Self {
+        Shape {
+            req,
+            distinct: Vec::new(),
+            interned: HashMap::new(),
+            by_key: KeyMap::default(),
+            by_slot: Vec::new(),
+            used_at,
+        }
+    }
+
+    /// Node states with a verdict.
+    pub fn len(&self) -> usize {
+        self.by_key.len()
+    }
+
+    /// Whether no verdict is held.
+    pub fn is_empty(&self) -> bool {
+        self.by_key.is_empty()
+    }
+
+    /// The verdict of a node in `slot` whose state key is `key`: from the slot's record
+    /// (one array read), else from the state map, else `judge()` (then recorded).
+    /// Returns the verdict and whether it was computed now.
+    pub fn get_or_judge(
+        &mut self,
+        slot: Slot,
+        key: u64,
+        judge: impl FnOnce(&PodRequest) -> Verdict,
+    ) -> (&Judged, bool) {
+        let i = slot as usize;
+        if let Some(&(k, v)) = self.by_slot.get(i)
+            && k == key
+            && (v as usize) < self.distinct.len()
+        {
+            return (&self.distinct[v as usize], false);
+        }
+        let mut fresh = false;
+        let v = match self.by_key.get(&key) {
+            Some(&v) => v,
+            None => {
+                fresh = true;
+                let verdict = judge(&self.req);
+                let v = match self.interned.get(&verdict) {
+                    Some(&v) => v,
+                    None => {
+                        let v = u32::try_from(self.distinct.len()).unwrap_or(NONE);
+                        self.interned.insert(verdict.clone(), v);
+                        self.distinct.push(Judged::new(verdict));
+                        v
+                    }
+                };
+                self.by_key.insert(key, v);
+                v
+            }
+        };
+        if self.by_slot.len() <= i {
+            self.by_slot.resize(i + 1, (0, NONE));
+        }
+        self.by_slot[i] = (key, v);
+        (&self.distinct[v as usize], fresh)
+    }
+
+    /// Keeps only the verdicts of the given live state keys.
+    fn retain_live(&mut self, live: &HashSet<u64, BuildHasherDefault<KeyHasher>>) {
+        self.by_key.retain(|k, _| live.contains(k));
+        if self.distinct.len() > 64 && self.distinct.len() > 2 * self.by_key.len() {
+            // Mostly dead verdicts: start the shape over.
+            self.distinct.clear();
+            self.interned.clear();
+            self.by_key.clear();
+            self.by_slot.clear();
+        }
+    }
+}
+
+/// Verdicts by pod shape, bounded in entries.
+#[derive(Debug)]
+pub struct VerdictCache {
+    shapes: KeyMap<Shape>,
+    clock: u64,
+    limit: usize,
+}
+
+/// Shapes re-judged on a node change: the most recently used ones.
+pub const WARM_SHAPES: usize = 16;
+
+impl VerdictCache {
+    /// An empty cache holding at most about `limit` verdicts.
+    pub fn new(limit: usize) -> Self {
+        VerdictCache {
+            shapes: KeyMap::default(),
+            clock: 0,
+            limit,
+        }
+    }
+
+    /// Verdicts held, all shapes together.
+    pub fn len(&self) -> usize {
+        self.shapes.values().map(Shape::len).sum()
+    }
+
+    /// Whether nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.shapes.is_empty()
+    }
+
+    /// Makes room for `incoming` new verdicts: first drops verdicts of node states no
+    /// node is in any more, then whole shapes, least recently used first.
+    pub fn make_room(&mut self, state: &ClusterState, incoming: usize) {
+        if self.len() + incoming <= self.limit {
+            return;
+        }
+        let live: HashSet<u64, BuildHasherDefault<KeyHasher>> = state
+            .nodes()
+            .filter_map(|(_, v)| match v {
+                NodeView::Known(e) => Some(e.state_key),
+                NodeView::Broken(_) => None,
+            })
+            .collect();
+        for s in self.shapes.values_mut() {
+            s.retain_live(&live);
+        }
+        while self.len() + incoming > self.limit && !self.shapes.is_empty() {
+            let oldest = self
+                .shapes
+                .iter()
+                .min_by_key(|(_, s)| s.used_at)
+                .map(|(k, _)| *k);
+            match oldest {
+                Some(k) => {
+                    self.shapes.remove(&k);
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// The shape of `req`, created empty when new, marked as just used.
+    pub fn shape(&mut self, req: &PodRequest) -> &mut Shape {
+        self.clock += 1;
+        let now = self.clock;
+        let s = self
+            .shapes
+            .entry(req.hash)
+            .or_insert_with(|| Shape::new(req.clone(), now));
+        s.used_at = now;
+        s
+    }
+
+    /// The [`WARM_SHAPES`] most recently used shapes.
+    pub fn recent(&mut self) -> Vec<&mut Shape> {
+        let mut all: Vec<&mut Shape> = self.shapes.values_mut().collect();
+        all.sort_by_key(|s| std::cmp::Reverse(s.used_at));
+        all.truncate(WARM_SHAPES);
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::BuildHasher;
+
+    #[test]
+    fn key_hasher_keeps_u64_keys_apart() {
+        let b = BuildHasherDefault::<KeyHasher>::default();
+        let h = |v: u64| b.hash_one(v);
+        assert_ne!(h(1), h(2));
+        assert_eq!(h(7), h(7));
+        let mut s = b.build_hasher();
+        s.write(b"ab");
+        let mut t = b.build_hasher();
+        t.write(b"ba");
+        assert_ne!(s.finish(), t.finish());
+    }
+}

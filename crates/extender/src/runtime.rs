@@ -1,0 +1,155 @@
+//! The serving process: the API client, the watchers, the HTTP server, graceful
+//! shutdown on SIGINT/SIGTERM.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use topoalign_tm::ResourceMap;
+
+use crate::decide::Decider;
+use crate::server::{App, serve};
+use crate::state::ClusterState;
+use crate::watch::WatchError;
+
+/// Serving settings.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Address to serve on.
+    pub listen: SocketAddr,
+    /// Agent data older than this is stale.
+    pub stale_after: Duration,
+    /// Assumed allocations on agent-reported nodes last this long.
+    pub assume_ttl: Duration,
+    /// Verdict cache entries (0: none).
+    pub cache_size: usize,
+    /// Resource names → devices.
+    pub resources: ResourceMap,
+}
+
+/// Why the extender stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The kubeconfig cannot be read.
+    #[error("reading kubeconfig {path}: {source}")]
+    Kubeconfig {
+        /// The file.
+        path: String,
+        /// Why.
+        source: kube::config::KubeconfigError,
+    },
+    /// No configuration found.
+    #[error("no kubeconfig given and none found (in-cluster, $KUBECONFIG, ~/.kube/config): {0}")]
+    Infer(#[source] kube::config::InferConfigError),
+    /// The client cannot be built.
+    #[error("building the API client: {0}")]
+    Client(#[source] kube::Error),
+    /// The listen address cannot be bound.
+    #[error("--listen {addr}: cannot bind: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The watchers failed.
+    #[error("watching the API server: {0}")]
+    Watch(#[from] WatchError),
+    /// A task failed.
+    #[error("{0} task failed")]
+    Task(&'static str),
+    /// Serving failed.
+    #[error("serving: {0}")]
+    Serve(#[source] std::io::Error),
+}
+
+/// An API client from `kubeconfig`, else the in-cluster config, `$KUBECONFIG` or
+/// `~/.kube/config`.
+pub async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client, RunError> {
+    let config = match kubeconfig {
+        Some(p) => {
+            let path = p.display().to_string();
+            let kc =
+                kube::config::Kubeconfig::read_from(p).map_err(|source| RunError::Kubeconfig {
+                    path: path.clone(),
+                    source,
+                })?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|source| RunError::Kubeconfig { path, source })?
+        }
+        None => kube::Config::infer().await.map_err(RunError::Infer)?,
+    };
+    kube::Client::try_from(config).map_err(RunError::Client)
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}
+
+/// How long calls in flight may finish after the stop signal.
+pub const DRAIN: Duration = Duration::from_secs(10);
+
+/// Serves until `shutdown` resolves (or the watchers fail): binds, calls `listening`
+/// with the address, runs the watchers and the server, then lets calls in flight finish
+/// for up to [`DRAIN`]. Returns whether the drain finished in time.
+pub async fn run(
+    client: kube::Client,
+    cfg: ServeConfig,
+    shutdown: impl Future<Output = ()>,
+    listening: impl FnOnce(SocketAddr),
+) -> Result<bool, RunError> {
+    let state = Arc::new(RwLock::new(ClusterState::new(
+        cfg.stale_after,
+        cfg.assume_ttl,
+    )));
+    let app = Arc::new(App::new(state, Decider::new(cfg.resources, cfg.cache_size)));
+    let listener = tokio::net::TcpListener::bind(cfg.listen)
+        .await
+        .map_err(|source| RunError::Bind {
+            addr: cfg.listen,
+            source,
+        })?;
+    listening(listener.local_addr().unwrap_or(cfg.listen));
+    let watch = tokio::spawn(crate::watch::run(client, app.clone()));
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let server = tokio::spawn(serve(listener, app, async move {
+        let _ = stop_rx.changed().await;
+    }));
+    let outcome: Result<(), RunError> = tokio::select! {
+        _ = shutdown => Ok(()),
+        w = watch => match w {
+            Ok(r) => r.map_err(RunError::from),
+            Err(_) => Err(RunError::Task("watcher")),
+        },
+    };
+    let _ = stop_tx.send(true);
+    let drained = match tokio::time::timeout(DRAIN, server).await {
+        Ok(Ok(Ok(()))) => true,
+        Ok(Ok(Err(e))) => return Err(RunError::Serve(e)),
+        Ok(Err(_)) => return Err(RunError::Task("server")),
+        Err(_) => false,
+    };
+    outcome?;
+    Ok(drained)
+}
