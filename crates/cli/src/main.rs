@@ -9,6 +9,7 @@ mod source;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use tracing_subscriber::util::SubscriberInitExt;
 
 /// Topology-aware GPU + NIC placement for Kubernetes.
 #[derive(Debug, Parser)]
@@ -56,14 +57,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TOPOALIGN_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    install_log_subscriber(&cli.command);
     let result = match cli.command {
         Command::Discover(a) => cmd::discover::run(a),
         Command::Matrix(a) => cmd::matrix::run(a),
@@ -89,4 +84,27 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Installs the one log subscriber (stderr), once the arguments are known: the node
+/// agent's JSON or text lines as `driver --log-format` asks (level from `TOPOALIGN_LOG`,
+/// default info), else text at `TOPOALIGN_LOG` (default warn).
+fn install_log_subscriber(command: &Command) {
+    use topoalign_driver::{LogFormat, logging};
+    let dispatch = match command {
+        Command::Driver(a) if !a.dry_run => logging::dispatch(match a.log_format {
+            cmd::driver::LogFormatArg::Json => LogFormat::Json,
+            cmd::driver::LogFormatArg::Text => LogFormat::Text,
+        }),
+        _ => tracing_subscriber::fmt()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_env("TOPOALIGN_LOG")
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            )
+            .with_writer(std::io::stderr)
+            .finish()
+            .into(),
+    };
+    // Fails only when a subscriber is already installed, which nothing before does.
+    let _ = dispatch.try_init();
 }

@@ -29,10 +29,13 @@ pub fn print_structured<T: Serialize>(value: &T, format: Format) -> anyhow::Resu
         Format::Yaml => serde_saphyr::to_string(value).context("encoding YAML")?,
         Format::Table => anyhow::bail!("table output is printed by the command itself"),
     };
+    write_stdout(&text)
+}
+
+/// Writes `text` to stdout as is.
+pub fn write_stdout(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .context("writing to stdout")?;
-    Ok(())
+    out.write_all(text.as_bytes()).context("writing to stdout")
 }
 
 /// Prints `table` (text) or `value` (JSON/YAML).
@@ -42,10 +45,7 @@ pub fn print<T: Serialize>(
     table: impl FnOnce() -> String,
 ) -> anyhow::Result<()> {
     match format {
-        Format::Table => {
-            print!("{}", table());
-            Ok(())
-        }
+        Format::Table => write_stdout(&table()),
         f => print_structured(value, f),
     }
 }

@@ -4,7 +4,6 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use topoalign_discover::{Discovery, Source};
-use topoalign_topology::FabricStatus;
 
 /// Where to read the node topology from (at most one; default as each command says).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -33,57 +32,39 @@ pub struct TopologyArgs {
 }
 
 impl TopologyArgs {
-    /// The source these flags name, or `default` when none is given.
-    pub fn source(&self, default: Source) -> Source {
+    /// The source these flags name, if any.
+    pub fn given(&self) -> Option<Source> {
         if let Some(root) = &self.sysfs_root {
-            Source::Sysfs {
+            let nvlink_from = self.nvlink_from.clone();
+            return Some(Source::Sysfs {
                 root: root.clone(),
-                nvlink_from: self.nvlink_from.clone(),
-            }
-        } else if let Some(p) = &self.profile {
-            Source::Profile(p.clone())
-        } else if let Some(f) = &self.from_nvidia_smi {
-            Source::NvidiaSmi(f.clone())
-        } else if let Some(f) = &self.from_amd_smi {
-            Source::AmdSmi(f.clone())
-        } else if let Some(f) = &self.from_nccl_xml {
-            Source::NcclXml(f.clone())
-        } else {
-            default
+                nvlink_from,
+            });
         }
+        let profile = self.profile.clone().map(Source::Profile);
+        profile
+            .or_else(|| self.from_nvidia_smi.clone().map(Source::NvidiaSmi))
+            .or_else(|| self.from_amd_smi.clone().map(Source::AmdSmi))
+            .or_else(|| self.from_nccl_xml.clone().map(Source::NcclXml))
     }
 
-    /// Loads the topology, printing discovery warnings to stderr.
+    /// The source these flags name, or `default` when none is given.
+    pub fn source(&self, default: Source) -> Source {
+        self.given().unwrap_or(default)
+    }
+
+    /// Loads the topology (asking `nvidia-smi` on the live host for what sysfs lacks),
+    /// printing discovery warnings to stderr.
     pub fn load(&self, default: Source) -> anyhow::Result<Discovery> {
         let source = self.source(default);
-        let mut d = topoalign_discover::load(&source)
-            .with_context(|| format!("reading the topology from {}", describe(&source)))?;
-        // The library never runs programs; on the live host the CLI asks NVML (through
-        // nvidia-smi) for what sysfs lacks, when nothing else supplied it.
-        if let Source::Sysfs {
-            root,
-            nvlink_from: None,
-        } = &source
-            && root.as_path() == std::path::Path::new("/")
-            && d.topology.fabric_status() == FabricStatus::Unknown
-        {
-            let program = topoalign_discover::nvidia_smi_tool::program_from_env();
-            topoalign_discover::nvidia_smi_tool::merge_nvlinks(&mut d, &program);
-        }
-        for w in &d.warnings {
-            eprintln!("warning: {w}");
-        }
+        let d = topoalign_discover::load_on_host(&source)
+            .with_context(|| format!("reading the topology from {}", source.describe()))?;
+        crate::output::warn(&d.warnings);
         Ok(d)
     }
 }
 
 /// A short human description of a source for error messages.
 pub fn describe(source: &Source) -> String {
-    match source {
-        Source::Sysfs { root, .. } => format!("sysfs under {}", root.display()),
-        Source::Profile(p) => format!("profile `{p}`"),
-        Source::NvidiaSmi(f) => format!("nvidia-smi output {}", f.display()),
-        Source::AmdSmi(f) => format!("amd-smi output {}", f.display()),
-        Source::NcclXml(f) => format!("NCCL topology XML {}", f.display()),
-    }
+    source.describe()
 }

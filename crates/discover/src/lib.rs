@@ -11,6 +11,7 @@
 //!   run only when the caller (the CLI) asks for it; no other call spawns a process.
 
 pub mod error;
+pub mod host;
 pub mod nvidia_smi_tool;
 pub mod parse;
 pub mod source;
@@ -18,4 +19,5 @@ pub mod sysfs;
 pub mod sysfs_write;
 
 pub use error::DiscoverError;
+pub use host::load_on_host;
 pub use source::{Discovery, Source, load};

@@ -38,15 +38,18 @@ pub mod allocator;
 pub mod attr;
 pub mod cdi;
 pub mod cel;
+pub mod claim_text;
 pub mod claims;
 pub mod classes;
 mod error;
 pub mod explain;
+pub mod explain_node;
 pub mod inventory;
 pub mod limits;
 pub mod mixed;
 pub mod names;
 pub mod prepare;
+pub mod slice_file;
 pub mod slices;
 
 pub use allocator::{DeviceId, NodeDevices, Outcome, first_fit};

@@ -19,6 +19,7 @@ pub mod edit_json;
 pub mod edit_yaml;
 pub mod error;
 pub mod ops;
+pub mod reports;
 pub mod settings;
 pub mod text;
 pub mod timestamp;
@@ -32,6 +33,7 @@ pub use ops::{
     Applied, DEFAULT_CPU_MANAGER_STATE, FieldChange, RollbackOptions, RolledBack, SetPlan,
     apply_set, cpu_state_warning, plan_set, rollback,
 };
+pub use reports::{SetReport, ShowReport};
 pub use settings::{Setting, topology_settings};
 pub use text::{NEXT_STEPS, display_value};
 pub use topoalign_atomic::{Hook, WriteStep};

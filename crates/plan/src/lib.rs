@@ -56,6 +56,7 @@ pub mod score;
 mod search;
 mod text;
 pub mod types;
+pub mod words;
 
 pub use error::{Bound, PlanError};
 pub use planner::Planner;

@@ -12,6 +12,7 @@
 //! Device addresses are the seeds' own; the bridges above them, the bus numbers of those
 //! bridges, CPU lists and memory sizes are modeled (documented per profile).
 
+pub mod catalog;
 mod dgx_h100;
 mod gb300;
 mod mi300x;
@@ -19,6 +20,8 @@ mod parts;
 mod pcie_2socket;
 
 use topoalign_topology::Topology;
+
+pub use catalog::{UnknownProfile, lookup};
 
 /// Names of the built-in profiles, in the order `topoalign profile list` shows them.
 pub const NAMES: [&str; 4] = ["mi300x-8", "gb300-4", "dgx-h100", "pcie-2socket"];

@@ -11,6 +11,7 @@
 
 pub mod env;
 pub mod error;
+pub mod gate;
 pub mod report;
 pub mod visible;
 

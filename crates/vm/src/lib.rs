@@ -14,6 +14,7 @@
 pub mod check;
 pub mod domain;
 pub mod error;
+pub mod explain;
 pub mod guest;
 pub mod host;
 pub mod layout;

@@ -1,14 +1,11 @@
 //! `topoalign discover`: read a node's topology from sysfs, a profile, or saved vendor
 //! tool output, and print it as a readable summary, JSON or YAML.
 
-use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use topoalign_discover::Source;
 
-use crate::output::{Format, print_structured};
+use crate::output::{Format, print};
 use crate::source::TopologyArgs;
 
 /// Arguments.
@@ -24,24 +21,14 @@ pub struct Args {
 
 /// The default source: this host's sysfs.
 pub fn host_sysfs() -> Source {
-    Source::Sysfs {
-        root: PathBuf::from("/"),
-        nvlink_from: None,
-    }
+    Source::host()
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let d = args.topology.load(host_sysfs())?;
-    match args.format {
-        Format::Table => {
-            let text = topoalign_render::summary::render(&d.topology);
-            std::io::stdout()
-                .lock()
-                .write_all(text.as_bytes())
-                .context("writing to stdout")?;
-        }
-        f => print_structured(&d.topology, f)?,
-    }
+    print(&d.topology, args.format, || {
+        topoalign_render::summary::render(&d.topology)
+    })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,13 +1,13 @@
 //! `topoalign draw`: the machine as SVG (laid out by topoalign, no Graphviz needed) or as
 //! Graphviz DOT, to stdout or atomically to a file.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
 use crate::cmd::discover::host_sysfs;
+use crate::output::write_stdout;
 use crate::source::TopologyArgs;
 
 /// Drawing formats.
@@ -52,10 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             topoalign_atomic::write(path, text.as_bytes()).context("--out")?
         }
-        None => std::io::stdout()
-            .lock()
-            .write_all(text.as_bytes())
-            .context("writing to stdout")?,
+        None => write_stdout(&text)?,
     }
     Ok(ExitCode::SUCCESS)
 }

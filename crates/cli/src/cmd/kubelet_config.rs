@@ -4,10 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
-use serde_json::json;
 use topoalign_kubelet::{
-    ChangeRequest, ConfigDocument, ConfigFormat, DEFAULT_CPU_MANAGER_STATE, RollbackOptions,
-    apply_set, cpu_state_warning, display_value, plan_set, rollback, topology_settings, validate,
+    ChangeRequest, DEFAULT_CPU_MANAGER_STATE, RollbackOptions, SetReport, ShowReport, apply_set,
+    cpu_state_warning, plan_set, rollback,
 };
 
 use crate::output::{Format, exit, print, warn, with_errors};
@@ -110,35 +109,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn show(file: PathBuf, f: Format) -> anyhow::Result<ExitCode> {
-    let doc = ConfigDocument::read(&file)?;
-    let settings = topology_settings(&doc.fields);
-    let v = validate(&doc.fields);
-    let report = json!({
-        "file": file, "format": doc.format, "settings": settings,
-        "errors": v.errors, "warnings": v.warnings,
-    });
-    print(&report, f, || {
-        let width = settings.iter().map(|s| s.field.len()).max().unwrap_or(0);
-        let syntax = match doc.format {
-            ConfigFormat::Json => "JSON",
-            ConfigFormat::Yaml => "YAML",
-        };
-        let mut s = format!("{} ({syntax})\n", file.display());
-        for st in &settings {
-            let mark = if st.default { "  (default)" } else { "" };
-            s += &format!(
-                "  {:width$}  {}{mark}\n",
-                st.field,
-                display_value(&st.value)
-            );
-        }
-        s
-    })?;
-    for e in &v.errors {
+    let report = ShowReport::read(&file)?;
+    print(&report, f, || report.text())?;
+    for e in &report.errors {
         eprintln!("error: {}: {e}", file.display());
     }
-    warn(&v.warnings);
-    Ok(exit(v.errors.is_empty()))
+    warn(&report.warnings);
+    Ok(exit(report.errors.is_empty()))
 }
 
 fn set(a: SetArgs, f: Format) -> anyhow::Result<ExitCode> {
@@ -156,30 +133,21 @@ fn set(a: SetArgs, f: Format) -> anyhow::Result<ExitCode> {
     }
     let plan = plan_set(&a.file, &request)?;
     warn(&plan.warnings);
-    let changes: Vec<String> = plan
-        .changes
-        .iter()
-        .map(|(k, v)| format!("{k}={}", display_value(v)))
-        .collect();
-    let mut report = json!({"file": a.file, "changes": changes, "written": false});
+    let state = a.remove_cpu_manager_state.as_deref();
     if plan.is_noop() || a.dry_run {
         let (from, to) = &plan.cpu_policy;
-        let handled = a.remove_cpu_manager_state.is_some();
-        let warnings: Vec<String> = cpu_state_warning(from, to, handled).into_iter().collect();
-        warn(&warnings);
-        report["diff"] = json!(plan.diff());
-        print(&report, f, || match plan.is_noop() {
-            true => format!("{}: already set, nothing to change\n", a.file.display()),
-            false => plan.diff() + "(dry run) nothing written\n",
-        })?;
+        warn(&Vec::from_iter(cpu_state_warning(
+            from,
+            to,
+            state.is_some(),
+        )));
+        let report = SetReport::planned(&a.file, &plan);
+        print(&report, f, || report.text(None))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let state = a.remove_cpu_manager_state.as_deref();
     let applied = apply_set(&plan, state, SystemTime::now(), None)?;
     warn(&applied.warnings);
-    report["written"] = json!(true);
-    report["backup"] = json!(applied.backup);
-    report["removedCpuManagerState"] = json!(applied.removed_cpu_state);
-    print(&report, f, || applied.text(&a.file, &changes))?;
+    let report = SetReport::written(&a.file, &plan, &applied);
+    print(&report, f, || report.text(Some(&applied)))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,14 +1,13 @@
 //! `topoalign matrix`: the pair matrix in `nvidia-smi topo -m` layout, for any vendor.
 
-use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use topoalign_render::matrix::{MatrixStyle, render};
 use topoalign_topology::PairMatrix;
 use topoalign_topology::matrix::MatrixOptions;
 
 use crate::cmd::discover::host_sysfs;
+use crate::output::{Format, print_structured, write_stdout};
 use crate::source::TopologyArgs;
 
 /// How the matrix is printed.
@@ -51,25 +50,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         include_non_rdma: args.all_nics,
     };
     let m = PairMatrix::build(&d.topology, opts);
-    let text = match args.format {
-        MatrixFormat::Table => {
-            let style = if args.aligned {
-                MatrixStyle::Aligned
-            } else {
-                MatrixStyle::Tabs
-            };
-            render(&m, style)
-        }
-        MatrixFormat::Json => {
-            let mut s = serde_json::to_string_pretty(&m).context("encoding JSON")?;
-            s.push('\n');
-            s
-        }
-        MatrixFormat::Yaml => serde_saphyr::to_string(&m).context("encoding YAML")?,
+    let style = match args.aligned {
+        true => MatrixStyle::Aligned,
+        false => MatrixStyle::Tabs,
     };
-    std::io::stdout()
-        .lock()
-        .write_all(text.as_bytes())
-        .context("writing to stdout")?;
+    match args.format {
+        MatrixFormat::Table => write_stdout(&render(&m, style))?,
+        MatrixFormat::Json => print_structured(&m, Format::Json)?,
+        MatrixFormat::Yaml => print_structured(&m, Format::Yaml)?,
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -4,8 +4,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use topoalign_discover::Source;
 use topoalign_kube_types::quantity::Quantity;
+use topoalign_plan::words::{
+    GPU_LINK_WORDS, LINK_LAYER_WORDS, NIC_ROLE_WORDS, UnknownWord, parse_link_layer,
+};
 use topoalign_plan::{GpuLinkBound, NicCount, NicRole, PlanError, Planner, Request, Usage};
 use topoalign_topology::{LinkLayer, PcieClass};
 
@@ -36,8 +40,8 @@ pub struct Args {
     #[arg(long)]
     max_pair: Option<PcieClass>,
     /// Whether every chosen GPU pair must be NVLink/xGMI connected.
-    #[arg(long, value_enum, default_value_t = GpuLinkArg::Any)]
-    gpu_link: GpuLinkArg,
+    #[arg(long, value_parser = words(GPU_LINK_WORDS, str::parse::<GpuLinkBound>), default_value = "any")]
+    gpu_link: GpuLinkBound,
     /// Only GPUs whose vendor contains this (nvidia, amd, …).
     #[arg(long)]
     gpu_vendor: Option<String>,
@@ -45,11 +49,11 @@ pub struct Args {
     #[arg(long)]
     gpu_model: Option<String>,
     /// Only NICs with this link layer.
-    #[arg(long, value_enum)]
-    nic_link_layer: Option<LinkLayerArg>,
+    #[arg(long, value_parser = words(LINK_LAYER_WORDS, parse_link_layer))]
+    nic_link_layer: Option<LinkLayer>,
     /// Which SR-IOV functions may be chosen.
-    #[arg(long, value_enum, default_value_t = RoleArg::Any)]
-    nic_role: RoleArg,
+    #[arg(long, value_parser = words(NIC_ROLE_WORDS, str::parse::<NicRole>), default_value = "any")]
+    nic_role: NicRole,
     /// Only NICs with an RDMA device.
     #[arg(long)]
     require_rdma: bool,
@@ -61,23 +65,12 @@ pub struct Args {
     output: Format,
 }
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum GpuLinkArg {
-    Nvlink,
-    Any,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum LinkLayerArg {
-    Ib,
-    Eth,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum RoleArg {
-    Pf,
-    Vf,
-    Any,
+/// Accepts `words` (listed in help) and parses them with `parse`.
+fn words<T: Clone + Send + Sync + 'static>(
+    words: &'static [&'static str],
+    parse: fn(&str) -> Result<T, UnknownWord>,
+) -> impl TypedValueParser<Value = T> {
+    PossibleValuesParser::new(words).try_map(move |s| parse(&s))
 }
 
 /// A count 0..=4096.
@@ -89,12 +82,7 @@ fn count(s: &str) -> Result<usize, String> {
 }
 
 fn request(a: &Args) -> anyhow::Result<Request> {
-    let nics = match (a.nics, a.nics_per_gpu) {
-        (Some(m), _) => NicCount::Total(m),
-        (None, Some(k)) => NicCount::PerGpu(k),
-        (None, None) => NicCount::Total(0),
-    };
-    let mut req = Request::new(a.gpus, nics);
+    let mut req = Request::new(a.gpus, NicCount::from_flags(a.nics, a.nics_per_gpu));
     req.cpus = a.cpus;
     req.memory = match a.memory {
         Some(q) if q.is_positive() => {
@@ -104,21 +92,11 @@ fn request(a: &Args) -> anyhow::Result<Request> {
         None => None,
     };
     req.max_pair = a.max_pair;
-    req.gpu_link = match a.gpu_link {
-        GpuLinkArg::Nvlink => GpuLinkBound::Nvlink,
-        GpuLinkArg::Any => GpuLinkBound::Any,
-    };
+    req.gpu_link = a.gpu_link;
     req.gpu_vendor = a.gpu_vendor.clone();
     req.gpu_model = a.gpu_model.clone();
-    req.nic_link_layer = a.nic_link_layer.map(|l| match l {
-        LinkLayerArg::Ib => LinkLayer::InfiniBand,
-        LinkLayerArg::Eth => LinkLayer::Ethernet,
-    });
-    req.nic_role = match a.nic_role {
-        RoleArg::Pf => NicRole::Pf,
-        RoleArg::Vf => NicRole::Vf,
-        RoleArg::Any => NicRole::Any,
-    };
+    req.nic_link_layer = a.nic_link_layer;
+    req.nic_role = a.nic_role;
     req.require_rdma = a.require_rdma;
     Ok(req)
 }

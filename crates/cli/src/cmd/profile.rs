@@ -4,11 +4,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use serde::Serialize;
-use topoalign_profiles as profiles;
-use topoalign_topology::Topology;
+use topoalign_profiles::catalog::{catalog, catalog_table};
+use topoalign_profiles::lookup;
 
-use crate::output::{Format, print_structured};
+use crate::output::{Format, print};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -47,30 +46,19 @@ pub enum Action {
     },
 }
 
-/// One row of `profile list`.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ProfileEntry {
-    name: &'static str,
-    description: &'static str,
-    gpus: usize,
-    nics: usize,
-    numa_nodes: usize,
-}
-
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.action {
-        Action::List { output } => list(output)?,
+        Action::List { output } => {
+            let rows = catalog();
+            print(&rows, output, || catalog_table(&rows))?;
+        }
         Action::Show { name, output } => {
-            let topo = get(&name)?;
-            match output {
-                Format::Table => print!("{}", topoalign_render::summary::render(&topo)),
-                f => print_structured(&topo, f)?,
-            }
+            let topo = lookup(&name)?;
+            print(&topo, output, || topoalign_render::summary::render(&topo))?;
         }
         Action::Write { name, dir } => {
-            let topo = get(&name)?;
+            let topo = lookup(&name)?;
             topoalign_discover::sysfs_write::write_tree(&topo, &dir)
                 .with_context(|| format!("writing profile `{name}` to {}", dir.display()))?;
             println!(
@@ -80,43 +68,4 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A profile by name, or an error listing the known names.
-fn get(name: &str) -> anyhow::Result<Topology> {
-    profiles::get(name).ok_or_else(|| {
-        anyhow::anyhow!(
-            "unknown profile `{name}`; built-in profiles: {}",
-            profiles::NAMES.join(", ")
-        )
-    })
-}
-
-/// `profile list`.
-fn list(output: Format) -> anyhow::Result<()> {
-    let mut rows = Vec::new();
-    for name in profiles::NAMES {
-        let topo = get(name)?;
-        rows.push(ProfileEntry {
-            name,
-            description: profiles::describe(name).unwrap_or(""),
-            gpus: topo.gpus.len(),
-            nics: topo.nics.len(),
-            numa_nodes: topo.numa.len(),
-        });
-    }
-    match output {
-        Format::Table => {
-            let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(4);
-            println!("{:<width$}  GPUS  NICS  NUMA  DESCRIPTION", "NAME");
-            for r in &rows {
-                println!(
-                    "{:<width$}  {:>4}  {:>4}  {:>4}  {}",
-                    r.name, r.gpus, r.nics, r.numa_nodes, r.description
-                );
-            }
-            Ok(())
-        }
-        f => print_structured(&rows, f),
-    }
 }

@@ -9,15 +9,14 @@ use std::process::ExitCode;
 use anyhow::Context;
 use topoalign_discover::Source;
 use topoalign_kubelet::ConfigDocument;
-use topoalign_tm::case::CaseFile;
-use topoalign_tm::matrix::{MatrixSpec, seed_matrix};
-use topoalign_tm::request::read_document;
+use topoalign_tm::input_files::{read_case, read_pod, read_usage};
+use topoalign_tm::matrix::MatrixSpec;
+use topoalign_tm::matrix_run::run_matrix;
 use topoalign_tm::settings::{CpuPolicy, MemoryPolicy};
-use topoalign_tm::text::{matrix_difference, matrix_text};
 use topoalign_tm::{Policy, Quantity, Scope, TmRequest};
 use topoalign_topology::CpuSet;
 
-use crate::output::{Format, exit, print, print_structured, with_errors};
+use crate::output::{Format, exit, print, with_errors};
 use crate::source::TopologyArgs;
 
 /// Arguments.
@@ -139,7 +138,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     with_errors(args.output, || {
         if args.matrix {
-            run_matrix(&args)
+            run_matrix_cmd(&args)
         } else {
             run_one(&args)
         }
@@ -147,12 +146,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run_one(args: &Args) -> anyhow::Result<ExitCode> {
-    let case = match &args.input {
-        Some(p) => Some(
-            CaseFile::from_value(&read_document(p)?).with_context(|| p.display().to_string())?,
-        ),
-        None => None,
-    };
+    let case = args.input.as_deref().map(read_case).transpose()?;
     let default_source = match case.as_ref().and_then(|c| c.profile.clone()) {
         Some(p) => Source::Profile(p),
         None => crate::cmd::discover::host_sysfs(),
@@ -166,22 +160,6 @@ fn run_one(args: &Args) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
-    let pod = match &args.pod {
-        Some(p) => Some(
-            topoalign_tm::Pod::from_manifest(&read_document(p)?)
-                .with_context(|| p.display().to_string())?,
-        ),
-        None => None,
-    };
-    let usage = match &args.used {
-        Some(p) => Some(serde_json::from_value(read_document(p)?).with_context(|| {
-            format!(
-                "{}: expected {{gpus: [BDF...], nics: [BDF...], cpus: \"0-7\"}}",
-                p.display()
-            )
-        })?),
-        None => None,
-    };
     let request = TmRequest {
         case,
         settings,
@@ -191,14 +169,14 @@ fn run_one(args: &Args) -> anyhow::Result<ExitCode> {
         cpu_manager_policy: args.cpu_manager_policy,
         memory_manager_policy: args.memory_manager_policy,
         reserved_cpus: args.reserved_cpus.clone(),
-        pod,
+        pod: args.pod.as_deref().map(read_pod).transpose()?,
         gpus: args.gpus,
         nics: args.nics,
         cpus: args.cpus,
         memory: args.memory,
         gpu_resource: args.gpu_resource.clone(),
         nic_resource: args.nic_resource.clone(),
-        usage,
+        usage: args.used.as_deref().map(read_usage).transpose()?,
         resources: args.resources.clone(),
         allocators: args.allocators.clone(),
         seed: args.seed,
@@ -208,40 +186,14 @@ fn run_one(args: &Args) -> anyhow::Result<ExitCode> {
     Ok(exit(outcome.admitted))
 }
 
-fn run_matrix(args: &Args) -> anyhow::Result<ExitCode> {
-    let topo = args
-        .topology
-        .load(Source::Profile("mi300x-8".into()))?
-        .topology;
-    let pools: Vec<Option<u32>> = match args.vfs_per_pf {
-        Some(n) => vec![(n > 0).then_some(n)],
-        None => vec![None, Some(1)],
+fn run_matrix_cmd(args: &Args) -> anyhow::Result<ExitCode> {
+    let topo = args.topology.load(Source::Profile("mi300x-8".into()))?;
+    let base = MatrixSpec {
+        draws: args.draws,
+        vf_resource: args.nic_resource.clone(),
+        ..MatrixSpec::default()
     };
-    let mut tables = Vec::new();
-    for vfs_per_pf in pools {
-        let spec = MatrixSpec {
-            draws: args.draws,
-            vfs_per_pf,
-            vf_resource: args.nic_resource.clone(),
-            ..MatrixSpec::default()
-        };
-        let rows = seed_matrix(&topo, &spec)?;
-        tables.push((spec, rows));
-    }
-    if args.output != Format::Table {
-        let all: Vec<_> = tables.iter().map(|(_, rows)| rows).collect();
-        match all.as_slice() {
-            [one] => print_structured(one, args.output)?,
-            many => print_structured(&many, args.output)?,
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    for (i, (spec, rows)) in tables.iter().enumerate() {
-        if i > 0 {
-            let (a, b) = (&tables[i - 1], &tables[i]);
-            println!("\n{}", matrix_difference((&a.0, &a.1), (&b.0, &b.1)));
-        }
-        print!("{}", matrix_text(&topo.name, spec, rows));
-    }
+    let run = run_matrix(&topo.topology, &base, args.vfs_per_pf)?;
+    print(&run, args.output, || run.text())?;
     Ok(ExitCode::SUCCESS)
 }

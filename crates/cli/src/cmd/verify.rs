@@ -41,17 +41,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         })?;
         warn(&report.warnings);
         print(&report, args.output, || report.table())?;
-        let mut failures: Vec<String> = report.unverifiable().into_iter().collect();
-        if let Some(require) = args.require {
-            failures.extend(
-                report
-                    .failures(require)
-                    .into_iter()
-                    .filter(|f| !f.starts_with("no GPU")),
-            );
-            if failures.is_empty() {
-                eprintln!("ok: every visible GPU has a {require}-or-better NIC");
-            }
+        let failures = report.gate(args.require);
+        if let Some(require) = args.require
+            && failures.is_empty()
+        {
+            eprintln!("ok: every visible GPU has a {require}-or-better NIC");
         }
         for f in &failures {
             eprintln!("FAIL: {f}");
