@@ -57,22 +57,16 @@ impl FaultPoint {
 
     /// Its name: `checkpoint-created` … `cdi-renamed`, `cdi-removed`.
     pub fn name(self) -> &'static str {
-        let step = |s: WriteStep| match s {
-            WriteStep::Created => 0,
-            WriteStep::Written => 1,
-            WriteStep::Synced => 2,
-            WriteStep::Renamed => 3,
-        };
-        const CHECKPOINT: [&str; 4] = [
-            "checkpoint-created",
-            "checkpoint-written",
-            "checkpoint-synced",
-            "checkpoint-renamed",
-        ];
-        const CDI: [&str; 4] = ["cdi-created", "cdi-written", "cdi-synced", "cdi-renamed"];
+        use WriteStep::{Created, Renamed, Synced, Written};
         match self {
-            FaultPoint::Checkpoint(s) => CHECKPOINT[step(s)],
-            FaultPoint::Cdi(s) => CDI[step(s)],
+            FaultPoint::Checkpoint(Created) => "checkpoint-created",
+            FaultPoint::Checkpoint(Written) => "checkpoint-written",
+            FaultPoint::Checkpoint(Synced) => "checkpoint-synced",
+            FaultPoint::Checkpoint(Renamed) => "checkpoint-renamed",
+            FaultPoint::Cdi(Created) => "cdi-created",
+            FaultPoint::Cdi(Written) => "cdi-written",
+            FaultPoint::Cdi(Synced) => "cdi-synced",
+            FaultPoint::Cdi(Renamed) => "cdi-renamed",
             FaultPoint::CdiRemoved => "cdi-removed",
         }
     }

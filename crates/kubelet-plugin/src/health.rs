@@ -123,6 +123,13 @@ impl HealthBoard {
             return true;
         }
         *slot = health;
+        self.publish();
+        true
+    }
+
+    /// Sends subscribers the full list again; a device whose health did not change
+    /// keeps its `last_updated`.
+    fn publish(&mut self) {
         let previous = self
             .tx
             .borrow()
@@ -131,7 +138,6 @@ impl HealthBoard {
             .collect();
         let next = self.snapshot(&previous);
         self.tx.send_replace(next);
-        true
     }
 
     /// Takes the device list of a new inventory (hot-plug): hardware known before keeps
@@ -148,14 +154,7 @@ impl HealthBoard {
             .collect();
         self.devices = fresh.devices;
         self.hardware = hardware;
-        let previous = self
-            .tx
-            .borrow()
-            .iter()
-            .map(|e| (e.device.clone(), (e.health, e.last_updated)))
-            .collect();
-        let next = self.snapshot(&previous);
-        self.tx.send_replace(next);
+        self.publish();
     }
 
     /// A receiver of the full list, current value first.
