@@ -7,7 +7,7 @@
 #   e2e/run.sh list             list the scenarios
 #
 # Scenarios: objects (1), alignment (2), shapes (3), kubelet (4), tm-parity (5), speed (6),
-# faults (7), placement and podresources (issue 11). Each prints PASS/FAIL and FIGURE lines;
+# faults (7), placement, placement-dra and podresources (issue 11). Each prints PASS/FAIL and FIGURE lines;
 # the last line of the run is exactly "N passed, N failed"; non-zero exit on any failure.
 #
 # Environment:
@@ -54,7 +54,7 @@ need_tools() {
   fi
 }
 
-ALL_SCENARIOS=(objects alignment shapes kubelet tm-parity speed faults placement podresources)
+ALL_SCENARIOS=(objects alignment shapes kubelet tm-parity speed faults placement placement-dra podresources)
 # scenarios that run without the control plane
 NO_CLUSTER=" tm-parity "
 

@@ -16,7 +16,7 @@ node's occupancy reported the way `topoalign agent` reports it.
       then per batch of B pods: creates them with schedulerName NAME, waits until each is
       bound or Unschedulable; for each bound pod in stream order runs
       `topoalign tm` (the node's policy and scope from its labels, its pod manifest, the
-      devices in use) — admitted: its devices are taken and its pair classes counted;
+      devices in use, a seed per pod for the GPU plugins' random choice) — admitted: its devices are taken and its pair classes counted;
       rejected: counted with the reason (TopologyAffinityError …) and the pod deleted, as
       it fails on a real node. Pods of batch i-L leave (deleted, devices freed),
       Unschedulable ones are deleted. Touched nodes' allocations are written to
@@ -39,6 +39,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import zlib
 import time
 import urllib.parse
 
@@ -243,8 +244,11 @@ class Run:
             json.dump(pod, f)
         with open(uf, "w") as f:
             json.dump(node.used(), f)
+        # The GPU plugins hand out devices in Go's random set order: each admission is its
+        # own draw (seeded by the pod's stream index, so both passes draw alike for a pod).
+        seed = zlib.crc32(pod["metadata"]["name"].rsplit("-", 1)[-1].encode())
         r = subprocess.run([TOPOALIGN, "tm", "--profile", node.spec["profile"], "--policy", node.spec["policy"],
-                            "--scope", node.spec["scope"], "--pod", pf, "--used", uf, "-o", "json"],
+                            "--scope", node.spec["scope"], "--pod", pf, "--used", uf, "--seed", str(seed), "-o", "json"],
                            capture_output=True, text=True)
         if r.returncode not in (0, 1) or not r.stdout.strip():
             raise RuntimeError(f"topoalign tm for {pod['metadata']['name']} on {node.name}: rc {r.returncode}: {r.stderr.strip()[:600]}")

@@ -113,7 +113,7 @@ run_pass extender topoalign-scheduler || exit 1
 
 curl -s "http://127.0.0.1:$P_EXT/metrics" > "$D/extender-metrics.txt"
 calls() { awk -v v="$1" '$1 ~ "^topoalign_extender_requests_total" && $1 ~ "verb=\""v"\"" {s+=$2} END {printf "%d", s}' "$D/extender-metrics.txt"; }
-errs=$(awk '$1 ~ /^topoalign_extender_requests_total/ && $1 ~ /status="[45]/ {s+=$2} END {printf "%d", s}' "$D/extender-metrics.txt")
+errs=$(awk '$1 ~ /^topoalign_extender_requests_total/ && $1 ~ /code="[45]/ {s+=$2} END {printf "%d", s}' "$D/extender-metrics.txt")
 nfilter=$(calls filter)
 nprio=$(calls prioritize)
 metric_sum() { grep -E "^topoalign_extender_$1" "$D/extender-metrics.txt" | sed "s/^topoalign_extender_$1//" | tr '\n' ' '; }

@@ -7,6 +7,7 @@
 //! `--once` ([`run::once`]) prints what it would publish and exits.
 
 pub mod labels;
+pub mod metrics;
 pub mod nrt;
 pub mod podresources;
 pub mod publish;

@@ -60,6 +60,10 @@ pub struct Report {
     pub zones: BTreeMap<String, BTreeMap<i64, ZoneCount>>,
     /// NUMA id → (allocatable CPUs, available CPUs).
     pub cpus: BTreeMap<u32, (u64, u64)>,
+    /// The CPUs the kubelet keeps for the system (`reservedSystemCPUs`): the node's CPUs
+    /// it does not report allocatable. `None` when it reports none allocatable (CPU
+    /// manager policy `none`).
+    pub reserved_cpus: Option<CpuSet>,
     /// The best GPU↔NIC class among free GPUs and free NICs (`None`: no free pair).
     pub best_pair: Option<PcieClass>,
     /// `nvlink`, `xgmi` or `pcie`.
@@ -126,6 +130,10 @@ pub fn build(topo: &Topology, view: &KubeletView) -> Report {
             .iter()
             .filter_map(|c| u32::try_from(*c).ok()),
     );
+    let reserved_cpus = (!alloc_cpus.is_empty()).then(|| {
+        let all = CpuSet::from_ids(topo.numa.iter().flat_map(|n| n.cpus.ids().iter().copied()));
+        all.difference(&alloc_cpus)
+    });
     let cpus = topo
         .numa
         .iter()
@@ -175,6 +183,7 @@ pub fn build(topo: &Topology, view: &KubeletView) -> Report {
         pods,
         zones,
         cpus,
+        reserved_cpus,
         best_pair,
         fabric,
         switch_groups: switch_groups(topo),

@@ -36,9 +36,109 @@ pub struct Config {
     pub timeout: Duration,
 }
 
+/// The flags of `topoalign agent` besides the topology source, `-o` and `--log-format`
+/// (the `clap` feature), turned into a [`Config`] by [`AgentArgs::config`].
+#[cfg(feature = "clap")]
+#[derive(Debug, Clone, clap::Args)]
+pub struct AgentArgs {
+    /// This node's name (the NodeResourceTopology object's name; default: $NODE_NAME).
+    #[arg(long)]
+    pub node: Option<String>,
+    /// The kubelet's pod-resources socket.
+    #[arg(long, default_value = crate::podresources::DEFAULT_SOCKET)]
+    pub socket: PathBuf,
+    /// Read topologyManagerPolicy/Scope/PolicyOptions from this KubeletConfiguration.
+    #[arg(long, value_name = "FILE")]
+    pub kubelet_config: Option<PathBuf>,
+    /// topologyManagerPolicy (overrides --kubelet-config).
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// topologyManagerScope (overrides --kubelet-config).
+    #[arg(long)]
+    pub scope: Option<String>,
+    /// A kubeconfig file (default: in-cluster config, then $KUBECONFIG / ~/.kube/config).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Seconds between kubelet reads.
+    #[arg(long, default_value_t = 10)]
+    pub interval: u64,
+    /// Publish at least every this many seconds (keeps the extender from calling the data
+    /// stale; keep it well under the extender's --stale-after).
+    #[arg(long, default_value_t = 60)]
+    pub heartbeat: u64,
+    /// Seconds a label change must hold before it is written (no flapping).
+    #[arg(long, default_value_t = 120)]
+    pub label_hold: u64,
+    /// Seconds per kubelet call.
+    #[arg(long, default_value_t = 5)]
+    pub timeout: u64,
+    /// Read the kubelet once, print what would be published, and exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Address of /healthz, /readyz and /metrics.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9478")]
+    pub metrics_addr: std::net::SocketAddr,
+}
+
+/// A flag value the agent cannot run with.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentArgsError {
+    /// Neither `--node` nor `NODE_NAME`.
+    #[error("--node: missing (give the node's name, or set NODE_NAME)")]
+    NoNode,
+    /// `--policy` is not a Topology Manager policy.
+    #[error("--policy: {0}")]
+    Policy(topoalign_tm::ConfigError),
+    /// `--scope` is not a Topology Manager scope.
+    #[error("--scope: {0}")]
+    Scope(topoalign_tm::ConfigError),
+}
+
+#[cfg(feature = "clap")]
+impl AgentArgs {
+    /// The agent's configuration on `topology`, with `settings` (those of
+    /// `--kubelet-config`, read by the caller, else the defaults) under `--policy` and
+    /// `--scope`, and the node's name from `--node`, else `node_name_env` ($NODE_NAME).
+    pub fn config(
+        &self,
+        topology: Topology,
+        mut settings: Settings,
+        node_name_env: Option<String>,
+    ) -> Result<Config, AgentArgsError> {
+        let node = match self.node.clone().or(node_name_env) {
+            Some(n) if !n.is_empty() => n,
+            _ => return Err(AgentArgsError::NoNode),
+        };
+        if let Some(p) = &self.policy {
+            settings.topology_manager_policy = p.parse().map_err(AgentArgsError::Policy)?;
+        }
+        if let Some(s) = &self.scope {
+            settings.topology_manager_scope = s.parse().map_err(AgentArgsError::Scope)?;
+        }
+        Ok(Config {
+            node,
+            topology,
+            settings,
+            socket: self.socket.clone(),
+            interval: Duration::from_secs(self.interval.max(1)),
+            heartbeat: Duration::from_secs(self.heartbeat.max(1)),
+            label_hold: Duration::from_secs(self.label_hold),
+            timeout: Duration::from_secs(self.timeout.max(1)),
+        })
+    }
+}
+
 /// Errors of the agent.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
+    /// The metrics address cannot be listened on, or its server failed.
+    #[error("--metrics-addr {addr}: {source}")]
+    Serve {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
     /// Reading the kubelet failed.
     #[error(transparent)]
     Kubelet(#[from] PodResourcesError),
@@ -59,6 +159,36 @@ pub struct Output {
     pub node_resource_topology: Value,
     /// The node labels.
     pub labels: BTreeMap<String, String>,
+}
+
+impl Output {
+    /// The `--once` table: pods and devices in use, free counts per NUMA zone, the best
+    /// free pair, the fabric and the labels.
+    pub fn table(&self) -> String {
+        use std::fmt::Write as _;
+        let r = &self.report;
+        let mut t = String::new();
+        let _ = writeln!(t, "pods holding devices: {}", r.pods.len());
+        let (gpus, nics) = (r.used.gpus.len(), r.used.nics.len());
+        let _ = writeln!(t, "GPUs in use: {gpus}   NICs in use: {nics}");
+        for (res, zones) in &r.zones {
+            for (numa, c) in zones {
+                let (free, all) = (c.available, c.allocatable);
+                let _ = writeln!(t, "  {res:<28} numa {numa:>2}: {free} of {all} free");
+            }
+        }
+        let best = r.best_pair.map_or("none", |c| c.as_str());
+        let _ = writeln!(t, "best free pair: {best}");
+        let _ = writeln!(t, "GPU fabric: {}", r.fabric);
+        for (k, v) in &self.labels {
+            let _ = writeln!(t, "label {k}={v}");
+        }
+        if !r.unknown_ids.is_empty() {
+            let ids = r.unknown_ids.join(", ");
+            let _ = writeln!(t, "warning: device IDs not on this topology: {ids}");
+        }
+        t
+    }
 }
 
 fn now_rfc3339() -> String {
@@ -89,9 +219,42 @@ pub fn output(cfg: &Config, view: crate::podresources::KubeletView, at: &str) ->
 
 /// Runs until `shutdown` resolves: read, publish on change or heartbeat, label with
 /// hysteresis. Kubelet and API errors are logged and retried next interval.
+/// [`run`] with `/healthz`, `/readyz` and `/metrics` served on `metrics_addr` until
+/// `shutdown` resolves.
+pub async fn run_serving(
+    cfg: Config,
+    client: kube::Client,
+    metrics_addr: std::net::SocketAddr,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), AgentError> {
+    let serve_error = |source| AgentError::Serve {
+        addr: metrics_addr,
+        source,
+    };
+    let listener = tokio::net::TcpListener::bind(metrics_addr)
+        .await
+        .map_err(serve_error)?;
+    let metrics = std::sync::Arc::new(crate::metrics::Metrics::new());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(crate::metrics::serve(listener, metrics.clone(), async {
+        let _ = stopped.await;
+    }));
+    let result = run(cfg, client, metrics, shutdown).await;
+    let _ = stop.send(());
+    match server.await {
+        Ok(Err(e)) => return Err(serve_error(e)),
+        Err(e) => return Err(serve_error(std::io::Error::other(e))),
+        Ok(Ok(())) => {}
+    }
+    result
+}
+
+/// Every round is counted in `metrics`, which also says whether the agent is ready
+/// (the last round read the kubelet and the API server holds its report).
 pub async fn run(
     cfg: Config,
     client: kube::Client,
+    metrics: std::sync::Arc<crate::metrics::Metrics>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), AgentError> {
     let mut shutdown = std::pin::pin!(shutdown);
@@ -109,6 +272,7 @@ pub async fn run(
                 Ok(c) => kubelet = Some(c),
                 Err(e) => {
                     tracing::warn!(error = %e, "kubelet not reachable; retrying");
+                    metrics.kubelet_read(None);
                     continue;
                 }
             }
@@ -118,11 +282,13 @@ pub async fn run(
             Ok(v) => v,
             Err(e) => {
                 tracing::warn!(error = %e, "kubelet read failed; reconnecting");
+                metrics.kubelet_read(None);
                 kubelet = None;
                 continue;
             }
         };
         let out = output(&cfg, view, &now_rfc3339());
+        metrics.kubelet_read(Some(&out.report));
         if !out.report.unknown_ids.is_empty() {
             tracing::warn!(ids = ?out.report.unknown_ids, "device IDs not on this node's topology; not counted");
         }
@@ -131,15 +297,76 @@ pub async fn run(
             .is_none_or(|(r, at)| *r != out.report || at.elapsed() >= cfg.heartbeat);
         if changed {
             match apply_nrt(&client, &cfg.node, &out.node_resource_topology).await {
-                Ok(()) => last = Some((out.report.clone(), Instant::now())),
-                Err(e) => tracing::warn!(error = %e, "NodeResourceTopology not written; retrying"),
+                Ok(()) => {
+                    metrics.wrote("nrt", true);
+                    metrics.set_ready();
+                    last = Some((out.report.clone(), Instant::now()));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "NodeResourceTopology not written; retrying");
+                    metrics.wrote("nrt", false);
+                    metrics.set_not_ready(&format!("NodeResourceTopology not written: {e}"));
+                }
+            }
+        } else {
+            metrics.set_ready();
+        }
+        if let Some(labels) = debounce.observe(out.labels, Instant::now()) {
+            let written = apply_labels(&client, &cfg.node, &labels).await;
+            metrics.wrote("labels", written.is_ok());
+            if let Err(e) = written {
+                tracing::warn!(error = %e, "labels not written; retrying");
+                debounce.reset();
             }
         }
-        if let Some(labels) = debounce.observe(out.labels, Instant::now())
-            && let Err(e) = apply_labels(&client, &cfg.node, &labels).await
-        {
-            tracing::warn!(error = %e, "labels not written; retrying");
-            debounce.reset();
-        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::podresources::{Devices, KubeletView, PodDevices};
+
+    #[test]
+    fn the_once_table_counts_free_devices_per_zone_and_names_unknown_ids() {
+        let topology = topoalign_profiles::get("mi300x-8").unwrap();
+        let gpu = |i: usize| topology.gpu_bdf(i).to_string();
+        let cfg = Config {
+            node: "n1".into(),
+            topology: topology.clone(),
+            settings: Settings::default(),
+            socket: PathBuf::from("/nonexistent.sock"),
+            interval: Duration::from_secs(10),
+            heartbeat: Duration::from_secs(60),
+            label_hold: Duration::from_secs(120),
+            timeout: Duration::from_secs(5),
+        };
+        let gpus = |ids: Vec<String>| Devices {
+            resource: "amd.com/gpu".into(),
+            ids,
+            numa: vec![0],
+        };
+        let view = KubeletView {
+            allocatable: vec![gpus(vec![gpu(0), gpu(1), "ghost".into()])],
+            allocatable_cpus: Vec::new(),
+            pods: vec![PodDevices {
+                namespace: "ml".into(),
+                name: "train".into(),
+                devices: vec![gpus(vec![gpu(0)])],
+                cpus: Vec::new(),
+            }],
+        };
+        let table = output(&cfg, view, "2026-01-01T00:00:00Z").table();
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines[0], "pods holding devices: 1");
+        assert_eq!(lines[1], "GPUs in use: 1   NICs in use: 0");
+        assert_eq!(
+            lines[2],
+            format!("  {:<28} numa  0: 2 of 3 free", "amd.com/gpu")
+        );
+        assert!(lines[3].starts_with("best free pair: "), "{table}");
+        assert!(lines[4].starts_with("GPU fabric: "), "{table}");
+        let last = lines.last().unwrap();
+        assert_eq!(*last, "warning: device IDs not on this topology: ghost");
     }
 }

@@ -9,7 +9,6 @@ mod source;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use tracing_subscriber::util::SubscriberInitExt;
 
 /// Topology-aware GPU + NIC placement for Kubernetes.
 #[derive(Debug, Parser)]
@@ -87,24 +86,28 @@ fn main() -> ExitCode {
 }
 
 /// Installs the one log subscriber (stderr), once the arguments are known: the node
-/// agent's JSON or text lines as `driver --log-format` asks (level from `TOPOALIGN_LOG`,
+/// agents' JSON or text lines as their `--log-format` asks (the driver at `TOPOALIGN_LOG`,
 /// default info), else text at `TOPOALIGN_LOG` (default warn).
 fn install_log_subscriber(command: &Command) {
-    use topoalign_driver::{LogFormat, logging};
-    let dispatch = match command {
-        Command::Driver(a) if !a.dry_run => logging::dispatch(match a.log_format {
-            cmd::driver::LogFormatArg::Json => LogFormat::Json,
-            cmd::driver::LogFormatArg::Text => LogFormat::Text,
-        }),
-        _ => tracing_subscriber::fmt()
-            .with_env_filter(
-                tracing_subscriber::EnvFilter::try_from_env("TOPOALIGN_LOG")
-                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-            )
-            .with_writer(std::io::stderr)
-            .finish()
-            .into(),
+    use topoalign_driver::logging::{DEFAULT_FILTER, LogFormat};
+    let (format, default) = match command {
+        Command::Driver(a) if !a.dry_run => (Some(a.log_format), DEFAULT_FILTER),
+        Command::Agent(a) => (Some(a.log_format), "warn"),
+        _ => (None, "warn"),
     };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOPOALIGN_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     // Fails only when a subscriber is already installed, which nothing before does.
-    let _ = dispatch.try_init();
+    let _ = match format {
+        Some(LogFormat::Json) => builder
+            .json()
+            .flatten_event(false)
+            .with_current_span(false)
+            .try_init(),
+        Some(LogFormat::Text) => builder.with_ansi(false).try_init(),
+        None => builder.try_init(),
+    };
 }

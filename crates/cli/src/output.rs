@@ -1,4 +1,5 @@
-//! Output formats shared by the commands, and how errors reach JSON/YAML readers.
+//! Printing in the output formats (`topoalign_render::format`), and how errors reach
+//! JSON/YAML readers.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -6,17 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use serde::Serialize;
 
-/// How a command prints its result.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// Human-readable text.
-    #[default]
-    Table,
-    /// JSON.
-    Json,
-    /// YAML.
-    Yaml,
-}
+pub use topoalign_render::format::Format;
 
 /// Prints `value` as JSON or YAML to stdout (the table form is each command's own).
 pub fn print_structured<T: Serialize>(value: &T, format: Format) -> anyhow::Result<()> {
@@ -30,6 +21,15 @@ pub fn print_structured<T: Serialize>(value: &T, format: Format) -> anyhow::Resu
         Format::Table => anyhow::bail!("table output is printed by the command itself"),
     };
     write_stdout(&text)
+}
+
+/// Prints `docs` as one YAML stream (`---` between documents).
+pub fn print_yaml_stream<T: Serialize>(docs: &[T]) -> anyhow::Result<()> {
+    let docs = docs.iter().map(serde_saphyr::to_string);
+    let docs = docs
+        .collect::<Result<Vec<_>, _>>()
+        .context("encoding YAML")?;
+    write_stdout(&docs.join("---\n"))
 }
 
 /// Writes `text` to stdout as is.

@@ -1,70 +1,17 @@
-//! The topology-source flags shared by every command that reads a topology.
-
-use std::path::PathBuf;
+//! Loading the topology that the shared source flags
+//! ([`topoalign_discover::args::TopologyArgs`]) name.
 
 use anyhow::Context;
 use topoalign_discover::{Discovery, Source};
 
-/// Where to read the node topology from (at most one; default as each command says).
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct TopologyArgs {
-    /// Walk sysfs under DIR (use `/` for this host).
-    #[arg(long, value_name = "DIR", group = "topology_source")]
-    pub sysfs_root: Option<PathBuf>,
-    /// A built-in machine profile (see `topoalign profile list`).
-    #[arg(long, value_name = "NAME", group = "topology_source")]
-    pub profile: Option<String>,
-    /// A saved `nvidia-smi topo -m` output.
-    #[arg(long, value_name = "FILE", group = "topology_source")]
-    pub from_nvidia_smi: Option<PathBuf>,
-    /// A saved `amd-smi topology` or `rocm-smi --showtopo` output.
-    #[arg(long, value_name = "FILE", group = "topology_source")]
-    pub from_amd_smi: Option<PathBuf>,
-    /// An NCCL topology XML file (NCCL_TOPO_FILE format).
-    #[arg(long, value_name = "FILE", group = "topology_source")]
-    pub from_nccl_xml: Option<PathBuf>,
-    /// With --sysfs-root: take NVLink counts from this `nvidia-smi topo -m` output (NVLink
-    /// is not in sysfs). Without it: the saved output inside the tree, else on the live host
-    /// (`--sysfs-root /`) topoalign runs `nvidia-smi topo -m` ($TOPOALIGN_NVIDIA_SMI),
-    /// else the NVIDIA fabric is reported unknown.
-    #[arg(long, value_name = "FILE", requires = "sysfs_root")]
-    pub nvlink_from: Option<PathBuf>,
-}
+pub use topoalign_discover::args::TopologyArgs;
 
-impl TopologyArgs {
-    /// The source these flags name, if any.
-    pub fn given(&self) -> Option<Source> {
-        if let Some(root) = &self.sysfs_root {
-            let nvlink_from = self.nvlink_from.clone();
-            return Some(Source::Sysfs {
-                root: root.clone(),
-                nvlink_from,
-            });
-        }
-        let profile = self.profile.clone().map(Source::Profile);
-        profile
-            .or_else(|| self.from_nvidia_smi.clone().map(Source::NvidiaSmi))
-            .or_else(|| self.from_amd_smi.clone().map(Source::AmdSmi))
-            .or_else(|| self.from_nccl_xml.clone().map(Source::NcclXml))
-    }
-
-    /// The source these flags name, or `default` when none is given.
-    pub fn source(&self, default: Source) -> Source {
-        self.given().unwrap_or(default)
-    }
-
-    /// Loads the topology (asking `nvidia-smi` on the live host for what sysfs lacks),
-    /// printing discovery warnings to stderr.
-    pub fn load(&self, default: Source) -> anyhow::Result<Discovery> {
-        let source = self.source(default);
-        let d = topoalign_discover::load_on_host(&source)
-            .with_context(|| format!("reading the topology from {}", source.describe()))?;
-        crate::output::warn(&d.warnings);
-        Ok(d)
-    }
-}
-
-/// A short human description of a source for error messages.
-pub fn describe(source: &Source) -> String {
-    source.describe()
+/// Loads the topology `args` name, else `default` (asking `nvidia-smi` on the live host
+/// for what sysfs lacks), printing discovery warnings to stderr.
+pub fn load(args: &TopologyArgs, default: Source) -> anyhow::Result<Discovery> {
+    let source = args.source(default);
+    let d = topoalign_discover::load_on_host(&source)
+        .with_context(|| format!("reading the topology from {}", source.describe()))?;
+    crate::output::warn(&d.warnings);
+    Ok(d)
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{json, run, stdout_of, subcommand, write_file};
+use common::{json, run, run_args, stdout_of, subcommand, write_file};
 use topoalign_discover::sysfs_write::sysfs_view;
 use topoalign_topology::Topology;
 
@@ -76,4 +76,22 @@ fn bad_requests_exit_2_with_a_reason() {
     assert_eq!(out.code, 2);
     let err = &out.stderr;
     assert!(err.contains("not empty"), "{err}");
+}
+
+/// One function (`topoalign_profiles::lookup`) words an unknown profile, whichever command
+/// names it (issue 10).
+#[test]
+fn an_unknown_profile_reads_the_same_in_every_command() {
+    let message =
+        "unknown profile `nope`; built-in profiles: mi300x-8, gb300-4, dgx-h100, pcie-2socket\n";
+    for args in [
+        &["demo", "--profile", "nope"][..],
+        &["profile", "show", "nope"],
+        &["discover", "--profile", "nope"],
+        &["plan", "--profile", "nope", "--gpus", "1"],
+    ] {
+        let out = run_args(args);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.ends_with(message), "{args:?}: {}", out.stderr);
+    }
 }

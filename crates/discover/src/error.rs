@@ -7,14 +7,9 @@ use thiserror::Error;
 /// Why a topology could not be discovered.
 #[derive(Debug, Error)]
 pub enum DiscoverError {
-    /// `--profile` named a profile that does not exist.
-    #[error("unknown profile `{name}`; built-in profiles: {known}")]
-    UnknownProfile {
-        /// The name given.
-        name: String,
-        /// The names that exist.
-        known: String,
-    },
+    /// `--profile` named a profile that does not exist (the profiles crate's one message).
+    #[error(transparent)]
+    UnknownProfile(#[from] topoalign_profiles::UnknownProfile),
     /// A file could not be read.
     #[error("cannot read {path}: {source}")]
     Io {

@@ -8,8 +8,11 @@
 //!   `topoalign-profiles` crate) as a real sysfs tree (how the walker is tested on what
 //!   Linux shows);
 //! - [`nvidia_smi_tool`]: on a live NVIDIA host, NVLink counts from `nvidia-smi topo -m`,
-//!   run only when the caller (the CLI) asks for it; no other call spawns a process.
+//!   run only when the caller (the CLI) asks for it; no other call spawns a process;
+//! - `args` (feature `clap`): the topology-source flags as one clap argument group.
 
+#[cfg(feature = "clap")]
+pub mod args;
 pub mod error;
 pub mod host;
 pub mod nvidia_smi_tool;

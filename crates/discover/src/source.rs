@@ -53,14 +53,7 @@ impl Discovery {
 /// Loads a topology from any source.
 pub fn load(source: &Source) -> Result<Discovery, DiscoverError> {
     match source {
-        Source::Profile(name) => {
-            profiles::get(name)
-                .map(Discovery::clean)
-                .ok_or_else(|| DiscoverError::UnknownProfile {
-                    name: name.clone(),
-                    known: profiles::NAMES.join(", "),
-                })
-        }
+        Source::Profile(name) => Ok(Discovery::clean(profiles::lookup(name)?)),
         Source::Sysfs { root, nvlink_from } => {
             let mut discovery = crate::sysfs::discover(root)?;
             if let Some(path) = nvlink_from {

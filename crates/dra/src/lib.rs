@@ -38,6 +38,8 @@ pub mod allocator;
 pub mod attr;
 pub mod cdi;
 pub mod cel;
+#[cfg(feature = "clap")]
+pub mod claim_args;
 pub mod claim_text;
 pub mod claims;
 pub mod classes;

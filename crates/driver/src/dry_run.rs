@@ -38,6 +38,35 @@ pub fn objects(
         .collect())
 }
 
+/// The objects as one `v1` List (the `-o json` form).
+pub fn list(objects: &[DriverObject]) -> serde_json::Value {
+    serde_json::json!({ "apiVersion": "v1", "kind": "List", "items": objects })
+}
+
+/// One line per object: kind, name, and what it holds.
+pub fn table(objects: &[DriverObject]) -> String {
+    let mut out = format!("{:<14} {:<52} {}\n", "KIND", "NAME", "CONTENT");
+    for o in objects {
+        let (kind, name, content) = match o {
+            DriverObject::DeviceClass(c) => ("DeviceClass", &c.metadata.name, String::new()),
+            DriverObject::ResourceSlice(s) => {
+                let devices = s.spec.devices.as_ref().map_or(0, Vec::len);
+                let sets = s.spec.shared_counters.as_ref().map_or(0, Vec::len);
+                let what = match sets {
+                    0 => format!("{devices} devices"),
+                    _ => format!("{sets} counter sets"),
+                };
+                let pool = &s.spec.pool;
+                let content = format!("pool {} gen {}, {what}", pool.name, pool.generation);
+                ("ResourceSlice", &s.metadata.name, content)
+            }
+        };
+        let name = name.as_deref().unwrap_or_default();
+        out.push_str(&format!("{kind:<14} {name:<52} {content}\n"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -68,6 +97,20 @@ mod tests {
             let v = serde_json::to_value(&objects[0]).unwrap();
             assert_eq!(v["kind"], "DeviceClass", "untagged: the object itself");
         }
+    }
+
+    #[test]
+    fn the_table_has_a_line_per_object_and_the_list_holds_them_all() {
+        let topo = topoalign_profiles::get("mi300x-8").unwrap();
+        let objects = objects(&topo, "n1", &PublishOptions::default()).unwrap();
+        let table = table(&objects);
+        assert_eq!(table.lines().count(), objects.len() + 1);
+        assert!(table.starts_with("KIND           NAME"), "{table}");
+        assert!(table.contains("pool n1 gen 1, "), "{table}");
+        assert_eq!(
+            list(&objects)["items"].as_array().unwrap().len(),
+            objects.len()
+        );
     }
 
     #[test]

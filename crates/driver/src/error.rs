@@ -15,12 +15,12 @@ pub enum DriverError {
     #[error("building the node's ResourceSlices: {0}")]
     Dra(#[from] topoalign_dra::DraError),
     /// The kubeconfig could not be read or used.
-    #[error("kubeconfig {path}: {source}")]
+    #[error("kubeconfig {path}: {why}")]
     Kubeconfig {
         /// The file given with `--kubeconfig`.
         path: PathBuf,
-        /// What went wrong.
-        source: kube::config::KubeconfigError,
+        /// What went wrong (its text already carries the OS error: not chained again).
+        why: kube::config::KubeconfigError,
     },
     /// No kubeconfig was given and none could be inferred (in-cluster or `KUBECONFIG`).
     #[error(

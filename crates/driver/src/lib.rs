@@ -7,7 +7,8 @@
 //! * [`claims`]: the kubelet plugin's claim source, reading ResourceClaims with kube-rs.
 //! * [`dry_run`]: every object the driver would create, for `--dry-run`.
 //! * [`http`]: `/healthz`, `/readyz`, `/metrics`; [`metrics`]: the Prometheus metrics.
-//! * [`logging`]: JSON or text logs.
+//! * [`logging`]: the log format and default filter (the binary installs the subscriber).
+//! * `args` (feature `clap`): `topoalign driver`'s flags, each defined once.
 //! * [`runtime`]: the whole agent: publisher, kubelet plugin and HTTP server, with
 //!   graceful shutdown on SIGTERM/SIGINT.
 //!
@@ -15,6 +16,8 @@
 //! `scripts/hotplug-check.sh` checks rescans and generations, both against a real
 //! kube-apiserver started with the e2e harness's `e2e/lib`.
 
+#[cfg(feature = "clap")]
+pub mod args;
 pub mod claims;
 pub mod diff;
 pub mod dry_run;

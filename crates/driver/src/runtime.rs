@@ -21,7 +21,6 @@ use topoalign_topology::Topology;
 use crate::claims::KubeClaims;
 use crate::error::DriverError;
 use crate::http::{AppState, Health};
-use crate::logging::{self, LogFormat};
 use crate::metrics::Metrics;
 use crate::publisher::{Publisher, PublisherConfig, TopologyHook};
 
@@ -45,19 +44,15 @@ pub struct DriverConfig {
     pub plugin: Option<PluginConfig>,
     /// Where `/healthz`, `/readyz` and `/metrics` are served.
     pub metrics_addr: SocketAddr,
-    /// Log line format.
-    pub log_format: LogFormat,
     /// Fault testing: abort the process when the kubelet plugin reaches this write step
     /// (the e2e suite's "driver killed mid-prepare"). `None` in production.
     pub crash_at: Option<FaultPoint>,
 }
 
-/// Discovers the node, then runs the agent until SIGTERM/SIGINT. Bad input (unknown
+/// Discovers the node, then runs the agent until SIGTERM/SIGINT, logging through the
+/// process's global `tracing` subscriber. Bad input (unknown
 /// profile, unreadable sysfs, invalid node name) fails before any connection is made.
 pub fn run_blocking(cfg: DriverConfig) -> Result<(), DriverError> {
-    let dispatch = logging::dispatch(cfg.log_format);
-    let _main_thread = tracing::dispatcher::set_default(&dispatch);
-
     let found = topoalign_discover::load(&cfg.source)?;
     for w in &found.warnings {
         tracing::warn!(warning = %w, "discovery");
@@ -72,16 +67,10 @@ pub fn run_blocking(cfg: DriverConfig) -> Result<(), DriverError> {
         "discovered the node"
     );
 
-    let thread_dispatch = dispatch.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(4)
         .enable_all()
-        .on_thread_start(move || {
-            // The CLI installed its own global subscriber; every runtime thread logs
-            // through the driver's. The guard must live as long as the thread.
-            std::mem::forget(tracing::dispatcher::set_default(&thread_dispatch));
-        })
         .build()
         .map_err(DriverError::Runtime)?;
     rt.block_on(run(cfg, found.topology))
@@ -90,15 +79,15 @@ pub fn run_blocking(cfg: DriverConfig) -> Result<(), DriverError> {
 async fn client(kubeconfig: Option<&PathBuf>) -> Result<Client, DriverError> {
     let config = match kubeconfig {
         Some(path) => {
-            let kc = Kubeconfig::read_from(path).map_err(|source| DriverError::Kubeconfig {
+            let kc = Kubeconfig::read_from(path).map_err(|why| DriverError::Kubeconfig {
                 path: path.clone(),
-                source,
+                why,
             })?;
             kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
                 .await
-                .map_err(|source| DriverError::Kubeconfig {
+                .map_err(|why| DriverError::Kubeconfig {
                     path: path.clone(),
-                    source,
+                    why,
                 })?
         }
         None => kube::Config::infer().await?,

@@ -1,23 +1,28 @@
 //! The pure decision core: filter and prioritize one pod over candidate nodes of a
 //! [`ClusterState`], with an optional verdict cache keyed by (node state, pod request).
 //!
-//! Per node: the Topology Manager simulation (the node's policy and scope, via
-//! `topoalign-tm`) on the node's free devices, then the planner (`topoalign-plan`) for
-//! the best alignment it can still reach and the pod's required pair class. Nodes without
+//! Per node: the kubelet's admission simulated on the node's free devices (its Topology
+//! Manager policy and scope, its device and CPU managers, via `topoalign-tm`), then the
+//! planner (`topoalign-plan`) for the pod's required pair class and GPU link. The score
+//! is the alignment of the devices the kubelet would actually allocate (it does not
+//! follow topoalign's plan: on a device-plugin node each plugin picks on its own within
+//! the Topology Manager's NUMA hint), minus the fragmentation they cause; the planner's
+//! achievable score stands in where the kubelet cannot be simulated. Nodes without
 //! usable data are never filtered and get [`NEUTRAL_SCORE`].
 
 use std::sync::Mutex;
 use std::time::SystemTime;
 
-use topoalign_plan::{Bound, PlanError, Planner};
-use topoalign_tm::{Case, Policy, ResourceMap, simulate};
-use topoalign_topology::NodeUsage;
+use topoalign_plan::{Bound, PlanError, Planner, Score};
+use topoalign_tm::{Case, Outcome, Policy, ResourceMap, simulate};
+use topoalign_topology::{NodeUsage, PcieClass};
 
 use crate::cache::{Judged, KeyMap, VerdictCache, WARM_SHAPES};
 use crate::podreq::PodRequest;
+use crate::protocol::MAX_EXTENDER_PRIORITY;
 use crate::protocol::{FailedNodesMap, HostPriority};
-use crate::score::{NEUTRAL_SCORE, priority};
-use crate::state::{ClusterState, Effective, NodeView, Slot};
+use crate::score::{NEUTRAL_SCORE, priority, score_points};
+use crate::state::{ClusterState, Effective, NodeView, Slot, fragmentation_of, take_allocated};
 
 /// Why a node was filtered out, for metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -453,20 +458,28 @@ impl Decider {
             settings.topology_manager_policy,
             Policy::Restricted | Policy::SingleNumaNode
         );
-        if strict && let Some(message) = self.tm_rejects(e, req, &e.used) {
-            let unresolvable = self.tm_rejects(e, req, &NodeUsage::empty()).is_some();
+        let kubelet = self.kubelet(e, req, &e.used, 0);
+        if strict && let Some(o) = kubelet.as_ref().filter(|o| !o.admitted) {
+            let unresolvable = self
+                .kubelet(e, req, &NodeUsage::empty(), 0)
+                .is_some_and(|o| !o.admitted);
             return Verdict::Reject {
                 message: format!(
-                    "Topology Manager ({}, scope {}) would reject the pod: {message}",
+                    "Topology Manager ({}, scope {}) would reject the pod: {}: {}",
                     settings.topology_manager_policy.as_str(),
-                    settings.topology_manager_scope.as_str()
+                    settings.topology_manager_scope.as_str(),
+                    o.reason.as_deref().unwrap_or("rejected"),
+                    o.message.as_deref().unwrap_or("")
                 ),
                 unresolvable,
                 kind: RejectKind::TopologyManager,
             };
         }
         match planner.plan(request, &e.used) {
-            Ok(plan) => Verdict::Fit(priority(&plan, e.fragmentation)),
+            Ok(plan) => Verdict::Fit(match kubelet.filter(|o| o.admitted) {
+                Some(first) => self.kubelet_priority(e, req, first),
+                None => priority(&plan, e.fragmentation),
+            }),
             Err(PlanError::Unsatisfiable { bound, detail, .. }) => {
                 let unresolvable = planner.plan(request, &NodeUsage::empty()).is_err();
                 let kind = match bound {
@@ -491,28 +504,73 @@ impl Decider {
         }
     }
 
-    /// The Topology Manager's rejection message, or `None` when it admits (or cannot be
-    /// simulated on this data, which is not held against the node).
-    fn tm_rejects(&self, e: &Effective, req: &PodRequest, usage: &NodeUsage) -> Option<String> {
+    /// The priority of what the kubelet would allocate, averaged over
+    /// [`KUBELET_DRAWS`] draws of the device plugins' random choices (`first` is draw 0).
+    fn kubelet_priority(&self, e: &Effective, req: &PodRequest, first: Outcome) -> i64 {
+        let mut total = score_points(&kubelet_score(e, &first), e.fragmentation);
+        let mut n = 1.0;
+        for seed in 1..KUBELET_DRAWS {
+            if let Some(o) = self.kubelet(e, req, &e.used, seed).filter(|o| o.admitted) {
+                total += score_points(&kubelet_score(e, &o), e.fragmentation);
+                n += 1.0;
+            }
+        }
+        ((total / n).round() as i64).clamp(0, MAX_EXTENDER_PRIORITY)
+    }
+
+    /// The kubelet's admission of the pod on `usage` (`seed`: the draw of the plugins'
+    /// random choices), or `None` when it cannot be simulated on this data (which is
+    /// not held against the node).
+    fn kubelet(
+        &self,
+        e: &Effective,
+        req: &PodRequest,
+        usage: &NodeUsage,
+        seed: u64,
+    ) -> Option<Outcome> {
         let case = Case {
             topology: &e.info.topology.topology,
             settings: &e.info.settings,
             resources: &self.resources,
             pod: &req.pod,
             usage,
-            seed: 0,
+            seed,
         };
         match simulate(&case) {
-            Ok(o) if !o.admitted => Some(format!(
-                "{}: {}",
-                o.reason.as_deref().unwrap_or("rejected"),
-                o.message.as_deref().unwrap_or("")
-            )),
-            Ok(_) => None,
+            Ok(o) => Some(o),
             Err(err) => {
                 tracing::debug!(pod = %req.key, error = %err, "Topology Manager simulation skipped");
                 None
             }
         }
+    }
+}
+
+/// Draws of the kubelet's allocation a score averages: GPU device plugins without a
+/// preferred allocation get their devices in Go's random set order (the `tm` crate's
+/// `unsorted` allocator), so one draw is one possible outcome, not the outcome.
+pub const KUBELET_DRAWS: u64 = 4;
+
+/// The alignment of what the kubelet would allocate: its GPU↔closest-NIC pairs (as
+/// `nvidia-smi topo -m` classes them), the NUMA nodes it spans and the fragmentation
+/// left on the node.
+fn kubelet_score(e: &Effective, o: &Outcome) -> Score {
+    let topo = &e.info.topology.topology;
+    let classes: Vec<PcieClass> = o.pairs.iter().filter_map(|p| p.class).collect();
+    let mut after = e.used.clone();
+    take_allocated(&mut after, topo, o);
+    Score {
+        pairs: classes.len(),
+        gdr_pairs: o
+            .pairs
+            .iter()
+            .filter(|p| p.class.is_some() && p.gdr)
+            .count(),
+        worst_pair: classes.iter().copied().max_by_key(|c| c.rank()),
+        pair_rank_sum: classes.iter().map(|c| c.rank()).sum(),
+        numa_span: o.numa_nodes_used.len(),
+        numa_distance: 0,
+        gpu_interconnect: 0,
+        fragmentation: fragmentation_of(topo, &after),
     }
 }

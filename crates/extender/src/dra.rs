@@ -8,7 +8,10 @@
 //!   free) is dropped.
 //! - Prioritize: the pair classes the allocation reaches (PIX 1, PXB 0.75, PHB 0.5,
 //!   NODE 0.25), minus the good pairs it spoils: free GPUs that had a free PXB-or-better
-//!   pair before and have none after, without being taken.
+//!   pair before and have none after, without being taken; minus [`OPEN_PENALTY`] when the
+//!   pod would be the first on a node whose GPUs are all free and would not take them all (best fit: pods go to nodes already
+//!   in use when the pairs are as good there, so that whole nodes stay free for the pods
+//!   that need a whole node; measured in the `placement-dra` end-to-end scenario).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,6 +22,13 @@ use topoalign_dra::{DRIVER_NAME, DeviceId, DraError, NodeDevices, first_fit};
 
 use crate::protocol::MAX_EXTENDER_PRIORITY;
 use crate::score::FRAGMENTATION_WEIGHT;
+
+/// Points taken by default when the pod would be the first on a node whose GPUs are all
+/// free and would not take them all: more than the pair quality between PIX and NODE (7.5
+/// points), so that a pod takes NODE pairs on a node already in use rather than open a
+/// whole node that a pod needing every GPU of a node could have had (measured in the
+/// `placement-dra` end-to-end scenario; `topoalign extender --dra-open-penalty`).
+pub const OPEN_PENALTY: i64 = 8;
 
 /// Devices the allocator may try per claim before giving up (then the node passes with
 /// a neutral score: the stock allocator decides).
@@ -52,6 +62,8 @@ pub enum DraVerdict {
         ranks: Vec<i64>,
         /// Free GPUs that lose their last PXB-or-better pair without being taken.
         spoiled: usize,
+        /// Whether every GPU of the node was free and the pod leaves some of them free.
+        opens: bool,
         /// The devices the allocation takes.
         devices: BTreeSet<DeviceId>,
     },
@@ -95,6 +107,28 @@ fn pairs_of(slices: &[ResourceSlice], node: &str) -> (Counters, Pairs) {
         }
     }
     (counters, pairs)
+}
+
+/// Whether device `pool`/`device` of `node` consumes one of the GPU counters `gpus` (the
+/// driver names each GPU's counter as the pairs' `gpu` attribute).
+fn gpu_consumers(
+    slices: &[ResourceSlice],
+    node: &str,
+    pool: &str,
+    device: &str,
+    gpus: &BTreeSet<&str>,
+) -> bool {
+    slices
+        .iter()
+        .filter(|s| {
+            s.spec.driver == DRIVER_NAME
+                && s.spec.node_name.as_deref() == Some(node)
+                && s.spec.pool.name == pool
+        })
+        .flat_map(|s| s.spec.devices.iter().flatten())
+        .filter(|d| d.name == device)
+        .flat_map(|d| d.consumes_counters.iter().flatten())
+        .any(|cc| cc.counters.keys().any(|c| gpus.contains(c.as_str())))
 }
 
 fn attr<'a>(
@@ -171,15 +205,37 @@ pub fn judge(
     node: &str,
     allocated: &BTreeSet<DeviceId>,
 ) -> Result<DraVerdict, DraError> {
+    judge_with_budget(
+        claims,
+        classes,
+        slices,
+        node,
+        allocated,
+        SEARCH_BUDGET,
+        OPEN_PENALTY,
+    )
+}
+
+/// [`judge`] with the allocator's search bounded by `budget` devices tried per claim and
+/// `open_penalty` points taken for opening a free node (see [`OPEN_PENALTY`]).
+pub fn judge_with_budget(
+    claims: &[ResourceClaimSpec],
+    classes: &[DeviceClass],
+    slices: &[ResourceSlice],
+    node: &str,
+    allocated: &BTreeSet<DeviceId>,
+    budget: u64,
+    open_penalty: i64,
+) -> Result<DraVerdict, DraError> {
     let mut free = NodeDevices::gather(slices, node)?;
     free.mark_in_use(allocated);
     let mut chosen = BTreeSet::new();
     for (i, claim) in claims.iter().enumerate() {
-        let out = first_fit(claim, classes, &free, SEARCH_BUDGET)?;
+        let out = first_fit(claim, classes, &free, budget)?;
         let Some(devices) = out.allocation else {
             if out.gave_up {
                 return Ok(DraVerdict::Undecided(format!(
-                    "claim {i}: no allocation found within {SEARCH_BUDGET} devices tried"
+                    "claim {i}: no allocation found within {budget} devices tried"
                 )));
             }
             return Ok(DraVerdict::Reject(format!(
@@ -221,10 +277,25 @@ pub fn judge(
         .iter()
         .filter(|g| !now.contains(*g) && !taken.contains(g.as_str()))
         .count();
+    // Every GPU free before (no held device consumes a GPU's counter) and not all taken.
+    let node_gpus: BTreeSet<&str> = pairs.values().map(|p| p.gpu.as_str()).collect();
+    let gpu_counters: BTreeSet<&str> = slices
+        .iter()
+        .filter(|s| s.spec.driver == DRIVER_NAME && s.spec.node_name.as_deref() == Some(node))
+        .flat_map(|s| s.spec.devices.iter().flatten())
+        .filter_map(|d| attr(d, topoalign_dra::attr::GPU)?.string.as_deref())
+        .collect();
+    let gpu_held = allocated
+        .iter()
+        .filter(|d| d.driver == DRIVER_NAME)
+        .any(|d| gpu_consumers(slices, node, &d.pool, &d.device, &gpu_counters));
+    let opens = !gpu_held && taken.len() < node_gpus.len();
+    let score = (dra_priority(&ranks, spoiled) - if opens { open_penalty } else { 0 }).max(0);
     Ok(DraVerdict::Fit {
-        score: dra_priority(&ranks, spoiled),
+        score,
         ranks,
         spoiled,
+        opens,
         devices: chosen,
     })
 }
@@ -281,8 +352,16 @@ mod tests {
             let sl = slices(profile, "n1");
             let gpus = topoalign_profiles::get(profile).unwrap().gpus.len() as u32;
             let none = BTreeSet::new();
-            let v = judge(&[pairs(2, None)], &classes, &sl, "n1", &none).unwrap();
-            let (score, ranks, _) = fit(&v);
+            let v = judge_with_budget(
+                &[pairs(2, None)],
+                &classes,
+                &sl,
+                "n1",
+                &none,
+                SEARCH_BUDGET,
+                0,
+            );
+            let (score, ranks, _) = fit(&v.unwrap());
             assert_eq!(ranks.len(), 2, "{profile}");
             assert!((1..=10).contains(&score), "{profile}: {score}");
             // Every GPU taken by one claim: nothing is left for the next.
@@ -351,18 +430,71 @@ mod tests {
     }
 
     #[test]
-    fn emptier_nodes_with_better_pairs_score_higher() {
+    fn better_pairs_score_higher_and_used_nodes_are_filled_first() {
         let classes = device_classes();
         let sl = slices("mi300x-8", "n1");
         let none = BTreeSet::new();
-        let (free_score, free_ranks, _) =
-            fit(&judge(&[pairs(4, None)], &classes, &sl, "n1", &none).unwrap());
-        // Half the GPUs held by another claim: the pod gets what is left.
-        let (_, _, held) = fit(&judge(&[pairs(4, None)], &classes, &sl, "n1", &none).unwrap());
-        let (busy_score, busy_ranks, _) =
-            fit(&judge(&[pairs(4, None)], &classes, &sl, "n1", &held).unwrap());
-        assert!(free_ranks.iter().sum::<i64>() <= busy_ranks.iter().sum::<i64>());
-        assert!(free_score >= busy_score, "{free_score} {busy_score}");
+        let v = judge(&[pairs(4, None)], &classes, &sl, "n1", &none).unwrap();
+        assert!(matches!(v, DraVerdict::Fit { opens: true, .. }), "{v:?}");
+        let (free_score, free_ranks, held) = fit(&v);
+        // Half the GPUs held by another claim: the pod gets what is left, at the same
+        // pair classes, and fills the node instead of opening a free one.
+        let v = judge(&[pairs(4, None)], &classes, &sl, "n1", &held).unwrap();
+        assert!(matches!(v, DraVerdict::Fit { opens: false, .. }), "{v:?}");
+        let (busy_score, busy_ranks, _) = fit(&v);
+        assert_eq!(free_ranks, busy_ranks);
+        assert_eq!(
+            (free_score, busy_score),
+            (10 - OPEN_PENALTY, 10),
+            "a free node loses to a used one with pairs as good"
+        );
+        // Only a NIC held: every GPU is still free, the node is still whole.
+        let nic: BTreeSet<DeviceId> = [DeviceId {
+            driver: DRIVER_NAME.into(),
+            pool: "n1".into(),
+            device: "nic-0000-0c-00-0".into(),
+        }]
+        .into();
+        let v = judge(&[pairs(1, None)], &classes, &sl, "n1", &nic).unwrap();
+        assert!(matches!(v, DraVerdict::Fit { opens: true, .. }), "{v:?}");
+        // A pod taking the whole node opens nothing; NODE pairs on a node in use win over
+        // opening a free node with PIX pairs (the default penalty outweighs the classes).
+        let v = judge(&[pairs(8, None)], &classes, &sl, "n1", &none).unwrap();
+        assert!(
+            matches!(
+                v,
+                DraVerdict::Fit {
+                    opens: false,
+                    score: 10,
+                    ..
+                }
+            ),
+            "{v:?}"
+        );
+        let gb = slices("gb300-4", "n2");
+        let (_, _, gb_held) = fit(&judge(&[pairs(1, None)], &classes, &gb, "n2", &none).unwrap());
+        let (gb_score, gb_ranks, _) =
+            fit(&judge(&[pairs(1, None)], &classes, &gb, "n2", &gb_held).unwrap());
+        assert_eq!(gb_ranks, [3]);
+        assert_eq!(gb_score, 3);
+        assert!(gb_score > free_score, "{gb_score} {free_score}");
+        let v = judge_with_budget(
+            &[pairs(4, None)],
+            &classes,
+            &sl,
+            "n1",
+            &none,
+            SEARCH_BUDGET,
+            0,
+        );
+        assert!(matches!(
+            v.unwrap(),
+            DraVerdict::Fit {
+                score: 10,
+                opens: true,
+                ..
+            }
+        ));
         assert_eq!(dra_priority(&[0, 0], 0), 10);
         assert_eq!(dra_priority(&[3, 3], 0), 3);
         assert_eq!(dra_priority(&[0], 4), 9);

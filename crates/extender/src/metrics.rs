@@ -34,6 +34,11 @@ pub struct Metrics {
     pub nodes: Family<Labels, Gauge>,
     /// Assumed allocations held.
     pub assumed: Gauge,
+    /// DRA-path node verdicts by verb and outcome (`fit`, `reject`, `dra_no_slices`,
+    /// `dra_budget`, `dra_error`, `dra_claim_unseen`, `dra_mixed`, `dra_bad_pod`).
+    pub dra_verdicts: Family<Labels, Counter>,
+    /// DRA state: nodes with slices, claims, devices held (by `what`).
+    pub dra_state: Family<Labels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -55,6 +60,8 @@ impl Metrics {
         let cache_misses = Counter::default();
         let nodes = Family::<Labels, Gauge>::default();
         let assumed = Gauge::default();
+        let dra_verdicts = Family::<Labels, Counter>::default();
+        let dra_state = Family::<Labels, Gauge>::default();
         registry.register(
             "requests",
             "Extender calls by verb and HTTP status",
@@ -87,6 +94,16 @@ impl Metrics {
             "Allocations assumed for bound pods",
             assumed.clone(),
         );
+        registry.register(
+            "dra_verdicts",
+            "DRA-path node verdicts (pods with ResourceClaims of topoalign.dev), by verb and outcome",
+            dra_verdicts.clone(),
+        );
+        registry.register(
+            "dra_state",
+            "DRA state size: nodes with topoalign.dev slices, claims, devices held",
+            dra_state.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -97,6 +114,8 @@ impl Metrics {
             cache_misses,
             nodes,
             assumed,
+            dra_verdicts,
+            dra_state,
         }
     }
 

@@ -141,25 +141,30 @@ fn declared_cpu_manager(
         return Ok(());
     }
     match reserved {
-        Some(text) => {
-            let set: CpuSet = text.parse().map_err(|e| {
-                format!("annotation `{RESERVED_CPUS_ANNOTATION}`: `{text}`: expected a cpulist such as 0-1: {e}")
-            })?;
-            if let Some(c) = set.ids().iter().find(|c| !on_node(topo, **c)) {
-                return Err(format!(
-                    "annotation `{RESERVED_CPUS_ANNOTATION}`: CPU {c} is not on this node"
-                ));
-            }
-            if set.is_empty() {
-                return Err(format!(
-                    "annotation `{RESERVED_CPUS_ANNOTATION}`: empty (the static CPU manager needs reserved CPUs)"
-                ));
-            }
-            s.reserved_system_cpus = Some(set);
-        }
+        Some(text) => s.reserved_system_cpus = Some(reserved_cpus(text, topo)?),
         None => s.reserved_cpu_millis = 1000,
     }
     Ok(())
+}
+
+/// Reads [`RESERVED_CPUS_ANNOTATION`]: a non-empty cpulist of this node's CPUs.
+fn reserved_cpus(text: &str, topo: &Topology) -> Result<CpuSet, String> {
+    let set: CpuSet = text.parse().map_err(|e| {
+        format!(
+            "annotation `{RESERVED_CPUS_ANNOTATION}`: `{text}`: expected a cpulist such as 0-1: {e}"
+        )
+    })?;
+    if let Some(c) = set.ids().iter().find(|c| !on_node(topo, **c)) {
+        return Err(format!(
+            "annotation `{RESERVED_CPUS_ANNOTATION}`: CPU {c} is not on this node"
+        ));
+    }
+    if set.is_empty() {
+        return Err(format!(
+            "annotation `{RESERVED_CPUS_ANNOTATION}`: empty (the static CPU manager needs reserved CPUs)"
+        ));
+    }
+    Ok(set)
 }
 
 /// A number in an NRT zone resource (`"64"` or `64`).
@@ -335,6 +340,12 @@ pub fn from_nrt(nrt: &Value, interner: &mut Interner) -> NodeEntry {
         )?;
         if let Some((reserved, held)) = nrt_cpu_manager(nrt, &topology.topology)? {
             settings.cpu_manager_policy = CpuPolicy::Static;
+            // The agent names the reserved CPUs; without that (an upstream exporter)
+            // they are the lowest ids of each zone's difference.
+            let reserved = match annotations.get(RESERVED_CPUS_ANNOTATION) {
+                Some(text) => reserved_cpus(text, &topology.topology)?,
+                None => reserved,
+            };
             settings.reserved_system_cpus = Some(reserved);
             if used.cpus.is_empty() {
                 used.cpus = held;

@@ -27,6 +27,9 @@ pub struct ServeConfig {
     pub cache_size: usize,
     /// Resource names → devices.
     pub resources: ResourceMap,
+    /// DRA path: points taken for opening an entirely free node
+    /// ([`crate::dra::OPEN_PENALTY`]).
+    pub dra_open_penalty: i64,
 }
 
 /// Why the extender stopped with an error.
@@ -119,10 +122,9 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
     listening: impl FnOnce(SocketAddr),
 ) -> Result<bool, RunError> {
-    let state = Arc::new(RwLock::new(ClusterState::new(
-        cfg.stale_after,
-        cfg.assume_ttl,
-    )));
+    let mut cluster = ClusterState::new(cfg.stale_after, cfg.assume_ttl);
+    cluster.set_resources(cfg.resources.clone());
+    let state = Arc::new(RwLock::new(cluster));
     let app = Arc::new(App::new(state, Decider::new(cfg.resources, cfg.cache_size)));
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
@@ -131,6 +133,9 @@ pub async fn run(
             source,
         })?;
     listening(listener.local_addr().unwrap_or(cfg.listen));
+    app.dra.write().open_penalty = cfg.dra_open_penalty;
+    app.dra.expect_lists();
+    let dra_watch = tokio::spawn(crate::dra_watch::run(client.clone(), app.dra.clone()));
     let watch = tokio::spawn(crate::watch::run(client, app.clone()));
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let server = tokio::spawn(serve(listener, app, async move {
@@ -143,6 +148,7 @@ pub async fn run(
             Err(_) => Err(RunError::Task("watcher")),
         },
     };
+    dra_watch.abort();
     let _ = stop_tx.send(true);
     let drained = match tokio::time::timeout(DRAIN, server).await {
         Ok(Ok(Ok(()))) => true,

@@ -1,7 +1,7 @@
 //! From a plan to an extender priority: the achievable alignment on the node's free
 //! devices, minus the fragmentation the placement would cause, on 0 ..= 10.
 
-use topoalign_plan::Plan;
+use topoalign_plan::{Plan, Score};
 
 use crate::protocol::MAX_EXTENDER_PRIORITY;
 
@@ -15,7 +15,12 @@ pub const NEUTRAL_SCORE: i64 = MAX_EXTENDER_PRIORITY / 2;
 /// GPUDirect RDMA; 1.0 for GPU-only pods. Each NUMA node spanned beyond the first costs
 /// 0.1.
 pub fn quality(plan: &Plan) -> f64 {
-    let s = &plan.score;
+    score_quality(&plan.score)
+}
+
+/// [`quality`] of a score (the planner's, or one measured on what the kubelet would
+/// allocate).
+pub fn score_quality(s: &Score) -> f64 {
     let mut q = if s.pairs == 0 {
         1.0
     } else {
@@ -37,8 +42,18 @@ pub const MAX_FRAGMENTATION_PENALTY: f64 = 2.0;
 /// The priority: `10 × quality − 0.25 × (fragmentation after − before)`, the penalty
 /// bounded to −1 ..= 2 points, rounded and clamped to 0 ..= 10.
 pub fn priority(plan: &Plan, fragmentation_before: u32) -> i64 {
-    let caused = i64::from(plan.score.fragmentation) - i64::from(fragmentation_before);
-    let penalty = (FRAGMENTATION_WEIGHT * caused as f64).clamp(-1.0, MAX_FRAGMENTATION_PENALTY);
-    let raw = MAX_EXTENDER_PRIORITY as f64 * quality(plan) - penalty;
+    score_priority(&plan.score, fragmentation_before)
+}
+
+/// [`priority`] of a score.
+pub fn score_priority(s: &Score, fragmentation_before: u32) -> i64 {
+    let raw = score_points(s, fragmentation_before);
     (raw.round() as i64).clamp(0, MAX_EXTENDER_PRIORITY)
+}
+
+/// The unrounded points of [`score_priority`] (to average several draws).
+pub fn score_points(s: &Score, fragmentation_before: u32) -> f64 {
+    let caused = i64::from(s.fragmentation) - i64::from(fragmentation_before);
+    let penalty = (FRAGMENTATION_WEIGHT * caused as f64).clamp(-1.0, MAX_FRAGMENTATION_PENALTY);
+    MAX_EXTENDER_PRIORITY as f64 * score_quality(s) - penalty
 }

@@ -17,9 +17,11 @@ use tokio::net::TcpListener;
 
 use crate::cache::Judged;
 use crate::decide::{CacheStats, Decider, Seen, Verdict};
+use crate::dra_state::{DraNode, DraShared, PodClaims};
 use crate::metrics::{Metrics, label};
 use crate::podreq::pod_request;
 use crate::protocol::{FilterWriter, PriorityWriter, parse_args};
+use crate::score::NEUTRAL_SCORE;
 use crate::state::{ClusterState, NodeView};
 
 /// Everything the handlers share.
@@ -33,6 +35,8 @@ pub struct App {
     pub metrics: Metrics,
     /// Whether the watchers have listed everything once.
     pub ready: AtomicBool,
+    /// The DRA path's state (pods with ResourceClaims of topoalign.dev).
+    pub dra: Arc<DraShared>,
 }
 
 impl App {
@@ -43,6 +47,7 @@ impl App {
             decider,
             metrics: Metrics::new(),
             ready: AtomicBool::new(false),
+            dra: Arc::new(DraShared::new()),
         }
     }
 
@@ -91,6 +96,18 @@ impl App {
             .get_or_create(&label("status", "stale"))
             .set(stale);
         self.metrics.assumed.set(state.assumed_count() as i64);
+        drop(state);
+        let dra = self.dra.read();
+        for (what, n) in [
+            ("nodes", dra.node_count()),
+            ("claims", dra.claim_count()),
+            ("held_devices", dra.held_count()),
+        ] {
+            self.metrics
+                .dra_state
+                .get_or_create(&label("what", what))
+                .set(n as i64);
+        }
     }
 }
 
@@ -117,12 +134,12 @@ pub async fn serve(
 }
 
 async fn readyz(State(app): State<Arc<App>>) -> Response {
-    if app.ready.load(Ordering::SeqCst) {
+    if app.ready.load(Ordering::SeqCst) && app.dra.is_ready() {
         (StatusCode::OK, "ready").into_response()
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: the node, NodeResourceTopology and pod watchers have not listed yet",
+            "not ready: the node, NodeResourceTopology, pod and DRA (ResourceSlice, ResourceClaim, ResourceClaimTemplate, DeviceClass) watchers have not all listed yet",
         )
             .into_response()
     }
@@ -223,6 +240,22 @@ async fn filter(State(app): State<Arc<App>>, body: Bytes) -> Response {
         Ok(x) => x,
         Err(e) => return bad_request(&app, "filter", e.to_string()),
     };
+    let claims = app.dra.resolve(&pod);
+    if !matches!(claims, PodClaims::NotOurs) {
+        let mut w = FilterWriter::new(&candidates);
+        dra_visit(
+            &app,
+            "filter",
+            &pod,
+            claims,
+            candidates.names(),
+            |i, name, v| match v {
+                Some(DraNode::Reject(m)) => w.fail(name, m, false),
+                _ => w.pass(i, name),
+            },
+        );
+        return finish(&app, "filter", t0, w.finish());
+    }
     let req = match pod_request(&pod, app.decider.resources()) {
         Ok(r) => r,
         Err(e) => return bad_request(&app, "filter", e.to_string()),
@@ -262,11 +295,24 @@ async fn prioritize(State(app): State<Arc<App>>, body: Bytes) -> Response {
         Ok(x) => x,
         Err(e) => return bad_request(&app, "prioritize", e.to_string()),
     };
+    let names = candidates.names();
+    let claims = app.dra.resolve(&pod);
+    if !matches!(claims, PodClaims::NotOurs) {
+        let mut w = PriorityWriter::new(names.len());
+        dra_visit(&app, "prioritize", &pod, claims, names, |_, name, v| {
+            let score = match v {
+                Some(DraNode::Fit(s, _)) => *s,
+                Some(DraNode::Reject(_)) => 0,
+                _ => NEUTRAL_SCORE,
+            };
+            w.push(name, score);
+        });
+        return finish(&app, "prioritize", t0, w.finish());
+    }
     let req = match pod_request(&pod, app.decider.resources()) {
         Ok(r) => r,
         Err(e) => return bad_request(&app, "prioritize", e.to_string()),
     };
-    let names = candidates.names();
     let mut w = PriorityWriter::new(names.len());
     let mut tally = Tally::default();
     let stats = {
@@ -279,6 +325,81 @@ async fn prioritize(State(app): State<Arc<App>>, body: Bytes) -> Response {
     };
     tally.record(&app, "prioritize", &req.key, stats);
     finish(&app, "prioritize", t0, w.finish())
+}
+
+/// The DRA path of one call: `f(index, name, verdict)` per candidate (`None`: not
+/// judged, the pod's claims could not be read), then the metrics and logs.
+fn dra_visit<N: AsRef<str>>(
+    app: &App,
+    verb: &str,
+    pod: &serde_json::Value,
+    claims: PodClaims,
+    names: &[N],
+    mut f: impl FnMut(usize, &str, Option<&DraNode>),
+) {
+    let text = |p: &str| {
+        pod.pointer(p)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+    };
+    let key = format!("{}/{}", text("/metadata/namespace"), text("/metadata/name"));
+    let mut outcomes: BTreeMap<&'static str, (u64, Vec<String>)> = BTreeMap::new();
+    let mut note = |outcome: &'static str, name: &str| {
+        let (n, sample) = outcomes.entry(outcome).or_default();
+        *n += 1;
+        if sample.len() < 5 {
+            sample.push(name.to_string());
+        }
+    };
+    match claims {
+        PodClaims::Judge(r) => {
+            if r.from_template > 0 {
+                tracing::debug!(verb, pod = %key, claims = r.from_template, "generated claims not seen yet; judged on their templates");
+            }
+            app.dra.visit(&r, names, |i, name, v| {
+                note(v.outcome(), name);
+                if let DraNode::Neutral(n) = v {
+                    tracing::debug!(verb, pod = %key, node = %name, why = n.why(), "node not judged");
+                }
+                f(i, name, Some(v));
+            });
+        }
+        PodClaims::Unjudged(label, why) => {
+            tracing::info!(verb, pod = %key, reason = label, %why, "pod's claims not judged; every node passes with a neutral score");
+            for (i, n) in names.iter().enumerate() {
+                note(label, n.as_ref());
+                f(i, n.as_ref(), None);
+            }
+        }
+        PodClaims::NotOurs => {}
+    }
+    for (outcome, (n, sample)) in outcomes {
+        app.metrics
+            .dra_verdicts
+            .get_or_create(&vec![
+                ("verb".to_string(), verb.to_string()),
+                ("outcome".to_string(), outcome.to_string()),
+            ])
+            .inc_by(n);
+        match outcome {
+            "fit" => {}
+            "reject" => {
+                if verb == "filter" {
+                    app.metrics
+                        .filtered
+                        .get_or_create(&label("reason", "dra_claim"))
+                        .inc_by(n);
+                }
+            }
+            neutral => {
+                app.metrics
+                    .neutral
+                    .get_or_create(&label("reason", neutral))
+                    .inc_by(n);
+                tracing::info!(verb, pod = %key, reason = neutral, count = n, nodes = ?sample, "nodes passed with a neutral score");
+            }
+        }
+    }
 }
 
 fn finish(app: &App, verb: &str, t0: Instant, body: Vec<u8>) -> Response {

@@ -13,8 +13,8 @@ use std::time::{Duration, SystemTime};
 
 use topoalign_plan::score::device_score;
 use topoalign_plan::{Planner, Request};
-use topoalign_tm::Settings;
 use topoalign_tm::settings::CpuPolicy;
+use topoalign_tm::{Case, Outcome, Pod, ResourceMap, Settings, simulate};
 use topoalign_topology::{NodeUsage, Topology};
 
 use crate::cache::KeyHasher;
@@ -94,6 +94,10 @@ pub struct Assumed {
     pub node: String,
     /// What it asks for.
     pub request: Request,
+    /// The pod as the kubelet's resource managers see it: with it the assumed devices
+    /// are the ones the kubelet's Topology Manager and device manager would give (the
+    /// `tm` simulation); without it, the planner's choice.
+    pub pod: Option<Pod>,
     /// When the binding was first seen.
     pub bound_at: SystemTime,
 }
@@ -109,7 +113,8 @@ pub struct Effective {
     pub fragmentation: u32,
     /// Hash of topology, settings and usage: equal keys get equal verdicts.
     pub state_key: u64,
-    /// Assumed pods that no longer fit (their devices could not be chosen).
+    /// Assumed pods that hold nothing: the kubelet would reject them, or their devices
+    /// could not be chosen.
     pub unplaced: Vec<String>,
 }
 
@@ -159,6 +164,7 @@ pub struct ClusterState {
     free: Vec<Slot>,
     assumed: BTreeMap<String, Assumed>,
     changed: Vec<String>,
+    resources: Arc<ResourceMap>,
     /// Agent data older than this is stale (neutral score, never filtered).
     pub stale_after: Duration,
     /// An assumed allocation on an agent-reported node expires after this.
@@ -181,9 +187,16 @@ impl ClusterState {
             free: Vec::new(),
             assumed: BTreeMap::new(),
             changed: Vec::new(),
+            resources: Arc::new(ResourceMap::default()),
             stale_after,
             assume_ttl,
         }
+    }
+
+    /// Sets the resource names → devices map the assumed pods are read with (the
+    /// extender's `--resource` rules; default: the built-in map).
+    pub fn set_resources(&mut self, resources: ResourceMap) {
+        self.resources = Arc::new(resources);
     }
 
     /// Sets (or replaces) a node's data.
@@ -282,7 +295,30 @@ impl ClusterState {
 
     /// Records that a pod (`namespace/name`) is bound to `node` and asks for `request`.
     /// Calling it again for the same pod and node changes nothing.
+    /// The devices assumed are the planner's choice; [`ClusterState::assume_pod`] assumes
+    /// what the kubelet would give instead.
     pub fn assume(&mut self, pod: &str, node: &str, request: Request, now: SystemTime) {
+        self.assume_with(pod, node, request, None, now);
+    }
+
+    /// Records that a pod is bound to `node`, assuming the devices (and exclusive CPUs)
+    /// the node's kubelet would allocate to it: its Topology Manager and device manager,
+    /// simulated by `topoalign-tm` with the node's settings, in binding order. A pod the
+    /// kubelet would reject holds nothing. Pods that ask for no GPU are not recorded.
+    pub fn assume_pod(&mut self, key: &str, node: &str, req: &crate::PodRequest, now: SystemTime) {
+        if let Some(plan) = &req.plan {
+            self.assume_with(key, node, plan.clone(), Some(req.pod.clone()), now);
+        }
+    }
+
+    fn assume_with(
+        &mut self,
+        pod: &str,
+        node: &str,
+        request: Request,
+        tm_pod: Option<Pod>,
+        now: SystemTime,
+    ) {
         if let Some(a) = self.assumed.get(pod)
             && a.node == node
         {
@@ -293,6 +329,7 @@ impl ClusterState {
             Assumed {
                 node: node.to_string(),
                 request,
+                pod: tm_pod,
                 bound_at: now,
             },
         );
@@ -411,8 +448,33 @@ impl ClusterState {
             .collect();
         if !pods.is_empty() {
             pods.sort_by(|a, b| a.1.bound_at.cmp(&b.1.bound_at).then(a.0.cmp(b.0)));
-            let planner = Planner::new(topo);
+            let mut planner = None;
             for (key, a) in pods {
+                if let Some(pod) = &a.pod {
+                    let case = Case {
+                        topology: topo,
+                        settings: &info.settings,
+                        resources: &self.resources,
+                        pod,
+                        usage: &used,
+                        seed: 0,
+                    };
+                    match simulate(&case) {
+                        Ok(o) if o.admitted => {
+                            take_allocated(&mut used, topo, &o);
+                            continue;
+                        }
+                        Ok(_) => {
+                            unplaced.push(key.clone());
+                            continue;
+                        }
+                        Err(err) => {
+                            tracing::debug!(pod = %key, node = %name, error = %err,
+                                "kubelet simulation failed; assuming the planner's choice");
+                        }
+                    }
+                }
+                let planner = planner.get_or_insert_with(|| Planner::new(topo));
                 let mut req = a.request.clone();
                 // The kubelet ignores topoalign's bounds; take what it can.
                 req.max_pair = None;
@@ -510,6 +572,25 @@ impl NameIndex {
         }
         self.arena = arena;
         self.garbage = 0;
+    }
+}
+
+/// Adds what the kubelet allocated in `o` to `used`.
+pub(crate) fn take_allocated(used: &mut NodeUsage, topo: &Topology, o: &Outcome) {
+    for alloc in &o.allocations {
+        for (_, devices) in &alloc.devices {
+            for d in devices {
+                if topo.gpu_index(d.bdf).is_some() {
+                    used.gpus.push(d.bdf);
+                } else {
+                    used.nics.push(d.bdf);
+                }
+            }
+        }
+        used.cpus = used.cpus.union(&alloc.cpus);
+        for (numa, bytes) in &alloc.memory {
+            *used.memory.entry(*numa).or_default() += bytes;
+        }
     }
 }
 

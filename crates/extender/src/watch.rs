@@ -316,11 +316,7 @@ fn apply_pod(s: &Shared, p: &Pod) {
         return;
     };
     match pod_request(&to_value(p), s.app.decider.resources()) {
-        Ok(r) => {
-            if let Some(plan) = r.plan {
-                s.state().assume(&key, &node, plan, SystemTime::now());
-            }
-        }
+        Ok(r) => s.state().assume_pod(&key, &node, &r, SystemTime::now()),
         Err(e) => tracing::debug!(pod = %key, error = %e, "bound pod not understood; not assumed"),
     }
 }

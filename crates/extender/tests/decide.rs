@@ -57,10 +57,62 @@ fn restricted_mi300x_with_split_occupancy_is_filtered_and_an_aligned_node_wins()
     assert!(f.unresolvable.is_empty(), "preemption could free a socket");
     let (p, _) = d.prioritize(&st, &req, &cands[1..], SystemTime::now());
     let s: Vec<i64> = p.scores.iter().map(|h| h.score).collect();
-    // Four PIX pairs on one socket on both free and half-full nodes (the half-full one
-    // fragments less: it completes the xGMI island); the split node can only span both
-    // sockets.
-    assert_eq!(s, [9, 9, 8], "free, half, split-none");
+    // What the kubelet gives on the free and half-full nodes: four GPUs of one socket and
+    // the first four VFs, all of one PF (one PIX pair, three NODE); the split node spans
+    // both sockets and loses another point per extra NUMA node.
+    assert_eq!(s, [2, 2, 0], "free, half, split-none");
+}
+
+#[test]
+fn scores_follow_what_the_kubelet_would_allocate_not_the_best_plan() {
+    let mut i = Interner::default();
+    let mut st = state();
+    // The planner reaches a PIX pair on both nodes (a GPU with its own NIC's VF), so it
+    // cannot tell them apart. The kubelet does not follow it: here both plugins hand out
+    // the lowest free address of NUMA node 0, GPU 11 and a VF of GPU 11's NIC on "free"
+    // (PIX), GPU 2f and that same VF on "first-gpu-taken" (NODE).
+    st.upsert_node(
+        "first-gpu-taken",
+        node(
+            &mut i,
+            "mi300x-8",
+            Policy::Restricted,
+            &MI_GPUS_N0[..1],
+            &[],
+        ),
+    );
+    st.upsert_node(
+        "free",
+        node(&mut i, "mi300x-8", Policy::Restricted, &[], &[]),
+    );
+    let mut packed = ResourceMap::default();
+    packed
+        .set_allocator_spec("amd.com/gpu=lowest-address", "--allocator")
+        .unwrap();
+    let d = Decider::new(packed, 100);
+    let req = pod_request(&pod("p1", json!({AMD: 1, VF: 1}), json!({})), d.resources()).unwrap();
+    let (p, _) = d.prioritize(
+        &st,
+        &req,
+        &names(&["first-gpu-taken", "free"]),
+        SystemTime::now(),
+    );
+    let s: Vec<i64> = p.scores.iter().map(|h| h.score).collect();
+    assert!(s[1] >= 9 && s[0] <= 2, "{s:?}");
+    // The planner's view, for contrast: the same best plan on both nodes.
+    let planner = topoalign_plan::Planner::new(st.node("free").map_or_else(
+        || panic!("free"),
+        |v| match v {
+            topoalign_extender::state::NodeView::Known(e) => &e.info.topology.topology,
+            other => panic!("{other:?}"),
+        },
+    ));
+    let plan = req.plan.as_ref().unwrap();
+    let mut used = topoalign_topology::NodeUsage::empty();
+    let free = planner.plan(plan, &used).unwrap().score.pair_rank_sum;
+    used.gpus.push(MI_GPUS_N0[0].parse().unwrap());
+    let taken = planner.plan(plan, &used).unwrap().score.pair_rank_sum;
+    assert_eq!((free, taken), (0, 0));
 }
 
 #[test]
@@ -291,6 +343,40 @@ fn assumed_allocations_take_devices_until_the_pod_goes() {
     st.assume("default/c", "m", plan, now);
     st.expire(now + Duration::from_secs(3600));
     assert_eq!(st.assumed_count(), 1);
+}
+
+#[test]
+fn assumed_pods_hold_what_the_kubelet_would_give_them() {
+    let mut i = Interner::default();
+    let mut st = state();
+    st.upsert_node(
+        "n",
+        node(&mut i, "mi300x-8", Policy::SingleNumaNode, &[], &[]),
+    );
+    let d = Decider::new(ResourceMap::default(), 100);
+    let used = |st: &topoalign_extender::ClusterState| match st.node("n") {
+        Some(topoalign_extender::state::NodeView::Known(e)) => {
+            (e.used.gpus.len(), e.used.nics.len(), e.unplaced.clone())
+        }
+        other => panic!("{other:?}"),
+    };
+    let now = SystemTime::now();
+    // Five GPUs cannot come from one NUMA node: single-numa-node rejects the pod, so
+    // once bound it holds nothing (the planner alone would have taken five GPUs).
+    let p5 = pod_request(&pod("p5", json!({AMD: 5, VF: 5}), json!({})), d.resources()).unwrap();
+    st.assume("default/planner", "n", p5.plan.clone().unwrap(), now);
+    assert_eq!(used(&st).0, 5);
+    st.forget_pod("default/planner");
+    st.assume_pod("default/big", "n", &p5, now);
+    assert_eq!(used(&st), (0, 0, vec!["default/big".to_string()]));
+    // A pod the kubelet admits holds exactly what `topoalign tm` allocates to it.
+    let p2 = pod_request(&pod("p2", json!({AMD: 2, VF: 2}), json!({})), d.resources()).unwrap();
+    st.assume_pod("default/two", "n", &p2, now);
+    assert_eq!(used(&st), (2, 2, vec!["default/big".to_string()]));
+    // A pod asking for no GPU is not recorded.
+    let cpu = pod_request(&pod("cpu", json!({"cpu": "2"}), json!({})), d.resources()).unwrap();
+    st.assume_pod("default/cpu", "n", &cpu, now);
+    assert_eq!(st.assumed_count(), 2);
 }
 
 #[test]

@@ -29,11 +29,14 @@ pub enum DeviceClass {
 
 /// The attribute a pair's `matchAttribute` constraint names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "camelCase")]
 pub enum MatchOn {
     /// `resource.kubernetes.io/pcieRoot`.
+    #[cfg_attr(feature = "clap", value(name = "pcieRoot"))]
     PcieRoot,
     /// `resource.kubernetes.io/numaNode`.
+    #[cfg_attr(feature = "clap", value(name = "numaNode"))]
     NumaNode,
 }
 

@@ -19,6 +19,8 @@
 //! solution in slice/device order, backtracking, no scoring). Every random choice comes
 //! from [`rng::Rng`] (PCG-64) seeded by the user: same seed, same numbers.
 
+#[cfg(feature = "clap")]
+pub mod args;
 pub mod demo;
 pub mod dra;
 pub mod engine;

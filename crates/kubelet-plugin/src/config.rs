@@ -11,6 +11,39 @@ pub const DEFAULT_PLUGIN_DIR: &str = "/var/lib/kubelet/plugins";
 /// The CDI directory for generated (transient) specs.
 pub const DEFAULT_CDI_DIR: &str = "/var/run/cdi";
 
+/// The plugin's directory flags (the `clap` feature), flattened into `topoalign driver`.
+#[cfg(feature = "clap")]
+#[derive(Debug, Clone, clap::Args)]
+pub struct PluginArgs {
+    /// Where the kubelet watches for plugin registration sockets.
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_PLUGIN_REGISTRY_DIR)]
+    pub plugin_registry_dir: PathBuf,
+    /// Parent of the driver's DRA socket directory (`DIR/topoalign.dev/dra.sock`).
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_PLUGIN_DIR)]
+    pub plugin_dir: PathBuf,
+    /// Where CDI specs are written.
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_CDI_DIR)]
+    pub cdi_dir: PathBuf,
+    /// Where the plugin keeps its checkpoint (default: the driver's plugin directory).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+#[cfg(feature = "clap")]
+impl PluginArgs {
+    /// The configuration of the plugin on node `node_name`.
+    pub fn config(&self, node_name: impl Into<String>) -> PluginConfig {
+        PluginConfig {
+            node_name: node_name.into(),
+            plugin_registry_dir: self.plugin_registry_dir.clone(),
+            plugin_dir: self.plugin_dir.clone(),
+            cdi_dir: self.cdi_dir.clone(),
+            state_dir: (self.state_dir.clone())
+                .unwrap_or_else(|| self.plugin_dir.join(DRIVER_NAME)),
+        }
+    }
+}
+
 /// Paths and identity of the plugin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginConfig {

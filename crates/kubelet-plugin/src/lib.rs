@@ -32,6 +32,8 @@ pub mod shim;
 
 pub use checkpoint::{Checkpoint, PreparedClaim, PreparedRecord};
 pub use claims::{BoxFuture, ClaimAllocation, ClaimSource, ClaimSourceError, InMemoryClaims};
+#[cfg(feature = "clap")]
+pub use config::PluginArgs;
 pub use config::PluginConfig;
 pub use engine::{Engine, FaultHook, FaultPoint, ReconcileReport};
 pub use error::{ClaimError, PluginError};

@@ -5,17 +5,28 @@ use serde_json::{Map, Value};
 use crate::settings::keys;
 
 /// The settings `topoalign kubelet-config set` was asked to change (`None` = leave alone).
+/// With the `clap` feature it is also that command's flags (the doc comments are their help).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct ChangeRequest {
-    /// New `topologyManagerPolicy`.
+    /// topologyManagerPolicy: none | best-effort | restricted | single-numa-node.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "POLICY"))]
     pub topology_manager_policy: Option<String>,
-    /// New `topologyManagerScope`.
+    /// topologyManagerScope: container | pod.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "SCOPE"))]
     pub topology_manager_scope: Option<String>,
-    /// Options to set in `topologyManagerPolicyOptions` (merged into the existing map).
+    /// A topologyManagerPolicyOptions entry NAME=VALUE (repeatable), e.g.
+    /// prefer-closest-numa-nodes=true, max-allowable-numa-nodes=8. Merged into the existing options.
+    #[cfg_attr(
+        feature = "clap",
+        arg(long = "topology-manager-option", value_name = "NAME=VALUE", value_parser = topoalign_tm::parse_option_arg)
+    )]
     pub topology_manager_options: Vec<(String, String)>,
-    /// New `cpuManagerPolicy`.
+    /// cpuManagerPolicy: none | static (static needs reserved CPUs).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "POLICY"))]
     pub cpu_manager_policy: Option<String>,
-    /// New `reservedSystemCPUs`.
+    /// reservedSystemCPUs, a CPU list such as 0-1,96-97.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "LIST"))]
     pub reserved_cpus: Option<String>,
 }
 

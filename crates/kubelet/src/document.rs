@@ -91,6 +91,17 @@ impl ConfigDocument {
         topoalign_tm::Settings::from_kubelet_config(&Value::Object(self.fields.clone()))
     }
 
+    /// The Topology Manager settings of the KubeletConfiguration at `path`: the one
+    /// reading behind every `--kubelet-config` flag.
+    pub fn read_tm_settings(path: &Path) -> Result<topoalign_tm::Settings, ConfigError> {
+        ConfigDocument::read(path)?
+            .tm_settings()
+            .map_err(|why| ConfigError::TmSettings {
+                path: path.to_path_buf(),
+                why,
+            })
+    }
+
     /// The string value of a top-level field, when it is a string.
     pub fn str_field(&self, key: &str) -> Option<&str> {
         self.fields.get(key).and_then(Value::as_str)
@@ -202,6 +213,23 @@ mod tests {
         assert!(matches!(e, ConfigError::Json { line: 2, .. }), "{e}");
         let e = parse(ConfigFormat::Yaml, "a: [1, 2\nb: c\n").unwrap_err();
         assert!(matches!(e, ConfigError::Yaml { .. }), "{e}");
+    }
+
+    #[test]
+    fn tm_settings_from_a_file_name_the_file_when_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.yaml");
+        let head = "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\n";
+        std::fs::write(&path, format!("{head}topologyManagerPolicy: restricted\n")).unwrap();
+        let s = ConfigDocument::read_tm_settings(&path).unwrap();
+        assert_eq!(s.topology_manager_policy, topoalign_tm::Policy::Restricted);
+        std::fs::write(&path, format!("{head}topologyManagerPolicy: tidy\n")).unwrap();
+        let e = ConfigDocument::read_tm_settings(&path).unwrap_err();
+        assert!(matches!(e, ConfigError::TmSettings { .. }), "{e}");
+        assert!(
+            e.to_string().starts_with(&format!("{}: ", path.display())),
+            "{e}"
+        );
     }
 
     #[test]

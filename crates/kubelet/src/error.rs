@@ -46,6 +46,14 @@ pub enum ConfigError {
         /// What is wrong (field and expected value).
         why: String,
     },
+    /// The file's Topology Manager settings are ones the kubelet refuses.
+    #[error("{path}: {why}")]
+    TmSettings {
+        /// The file.
+        path: PathBuf,
+        /// What the Topology Manager rejects.
+        why: topoalign_tm::ConfigError,
+    },
     /// A requested or resulting setting is invalid; nothing was written.
     #[error("{path}: refusing to write: {}", problems.join("; "))]
     Invalid {

@@ -11,6 +11,8 @@
 //! - [`rollback`] restores the newest (or a given) backup the same way, saying what changes,
 //!   and refuses to undo the previous rollback unless forced.
 
+#[cfg(feature = "clap")]
+pub mod args;
 pub mod backup;
 pub mod change;
 pub mod diff;

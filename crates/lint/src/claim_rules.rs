@@ -73,29 +73,27 @@ fn request_info(name: &str, index: usize, parts: Vec<&str>) -> RequestInfo {
     }
 }
 
-/// The shape shared by v1 and v1beta2: `exactly` or `firstAvailable`.
-macro_rules! claim_spec_v1 {
-    ($spec:expr) => {{
+/// A [`ClaimSpec`] from any version's typed spec: the requests' `firstAvailable`
+/// sub-requests and the constraints read alike in every version; `$own` adds what differs,
+/// the request's own class, allocation mode and selectors, to `$parts`.
+macro_rules! claim_spec_with {
+    ($spec:expr, |$r:ident, $parts:ident| $own:block) => {{
         let devices = $spec.devices.unwrap_or_default();
         let requests = devices
             .requests
             .iter()
             .flatten()
             .enumerate()
-            .map(|(index, r)| {
-                let mut parts = Vec::new();
-                if let Some(e) = &r.exactly {
-                    parts.push(e.device_class_name.as_str());
-                    parts.extend(e.allocation_mode.as_deref());
-                    parts.extend(expressions!(e.selectors));
+            .map(|(index, $r)| {
+                let mut $parts = Vec::new();
+                $own
+                for sub in $r.first_available.iter().flatten() {
+                    $parts.push(sub.name.as_str());
+                    $parts.push(sub.device_class_name.as_str());
+                    $parts.extend(sub.allocation_mode.as_deref());
+                    $parts.extend(expressions!(sub.selectors));
                 }
-                for sub in r.first_available.iter().flatten() {
-                    parts.push(sub.name.as_str());
-                    parts.push(sub.device_class_name.as_str());
-                    parts.extend(sub.allocation_mode.as_deref());
-                    parts.extend(expressions!(sub.selectors));
-                }
-                request_info(&r.name, index, parts)
+                request_info(&$r.name, index, $parts)
             })
             .collect();
         let constraints = devices
@@ -114,43 +112,28 @@ macro_rules! claim_spec_v1 {
     }};
 }
 
-/// v1beta1: the device class and selectors on the request itself, or `firstAvailable`.
+/// v1 and v1beta2: the request's own devices under `exactly`.
+macro_rules! claim_spec_v1 {
+    ($spec:expr) => {
+        claim_spec_with!($spec, |r, parts| {
+            if let Some(e) = &r.exactly {
+                parts.push(e.device_class_name.as_str());
+                parts.extend(e.allocation_mode.as_deref());
+                parts.extend(expressions!(e.selectors));
+            }
+        })
+    };
+}
+
+/// v1beta1: the device class and selectors on the request itself.
 macro_rules! claim_spec_v1beta1 {
-    ($spec:expr) => {{
-        let devices = $spec.devices.unwrap_or_default();
-        let requests = devices
-            .requests
-            .iter()
-            .flatten()
-            .enumerate()
-            .map(|(index, r)| {
-                let mut parts = Vec::new();
-                parts.extend(r.device_class_name.as_deref());
-                parts.extend(r.allocation_mode.as_deref());
-                parts.extend(expressions!(r.selectors));
-                for sub in r.first_available.iter().flatten() {
-                    parts.push(sub.name.as_str());
-                    parts.push(sub.device_class_name.as_str());
-                    parts.extend(sub.allocation_mode.as_deref());
-                    parts.extend(expressions!(sub.selectors));
-                }
-                request_info(&r.name, index, parts)
-            })
-            .collect();
-        let constraints = devices
-            .constraints
-            .into_iter()
-            .flatten()
-            .map(|c| Constraint {
-                requests: c.requests.unwrap_or_default(),
-                match_attribute: c.match_attribute,
-            })
-            .collect();
-        ClaimSpec {
-            requests,
-            constraints,
-        }
-    }};
+    ($spec:expr) => {
+        claim_spec_with!($spec, |r, parts| {
+            parts.extend(r.device_class_name.as_deref());
+            parts.extend(r.allocation_mode.as_deref());
+            parts.extend(expressions!(r.selectors));
+        })
+    };
 }
 
 impl ClaimSpec {
@@ -375,6 +358,38 @@ fn pin_or_missing(path: &str, g: &RequestInfo, n: &RequestInfo, topo: &Topology)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The same claim in v1 (`exactly`) and v1beta1 (on the request) reads the same.
+    #[test]
+    fn every_version_reads_to_one_spec() {
+        let sub = serde_json::json!([{"name": "any", "deviceClassName": "nic.example", "allocationMode": "All"}]);
+        let cel =
+            serde_json::json!([{"cel": {"expression": "device.driver == \"gpu.nvidia.com\""}}]);
+        let constraints =
+            serde_json::json!([{"requests": ["gpu", "nic"], "matchAttribute": PCIE_ROOT}]);
+        let v1 = serde_json::json!({"spec": {"devices": {
+            "requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": "gpu.example", "selectors": cel}},
+                {"name": "nic", "firstAvailable": sub}
+            ],
+            "constraints": constraints
+        }}});
+        let v1beta1 = serde_json::json!({"spec": {"devices": {
+            "requests": [
+                {"name": "gpu", "deviceClassName": "gpu.example", "selectors": cel},
+                {"name": "nic", "firstAvailable": sub}
+            ],
+            "constraints": constraints
+        }}});
+        let (a, pa) = ClaimSpec::read("ResourceClaim", "resource.k8s.io/v1", &v1);
+        let (b, pb) = ClaimSpec::read("ResourceClaim", "resource.k8s.io/v1beta1", &v1beta1);
+        assert!(pa.is_empty() && pb.is_empty(), "{pa:?} {pb:?}");
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert_eq!(a, b);
+        assert!(a.requests[0].gpu && a.requests[0].text.contains("gpu.nvidia.com"));
+        assert_eq!(a.requests[1].text, "any\nnic.example\nAll\n");
+        assert_eq!(a.constraints[0].match_attribute.as_deref(), Some(PCIE_ROOT));
+    }
 
     #[test]
     fn finds_pins() {

@@ -7,6 +7,8 @@
 //! node without alignment (policy none), and DRA claims pairing a GPU and a NIC without a
 //! pcieRoot/NUMA `matchAttribute` (or with a pcieRoot match the machine cannot satisfy).
 
+#[cfg(feature = "clap")]
+pub mod args;
 pub mod capacity;
 pub mod claim_rules;
 pub mod documents;

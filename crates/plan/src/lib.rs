@@ -42,6 +42,8 @@
 //! It is exact: a property test compares it with `brute::brute_force` (feature `brute`,
 //! on for this crate's tests and benchmark) on random topologies.
 
+#[cfg(feature = "clap")]
+pub mod args;
 mod bound;
 #[cfg(any(test, feature = "brute"))]
 pub mod brute;

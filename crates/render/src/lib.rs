@@ -7,12 +7,14 @@
 //! - [`summary`]: a readable multi-section table of a whole topology.
 //! - [`svg`] and [`dot`]: drawings of the machine (NUMA nodes, host bridges, switches,
 //!   GPUs, NICs, the NVLink/xGMI fabric and each GPU's best NIC coloured by pair class).
+//! - [`format`]: the output formats (`-o table|json|yaml`, `svg|dot`).
 //! - [`chart`]: generic stacked horizontal bar and line charts as SVG.
 //!
 //! Everything here is pure: functions take a model and return a `String`.
 
 pub mod chart;
 pub mod dot;
+pub mod format;
 pub mod matrix;
 pub mod scene;
 pub mod summary;

@@ -16,6 +16,8 @@
 //! - [`matrix`] mirrors seed 000's policy table, computed by simulation.
 
 pub mod allocate;
+#[cfg(feature = "clap")]
+pub mod args;
 pub mod bitmask;
 pub mod case;
 pub mod error;

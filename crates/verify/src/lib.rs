@@ -9,6 +9,8 @@
 //! `/dev/infiniband/uverbsN` → `ibdev` → `/sys/class/infiniband/<dev>/device`), maps them
 //! onto the topology the sysfs walker finds, and reports each GPU's best NIC.
 
+#[cfg(feature = "clap")]
+pub mod args;
 pub mod env;
 pub mod error;
 pub mod gate;

@@ -11,6 +11,8 @@
 //!
 //! The core does no I/O: callers pass the XML text and a [`HostView`].
 
+#[cfg(feature = "clap")]
+pub mod args;
 pub mod check;
 pub mod domain;
 pub mod error;
@@ -35,11 +37,14 @@ pub use mapping::CellMapping;
 
 /// Rewrite options.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct Options {
-    /// Give devices that share a host PCIe switch a shared guest switch (PIX in the guest).
+    /// Give devices that share a host PCIe switch one guest switch (PIX in the guest).
+    #[cfg_attr(feature = "clap", arg(long))]
     pub mirror_switches: bool,
-    /// One expander per host bridge instead of per guest cell, so devices under different
-    /// host bridges of one node are NODE in the guest as on the host (not PHB).
+    /// One pcie-expander-bus per host bridge (not per guest cell): devices under different
+    /// host bridges of one node are NODE in the guest as on the host, not PHB.
+    #[cfg_attr(feature = "clap", arg(long))]
     pub mirror_host_bridges: bool,
 }
 

@@ -31,13 +31,7 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     with_errors(args.output, || {
-        let topo = topoalign_profiles::get(&args.profile).ok_or_else(|| {
-            let names = topoalign_profiles::NAMES.join(", ");
-            anyhow::anyhow!(
-                "unknown profile `{}`: expected one of {names}",
-                args.profile
-            )
-        })?;
+        let topo = topoalign_profiles::lookup(&args.profile)?;
         let options = DemoOptions {
             seed: args.seed,
             full_matrix: args.matrix,

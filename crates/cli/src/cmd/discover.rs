@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use topoalign_discover::Source;
 
 use crate::output::{Format, print};
-use crate::source::TopologyArgs;
+use crate::source::{TopologyArgs, load};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -19,14 +19,9 @@ pub struct Args {
     pub format: Format,
 }
 
-/// The default source: this host's sysfs.
-pub fn host_sysfs() -> Source {
-    Source::host()
-}
-
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let d = args.topology.load(host_sysfs())?;
+    let d = load(&args.topology, Source::host())?;
     print(&d.topology, args.format, || {
         topoalign_render::summary::render(&d.topology)
     })?;

@@ -5,20 +5,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use topoalign_discover::Source;
+use topoalign_render::format::DrawFormat;
 
-use crate::cmd::discover::host_sysfs;
 use crate::output::write_stdout;
-use crate::source::TopologyArgs;
-
-/// Drawing formats.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum DrawFormat {
-    /// Standalone SVG.
-    #[default]
-    Svg,
-    /// Graphviz DOT text.
-    Dot,
-}
+use crate::source::{TopologyArgs, load};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -37,21 +28,14 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let d = args.topology.load(host_sysfs())?;
-    let text = match args.format {
-        DrawFormat::Svg => topoalign_render::svg::render(&d.topology),
-        DrawFormat::Dot => topoalign_render::dot::render(&d.topology),
-    };
+    let d = load(&args.topology, Source::host())?;
+    let text = args.format.render(&d.topology);
     match &args.out {
-        Some(path) => {
-            if path.is_dir() {
-                bail!(
-                    "--out {}: is a directory, expected a file path",
-                    path.display()
-                );
-            }
-            topoalign_atomic::write(path, text.as_bytes()).context("--out")?
-        }
+        Some(path) if path.is_dir() => bail!(
+            "--out {}: is a directory, expected a file path",
+            path.display()
+        ),
+        Some(path) => topoalign_atomic::write(path, text.as_bytes()).context("--out")?,
         None => write_stdout(&text)?,
     }
     Ok(ExitCode::SUCCESS)

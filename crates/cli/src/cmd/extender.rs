@@ -1,23 +1,21 @@
 //! `topoalign extender`: the kube-scheduler extender (filter, prioritize) over the API's
-//! Nodes, NodeResourceTopology objects and bound pods; `extender nodes` prints synthetic
-//! Node objects the extender understands; `extender decide` runs the decision offline on
-//! Node manifests.
+//! Nodes, NodeResourceTopology objects, ResourceSlices, claims and bound pods;
+//! `extender nodes` prints synthetic Node objects the extender understands; `extender
+//! decide` runs the decision offline on Node manifests.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context;
+use topoalign_extender::args::{DecideArgs, NodesArgs, ServeArgs};
 use topoalign_extender::offline::{
     decide_on_manifests, decide_table, node_items, node_list, node_table,
 };
-use topoalign_extender::runtime::{ServeConfig, run as serve};
+use topoalign_extender::runtime::run as serve;
 use topoalign_extender::synth::synth_nodes;
 use topoalign_tm::request::read_document;
-use topoalign_tm::{Policy, ResourceMap};
 
-use crate::output::{Format, print, with_errors};
+use crate::output::{print, with_errors};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -37,68 +35,6 @@ enum Sub {
     Decide(DecideArgs),
 }
 
-/// Serving flags.
-#[derive(Debug, clap::Args)]
-struct ServeArgs {
-    /// A kubeconfig file (default: in-cluster config, then $KUBECONFIG / ~/.kube/config).
-    #[arg(long, value_name = "FILE")]
-    kubeconfig: Option<PathBuf>,
-    /// Address to serve the extender, health and metrics on.
-    #[arg(long, default_value = "0.0.0.0:8888")]
-    listen: SocketAddr,
-    /// Agent data older than this many seconds is stale (neutral score, never filtered).
-    #[arg(long, default_value_t = 300)]
-    stale_after: u64,
-    /// Seconds an allocation assumed for a bound pod lasts on an agent-reported node.
-    #[arg(long, default_value_t = 120)]
-    assume_ttl: u64,
-    /// Verdict cache entries (0 disables the cache).
-    #[arg(long, default_value_t = 200_000)]
-    cache_size: usize,
-    /// Map a resource name: NAME=gpus|gpus:<vendor>|vfs|vfs:<N>|pfs (repeatable).
-    #[arg(long = "resource", value_name = "NAME=KIND")]
-    resources: Vec<String>,
-}
-
-#[derive(Debug, clap::Args)]
-struct NodesArgs {
-    /// Number of nodes.
-    #[arg(long, default_value_t = 200)]
-    count: usize,
-    /// Random seed of the occupancy.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Profiles, cycled (comma-separated).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "mi300x-8,gb300-4,dgx-h100"
-    )]
-    profiles: Vec<String>,
-    /// Topology Manager policies, cycled (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "restricted")]
-    policies: Vec<String>,
-    /// Output format (table: one line per node).
-    #[arg(short, long, value_enum, default_value_t = Format::Yaml)]
-    output: Format,
-}
-
-#[derive(Debug, clap::Args)]
-struct DecideArgs {
-    /// Node manifests: a v1 List/NodeList or one Node (JSON or YAML).
-    #[arg(long, value_name = "FILE")]
-    nodes: PathBuf,
-    /// The Pod manifest (JSON or YAML).
-    #[arg(long, value_name = "FILE")]
-    pod: PathBuf,
-    /// Map a resource name: NAME=gpus|gpus:<vendor>|vfs|vfs:<N>|pfs (repeatable).
-    #[arg(long = "resource", value_name = "NAME=KIND")]
-    resources: Vec<String>,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value_t = Format::Table)]
-    output: Format,
-}
-
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
@@ -108,22 +44,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn resource_map(specs: &[String]) -> anyhow::Result<ResourceMap> {
-    let mut m = ResourceMap::default();
-    for s in specs {
-        m.add_spec(s, "--resource")?;
-    }
-    Ok(m)
-}
-
 fn nodes(a: &NodesArgs) -> anyhow::Result<ExitCode> {
-    let policies: Vec<Policy> = a
-        .policies
-        .iter()
-        .map(|p| p.parse().with_context(|| format!("--policies: `{p}`")))
-        .collect::<anyhow::Result<_>>()?;
     let profiles: Vec<&str> = a.profiles.iter().map(String::as_str).collect();
-    let nodes = synth_nodes(a.count, a.seed, &profiles, &policies)
+    let nodes = synth_nodes(a.count, a.seed, &profiles, &a.policies)
         .map_err(|e| anyhow::anyhow!("--profiles: {e}"))?;
     print(&node_list(&nodes), a.output, || node_table(&nodes))?;
     Ok(ExitCode::SUCCESS)
@@ -133,7 +56,7 @@ fn decide(a: &DecideArgs) -> anyhow::Result<ExitCode> {
     let items =
         node_items(&read_document(&a.nodes)?).with_context(|| a.nodes.display().to_string())?;
     let pod = read_document(&a.pod)?;
-    let (req, results) = decide_on_manifests(&items, &pod, resource_map(&a.resources)?)
+    let (req, results) = decide_on_manifests(&items, &pod, a.resources.map()?)
         .with_context(|| format!("{} / {}", a.nodes.display(), a.pod.display()))?;
     print(&results, a.output, || decide_table(&req, &results))?;
     Ok(ExitCode::from(u8::from(!results.iter().any(|r| r.passes))))
@@ -150,13 +73,7 @@ pub async fn shutdown_signal() {
 }
 
 fn serve_cmd(a: ServeArgs) -> anyhow::Result<ExitCode> {
-    let cfg = ServeConfig {
-        listen: a.listen,
-        stale_after: Duration::from_secs(a.stale_after),
-        assume_ttl: Duration::from_secs(a.assume_ttl),
-        cache_size: a.cache_size,
-        resources: resource_map(&a.resources)?,
-    };
+    let cfg = a.config()?;
     let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     let drained = rt.block_on(async {
         let client = client(a.kubeconfig.as_ref()).await?;

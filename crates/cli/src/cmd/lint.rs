@@ -1,17 +1,17 @@
 //! `topoalign lint`: check Kubernetes manifests for topology-alignment problems.
 
 use std::io::Read;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use topoalign_discover::Source;
 use topoalign_kubelet::ConfigDocument;
-use topoalign_lint::{LintContext, NodePolicy, Report, lint_text};
+use topoalign_lint::args::LintArgs;
+use topoalign_lint::{Report, lint_text};
 use topoalign_render::table::{terminal_width, wrap};
 
 use crate::output::{Format, exit, print, with_errors};
-use crate::source::TopologyArgs;
+use crate::source::{TopologyArgs, load};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -21,22 +21,11 @@ use crate::source::TopologyArgs;
 2 when a file cannot be read or the arguments are wrong."
 )]
 pub struct Args {
-    /// Manifest files (multi-document YAML); `-` reads stdin.
-    #[arg(required = true, value_name = "FILE")]
-    files: Vec<String>,
     /// The node topology the pods will run on (default: --profile mi300x-8).
     #[command(flatten)]
     topology: TopologyArgs,
-    /// The node's Topology Manager policy: none | best-effort | restricted | single-numa-node
-    /// (default: from --kubelet-config, else none).
-    #[arg(long, value_name = "POLICY")]
-    policy: Option<NodePolicy>,
-    /// Read the policy and scope from this KubeletConfiguration file.
-    #[arg(long, value_name = "FILE")]
-    kubelet_config: Option<PathBuf>,
-    /// Exit 1 on warnings too.
-    #[arg(long)]
-    warnings_as_errors: bool,
+    #[command(flatten)]
+    lint: LintArgs,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     output: Format,
@@ -56,25 +45,16 @@ fn read_input(file: &str) -> anyhow::Result<String> {
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     with_errors(args.output, || {
-        let mut settings = topoalign_tm::Settings::default();
-        if let Some(path) = &args.kubelet_config {
-            settings = ConfigDocument::read(path)?
-                .tm_settings()
-                .with_context(|| format!("{}", path.display()))?;
-        }
-        let discovery = args.topology.load(Source::Profile("mi300x-8".into()))?;
-        let config = args
-            .kubelet_config
-            .as_ref()
-            .map(|p| p.display().to_string());
-        let ctx = LintContext {
-            topology: &discovery.topology,
-            policy: args.policy.unwrap_or(settings.topology_manager_policy),
-            pod_scope: settings.topology_manager_scope == topoalign_tm::Scope::Pod,
-            kubelet_config: config.as_deref(),
-        };
+        let config = args.lint.kubelet_config.as_deref();
+        let settings = config.map(ConfigDocument::read_tm_settings).transpose()?;
+        let discovery = load(&args.topology, Source::Profile("mi300x-8".into()))?;
+        let config = config.map(|p| p.display().to_string());
+        let settings = settings.unwrap_or_default();
+        let ctx = args
+            .lint
+            .context(&discovery.topology, &settings, config.as_deref());
         let mut findings = Vec::new();
-        for file in &args.files {
+        for file in &args.lint.files {
             findings.extend(lint_text(file, &read_input(file)?, &ctx));
         }
         let report = Report::new(&ctx, findings);
@@ -84,6 +64,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Some(width) => wrap(&report.text(), width, 4),
             None => report.text(),
         })?;
-        Ok(exit(!report.fails(args.warnings_as_errors)))
+        Ok(exit(!report.fails(args.lint.warnings_as_errors)))
     })
 }

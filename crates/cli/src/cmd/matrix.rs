@@ -2,25 +2,14 @@
 
 use std::process::ExitCode;
 
+use topoalign_discover::Source;
+use topoalign_render::format::MatrixFormat;
 use topoalign_render::matrix::{MatrixStyle, render};
 use topoalign_topology::PairMatrix;
 use topoalign_topology::matrix::MatrixOptions;
 
-use crate::cmd::discover::host_sysfs;
-use crate::output::{Format, print_structured, write_stdout};
-use crate::source::TopologyArgs;
-
-/// How the matrix is printed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum MatrixFormat {
-    /// The `nvidia-smi topo -m` text (tab-separated unless `--aligned`).
-    #[default]
-    Table,
-    /// The classified matrix as JSON (`numaAffinity` null when unknown).
-    Json,
-    /// The classified matrix as YAML.
-    Yaml,
-}
+use crate::output::{print_structured, write_stdout};
+use crate::source::{TopologyArgs, load};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -44,7 +33,7 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let d = args.topology.load(host_sysfs())?;
+    let d = load(&args.topology, Source::host())?;
     let opts = MatrixOptions {
         include_vfs: args.vfs,
         include_non_rdma: args.all_nics,
@@ -54,10 +43,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         true => MatrixStyle::Aligned,
         false => MatrixStyle::Tabs,
     };
-    match args.format {
-        MatrixFormat::Table => write_stdout(&render(&m, style))?,
-        MatrixFormat::Json => print_structured(&m, Format::Json)?,
-        MatrixFormat::Yaml => print_structured(&m, Format::Yaml)?,
+    match args.format.structured() {
+        None => write_stdout(&render(&m, style))?,
+        Some(f) => print_structured(&m, f)?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -3,27 +3,18 @@
 //! readiness probe / CI gate (exit 1 when any GPU's best NIC is worse than CLASS, or when
 //! no NIC is visible).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use topoalign_topology::PcieClass;
+use topoalign_verify::args::VerifyArgs;
 
 use crate::output::{Format, exit, print, warn, with_errors};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The directory that plays `/` for sysfs and procfs (a pod sees the host's /sys).
-    #[arg(long, value_name = "DIR", default_value = "/")]
-    pub sysfs_root: PathBuf,
-    /// Where the device nodes given to this pod live.
-    #[arg(long, value_name = "DIR", default_value = "/dev")]
-    pub dev_root: PathBuf,
-    /// Fail (exit 1) when any visible GPU's best visible NIC is worse than this class
-    /// (PIX, PXB, PHB, NODE, SYS), or when no NIC is visible.
-    #[arg(long, value_name = "CLASS", value_parser = clap::value_parser!(PcieClass))]
-    pub require: Option<PcieClass>,
+    #[command(flatten)]
+    pub verify: VerifyArgs,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
     pub output: Format,
@@ -31,18 +22,14 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let root = args.verify.sysfs_root.display();
     with_errors(args.output, || {
-        let report = topoalign_verify::verify(&args.sysfs_root, &args.dev_root, std::env::vars())
-            .with_context(|| {
-            format!(
-                "verifying devices (sysfs under {})",
-                args.sysfs_root.display()
-            )
-        })?;
+        let report = (args.verify.verify(std::env::vars()))
+            .with_context(|| format!("verifying devices (sysfs under {root})"))?;
         warn(&report.warnings);
         print(&report, args.output, || report.table())?;
-        let failures = report.gate(args.require);
-        if let Some(require) = args.require
+        let failures = report.gate(args.verify.require);
+        if let Some(require) = args.verify.require
             && failures.is_empty()
         {
             eprintln!("ok: every visible GPU has a {require}-or-better NIC");

@@ -1,0 +1,175 @@
+//! `topoalign claims`' claim flags (the `clap` feature): one clap struct the CLI flattens,
+//! turned into a [`ClaimSpec`] (this driver's claim) or a [`MixedSpec`] (a claim for two
+//! foreign drivers' slices) here.
+
+use std::path::PathBuf;
+
+use topoalign_topology::PcieClass;
+
+use crate::{ClaimShape, ClaimSpec, MixedSpec};
+
+/// The claim `topoalign claims` writes, as flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClaimArgs {
+    /// N: GPUs, each with its own NIC(s).
+    #[arg(long, value_name = "N")]
+    pub pairs: u32,
+    /// Object name (default `gpu-nic-pairs-N`).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Namespace to write into the object (default: none, `kubectl apply -n` decides).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Print a ResourceClaim instead of a ResourceClaimTemplate.
+    #[arg(long)]
+    pub claim: bool,
+    /// K: NICs per GPU.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub nics_per_gpu: u32,
+    /// Plain GPU and NIC devices with the GPU-side ladder (same switch, else same NUMA
+    /// node) instead of pair devices.
+    #[arg(long, conflicts_with_all = ["max_class", "require_gdr", "distinct_nics"])]
+    pub ladder: bool,
+    /// Only pairs at this class or better (PIX, PXB, PHB, NODE).
+    #[arg(long, value_name = "CLASS")]
+    pub max_class: Option<String>,
+    /// Only pairs on which NCCL uses GPUDirect RDMA.
+    #[arg(long)]
+    pub require_gdr: bool,
+    /// Every GPU gets a different physical NIC (no two pairs share one through VFs).
+    #[arg(long)]
+    pub distinct_nics: bool,
+    /// Other drivers' ResourceSlices (YAML stream, a List, or JSON): write a claim for
+    /// their GPUs and NICs on `--node` instead of for topoalign's driver.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "node",
+        conflicts_with = "ladder"
+    )]
+    pub from_slices: Option<PathBuf>,
+    /// The node whose slices are read (with --from-slices), or the node name used for
+    /// the simulated slices (with --explain).
+    #[arg(long)]
+    pub node: Option<String>,
+    /// With --from-slices: the GPU driver.
+    #[arg(long, default_value = "gpu.nvidia.com")]
+    pub gpu_driver: String,
+    /// With --from-slices: the DeviceClass of its GPUs (default: the driver name).
+    #[arg(long)]
+    pub gpu_class: Option<String>,
+    /// With --from-slices: the NIC driver.
+    #[arg(long, default_value = "dra.net")]
+    pub nic_driver: String,
+    /// With --from-slices: the DeviceClass of its NICs (default: the driver name).
+    #[arg(long)]
+    pub nic_class: Option<String>,
+    /// Show what the stock first-fit allocator picks for the claim on the node's free
+    /// devices, next to the planner's optimum (needs a topology source or --from-slices).
+    #[arg(long)]
+    pub explain: bool,
+}
+
+/// A `--max-class` the claim cannot take.
+#[derive(Debug, thiserror::Error)]
+pub enum MaxClassError {
+    /// Not a class name.
+    #[error("--max-class: {0}")]
+    Unknown(topoalign_topology::ParseError),
+    /// `SYS`, which no published pair has.
+    #[error(
+        "--max-class SYS: pairs across NUMA nodes are not published; use PIX, PXB, PHB or NODE"
+    )]
+    Sys,
+}
+
+impl ClaimArgs {
+    /// The object's name: `--name`, else `gpu-nic-pairs-N`.
+    pub fn object_name(&self) -> String {
+        (self.name.clone()).unwrap_or_else(|| format!("gpu-nic-pairs-{}", self.pairs))
+    }
+
+    /// The claim on this project's driver.
+    pub fn spec(&self) -> Result<ClaimSpec, MaxClassError> {
+        let max_class = self.max_class.as_deref().map(str::parse::<PcieClass>);
+        let max_class = max_class.transpose().map_err(MaxClassError::Unknown)?;
+        if max_class == Some(PcieClass::Sys) {
+            return Err(MaxClassError::Sys);
+        }
+        Ok(ClaimSpec {
+            name: self.object_name(),
+            namespace: self.namespace.clone(),
+            pairs: self.pairs,
+            nics_per_gpu: self.nics_per_gpu,
+            max_rank: max_class.map(PcieClass::rank),
+            require_gdr: self.require_gdr,
+            distinct_nics: self.distinct_nics,
+            shape: match self.ladder {
+                true => ClaimShape::Ladder,
+                false => ClaimShape::Pairs,
+            },
+        })
+    }
+
+    /// The claim on two foreign drivers' slices of `--node` (classes default to the
+    /// driver names).
+    pub fn mixed_spec(&self) -> MixedSpec {
+        MixedSpec {
+            node: self.node.clone().unwrap_or_default(),
+            pairs: self.pairs,
+            nics_per_gpu: self.nics_per_gpu,
+            gpu_class: (self.gpu_class.clone()).unwrap_or(self.gpu_driver.clone()),
+            gpu_driver: self.gpu_driver.clone(),
+            nic_class: (self.nic_class.clone()).unwrap_or(self.nic_driver.clone()),
+            nic_driver: self.nic_driver.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{Args, FromArgMatches};
+
+    use super::*;
+
+    fn parse_args(argv: &[&str]) -> Result<ClaimArgs, clap::Error> {
+        let cmd = ClaimArgs::augment_args(clap::Command::new("claims"));
+        ClaimArgs::from_arg_matches(&cmd.try_get_matches_from(argv)?)
+    }
+
+    fn parse(args: &[&str]) -> ClaimArgs {
+        let argv: Vec<&str> = std::iter::once("claims")
+            .chain(args.iter().copied())
+            .collect();
+        parse_args(&argv).unwrap()
+    }
+
+    #[test]
+    fn flags_become_the_specs_and_sys_is_refused() {
+        let a = parse(&["--pairs", "4", "--max-class", "PXB", "--require-gdr"]);
+        let spec = a.spec().unwrap();
+        assert_eq!(spec.name, "gpu-nic-pairs-4");
+        assert_eq!(spec.max_rank, Some(PcieClass::Pxb.rank()));
+        assert!(spec.require_gdr && spec.shape == ClaimShape::Pairs);
+        let e = parse(&["--pairs", "2", "--max-class", "SYS"])
+            .spec()
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--max-class SYS: pairs across NUMA"),
+            "{e}"
+        );
+        assert!(
+            parse(&["--pairs", "2", "--max-class", "FAR"])
+                .spec()
+                .is_err()
+        );
+        let m = parse(&["--pairs", "2", "--from-slices", "s.yaml", "--node", "n1"]);
+        let mixed = m.mixed_spec();
+        assert_eq!(
+            (mixed.node.as_str(), mixed.gpu_class.as_str()),
+            ("n1", "gpu.nvidia.com")
+        );
+        assert_eq!(mixed.nic_class, "dra.net");
+    }
+}

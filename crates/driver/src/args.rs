@@ -1,0 +1,183 @@
+//! `topoalign driver`'s flags (the `clap` feature): every flag defined once, here, and
+//! turned into a [`DriverConfig`] by [`DriverArgs::config`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use topoalign_discover::Source;
+use topoalign_discover::args::TopologyArgs;
+use topoalign_dra::{PairsPerGpu, PublishOptions};
+use topoalign_kubelet_plugin::{FaultPoint, PluginArgs};
+use topoalign_render::format::Format;
+
+use crate::logging::LogFormat;
+use crate::runtime::DriverConfig;
+
+/// Arguments of `topoalign driver`.
+#[derive(Debug, clap::Args)]
+pub struct DriverArgs {
+    /// This node's name: `spec.nodeName` and pool name of its ResourceSlices.
+    #[arg(long, value_name = "N")]
+    pub node_name: String,
+    /// Where to read the topology (default: this host's sysfs, `/`). With `--profile`
+    /// or `--sysfs-root DIR` the driver publishes for a fake node (tests).
+    #[command(flatten)]
+    pub topology: TopologyArgs,
+    /// Print the DeviceClasses and ResourceSlices it would create, and exit.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Pair devices per GPU: `auto` (its best pair plus one alternative when the NICs
+    /// have VFs, else every pair in its NUMA node), `all`, or a number. Fewer pairs keep
+    /// the scheduler's search for an unsatisfiable claim short.
+    #[arg(long, value_name = "auto|all|N", default_value = "auto")]
+    pub pairs_per_gpu: PairsPerGpu,
+    /// Fault testing only: abort at this write step of prepare/unprepare
+    /// (`checkpoint-created` … `cdi-renamed`, `cdi-removed`).
+    #[arg(long, value_name = "STEP", hide = true)]
+    pub crash_at: Option<FaultPoint>,
+    /// Output format of `--dry-run`.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or the pod's service account).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubelet plugin's directories.
+    #[command(flatten)]
+    pub plugin: PluginArgs,
+    /// Publish only; do not serve the kubelet plugin.
+    #[arg(long)]
+    pub no_plugin: bool,
+    /// Address of /healthz, /readyz and /metrics.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9477")]
+    pub metrics_addr: SocketAddr,
+    /// Log line format (stderr); the level comes from TOPOALIGN_LOG (default info).
+    #[arg(long, value_enum, default_value_t = LogFormat::Json)]
+    pub log_format: LogFormat,
+    /// How often the topology is rediscovered and the published pool checked
+    /// (e.g. `60s`, `5m`, `500ms`).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_interval)]
+    pub rescan_interval: Duration,
+    /// On SIGTERM/SIGINT, how long to keep trying to delete this node's ResourceSlices.
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_interval)]
+    pub shutdown_timeout: Duration,
+}
+
+impl DriverArgs {
+    /// Where the topology is read from: the flags' source, else this host's sysfs.
+    pub fn source(&self) -> Source {
+        self.topology.source(Source::host())
+    }
+
+    /// Which devices are published.
+    pub fn publish_options(&self) -> PublishOptions {
+        PublishOptions {
+            pairs_per_gpu: self.pairs_per_gpu,
+            ..PublishOptions::default()
+        }
+    }
+
+    /// The node agent's configuration.
+    pub fn config(&self) -> DriverConfig {
+        DriverConfig {
+            kubeconfig: self.kubeconfig.clone(),
+            node_name: self.node_name.clone(),
+            source: self.source(),
+            options: self.publish_options(),
+            rescan_interval: self.rescan_interval,
+            removal_timeout: self.shutdown_timeout,
+            plugin: (!self.no_plugin).then(|| self.plugin.config(self.node_name.clone())),
+            metrics_addr: self.metrics_addr,
+            crash_at: self.crash_at,
+        }
+    }
+}
+
+/// A duration flag that is not one.
+#[derive(Debug, thiserror::Error)]
+pub enum IntervalError {
+    /// Not a duration at all.
+    #[error("{text:?} is not a duration (expected e.g. 60s, 5m, 500ms): {why}")]
+    NotADuration {
+        /// The text given.
+        text: String,
+        /// The parser's reason.
+        why: jiff::Error,
+    },
+    /// Below zero.
+    #[error("{0:?} is negative")]
+    Negative(String),
+    /// Under the 100 ms floor.
+    #[error("{0:?} is too short (at least 100ms)")]
+    TooShort(String),
+}
+
+/// Reads `60s`, `5m`, `1h 30m`, `500ms`, `PT1M` (at least 100 ms).
+pub fn parse_interval(text: &str) -> Result<Duration, IntervalError> {
+    let d: jiff::SignedDuration = text.parse().map_err(|why| IntervalError::NotADuration {
+        text: text.to_string(),
+        why,
+    })?;
+    let d = Duration::try_from(d).map_err(|_| IntervalError::Negative(text.to_string()))?;
+    if d < Duration::from_millis(100) {
+        return Err(IntervalError::TooShort(text.to_string()));
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_in_every_spelling_and_the_refusals_say_why() {
+        assert_eq!(parse_interval("60s").unwrap(), Duration::from_secs(60));
+        assert_eq!(parse_interval("1h 30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_interval("PT1M").unwrap(), Duration::from_secs(60));
+        assert_eq!(parse_interval("500ms").unwrap(), Duration::from_millis(500));
+        let e = parse_interval("soon").unwrap_err().to_string();
+        assert!(
+            e.starts_with("\"soon\" is not a duration (expected e.g. 60s"),
+            "{e}"
+        );
+        assert_eq!(
+            parse_interval("-5s").unwrap_err().to_string(),
+            "\"-5s\" is negative"
+        );
+        assert_eq!(
+            parse_interval("50ms").unwrap_err().to_string(),
+            "\"50ms\" is too short (at least 100ms)"
+        );
+    }
+
+    fn parse_args(argv: &[&str]) -> Result<DriverArgs, clap::Error> {
+        use clap::{Args, FromArgMatches};
+        let cmd = DriverArgs::augment_args(clap::Command::new("driver"));
+        DriverArgs::from_arg_matches(&cmd.try_get_matches_from(argv)?)
+    }
+
+    #[test]
+    fn the_flags_become_one_config() {
+        let cli = parse_args(&[
+            "driver",
+            "--node-name",
+            "n1",
+            "--profile",
+            "gb300-4",
+            "--plugin-dir",
+            "/p",
+            "--rescan-interval",
+            "5m",
+        ])
+        .unwrap();
+        let cfg = cli.config();
+        assert_eq!(cfg.source, Source::Profile("gb300-4".into()));
+        assert_eq!(cfg.rescan_interval, Duration::from_secs(300));
+        assert_eq!(cfg.removal_timeout, Duration::from_secs(15));
+        let plugin = cfg.plugin.unwrap();
+        assert_eq!(plugin.state_dir, PathBuf::from("/p/topoalign.dev"));
+        assert_eq!(plugin.cdi_dir, PathBuf::from("/var/run/cdi"));
+        let no_plugin = parse_args(&["driver", "--node-name", "n1", "--no-plugin"]).unwrap();
+        assert!(no_plugin.config().plugin.is_none());
+    }
+}

@@ -1,0 +1,891 @@
+//! The DRA path's view of the cluster: the `topoalign.dev` ResourceSlices by node, every
+//! ResourceClaim (the allocated ones hold devices), ResourceClaimTemplates and
+//! DeviceClasses, filled by the watchers in [`crate::dra_watch`] and read by the
+//! scheduler calls (never a list per request).
+//!
+//! Per call, [`DraState::resolve`] finds the pod's claims the way the scheduler does
+//! (`resourceClaimName`, or for `resourceClaimTemplateName` the generated claim named in
+//! `status.resourceClaimStatuses`, checked to be owned by the pod; while that claim is not
+//! seen yet, the template's spec), and [`DraShared::visit`] judges each candidate with
+//! [`crate::dra::judge_with_budget`] on the node's slices minus the devices other claims
+//! hold. The pod's own claims, allocated already when it is scheduled again, do not count
+//! as taken.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, RwLock};
+
+use k8s_openapi::api::core::v1::{PodResourceClaim, PodResourceClaimStatus};
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceClaimTemplate, ResourceSlice,
+};
+use serde_json::Value;
+use topoalign_dra::{DRIVER_NAME, DeviceId};
+
+use crate::dra::{DraVerdict, OPEN_PENALTY, SEARCH_BUDGET, allocated_ids, judge_with_budget};
+
+/// `(namespace, name)` of a claim or template.
+pub type ObjKey = (String, String);
+
+/// Verdicts kept before the cache starts over.
+const CACHE_LIMIT: usize = 100_000;
+
+/// What the state keeps of one claim.
+#[derive(Debug, Clone)]
+struct ClaimEntry {
+    owners: Vec<String>,
+    spec: ResourceClaimSpec,
+    held: BTreeSet<DeviceId>,
+}
+
+/// One node's slices of the driver, and a revision bumped on every change.
+#[derive(Debug, Clone, Default)]
+struct NodeSlices {
+    slices: Vec<ResourceSlice>,
+    rev: u64,
+}
+
+/// The DRA objects the extender needs, indexed for the scheduler calls.
+#[derive(Debug, Clone)]
+pub struct DraState {
+    nodes: HashMap<String, NodeSlices>,
+    slice_node: HashMap<String, String>,
+    claims: HashMap<ObjKey, ClaimEntry>,
+    /// Devices held by allocated claims, by (driver, pool).
+    held: HashMap<(String, String), BTreeMap<DeviceId, ObjKey>>,
+    templates: HashMap<ObjKey, Option<ResourceClaimSpec>>,
+    classes: BTreeMap<String, DeviceClass>,
+    /// The classes that select the driver's devices, and their revision.
+    ours: Vec<DeviceClass>,
+    classes_rev: u64,
+    rev: u64,
+    /// Devices the allocator's search may try per claim.
+    pub budget: u64,
+    /// Points taken for opening an entirely free node ([`crate::dra::OPEN_PENALTY`]).
+    pub open_penalty: i64,
+}
+
+impl Default for DraState {
+    fn default() -> Self {
+        DraState {
+            nodes: HashMap::new(),
+            slice_node: HashMap::new(),
+            claims: HashMap::new(),
+            held: HashMap::new(),
+            templates: HashMap::new(),
+            classes: BTreeMap::new(),
+            ours: Vec::new(),
+            classes_rev: 0,
+            rev: 0,
+            budget: SEARCH_BUDGET,
+            open_penalty: OPEN_PENALTY,
+        }
+    }
+}
+
+/// A pod's claims as the DRA path reads them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PodClaims {
+    /// No `spec.resourceClaims`, or none of them uses a class of the driver: not the DRA
+    /// path's pod.
+    NotOurs,
+    /// The claims cannot be judged now (neutral everywhere, never filtered): a metrics
+    /// label and why.
+    Unjudged(&'static str, String),
+    /// The claim specs to judge.
+    Judge(Resolved),
+}
+
+/// The claims of one pod, ready to judge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    /// The specs of the claims that use the driver's classes, in pod order.
+    pub specs: Vec<ResourceClaimSpec>,
+    /// The pod's own claims (their devices are not taken from it).
+    pub own: BTreeSet<ObjKey>,
+    /// Claims judged on their template's spec (the generated claim not seen yet).
+    pub from_template: usize,
+    /// A hash of the specs (cache key part).
+    pub hash: u64,
+}
+
+/// Why a node passes with the neutral score on the DRA path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum DraNeutral {
+    /// The node has no slices of the driver (not a topoalign node, or not published yet).
+    NoSlices,
+    /// The allocator's search ran out of budget.
+    Budget(String),
+    /// The claim or the slices could not be evaluated (unsupported CEL, bad quantity …).
+    Error(String),
+}
+
+impl DraNeutral {
+    /// The metrics label.
+    pub fn label(&self) -> &'static str {
+        match self {
+            DraNeutral::NoSlices => "dra_no_slices",
+            DraNeutral::Budget(_) => "dra_budget",
+            DraNeutral::Error(_) => "dra_error",
+        }
+    }
+
+    /// Why, in words.
+    pub fn why(&self) -> &str {
+        match self {
+            DraNeutral::NoSlices => "no ResourceSlices of topoalign.dev on the node",
+            DraNeutral::Budget(w) | DraNeutral::Error(w) => w,
+        }
+    }
+}
+
+/// One node's DRA decision.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum DraNode {
+    /// Every claim can be allocated: the priority (0 ..= 10) and the pair ranks reached.
+    Fit(i64, Vec<i64>),
+    /// Some claim cannot be allocated on the node's free devices.
+    Reject(String),
+    /// Not judged: passes with the neutral score.
+    Neutral(DraNeutral),
+}
+
+impl DraNode {
+    /// The outcome label of the `dra_verdicts` metric.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            DraNode::Fit(..) => "fit",
+            DraNode::Reject(_) => "reject",
+            DraNode::Neutral(n) => n.label(),
+        }
+    }
+}
+
+fn hash_json<T: serde::Serialize>(v: &T, h: &mut DefaultHasher) {
+    serde_json::to_string(v).unwrap_or_default().hash(h);
+}
+
+/// Whether a class selects devices of topoalign's driver.
+fn selects_driver(c: &DeviceClass) -> bool {
+    let selectors = c.spec.as_ref().and_then(|s| s.selectors.as_ref());
+    selectors.into_iter().flatten().any(|s| {
+        s.cel.as_ref().is_some_and(|cel| {
+            let e: String = cel.expression.split_whitespace().collect();
+            e.contains(&format!("device.driver==\"{DRIVER_NAME}\""))
+        })
+    })
+}
+
+/// The class names a claim's requests use (`exactly` and every `firstAvailable`).
+fn class_names(spec: &ResourceClaimSpec) -> Vec<&str> {
+    let mut out = Vec::new();
+    for r in spec
+        .devices
+        .as_ref()
+        .and_then(|d| d.requests.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        if let Some(e) = &r.exactly {
+            out.push(e.device_class_name.as_str());
+        }
+        for s in r.first_available.iter().flatten() {
+            out.push(s.device_class_name.as_str());
+        }
+    }
+    out
+}
+
+fn key_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> ObjKey {
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+impl DraState {
+    /// Sets (or replaces) a slice; slices of other drivers or of no single node are
+    /// ignored.
+    pub fn apply_slice(&mut self, s: &ResourceSlice) {
+        let Some(name) = s.metadata.name.clone() else {
+            return;
+        };
+        self.delete_slice(&name);
+        let Some(node) = s.spec.node_name.clone() else {
+            return;
+        };
+        if s.spec.driver != DRIVER_NAME {
+            return;
+        }
+        self.rev += 1;
+        let e = self.nodes.entry(node.clone()).or_default();
+        e.slices.push(s.clone());
+        e.slices
+            .sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        e.rev = self.rev;
+        self.slice_node.insert(name, node);
+    }
+
+    /// Forgets a slice by name.
+    pub fn delete_slice(&mut self, name: &str) {
+        let Some(node) = self.slice_node.remove(name) else {
+            return;
+        };
+        self.rev += 1;
+        if let Some(e) = self.nodes.get_mut(&node) {
+            e.slices
+                .retain(|s| s.metadata.name.as_deref() != Some(name));
+            e.rev = self.rev;
+            if e.slices.is_empty() {
+                self.nodes.remove(&node);
+            }
+        }
+    }
+
+    /// Keeps only the named slices (after a re-list).
+    pub fn retain_slices(&mut self, live: &BTreeSet<String>) {
+        let gone: Vec<String> = self
+            .slice_node
+            .keys()
+            .filter(|k| !live.contains(*k))
+            .cloned()
+            .collect();
+        for g in gone {
+            self.delete_slice(&g);
+        }
+    }
+
+    /// Sets (or replaces) a claim: its spec, owners and the devices it holds.
+    pub fn apply_claim(&mut self, c: &ResourceClaim) {
+        let key = key_of(&c.metadata);
+        self.delete_claim(&key);
+        let held = allocated_ids([c]);
+        for d in &held {
+            self.held
+                .entry((d.driver.clone(), d.pool.clone()))
+                .or_default()
+                .insert(d.clone(), key.clone());
+        }
+        let owners = c
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .map(|o| o.uid.clone())
+            .collect();
+        self.claims.insert(
+            key,
+            ClaimEntry {
+                owners,
+                spec: c.spec.clone().unwrap_or_default(),
+                held,
+            },
+        );
+    }
+
+    /// Forgets a claim (its devices become free).
+    pub fn delete_claim(&mut self, key: &ObjKey) {
+        let Some(old) = self.claims.remove(key) else {
+            return;
+        };
+        for d in &old.held {
+            let pool = (d.driver.clone(), d.pool.clone());
+            if let Some(m) = self.held.get_mut(&pool) {
+                m.remove(d);
+                if m.is_empty() {
+                    self.held.remove(&pool);
+                }
+            }
+        }
+    }
+
+    /// Keeps only the given claims (after a re-list).
+    pub fn retain_claims(&mut self, live: &BTreeSet<ObjKey>) {
+        let gone: Vec<ObjKey> = self
+            .claims
+            .keys()
+            .filter(|k| !live.contains(*k))
+            .cloned()
+            .collect();
+        for g in gone {
+            self.delete_claim(&g);
+        }
+    }
+
+    /// Sets (or replaces) a claim template.
+    pub fn apply_template(&mut self, t: &ResourceClaimTemplate) {
+        self.templates.insert(
+            key_of(&t.metadata),
+            t.spec.as_ref().and_then(|s| s.spec.clone()),
+        );
+    }
+
+    /// Forgets a template.
+    pub fn delete_template(&mut self, key: &ObjKey) {
+        self.templates.remove(key);
+    }
+
+    /// Keeps only the given templates (after a re-list).
+    pub fn retain_templates(&mut self, live: &BTreeSet<ObjKey>) {
+        self.templates.retain(|k, _| live.contains(k));
+    }
+
+    /// Sets (or replaces) a device class.
+    pub fn apply_class(&mut self, c: &DeviceClass) {
+        if let Some(name) = &c.metadata.name {
+            self.classes.insert(name.clone(), c.clone());
+            self.classes_changed();
+        }
+    }
+
+    /// Forgets a device class.
+    pub fn delete_class(&mut self, name: &str) {
+        if self.classes.remove(name).is_some() {
+            self.classes_changed();
+        }
+    }
+
+    /// Keeps only the named classes (after a re-list).
+    pub fn retain_classes(&mut self, live: &BTreeSet<String>) {
+        self.classes.retain(|k, _| live.contains(k));
+        self.classes_changed();
+    }
+
+    fn classes_changed(&mut self) {
+        self.ours = self
+            .classes
+            .values()
+            .filter(|c| selects_driver(c))
+            .cloned()
+            .collect();
+        self.classes_rev += 1;
+    }
+
+    /// Nodes with slices of the driver.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Claims known.
+    pub fn claim_count(&self) -> usize {
+        self.claims.len()
+    }
+
+    /// Devices held by allocated claims.
+    pub fn held_count(&self) -> usize {
+        self.held.values().map(BTreeMap::len).sum()
+    }
+
+    fn is_ours(&self, class: &str) -> bool {
+        self.ours
+            .iter()
+            .any(|c| c.metadata.name.as_deref() == Some(class))
+    }
+
+    /// Finds the claims of `pod` (a decoded `v1.Pod`) as the scheduler does.
+    pub fn resolve(&self, pod: &Value) -> PodClaims {
+        let Some(list) = pod.pointer("/spec/resourceClaims") else {
+            return PodClaims::NotOurs;
+        };
+        let podclaims: Vec<PodResourceClaim> = match serde_json::from_value(list.clone()) {
+            Ok(v) => v,
+            Err(e) => {
+                return PodClaims::Unjudged(
+                    "dra_bad_pod",
+                    format!("Pod spec.resourceClaims: {e} (expected a list of PodResourceClaim)"),
+                );
+            }
+        };
+        if podclaims.is_empty() {
+            return PodClaims::NotOurs;
+        }
+        let statuses: Vec<PodResourceClaimStatus> = pod
+            .pointer("/status/resourceClaimStatuses")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default();
+        let text = |p: &str| pod.pointer(p).and_then(Value::as_str).unwrap_or("");
+        let (ns, uid) = (text("/metadata/namespace"), text("/metadata/uid"));
+        let mut resolved = Resolved {
+            specs: Vec::new(),
+            own: BTreeSet::new(),
+            from_template: 0,
+            hash: 0,
+        };
+        let mut unseen = Vec::new();
+        let mut h = DefaultHasher::new();
+        for pc in &podclaims {
+            let spec = match (&pc.resource_claim_name, &pc.resource_claim_template_name) {
+                (Some(name), _) => {
+                    let key = (ns.to_string(), name.clone());
+                    match self.claims.get(&key) {
+                        Some(c) => {
+                            resolved.own.insert(key);
+                            c.spec.clone()
+                        }
+                        None => {
+                            unseen.push(format!("claim {ns}/{name}"));
+                            continue;
+                        }
+                    }
+                }
+                (None, Some(template)) => {
+                    let generated = statuses.iter().find(|s| s.name == pc.name);
+                    if let Some(PodResourceClaimStatus {
+                        resource_claim_name: None,
+                        ..
+                    }) = generated
+                    {
+                        continue; // no claim needed
+                    }
+                    let key = generated
+                        .and_then(|s| s.resource_claim_name.clone())
+                        .map(|n| (ns.to_string(), n));
+                    let claim = key.as_ref().and_then(|k| {
+                        self.claims
+                            .get(k)
+                            .filter(|c| uid.is_empty() || c.owners.iter().any(|o| o == uid))
+                    });
+                    match (claim, key) {
+                        (Some(c), Some(k)) => {
+                            resolved.own.insert(k);
+                            c.spec.clone()
+                        }
+                        _ => match self.templates.get(&(ns.to_string(), template.clone())) {
+                            Some(Some(spec)) => {
+                                resolved.from_template += 1;
+                                spec.clone()
+                            }
+                            _ => {
+                                unseen.push(format!("template {ns}/{template}"));
+                                continue;
+                            }
+                        },
+                    }
+                }
+                (None, None) => continue,
+            };
+            let names = class_names(&spec);
+            let ours = names.iter().filter(|n| self.is_ours(n)).count();
+            if ours == 0 {
+                continue;
+            }
+            if ours < names.len() {
+                return PodClaims::Unjudged(
+                    "dra_mixed",
+                    format!(
+                        "claim {:?} mixes topoalign.dev classes with other classes ({})",
+                        pc.name,
+                        names.join(", ")
+                    ),
+                );
+            }
+            hash_json(&spec, &mut h);
+            resolved.specs.push(spec);
+        }
+        if !unseen.is_empty() {
+            return PodClaims::Unjudged(
+                "dra_claim_unseen",
+                format!("not seen yet: {}", unseen.join(", ")),
+            );
+        }
+        if resolved.specs.is_empty() {
+            return PodClaims::NotOurs;
+        }
+        resolved.hash = h.finish();
+        PodClaims::Judge(resolved)
+    }
+
+    /// The devices other claims hold on `node`'s pools, and a fingerprint of everything a
+    /// verdict on the node depends on.
+    fn taken(
+        &self,
+        node: &str,
+        ns: &NodeSlices,
+        own: &BTreeSet<ObjKey>,
+    ) -> (BTreeSet<DeviceId>, u64) {
+        let pools: BTreeSet<(String, String)> = ns
+            .slices
+            .iter()
+            .map(|s| (s.spec.driver.clone(), s.spec.pool.name.clone()))
+            .collect();
+        let taken: BTreeSet<DeviceId> = pools
+            .iter()
+            .filter_map(|p| self.held.get(p))
+            .flat_map(|m| {
+                m.iter()
+                    .filter(|(_, k)| !own.contains(*k))
+                    .map(|(d, _)| d.clone())
+            })
+            .collect();
+        let mut h = DefaultHasher::new();
+        (
+            node,
+            ns.rev,
+            self.classes_rev,
+            self.budget,
+            self.open_penalty,
+            &taken,
+        )
+            .hash(&mut h);
+        (taken, h.finish())
+    }
+
+    /// Judges one node for a pod's claims.
+    pub fn judge_node(&self, claims: &Resolved, node: &str) -> DraNode {
+        self.judge_cached(claims, node, None)
+    }
+
+    fn judge_cached(
+        &self,
+        claims: &Resolved,
+        node: &str,
+        cache: Option<&mut HashMap<(u64, u64), DraNode>>,
+    ) -> DraNode {
+        let Some(ns) = self.nodes.get(node) else {
+            return DraNode::Neutral(DraNeutral::NoSlices);
+        };
+        let (taken, fp) = self.taken(node, ns, &claims.own);
+        let key = (claims.hash, fp);
+        if let Some(c) = &cache
+            && let Some(v) = c.get(&key)
+        {
+            return v.clone();
+        }
+        let v = match judge_with_budget(
+            &claims.specs,
+            &self.ours,
+            &ns.slices,
+            node,
+            &taken,
+            self.budget,
+            self.open_penalty,
+        ) {
+            Ok(DraVerdict::Fit { score, ranks, .. }) => DraNode::Fit(score, ranks),
+            Ok(DraVerdict::Reject(m)) => DraNode::Reject(m),
+            Ok(DraVerdict::Undecided(w)) => DraNode::Neutral(DraNeutral::Budget(w)),
+            Err(e) => DraNode::Neutral(DraNeutral::Error(e.to_string())),
+        };
+        if let Some(c) = cache {
+            if c.len() >= CACHE_LIMIT {
+                c.clear();
+            }
+            c.insert(key, v.clone());
+        }
+        v
+    }
+}
+
+/// The DRA state shared by the watchers and the handlers, its readiness and a verdict
+/// cache keyed by (claims, node fingerprint).
+#[derive(Debug)]
+pub struct DraShared {
+    /// The state.
+    pub state: RwLock<DraState>,
+    ready: AtomicBool,
+    cache: Mutex<HashMap<(u64, u64), DraNode>>,
+}
+
+impl Default for DraShared {
+    fn default() -> Self {
+        DraShared::new()
+    }
+}
+
+impl DraShared {
+    /// An empty state, ready (nothing to wait for until [`DraShared::expect_lists`]).
+    pub fn new() -> Self {
+        DraShared {
+            state: RwLock::new(DraState::default()),
+            ready: AtomicBool::new(true),
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Not ready until the DRA watchers have listed once.
+    pub fn expect_lists(&self) {
+        self.ready.store(false, Ordering::SeqCst);
+    }
+
+    /// Marks the first lists done.
+    pub fn set_ready(&self) {
+        self.ready.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the DRA watchers have listed (or are not expected).
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
+    }
+
+    /// Reads the state.
+    pub fn read(&self) -> std::sync::RwLockReadGuard<'_, DraState> {
+        self.state.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Writes the state.
+    pub fn write(&self) -> std::sync::RwLockWriteGuard<'_, DraState> {
+        self.state.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The pod's claims ([`DraState::resolve`]).
+    pub fn resolve(&self, pod: &Value) -> PodClaims {
+        self.read().resolve(pod)
+    }
+
+    /// Calls `f(index, name, decision)` for every candidate in order.
+    pub fn visit<N: AsRef<str>>(
+        &self,
+        claims: &Resolved,
+        names: &[N],
+        mut f: impl FnMut(usize, &str, &DraNode),
+    ) {
+        let state = self.read();
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        for (i, n) in names.iter().enumerate() {
+            let v = state.judge_cached(claims, n.as_ref(), Some(&mut cache));
+            f(i, n.as_ref(), &v);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use topoalign_dra::{ClaimSpec, PublishOptions, claim_spec, device_classes, resource_slices};
+
+    fn state_with(nodes: &[(&str, &str)]) -> DraState {
+        let mut st = DraState::default();
+        for c in device_classes() {
+            st.apply_class(&c);
+        }
+        for (node, profile) in nodes {
+            let topo = topoalign_profiles::get(profile).unwrap();
+            for s in resource_slices(&topo, node, &PublishOptions::default()).unwrap() {
+                st.apply_slice(&s);
+            }
+        }
+        st
+    }
+
+    fn pairs(n: u32) -> ResourceClaimSpec {
+        claim_spec(&ClaimSpec::pairs(n)).unwrap()
+    }
+
+    /// A claim object, allocated to `devices` of `node` when given.
+    fn claim(
+        ns: &str,
+        name: &str,
+        owner: &str,
+        spec: ResourceClaimSpec,
+        node: &str,
+        devices: &[String],
+    ) -> ResourceClaim {
+        let results: Vec<Value> = devices
+            .iter()
+            .map(|d| json!({"request": "pairs", "driver": DRIVER_NAME, "pool": node, "device": d}))
+            .collect();
+        let mut v = json!({
+            "metadata": {"namespace": ns, "name": name,
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": owner}]},
+            "spec": spec,
+        });
+        if !devices.is_empty() {
+            v["status"] = json!({"allocation": {"devices": {"results": results}}});
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn pod(claims: Value, statuses: Value) -> Value {
+        json!({"metadata": {"namespace": "ns", "name": "p", "uid": "u1"},
+               "spec": {"containers": [], "resourceClaims": claims},
+               "status": {"resourceClaimStatuses": statuses}})
+    }
+
+    fn resolved(st: &DraState, p: &Value) -> Resolved {
+        match st.resolve(p) {
+            PodClaims::Judge(r) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The devices the stock allocator would give `n` pairs on an empty `node`.
+    fn first_pairs(st: &DraState, node: &str, n: u32) -> Vec<String> {
+        let slices = &st.nodes[node].slices;
+        match crate::dra::judge(&[pairs(n)], &st.ours, slices, node, &BTreeSet::new()).unwrap() {
+            DraVerdict::Fit { devices, .. } => devices.into_iter().map(|d| d.device).collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn claims_are_found_by_name_and_by_template() {
+        let mut st = state_with(&[("n1", "mi300x-8")]);
+        // By name.
+        st.apply_claim(&claim("ns", "mine", "other", pairs(2), "n1", &[]));
+        let r = resolved(
+            &st,
+            &pod(
+                json!([{"name": "a", "resourceClaimName": "mine"}]),
+                json!([]),
+            ),
+        );
+        assert_eq!(r.specs, vec![pairs(2)]);
+        assert!(r.own.contains(&("ns".into(), "mine".into())));
+        // By name, not seen yet: neutral, never guessed.
+        let p = pod(
+            json!([{"name": "a", "resourceClaimName": "later"}]),
+            json!([]),
+        );
+        assert!(
+            matches!(st.resolve(&p), PodClaims::Unjudged("dra_claim_unseen", ref w) if w.contains("ns/later"))
+        );
+        // From a template, the generated claim not created yet: the template's spec.
+        let t: ResourceClaimTemplate = serde_json::from_value(json!({
+            "metadata": {"namespace": "ns", "name": "four"}, "spec": {"spec": pairs(4)}}))
+        .unwrap();
+        st.apply_template(&t);
+        let p = pod(
+            json!([{"name": "g", "resourceClaimTemplateName": "four"}]),
+            json!([]),
+        );
+        let r = resolved(&st, &p);
+        assert_eq!((r.specs.clone(), r.from_template), (vec![pairs(4)], 1));
+        // The generated claim exists and is the pod's: its own spec.
+        st.apply_claim(&claim("ns", "p-g-x1", "u1", pairs(3), "n1", &[]));
+        let p = pod(
+            json!([{"name": "g", "resourceClaimTemplateName": "four"}]),
+            json!([{"name": "g", "resourceClaimName": "p-g-x1"}]),
+        );
+        let r = resolved(&st, &p);
+        assert_eq!((r.specs.clone(), r.from_template), (vec![pairs(3)], 0));
+        // A claim of that name owned by another pod is not this pod's: the template.
+        st.apply_claim(&claim("ns", "p-g-x1", "someone-else", pairs(3), "n1", &[]));
+        assert_eq!(resolved(&st, &p).specs, vec![pairs(4)]);
+        // Status says no claim is needed.
+        let p = pod(
+            json!([{"name": "g", "resourceClaimTemplateName": "four"}]),
+            json!([{"name": "g"}]),
+        );
+        assert_eq!(st.resolve(&p), PodClaims::NotOurs);
+        // No claims, or only other drivers' classes: not the DRA path's pod.
+        assert_eq!(
+            st.resolve(&json!({"spec": {"containers": []}})),
+            PodClaims::NotOurs
+        );
+        let mut foreign = pairs(1);
+        if let Some(r) = foreign.devices.as_mut().and_then(|d| d.requests.as_mut()) {
+            r[0].exactly.as_mut().unwrap().device_class_name = "gpu.nvidia.com".into();
+        }
+        st.apply_claim(&claim("ns", "nv", "u1", foreign, "n1", &[]));
+        let p = pod(json!([{"name": "a", "resourceClaimName": "nv"}]), json!([]));
+        assert_eq!(st.resolve(&p), PodClaims::NotOurs);
+        // A malformed list is named.
+        let p = pod(json!([{"name": 3}]), json!([]));
+        assert!(
+            matches!(st.resolve(&p), PodClaims::Unjudged("dra_bad_pod", ref w) if w.contains("spec.resourceClaims"))
+        );
+    }
+
+    #[test]
+    fn held_devices_are_taken_except_the_pods_own() {
+        let mut st = state_with(&[("n1", "mi300x-8")]);
+        let all = first_pairs(&st, "n1", 8);
+        // Another pod's allocated claim holds every GPU: a 1-pair claim cannot fit.
+        st.apply_claim(&claim("ns", "theirs", "u9", pairs(8), "n1", &all));
+        assert_eq!(st.held_count(), 8);
+        st.apply_claim(&claim("ns", "mine", "u1", pairs(1), "n1", &[]));
+        let p = pod(
+            json!([{"name": "a", "resourceClaimName": "mine"}]),
+            json!([]),
+        );
+        let r = resolved(&st, &p);
+        assert!(matches!(st.judge_node(&r, "n1"), DraNode::Reject(ref m) if m.contains("claim 0")));
+        // The pod's own claim allocated to those devices (the pod scheduled again): they
+        // are not counted against it.
+        st.delete_claim(&("ns".into(), "theirs".into()));
+        assert_eq!(st.held_count(), 0);
+        st.apply_claim(&claim("ns", "mine", "u1", pairs(8), "n1", &all));
+        let r = resolved(&st, &p);
+        match st.judge_node(&r, "n1") {
+            DraNode::Fit(score, ranks) => assert_eq!((score, ranks.len()), (10, 8)),
+            other => panic!("{other:?}"),
+        }
+        // Deleting the claim frees its devices for everyone.
+        st.retain_claims(&BTreeSet::new());
+        assert_eq!((st.held_count(), st.claim_count()), (0, 0));
+    }
+
+    #[test]
+    fn nodes_without_slices_and_exhausted_searches_are_neutral() {
+        let mut st = state_with(&[("n1", "dgx-h100")]);
+        st.apply_claim(&claim("ns", "mine", "u1", pairs(2), "n1", &[]));
+        let p = pod(
+            json!([{"name": "a", "resourceClaimName": "mine"}]),
+            json!([]),
+        );
+        let r = resolved(&st, &p);
+        assert_eq!(
+            st.judge_node(&r, "elsewhere"),
+            DraNode::Neutral(DraNeutral::NoSlices)
+        );
+        // (a free node the pod does not fill: 10 - OPEN_PENALTY)
+        assert!(matches!(st.judge_node(&r, "n1"), DraNode::Fit(s, _) if s == 10 - OPEN_PENALTY));
+        // A budget too small for the search: no judgement, never a rejection.
+        st.budget = 1;
+        let v = st.judge_node(&r, "n1");
+        assert!(
+            matches!(v, DraNode::Neutral(DraNeutral::Budget(_))),
+            "{v:?}"
+        );
+        assert_eq!(v.outcome(), "dra_budget");
+        // Slices removed by a re-list: the node is no longer a topoalign node.
+        st.budget = SEARCH_BUDGET;
+        st.retain_slices(&BTreeSet::new());
+        assert_eq!(st.node_count(), 0);
+        assert_eq!(
+            st.judge_node(&r, "n1"),
+            DraNode::Neutral(DraNeutral::NoSlices)
+        );
+    }
+
+    #[test]
+    fn the_shared_cache_follows_changes() {
+        let shared = DraShared::new();
+        {
+            let mut st = shared.write();
+            *st = state_with(&[("n1", "mi300x-8"), ("n2", "gb300-4")]);
+            st.apply_claim(&claim("ns", "mine", "u1", pairs(1), "n1", &[]));
+        }
+        let p = pod(
+            json!([{"name": "a", "resourceClaimName": "mine"}]),
+            json!([]),
+        );
+        let PodClaims::Judge(r) = shared.resolve(&p) else {
+            panic!()
+        };
+        let run = |r: &Resolved| {
+            let mut out = Vec::new();
+            shared.visit(r, &["n1", "n2", "n3"], |_, n, v| {
+                out.push((n.to_string(), v.clone()))
+            });
+            out
+        };
+        let first = run(&r);
+        // mi300x-8 has PIX pairs (rank 0), gb300-4 only NODE pairs (rank 3).
+        assert!(
+            matches!(&first[0].1, DraNode::Fit(s, ranks) if *s == 10 - OPEN_PENALTY && ranks == &[0])
+        );
+        assert!(matches!(&first[1].1, DraNode::Fit(s, ranks) if *s < 10 && ranks == &[3]));
+        assert_eq!(first[2].1, DraNode::Neutral(DraNeutral::NoSlices));
+        assert_eq!(run(&r), first, "cached verdicts are the same");
+        // n1's PIX pairs all taken by another claim: the cached verdict is not reused.
+        let all = first_pairs(&shared.read(), "n1", 8);
+        shared
+            .write()
+            .apply_claim(&claim("ns", "theirs", "u9", pairs(8), "n1", &all));
+        let after = run(&r);
+        assert!(matches!(&after[0].1, DraNode::Reject(_)), "{:?}", after[0]);
+    }
+}

@@ -1,0 +1,132 @@
+//! The DRA path through the real HTTP server on loopback: pods with claims of
+//! topoalign.dev classes are judged on the nodes' ResourceSlices (filter and prioritize),
+//! nodes without slices pass with the neutral score, and the verdicts are counted.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::{Arc, RwLock};
+
+use common::http;
+use serde_json::{Value, json};
+use topoalign_dra::{ClaimSpec, PublishOptions, claim_template, device_classes, resource_slices};
+use topoalign_extender::decide::Decider;
+use topoalign_extender::server::{App, serve};
+use topoalign_extender::state::ClusterState;
+use topoalign_tm::ResourceMap;
+
+fn app() -> Arc<App> {
+    let app = Arc::new(App::new(
+        Arc::new(RwLock::new(ClusterState::default())),
+        Decider::new(ResourceMap::default(), 1000),
+    ));
+    {
+        let mut st = app.dra.write();
+        // Pair quality alone here (the free-node penalty is covered by the unit tests).
+        st.open_penalty = 0;
+        for c in device_classes() {
+            st.apply_class(&c);
+        }
+        for (node, profile) in [("mi", "mi300x-8"), ("gb", "gb300-4")] {
+            let topo = topoalign_profiles::get(profile).unwrap();
+            for s in resource_slices(&topo, node, &PublishOptions::default()).unwrap() {
+                st.apply_slice(&s);
+            }
+        }
+        for (name, n, max_rank) in [("pairs-2", 2, None), ("pxb-1", 1, Some(1))] {
+            let mut spec = ClaimSpec::pairs(n);
+            spec.max_rank = max_rank;
+            let mut t = claim_template(&spec).unwrap();
+            t.metadata.name = Some(name.into());
+            t.metadata.namespace = Some("ns".into());
+            st.apply_template(&t);
+        }
+    }
+    app
+}
+
+fn args(template: &str) -> Vec<u8> {
+    let pod = json!({
+        "metadata": {"namespace": "ns", "name": "p", "uid": "u1"},
+        "spec": {"containers": [{"name": "c", "resources": {"claims": [{"name": "g"}]}}],
+                 "resourceClaims": [{"name": "g", "resourceClaimTemplateName": template}]},
+    });
+    serde_json::to_vec(&json!({"Pod": pod, "NodeNames": ["mi", "gb", "plain"]})).unwrap()
+}
+
+#[tokio::test]
+async fn claims_pods_are_judged_on_slices_over_http() {
+    let app = app();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(serve(listener, app.clone(), async move {
+        let _ = rx.await;
+    }));
+
+    // rank <= 1: gb300-4 publishes NODE pairs only and is dropped; the node without
+    // slices passes (never filtered).
+    let (code, body) = http(addr, "POST", "/filter", args("pxb-1")).await;
+    assert_eq!(code, 200, "{body}");
+    let r: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(r["NodeNames"], json!(["mi", "plain"]));
+    assert!(
+        r["FailedNodes"]["gb"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be allocated"),
+        "{body}"
+    );
+    assert_eq!(r["FailedAndUnresolvableNodes"], json!({}));
+
+    // Two pairs: PIX pairs on mi300x-8 score 10, NODE pairs on gb300-4 2.5 → 3, no
+    // slices 5.
+    let (code, body) = http(addr, "POST", "/prioritize", args("pairs-2")).await;
+    assert_eq!(code, 200, "{body}");
+    let scores: Vec<(String, i64)> = serde_json::from_str::<Vec<Value>>(&body)
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["Host"].as_str().unwrap().to_string(),
+                h["Score"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        scores,
+        [
+            ("mi".to_string(), 10),
+            ("gb".to_string(), 3),
+            ("plain".to_string(), 5)
+        ]
+    );
+
+    // A template not in the watch cache: every node neutral, nothing filtered.
+    let (_, body) = http(addr, "POST", "/filter", args("unknown")).await;
+    let r: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(r["NodeNames"], json!(["mi", "gb", "plain"]));
+
+    // Readiness waits for the DRA lists when they are expected.
+    app.set_ready(true);
+    app.dra.expect_lists();
+    assert_eq!(http(addr, "GET", "/readyz", vec![]).await.0, 503);
+    app.dra.set_ready();
+    assert_eq!(http(addr, "GET", "/readyz", vec![]).await.0, 200);
+
+    let (_, metrics) = http(addr, "GET", "/metrics", vec![]).await;
+    for want in [
+        r#"topoalign_extender_dra_verdicts_total{verb="filter",outcome="fit"} 1"#,
+        r#"topoalign_extender_dra_verdicts_total{verb="filter",outcome="reject"} 1"#,
+        r#"topoalign_extender_dra_verdicts_total{verb="prioritize",outcome="fit"} 2"#,
+        r#"topoalign_extender_dra_verdicts_total{verb="filter",outcome="dra_claim_unseen"} 3"#,
+        r#"topoalign_extender_nodes_filtered_total{reason="dra_claim"} 1"#,
+        r#"topoalign_extender_nodes_neutral_total{reason="dra_no_slices"} 2"#,
+        r#"topoalign_extender_dra_state{what="nodes"} 2"#,
+    ] {
+        assert!(metrics.contains(want), "{want} missing in:\n{metrics}");
+    }
+    tx.send(()).unwrap();
+    server.await.unwrap().unwrap();
+}
