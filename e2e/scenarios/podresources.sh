@@ -75,8 +75,9 @@ for p in mi300x-8 dgx-h100; do
 
   # 2. the agent publishing to the API server
   make_node "$node" || { fail "podresources: node $node"; continue; }
+  mport=$(free_ports 1)
   "$TOPOALIGN" agent --profile "$p" --node "$node" --socket "$sock" --kubeconfig "$KUBECONFIG" \
-    --policy restricted --interval 1 --heartbeat 5 --label-hold 0 > "$RUN/logs/agent-$p.log" 2>&1 &
+    --policy restricted --interval 1 --heartbeat 5 --label-hold 0 --metrics-addr "127.0.0.1:$mport" > "$RUN/logs/agent-$p.log" 2>&1 &
   register_pid "agent-$p" $!
   t=$(now)
   if wait_until 30 "NRT $node" published_nrt "$node" "$D/$p.nrt.json"; then
@@ -86,6 +87,15 @@ for p in mi300x-8 dgx-h100; do
       pass "podresources $p: NodeResourceTopology $node: $out"
     else
       fail "podresources $p: NodeResourceTopology $node differs: $out"
+    fi
+    agent_ready() { [ "$(curl -s --max-time 2 "http://127.0.0.1:$mport/readyz")" = ok ]; }
+    if wait_until 10 "agent /readyz" agent_ready &&
+      curl -s --max-time 2 "http://127.0.0.1:$mport/metrics" > "$D/$p.metrics.txt" &&
+      grep -q '^topoalign_agent_writes_total{object="nrt",outcome="ok"} [1-9]' "$D/$p.metrics.txt" &&
+      grep -q '^topoalign_agent_devices_in_use{kind="gpu"} 3$' "$D/$p.metrics.txt"; then
+      pass "podresources $p: the agent's /readyz is ok and /metrics counts its NRT writes and the 3 GPUs in use"
+    else
+      fail "podresources $p: agent /readyz or /metrics wrong: $(curl -s --max-time 2 "http://127.0.0.1:$mport/readyz"; head -c 600 "$D/$p.metrics.txt" 2> /dev/null)"
     fi
     pol=$(jq -r '[.attributes[]? | select(.name == "topologyManagerPolicy") | .value][0] // ""' "$D/$p.nrt.json")
     [ "$pol" = restricted ] && pass "podresources $p: NRT attribute topologyManagerPolicy=restricted" ||
