@@ -135,6 +135,34 @@ def cmd_stream(a):
     json.dump(stream, sys.stdout)
 
 
+
+def wait_decided(api, pods_path, selector, names, timeout, unschedulable=lambda cond: True):
+    """Polls the pods matching `selector` until each of `names` is bound or marked
+    Unschedulable (PodScheduled False, reason Unschedulable, and `unschedulable(cond)`),
+    for at most `timeout` seconds: {name: ("bound" | "unschedulable", pod) or
+    ("undecided", None)}. Used by both placement scenarios."""
+    t0 = time.time()
+    pending = set(names)
+    decided = {}
+    while pending and time.time() - t0 < timeout:
+        time.sleep(0.3)
+        for p in api.call("GET", pods_path + api.q(labelSelector=selector))["items"]:
+            n = p["metadata"]["name"]
+            if n not in pending:
+                continue
+            if p["spec"].get("nodeName"):
+                decided[n] = ("bound", p)
+                pending.discard(n)
+                continue
+            for c in p.get("status", {}).get("conditions", []):
+                if (c.get("type") == "PodScheduled" and c.get("status") == "False"
+                        and c.get("reason") == "Unschedulable" and unschedulable(c)):
+                    decided[n] = ("unschedulable", p)
+                    pending.discard(n)
+    for n in pending:
+        decided[n] = ("undecided", None)
+    return decided
+
 class Node:
     """A simulated node: its inventory and who holds what."""
 
@@ -301,26 +329,8 @@ class Run:
     # -- the loop ----------------------------------------------------------------------
     def wait_decided(self, names):
         t0 = time.time()
-        pending = set(names)
-        decided = {}
-        while pending and time.time() - t0 < self.a.decide_timeout:
-            time.sleep(0.3)
-            items = self.api.call("GET", self.pods_path + self.api.q(
-                labelSelector=f"placement-run={self.a.tag},placement-batch={self.batch}"))["items"]
-            for p in items:
-                n = p["metadata"]["name"]
-                if n not in pending:
-                    continue
-                if p["spec"].get("nodeName"):
-                    decided[n] = ("bound", p)
-                    pending.discard(n)
-                    continue
-                for c in p.get("status", {}).get("conditions", []):
-                    if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable":
-                        decided[n] = ("unschedulable", p)
-                        pending.discard(n)
-        for n in pending:
-            decided[n] = ("undecided", None)
+        decided = wait_decided(self.api, self.pods_path, f"placement-run={self.a.tag},placement-batch={self.batch}",
+                               names, self.a.decide_timeout)
         self.timing["scheduling_wait_s"] += time.time() - t0
         return decided
 

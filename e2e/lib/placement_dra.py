@@ -42,7 +42,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from placement import Api  # noqa: E402  (one API client for both placement scenarios)
+from placement import Api, wait_decided  # noqa: E402  (one API client and wait loop for both scenarios)
 
 TOPOALIGN = os.environ.get("TOPOALIGN", "topoalign")
 CLASSES = ["PIX", "PXB", "PHB", "NODE", "SYS"]
@@ -212,29 +212,11 @@ class Pass:
 
     def decided(self, names):
         t0 = time.time()
-        pending = set(names)
-        out = {}
-        while pending and time.time() - t0 < self.a.decide_timeout:
-            time.sleep(0.3)
-            items = self.api.call("GET", self.pods + self.api.q(
-                labelSelector=f"placement-run={self.a.tag},placement-batch={self.batch}"))["items"]
-            for p in items:
-                n = p["metadata"]["name"]
-                if n not in pending:
-                    continue
-                if p["spec"].get("nodeName"):
-                    out[n] = ("bound", p)
-                    pending.discard(n)
-                    continue
-                for c in p.get("status", {}).get("conditions", []):
-                    # "0/N nodes are available: …": the scheduler tried every node (not the
-                    # transient "ResourceClaim not created yet" before the claim exists).
-                    if (c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
-                            and c.get("message", "").startswith("0/")):
-                        out[n] = ("unschedulable", p)
-                        pending.discard(n)
-        for n in pending:
-            out[n] = ("undecided", None)
+        # "0/N nodes are available: …": the scheduler tried every node (not the transient
+        # "ResourceClaim not created yet" before the claim exists).
+        out = wait_decided(self.api, self.pods, f"placement-run={self.a.tag},placement-batch={self.batch}",
+                           names, self.a.decide_timeout,
+                           unschedulable=lambda c: c.get("message", "").startswith("0/"))
         self.timing["scheduling_wait_s"] += time.time() - t0
         return out
 

@@ -25,6 +25,7 @@ set -uo pipefail
 . "$RUN/cluster.env"
 . "$E2E_DIR/lib/k8s.sh"
 . "$E2E_DIR/lib/cluster.sh"
+. "$E2E_DIR/lib/extender.sh"
 
 need_topoalign_cmd extender
 need_topoalign_cmd driver
@@ -63,28 +64,13 @@ run_pass stock default-scheduler || { cleanup; exit 1; }
 
 # the extender and a second scheduler wired to it
 P_EXT=$(free_ports 1)
-"$TOPOALIGN" extender --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$P_EXT" >> "$RUN/logs/extender-dra.log" 2>&1 &
-register_pid extender-dra $!
-if ! wait_until 30 "extender /readyz" curl -sf "http://127.0.0.1:$P_EXT/readyz"; then
+if ! start_extender extender-dra "$P_EXT"; then
   fail "placement-dra: topoalign extender not ready in 30 s (log: $RUN/logs/extender-dra.log)"
   cleanup
   exit 1
 fi
-python3 - "$REPO_DIR/deploy/extender/scheduler-config-dra.yaml" "$P_EXT" "$RUN/scheduler.kubeconfig" > "$D/scheduler-config.yaml" << 'EOF' || { fail "placement-dra: adapting deploy/extender/scheduler-config-dra.yaml"; cleanup; exit 1; }
-import re, sys
-text = open(sys.argv[1]).read()
-def sub(pattern, repl):
-    global text
-    text, n = re.subn(pattern, repl, text, flags=re.M)
-    if n != 1:
-        sys.exit(f"{sys.argv[1]}: expected one match of {pattern!r}, found {n}")
-sub(r"^(\s*- )urlPrefix: .*$", r"\g<1>urlPrefix: http://127.0.0.1:" + sys.argv[2])
-sub(r"^(\s*)leaderElect: true$", r"\g<1>leaderElect: false")
-sub(r"^kind: KubeSchedulerConfiguration$", "kind: KubeSchedulerConfiguration\nclientConnection:\n  kubeconfig: " + sys.argv[3])
-print(text)
-EOF
-if ! start_extra_scheduler topoalign-dra-scheduler "$D/scheduler-config.yaml"; then
-  fail "placement-dra: the second kube-scheduler (profile topoalign-dra-scheduler) did not start (log: $RUN/logs/topoalign-dra-scheduler.log)"
+if ! wire_scheduler topoalign-dra-scheduler scheduler-config-dra.yaml "$P_EXT" "$D/scheduler-config.yaml"; then
+  fail "placement-dra: the second kube-scheduler (profile topoalign-dra-scheduler, deploy/extender/scheduler-config-dra.yaml) did not start (log: $RUN/logs/topoalign-dra-scheduler.log)"
   cleanup
   exit 1
 fi
@@ -92,13 +78,12 @@ pass "placement-dra: a second kube-scheduler with profile topoalign-dra-schedule
 
 run_pass extender topoalign-dra-scheduler || { cleanup; exit 1; }
 
-curl -s "http://127.0.0.1:$P_EXT/metrics" > "$D/extender-metrics.txt"
-msum() { awk -v m="$1" -v f="$2" 'index($1, m) == 1 && index($1, f) {s+=$2} END {printf "%d", s}' "$D/extender-metrics.txt"; }
-nfilter=$(msum topoalign_extender_requests_total 'verb="filter"')
-errs=$(awk '$1 ~ /^topoalign_extender_requests_total/ && $1 ~ /code="[45]/ {s+=$2} END {printf "%d", s}' "$D/extender-metrics.txt")
-verdicts=$(grep -E '^topoalign_extender_dra_verdicts_total' "$D/extender-metrics.txt" | sed 's/^topoalign_extender_dra_verdicts_total//' | tr '\n' ' ')
-figure "placement-dra extender calls: filter $nfilter, HTTP 4xx/5xx $errs; DRA verdicts $verdicts"
-judged=$(msum topoalign_extender_dra_verdicts_total 'outcome="fit"')
+M=$D/extender-metrics.txt
+curl -s "http://127.0.0.1:$P_EXT/metrics" > "$M"
+nfilter=$(metric_total "$M" topoalign_extender_requests_total 'verb="filter"')
+errs=$(http_errors "$M")
+figure "placement-dra extender calls: filter $nfilter, HTTP 4xx/5xx $errs; DRA verdicts $(metric_samples "$M" topoalign_extender_dra_verdicts_total)"
+judged=$(metric_total "$M" topoalign_extender_dra_verdicts_total 'outcome="fit"')
 bound_ext=$(jq '.stats.bound // 0' "$D/extender.json")
 if [ "$nfilter" -ge "$bound_ext" ] && [ "$judged" -gt 0 ] && [ "$errs" = 0 ]; then
   pass "placement-dra: the scheduler consulted the extender's DRA path ($nfilter filter calls for $bound_ext bound pods, $judged node verdicts 'fit', no HTTP errors)"
@@ -110,15 +95,4 @@ stop_component extender-dra
 cleanup
 
 python3 "$PY" compare --stock "$D/stock.json" --extender "$D/extender.json" > "$D/compare.out" || { fail "placement-dra: comparing the passes"; exit 1; }
-while IFS= read -r line; do
-  case "$line" in
-    "FIGURE "*) figure "${line#FIGURE }" ;;
-    "INFO "*) info "${line#INFO }" ;;
-    "VERDICT ok "*) pass "placement-dra: ${line#VERDICT ok }" ;;
-    "VERDICT worse "*) missed "placement-dra: the extender does not beat the stock scheduler: ${line#VERDICT worse }" ;;
-  esac
-done < "$D/compare.out"
-grep -q '^VERDICT' "$D/compare.out" || fail "placement-dra: no verdict from placement_dra.py compare"
-und=$(jq -s 'map(.stats.undecided // 0) | add' "$D/stock.json" "$D/extender.json")
-[ "$und" = 0 ] && pass "placement-dra: every pod of both passes was bound or Unschedulable in time" ||
-  fail "placement-dra: $und pods neither bound nor Unschedulable within the wait"
+report_compare placement-dra "$D/compare.out"

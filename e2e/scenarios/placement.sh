@@ -24,6 +24,7 @@ set -uo pipefail
 . "$RUN/cluster.env"
 . "$E2E_DIR/lib/k8s.sh"
 . "$E2E_DIR/lib/cluster.sh"
+. "$E2E_DIR/lib/extender.sh"
 
 need_topoalign_cmd extender
 need_topoalign_cmd agent
@@ -84,40 +85,24 @@ run_pass stock default-scheduler || exit 1
 
 # the extender and a second scheduler wired to it
 P_EXT=$(free_ports 1)
-"$TOPOALIGN" extender --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$P_EXT" --stale-after 3600 >> "$RUN/logs/extender.log" 2>&1 &
-register_pid extender $!
-if ! wait_until 30 "extender /readyz" curl -sf "http://127.0.0.1:$P_EXT/readyz"; then
+if ! start_extender extender "$P_EXT" --stale-after 3600; then
   fail "placement: topoalign extender not ready in 30 s (log: $RUN/logs/extender.log)"
   exit 1
 fi
-python3 - "$REPO_DIR/deploy/extender/scheduler-config.yaml" "$P_EXT" "$RUN/scheduler.kubeconfig" > "$D/scheduler-config.yaml" << 'EOF' || { fail "placement: adapting deploy/extender/scheduler-config.yaml"; exit 1; }
-import re, sys
-text = open(sys.argv[1]).read()
-def sub(pattern, repl):
-    global text
-    text, n = re.subn(pattern, repl, text, flags=re.M)
-    if n != 1:
-        sys.exit(f"{sys.argv[1]}: expected one match of {pattern!r}, found {n}")
-sub(r"^(\s*- )urlPrefix: .*$", r"\g<1>urlPrefix: http://127.0.0.1:" + sys.argv[2])
-sub(r"^(\s*)leaderElect: true$", r"\g<1>leaderElect: false")
-sub(r"^kind: KubeSchedulerConfiguration$", "kind: KubeSchedulerConfiguration\nclientConnection:\n  kubeconfig: " + sys.argv[3])
-print(text)
-EOF
-if ! start_extra_scheduler topoalign-scheduler "$D/scheduler-config.yaml"; then
-  fail "placement: the second kube-scheduler (profile topoalign-scheduler) did not start (log: $RUN/logs/topoalign-scheduler.log)"
+if ! wire_scheduler topoalign-scheduler scheduler-config.yaml "$P_EXT" "$D/scheduler-config.yaml"; then
+  fail "placement: the second kube-scheduler (profile topoalign-scheduler, deploy/extender/scheduler-config.yaml) did not start (log: $RUN/logs/topoalign-scheduler.log)"
   exit 1
 fi
 pass "placement: a second kube-scheduler with profile topoalign-scheduler wired to topoalign extender (deploy/extender/scheduler-config.yaml) is up"
 
 run_pass extender topoalign-scheduler || exit 1
 
-curl -s "http://127.0.0.1:$P_EXT/metrics" > "$D/extender-metrics.txt"
-calls() { awk -v v="$1" '$1 ~ "^topoalign_extender_requests_total" && $1 ~ "verb=\""v"\"" {s+=$2} END {printf "%d", s}' "$D/extender-metrics.txt"; }
-errs=$(awk '$1 ~ /^topoalign_extender_requests_total/ && $1 ~ /code="[45]/ {s+=$2} END {printf "%d", s}' "$D/extender-metrics.txt")
-nfilter=$(calls filter)
-nprio=$(calls prioritize)
-metric_sum() { grep -E "^topoalign_extender_$1" "$D/extender-metrics.txt" | sed "s/^topoalign_extender_$1//" | tr '\n' ' '; }
-figure "placement extender calls: filter $nfilter, prioritize $nprio, HTTP 4xx/5xx $errs; nodes filtered $(metric_sum nodes_filtered_total); passed without judgement $(metric_sum nodes_neutral_total)"
+M=$D/extender-metrics.txt
+curl -s "http://127.0.0.1:$P_EXT/metrics" > "$M"
+errs=$(http_errors "$M")
+nfilter=$(metric_total "$M" topoalign_extender_requests_total 'verb="filter"')
+nprio=$(metric_total "$M" topoalign_extender_requests_total 'verb="prioritize"')
+figure "placement extender calls: filter $nfilter, prioritize $nprio, HTTP 4xx/5xx $errs; nodes filtered $(metric_samples "$M" topoalign_extender_nodes_filtered_total); passed without judgement $(metric_samples "$M" topoalign_extender_nodes_neutral_total)"
 bound_ext=$(jq '.stats.bound // 0' "$D/extender.json")
 if [ "$nfilter" -ge "$bound_ext" ] && [ "$errs" = 0 ]; then
   pass "placement: the scheduler consulted the extender ($nfilter filter calls for $bound_ext bound pods, no HTTP errors)"
@@ -129,15 +114,7 @@ stop_component extender
 stop_component podresources-placement
 
 python3 "$PY" compare --stock "$D/stock.json" --extender "$D/extender.json" > "$D/compare.out" || { fail "placement: comparing the passes"; exit 1; }
-while IFS= read -r line; do
-  case "$line" in
-    "FIGURE "*) figure "${line#FIGURE }" ;;
-    "INFO "*) info "${line#INFO }" ;;
-    "VERDICT ok "*) pass "placement: ${line#VERDICT ok }" ;;
-    "VERDICT worse "*) missed "placement: the extender does not beat the stock scheduler: ${line#VERDICT worse }" ;;
-  esac
-done < "$D/compare.out"
-grep -q '^VERDICT' "$D/compare.out" || fail "placement: no verdict from placement.py compare"
+report_compare placement "$D/compare.out"
 und=$(jq -s 'map(.stats.undecided // 0) | add' "$D/stock.json" "$D/extender.json")
 [ "$und" = 0 ] && pass "placement: every pod of both passes was bound or Unschedulable in time" ||
   fail "placement: $und pods neither bound nor Unschedulable within the wait"

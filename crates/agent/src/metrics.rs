@@ -16,17 +16,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::sync::Mutex;
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
-use axum::routing::get;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
+use topoalign_probes::Probe;
 
 use crate::report::Report;
 
@@ -191,97 +187,53 @@ impl Metrics {
 
     /// The OpenMetrics text.
     pub fn encode(&self) -> String {
-        let mut out = String::new();
-        match prometheus_client::encoding::text::encode(&mut out, &self.registry) {
-            Ok(()) => out,
-            Err(e) => format!("# encoding failed: {e}\n"),
-        }
+        topoalign_probes::encode(&self.registry)
     }
 }
 
-/// The router with `/healthz`, `/readyz` and `/metrics`.
-pub fn router(metrics: Arc<Metrics>) -> Router {
-    Router::new()
-        .route("/healthz", get(|| async { "ok\n" }))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(encode))
-        .with_state(metrics)
-}
+impl Probe for Metrics {
+    fn not_ready(&self) -> Vec<String> {
+        Metrics::not_ready(self).into_iter().collect()
+    }
 
-async fn readyz(State(m): State<Arc<Metrics>>) -> impl IntoResponse {
-    match m.not_ready() {
-        None => (StatusCode::OK, "ok\n".to_string()),
-        Some(why) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("not ready: {why}\n"),
-        ),
+    fn metrics(&self) -> String {
+        self.encode()
     }
 }
 
-async fn encode(State(m): State<Arc<Metrics>>) -> impl IntoResponse {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        m.encode(),
-    )
-}
-
-/// Serves the endpoints on `listener` until `shutdown` completes.
+/// Serves `/healthz`, `/readyz` and `/metrics` on `listener` until `shutdown` completes.
 pub async fn serve(
     listener: TcpListener,
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(metrics))
-        .with_graceful_shutdown(shutdown)
-        .await
+    topoalign_probes::serve(listener, metrics, shutdown).await
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
     use super::*;
 
-    async fn get(addr: std::net::SocketAddr, path: &str) -> String {
-        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-        s.write_all(req.as_bytes()).await.unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).await.unwrap();
-        out
-    }
-
-    #[tokio::test]
-    async fn endpoints_report_rounds_and_readiness() {
-        let m = Arc::new(Metrics::new());
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(listener, m.clone(), async {
-            let _ = stopped.await;
-        }));
-        assert!(get(addr, "/healthz").await.starts_with("HTTP/1.1 200"));
-        let r = get(addr, "/readyz").await;
-        assert!(
-            r.starts_with("HTTP/1.1 503") && r.contains("no round finished yet"),
-            "{r}"
-        );
+    // The HTTP side is topoalign_probes' and tested there (and against the running agent
+    // in the e2e `podresources` scenario); here, what the agent tells its probes.
+    #[test]
+    fn probes_report_rounds_and_readiness() {
+        let m = Metrics::new();
+        let why = |m: &Metrics| Probe::not_ready(m).join("; ");
+        assert!(why(&m).contains("no round finished yet"), "{}", why(&m));
         m.kubelet_read(None);
         assert!(
-            get(addr, "/readyz")
-                .await
-                .contains("pod-resources API did not answer")
+            why(&m).contains("pod-resources API did not answer"),
+            "{}",
+            why(&m)
         );
         m.wrote("nrt", true);
         m.wrote("labels", false);
         m.set_ready();
-        assert!(get(addr, "/readyz").await.starts_with("HTTP/1.1 200"));
-        let text = get(addr, "/metrics").await;
+        assert!(Probe::not_ready(&m).is_empty());
+        let text = Probe::metrics(&m);
         for want in [
             "topoalign_agent_kubelet_reads_total{outcome=\"error\"} 1",
             "topoalign_agent_writes_total{object=\"nrt\",outcome=\"ok\"} 1",
@@ -290,7 +242,5 @@ mod tests {
         ] {
             assert!(text.contains(want), "{want} missing in\n{text}");
         }
-        let _ = stop.send(());
-        server.await.unwrap().unwrap();
     }
 }

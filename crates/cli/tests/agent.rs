@@ -44,3 +44,41 @@ fn a_node_name_is_required() {
     assert_ne!(out.code, 0);
     assert!(out.stderr.contains("--node"), "{}", out.stderr);
 }
+
+#[test]
+fn a_metrics_address_in_use_is_named() {
+    // The port is held by this test; the kubeconfig names an API server that is never
+    // reached (the address is bound before anything is read or written).
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = busy.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1'}\n\
+         users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n\
+         current-context: x\n",
+    )
+    .unwrap();
+    let out = run(topoalign()
+        .args([
+            "agent",
+            "--profile",
+            "mi300x-8",
+            "--node",
+            "n1",
+            "--metrics-addr",
+            &addr,
+        ])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .arg("--socket")
+        .arg(dir.path().join("kubelet.sock")));
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr.contains(&format!("--metrics-addr {addr}")),
+        "{}",
+        out.stderr
+    );
+    drop(busy);
+}

@@ -1,17 +1,13 @@
-//! The driver's HTTP endpoints (axum): `/healthz` (the process serves), `/readyz` (the
-//! pool is published and in sync, and the kubelet plugin serves) and `/metrics`
-//! (OpenMetrics text). Anything else is 404; methods other than GET are 405.
+//! The driver's probe endpoints (`topoalign_probes`): `/healthz` (the process serves),
+//! `/readyz` (the pool is published and in sync, and the kubelet plugin serves) and
+//! `/metrics` (OpenMetrics text). Anything else is 404; methods other than GET are 405.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
-use axum::routing::get;
 use tokio::net::TcpListener;
+use topoalign_probes::Probe;
 
 use crate::error::DriverError;
 use crate::metrics::Metrics;
@@ -83,39 +79,14 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
 }
 
-/// The router with the three endpoints.
-pub fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
-        .with_state(state)
-}
-
-async fn healthz() -> &'static str {
-    "ok\n"
-}
-
-async fn readyz(State(s): State<AppState>) -> impl IntoResponse {
-    let why = s.health.not_ready_reasons();
-    if why.is_empty() {
-        (StatusCode::OK, "ok\n".to_string())
-    } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("not ready: {}\n", why.join("; ")),
-        )
+impl Probe for AppState {
+    fn not_ready(&self) -> Vec<String> {
+        self.health.not_ready_reasons()
     }
-}
 
-async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        s.metrics.encode(),
-    )
+    fn metrics(&self) -> String {
+        self.metrics.encode()
+    }
 }
 
 /// Serves the endpoints on `listener` until `shutdown` completes.
@@ -124,8 +95,7 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), DriverError> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
+    topoalign_probes::serve(listener, Arc::new(state), shutdown)
         .await
         .map_err(DriverError::Serve)
 }
@@ -135,76 +105,30 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    /// A raw HTTP/1.1 GET against a real listening server.
-    async fn get(addr: std::net::SocketAddr, method: &str, path: &str) -> String {
-        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-        s.write_all(req.as_bytes()).await.unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).await.unwrap();
-        out
-    }
-
-    #[tokio::test]
-    async fn endpoints_answer_over_tcp() {
+    // The HTTP side (routes, status codes, content type) is topoalign_probes' and tested
+    // there; here, what the driver tells its probes.
+    #[test]
+    fn readiness_names_what_is_missing_and_metrics_count() {
         let health = Arc::new(Health::new(true));
         let metrics = Arc::new(Metrics::new());
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(
-            listener,
-            AppState {
-                health: health.clone(),
-                metrics: metrics.clone(),
-            },
-            async move {
-                let _ = rx.await;
-            },
-        ));
-
+        let state = AppState {
+            health: health.clone(),
+            metrics: metrics.clone(),
+        };
+        let why = Probe::not_ready(&state).join("; ");
         assert!(
-            get(addr, "GET", "/healthz")
-                .await
-                .starts_with("HTTP/1.1 200")
+            why.contains("ResourceSlices not published yet") && why.contains("plugin"),
+            "{why}"
         );
-        let r = get(addr, "GET", "/readyz").await;
-        assert!(r.starts_with("HTTP/1.1 503"), "{r}");
-        assert!(
-            r.contains("ResourceSlices not published yet") && r.contains("plugin"),
-            "{r}"
-        );
-
         health.set_publish_failed("connection refused".into());
-        assert!(
-            get(addr, "GET", "/readyz")
-                .await
-                .contains("connection refused")
-        );
+        assert!(Probe::not_ready(&state)[0].contains("connection refused"));
         health.set_published();
         health.set_plugin_serving(true);
-        assert!(
-            get(addr, "GET", "/readyz")
-                .await
-                .starts_with("HTTP/1.1 200")
-        );
-
+        assert!(Probe::not_ready(&state).is_empty());
         metrics.publishes.inc();
-        let m = get(addr, "GET", "/metrics").await;
-        assert!(m.contains("application/openmetrics-text"), "{m}");
+        let m = Probe::metrics(&state);
         assert!(m.contains("topoalign_driver_publishes_total 1"), "{m}");
-
-        assert!(get(addr, "GET", "/nope").await.starts_with("HTTP/1.1 404"));
-        assert!(
-            get(addr, "POST", "/metrics")
-                .await
-                .starts_with("HTTP/1.1 405")
-        );
-
-        tx.send(()).unwrap();
-        server.await.unwrap().unwrap();
     }
 
     #[test]

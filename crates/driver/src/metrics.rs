@@ -130,10 +130,7 @@ impl Metrics {
 
     /// The metrics in the Prometheus text exposition format.
     pub fn encode(&self) -> String {
-        let mut out = String::new();
-        // Writing to a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
-        out
+        topoalign_probes::encode(&self.registry)
     }
 }
 

@@ -31,10 +31,11 @@ pub struct ServeArgs {
     pub cache_size: usize,
     #[command(flatten)]
     pub resources: ResourceArgs,
-    /// DRA pods: points (of 10) taken from a node the pod would be the first on without
-    /// filling it, so whole nodes stay free for pods that need one.
-    #[arg(long, default_value_t = crate::dra::OPEN_PENALTY, value_parser = clap::value_parser!(i64).range(0..=10))]
-    pub dra_open_penalty: i64,
+    /// DRA pods: points taken from a node for the capacity the pod would use up there
+    /// (divided by the candidate nodes that can still hold as many pairs), so that small
+    /// pods leave whole nodes to pods that need one; 0 scores pair quality alone.
+    #[arg(long, default_value_t = crate::dra::CAPACITY_WEIGHT, value_parser = parse_weight)]
+    pub dra_capacity_weight: f64,
 }
 
 /// How the nodes' device plugins name and hand out devices.
@@ -64,6 +65,16 @@ impl ResourceArgs {
     }
 }
 
+/// A weight: a finite number, 0 or more.
+fn parse_weight(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(w) if w.is_finite() && w >= 0.0 => Ok(w),
+        _ => Err(format!(
+            "{s:?} is not a weight (expected a number, 0 or more)"
+        )),
+    }
+}
+
 impl ServeArgs {
     /// The serving configuration.
     pub fn config(&self) -> Result<ServeConfig, InputError> {
@@ -73,7 +84,7 @@ impl ServeArgs {
             assume_ttl: Duration::from_secs(self.assume_ttl),
             cache_size: self.cache_size,
             resources: self.resources.map()?,
-            dra_open_penalty: self.dra_open_penalty,
+            dra_capacity_weight: self.dra_capacity_weight,
         })
     }
 }
@@ -160,6 +171,15 @@ mod tests {
             e.contains("--allocator") && e.contains("lowest-address"),
             "{e}"
         );
-        assert!(Serve::try_parse_from(["x", "--dra-open-penalty", "11"]).is_err());
+        assert_eq!(c.dra_capacity_weight, crate::dra::CAPACITY_WEIGHT);
+        for bad in ["-1", "NaN", "inf", "much"] {
+            let e = Serve::try_parse_from(["x", "--dra-capacity-weight", bad]).unwrap_err();
+            assert!(
+                e.to_string().contains("expected a number, 0 or more"),
+                "{e}"
+            );
+        }
+        let w = Serve::try_parse_from(["x", "--dra-capacity-weight", "0"]).unwrap();
+        assert_eq!(w.a.config().unwrap().dra_capacity_weight, 0.0);
     }
 }

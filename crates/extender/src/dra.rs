@@ -6,29 +6,34 @@
 //! - Filter: a node where some claim of the pod cannot be allocated (for example a
 //!   `gpu-nic-pair.topoalign.dev` request with `rank <= 1` where no PXB-or-better pair is
 //!   free) is dropped.
-//! - Prioritize: the pair classes the allocation reaches (PIX 1, PXB 0.75, PHB 0.5,
-//!   NODE 0.25), minus the good pairs it spoils: free GPUs that had a free PXB-or-better
-//!   pair before and have none after, without being taken; minus [`OPEN_PENALTY`] when the
-//!   pod would be the first on a node whose GPUs are all free and would not take them all (best fit: pods go to nodes already
-//!   in use when the pairs are as good there, so that whole nodes stay free for the pods
-//!   that need a whole node; measured in the `placement-dra` end-to-end scenario).
+//! - Prioritize ([`dra_score`]): the pair classes the allocation reaches (PIX 1, PXB 0.75,
+//!   PHB 0.5, NODE 0.25), minus the good pairs it spoils (free GPUs that had a free
+//!   PXB-or-better pair before and have none after, without being taken), minus the
+//!   capacity it uses up ([`capacity_penalty`]): a node that can hold a claim of 8 pairs
+//!   and would hold only 7 after a 1-pair pod loses its place for the 8-pair pods, which
+//!   costs more the fewer of the candidate nodes can still hold 8. So small pods fill
+//!   nodes that are already in use, or nodes whose pairs are worse but too few for the
+//!   big pods, before they break up the last whole nodes (measured in the `placement-dra`
+//!   end-to-end scenario: fewer pods left unschedulable than the stock scheduler, pairs
+//!   still better).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use k8s_openapi::api::resource::v1::{
-    Device, DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceSlice,
+    DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceSlice,
 };
 use topoalign_dra::{DRIVER_NAME, DeviceId, DraError, NodeDevices, first_fit};
 
+use crate::dra_pairs::{DeviceKey, NodePairs};
 use crate::protocol::MAX_EXTENDER_PRIORITY;
 use crate::score::FRAGMENTATION_WEIGHT;
 
-/// Points taken by default when the pod would be the first on a node whose GPUs are all
-/// free and would not take them all: more than the pair quality between PIX and NODE (7.5
-/// points), so that a pod takes NODE pairs on a node already in use rather than open a
-/// whole node that a pod needing every GPU of a node could have had (measured in the
-/// `placement-dra` end-to-end scenario; `topoalign extender --dra-open-penalty`).
-pub const OPEN_PENALTY: i64 = 8;
+/// Points a node loses, by default, for using up a capacity level that every candidate
+/// node has ([`capacity_penalty`]: the weight is divided by the number of candidates that
+/// have the level, so using up the last node that can hold 8 pairs costs 50 points, one
+/// of 10 such nodes 5). Chosen with the `placement-dra` end-to-end scenario's stream
+/// (weights 30 … 120 tried; `topoalign extender --dra-capacity-weight`).
+pub const CAPACITY_WEIGHT: f64 = 50.0;
 
 /// Devices the allocator may try per claim before giving up (then the node passes with
 /// a neutral score: the stock allocator decides).
@@ -50,149 +55,36 @@ pub fn allocated_ids<'a>(
         .collect()
 }
 
+/// What an allocation on a node would reach and cost, before it is weighed against the
+/// other candidates ([`dra_score`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DraFit {
+    /// Ranks of the pair devices allocated (0 = PIX … 3 = NODE), in allocation order.
+    pub ranks: Vec<i64>,
+    /// Free GPUs that lose their last PXB-or-better pair without being taken.
+    pub spoiled: usize,
+    /// GPUs the allocation takes (through pair devices or plain GPU devices).
+    pub gpus: usize,
+    /// Pairs the node could hold at once before the allocation ([`NodePairs::capacity`]).
+    pub capacity_before: usize,
+    /// … and after it.
+    pub capacity_after: usize,
+}
+
 /// A DRA judgement of one node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DraVerdict {
-    /// Every claim can be allocated: the priority and the pair classes reached (rank
-    /// 0 = PIX … 3 = NODE), in allocation order.
+    /// Every claim can be allocated.
     Fit {
-        /// 0 ..= 10.
-        score: i64,
-        /// Ranks of the pair devices allocated.
-        ranks: Vec<i64>,
-        /// Free GPUs that lose their last PXB-or-better pair without being taken.
-        spoiled: usize,
-        /// Whether every GPU of the node was free and the pod leaves some of them free.
-        opens: bool,
-        /// The devices the allocation takes.
+        /// What the allocation reaches and costs.
+        fit: DraFit,
+        /// The devices it takes.
         devices: BTreeSet<DeviceId>,
     },
     /// A claim cannot be allocated on the node's free devices.
     Reject(String),
     /// The search ran out of budget: no judgement.
     Undecided(String),
-}
-
-/// Counter units by (counter set, counter).
-type Counters = BTreeMap<(String, String), i64>;
-/// Pair devices by (pool, device).
-type Pairs = BTreeMap<(String, String), PairInfo>;
-
-/// Per pair device of the driver: its rank and the counters it consumes.
-struct PairInfo {
-    rank: i64,
-    gpu: String,
-    consumes: Vec<((String, String), i64)>,
-}
-
-/// Counters ((set, counter) → units) and pair devices of `node`'s topoalign pools.
-fn pairs_of(slices: &[ResourceSlice], node: &str) -> (Counters, Pairs) {
-    let mut counters = BTreeMap::new();
-    let mut pairs = BTreeMap::new();
-    let here = slices
-        .iter()
-        .filter(|s| s.spec.driver == DRIVER_NAME && s.spec.node_name.as_deref() == Some(node));
-    for s in here {
-        for set in s.spec.shared_counters.iter().flatten() {
-            for (c, v) in &set.counters {
-                if let Ok(n) = v.value.0.parse::<i64>() {
-                    counters.insert((set.name.clone(), c.clone()), n);
-                }
-            }
-        }
-        for d in s.spec.devices.iter().flatten() {
-            if let Some(p) = pair_info(d) {
-                pairs.insert((s.spec.pool.name.clone(), d.name.clone()), p);
-            }
-        }
-    }
-    (counters, pairs)
-}
-
-/// Whether device `pool`/`device` of `node` consumes one of the GPU counters `gpus` (the
-/// driver names each GPU's counter as the pairs' `gpu` attribute).
-fn gpu_consumers(
-    slices: &[ResourceSlice],
-    node: &str,
-    pool: &str,
-    device: &str,
-    gpus: &BTreeSet<&str>,
-) -> bool {
-    slices
-        .iter()
-        .filter(|s| {
-            s.spec.driver == DRIVER_NAME
-                && s.spec.node_name.as_deref() == Some(node)
-                && s.spec.pool.name == pool
-        })
-        .flat_map(|s| s.spec.devices.iter().flatten())
-        .filter(|d| d.name == device)
-        .flat_map(|d| d.consumes_counters.iter().flatten())
-        .any(|cc| cc.counters.keys().any(|c| gpus.contains(c.as_str())))
-}
-
-fn attr<'a>(
-    d: &'a Device,
-    name: &str,
-) -> Option<&'a k8s_openapi::api::resource::v1::DeviceAttribute> {
-    let attrs = d.attributes.as_ref()?;
-    attrs
-        .get(name)
-        .or_else(|| attrs.get(&format!("{DRIVER_NAME}/{name}")))
-}
-
-fn pair_info(d: &Device) -> Option<PairInfo> {
-    let rank = attr(d, topoalign_dra::attr::RANK)?.int?;
-    let gpu = attr(d, topoalign_dra::attr::GPU_PCI_BUS_ID)?
-        .string
-        .clone()?;
-    let consumes = d
-        .consumes_counters
-        .iter()
-        .flatten()
-        .flat_map(|cc| {
-            cc.counters.iter().filter_map(|(c, v)| {
-                Some((
-                    (cc.counter_set.clone(), c.clone()),
-                    v.value.0.parse::<i64>().ok()?,
-                ))
-            })
-        })
-        .collect();
-    Some(PairInfo {
-        rank,
-        gpu,
-        consumes,
-    })
-}
-
-/// GPUs (PCI address) with a free, allocatable pair of rank ≤ 1, given devices in use.
-fn good_gpus(
-    counters: &Counters,
-    pairs: &Pairs,
-    used: &BTreeSet<(String, String)>,
-) -> BTreeSet<String> {
-    let mut left = counters.clone();
-    for k in used {
-        if let Some(p) = pairs.get(k) {
-            for (c, v) in &p.consumes {
-                if let Some(n) = left.get_mut(c) {
-                    *n -= v;
-                }
-            }
-        }
-    }
-    pairs
-        .iter()
-        .filter(|(k, p)| {
-            p.rank <= 1
-                && !used.contains(*k)
-                && p.consumes
-                    .iter()
-                    .all(|(c, v)| left.get(c).is_some_and(|n| n >= v))
-        })
-        .map(|(_, p)| p.gpu.clone())
-        .collect()
 }
 
 /// Judges `node` for a pod's claims (in order; each claim's devices are taken before
@@ -205,19 +97,10 @@ pub fn judge(
     node: &str,
     allocated: &BTreeSet<DeviceId>,
 ) -> Result<DraVerdict, DraError> {
-    judge_with_budget(
-        claims,
-        classes,
-        slices,
-        node,
-        allocated,
-        SEARCH_BUDGET,
-        OPEN_PENALTY,
-    )
+    judge_with_budget(claims, classes, slices, node, allocated, SEARCH_BUDGET)
 }
 
-/// [`judge`] with the allocator's search bounded by `budget` devices tried per claim and
-/// `open_penalty` points taken for opening a free node (see [`OPEN_PENALTY`]).
+/// [`judge`] with the allocator's search bounded by `budget` devices tried per claim.
 pub fn judge_with_budget(
     claims: &[ResourceClaimSpec],
     classes: &[DeviceClass],
@@ -225,7 +108,6 @@ pub fn judge_with_budget(
     node: &str,
     allocated: &BTreeSet<DeviceId>,
     budget: u64,
-    open_penalty: i64,
 ) -> Result<DraVerdict, DraError> {
     let mut free = NodeDevices::gather(slices, node)?;
     free.mark_in_use(allocated);
@@ -253,56 +135,41 @@ pub fn judge_with_budget(
         free.mark_in_use(&ids);
         chosen.extend(ids);
     }
-    let (counters, pairs) = pairs_of(slices, node);
-    let key = |d: &DeviceId| (d.pool.clone(), d.device.clone());
-    let held: BTreeSet<(String, String)> = allocated
-        .iter()
-        .filter(|d| d.driver == DRIVER_NAME)
-        .map(key)
-        .collect();
-    let mut after = held.clone();
-    after.extend(chosen.iter().filter(|d| d.driver == DRIVER_NAME).map(key));
-    let ranks: Vec<i64> = chosen
-        .iter()
-        .filter(|d| d.driver == DRIVER_NAME)
-        .filter_map(|d| pairs.get(&key(d)).map(|p| p.rank))
-        .collect();
-    let taken: BTreeSet<&str> = chosen
-        .iter()
-        .filter_map(|d| pairs.get(&key(d)).map(|p| p.gpu.as_str()))
-        .collect();
-    let before = good_gpus(&counters, &pairs, &held);
-    let now = good_gpus(&counters, &pairs, &after);
-    let spoiled = before
+    let pool = NodePairs::of(slices, node);
+    let ours = |ids: &BTreeSet<DeviceId>| -> Vec<DeviceKey> {
+        ids.iter()
+            .filter(|d| d.driver == DRIVER_NAME)
+            .map(|d| (d.pool.clone(), d.device.clone()))
+            .collect()
+    };
+    let held = ours(allocated);
+    let taking = ours(&chosen);
+    let before = pool.left(&held);
+    let after = pool.left(held.iter().chain(&taking));
+    let ranks: Vec<i64> = taking.iter().filter_map(|k| pool.rank(k)).collect();
+    let taken: BTreeSet<&str> = taking.iter().filter_map(|k| pool.gpu(k)).collect();
+    let gpus = pool.gpus_taken(&before, &after);
+    let now = pool.good_gpus(&after);
+    let spoiled = pool
+        .good_gpus(&before)
         .iter()
         .filter(|g| !now.contains(*g) && !taken.contains(g.as_str()))
         .count();
-    // Every GPU free before (no held device consumes a GPU's counter) and not all taken.
-    let node_gpus: BTreeSet<&str> = pairs.values().map(|p| p.gpu.as_str()).collect();
-    let gpu_counters: BTreeSet<&str> = slices
-        .iter()
-        .filter(|s| s.spec.driver == DRIVER_NAME && s.spec.node_name.as_deref() == Some(node))
-        .flat_map(|s| s.spec.devices.iter().flatten())
-        .filter_map(|d| attr(d, topoalign_dra::attr::GPU)?.string.as_deref())
-        .collect();
-    let gpu_held = allocated
-        .iter()
-        .filter(|d| d.driver == DRIVER_NAME)
-        .any(|d| gpu_consumers(slices, node, &d.pool, &d.device, &gpu_counters));
-    let opens = !gpu_held && taken.len() < node_gpus.len();
-    let score = (dra_priority(&ranks, spoiled) - if opens { open_penalty } else { 0 }).max(0);
     Ok(DraVerdict::Fit {
-        score,
-        ranks,
-        spoiled,
-        opens,
+        fit: DraFit {
+            ranks,
+            spoiled,
+            gpus,
+            capacity_before: pool.capacity(&before),
+            capacity_after: pool.capacity(&after),
+        },
         devices: chosen,
     })
 }
 
-/// `10 × mean pair quality − 0.25 × spoiled` (at most 2 points), rounded to 0 ..= 10;
-/// claims without pair devices score by fragmentation alone.
-pub fn dra_priority(ranks: &[i64], spoiled: usize) -> i64 {
+/// `10 × mean pair quality − 0.25 × spoiled` (at most 2 points), unrounded; claims
+/// without pair devices score by fragmentation alone.
+pub fn dra_points(ranks: &[i64], spoiled: usize) -> f64 {
     let q = if ranks.is_empty() {
         1.0
     } else {
@@ -313,8 +180,71 @@ pub fn dra_priority(ranks: &[i64], spoiled: usize) -> i64 {
             / ranks.len() as f64
     };
     let penalty = (FRAGMENTATION_WEIGHT * spoiled as f64).min(2.0);
-    let raw = MAX_EXTENDER_PRIORITY as f64 * q - penalty;
-    (raw.round() as i64).clamp(0, MAX_EXTENDER_PRIORITY)
+    MAX_EXTENDER_PRIORITY as f64 * q - penalty
+}
+
+/// [`dra_points`] rounded to 0 ..= 10: the priority with no capacity used up.
+pub fn dra_priority(ranks: &[i64], spoiled: usize) -> i64 {
+    to_priority(dra_points(ranks, spoiled))
+}
+
+fn to_priority(points: f64) -> i64 {
+    (points.round() as i64).clamp(0, MAX_EXTENDER_PRIORITY)
+}
+
+/// Capacity levels: claims of 1, 2, 4, 8 … pairs (the sizes GPU jobs ask for).
+fn levels_up_to(capacity: usize) -> impl Iterator<Item = usize> {
+    std::iter::successors(Some(1usize), |l| l.checked_mul(2)).take_while(move |l| *l <= capacity)
+}
+
+/// How many of the candidate nodes can hold a claim of 1, 2, 4, 8 … pairs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CapacityLevels {
+    /// Index i: nodes whose capacity is at least 2^i.
+    holding: Vec<usize>,
+}
+
+impl CapacityLevels {
+    /// The levels of the candidates' capacities (before the pod).
+    pub fn of(capacities: impl IntoIterator<Item = usize>) -> CapacityLevels {
+        let mut holding = Vec::new();
+        for c in capacities {
+            for (i, _) in levels_up_to(c).enumerate() {
+                if holding.len() <= i {
+                    holding.resize(i + 1, 0);
+                }
+                holding[i] += 1;
+            }
+        }
+        CapacityLevels { holding }
+    }
+
+    /// Candidates that can hold a claim of `level` pairs (a power of two).
+    pub fn holding(&self, level: usize) -> usize {
+        let i = level.max(1).ilog2() as usize;
+        self.holding.get(i).copied().unwrap_or(0)
+    }
+}
+
+/// The capacity an allocation uses up: for each level (1, 2, 4, 8 … pairs) that the node
+/// could hold before and cannot after, and that is larger than the GPUs the pod takes,
+/// `weight / (candidates that can hold that level)`. Levels no larger than the pod are not
+/// counted: any node the pod goes to gives up that much. A pod taking a whole node, or
+/// the rest of a node, uses up nothing beyond itself.
+pub fn capacity_penalty(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> f64 {
+    let (before, after) = (fit.capacity_before, fit.capacity_after);
+    levels_up_to(before)
+        .filter(|l| *l > after && *l > fit.gpus)
+        .map(|l| weight / levels.holding(l).max(1) as f64)
+        .sum()
+}
+
+/// The priority of a node for the pod: [`dra_points`] minus [`capacity_penalty`], from
+/// −10 … 10 onto 0 ..= 10 (halved, so that nodes that use up capacity keep their order
+/// instead of all scoring 0): PIX pairs that use up nothing score 10, NODE pairs 6.
+pub fn dra_score(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> i64 {
+    let points = dra_points(&fit.ranks, fit.spoiled) - capacity_penalty(fit, levels, weight);
+    to_priority((points + MAX_EXTENDER_PRIORITY as f64) / 2.0)
 }
 
 #[cfg(test)]
@@ -333,14 +263,9 @@ mod tests {
         claim_spec(&c).unwrap()
     }
 
-    fn fit(v: &DraVerdict) -> (i64, Vec<i64>, BTreeSet<DeviceId>) {
+    fn fit(v: &DraVerdict) -> (DraFit, BTreeSet<DeviceId>) {
         match v {
-            DraVerdict::Fit {
-                score,
-                ranks,
-                devices,
-                ..
-            } => (*score, ranks.clone(), devices.clone()),
+            DraVerdict::Fit { fit, devices } => (fit.clone(), devices.clone()),
             other => panic!("{other:?}"),
         }
     }
@@ -352,21 +277,22 @@ mod tests {
             let sl = slices(profile, "n1");
             let gpus = topoalign_profiles::get(profile).unwrap().gpus.len() as u32;
             let none = BTreeSet::new();
-            let v = judge_with_budget(
-                &[pairs(2, None)],
-                &classes,
-                &sl,
-                "n1",
-                &none,
-                SEARCH_BUDGET,
-                0,
+            let v = judge(&[pairs(2, None)], &classes, &sl, "n1", &none);
+            let (f, _) = fit(&v.unwrap());
+            assert_eq!(f.ranks.len(), 2, "{profile}");
+            assert_eq!(
+                (f.gpus, f.capacity_before, f.capacity_after),
+                (2, gpus as usize, gpus as usize - 2),
+                "{profile}"
             );
-            let (score, ranks, _) = fit(&v.unwrap());
-            assert_eq!(ranks.len(), 2, "{profile}");
-            assert!((1..=10).contains(&score), "{profile}: {score}");
+            assert!(
+                (1..=10).contains(&dra_priority(&f.ranks, f.spoiled)),
+                "{profile}: {f:?}"
+            );
             // Every GPU taken by one claim: nothing is left for the next.
             let all = judge(&[pairs(gpus, None)], &classes, &sl, "n1", &none).unwrap();
-            let (_, _, held) = fit(&all);
+            let (f, held) = fit(&all);
+            assert_eq!(f.capacity_after, 0, "{profile}");
             let v = judge(&[pairs(1, None)], &classes, &sl, "n1", &held).unwrap();
             assert!(
                 matches!(v, DraVerdict::Reject(ref m) if m.contains("claim 0")),
@@ -382,7 +308,7 @@ mod tests {
                 &none,
             )
             .unwrap();
-            assert_eq!(fit(&v).1.len(), gpus as usize, "{profile}");
+            assert_eq!(fit(&v).0.ranks.len(), gpus as usize, "{profile}");
             let v = judge(
                 &[pairs(half, None), pairs(gpus - half + 1, None)],
                 &classes,
@@ -407,8 +333,8 @@ mod tests {
         let none = BTreeSet::new();
         for profile in ["mi300x-8", "gb300-4", "dgx-h100"] {
             let sl = slices(profile, "n1");
-            let (_, ranks, _) = fit(&judge(&[pairs(1, None)], &classes, &sl, "n1", &none).unwrap());
-            let best = ranks[0];
+            let (f, _) = fit(&judge(&[pairs(1, None)], &classes, &sl, "n1", &none).unwrap());
+            let best = f.ranks[0];
             // The best class the node has is reachable; a better one is not.
             let at = pairs(1, Some(best as u32));
             assert!(matches!(
@@ -422,84 +348,101 @@ mod tests {
             }
             // Once every pair of the best class is held, the bound filters the node.
             let gpus = topoalign_profiles::get(profile).unwrap().gpus.len() as u32;
-            let (_, _, held) =
-                fit(&judge(&[pairs(gpus, None)], &classes, &sl, "n1", &none).unwrap());
+            let (_, held) = fit(&judge(&[pairs(gpus, None)], &classes, &sl, "n1", &none).unwrap());
             let v = judge(&[pairs(1, Some(best as u32))], &classes, &sl, "n1", &held).unwrap();
             assert!(matches!(v, DraVerdict::Reject(_)), "{profile}: {v:?}");
         }
     }
 
     #[test]
-    fn better_pairs_score_higher_and_used_nodes_are_filled_first() {
+    fn small_pods_fill_used_nodes_before_breaking_up_whole_ones() {
         let classes = device_classes();
-        let sl = slices("mi300x-8", "n1");
-        let none = BTreeSet::new();
-        let v = judge(&[pairs(4, None)], &classes, &sl, "n1", &none).unwrap();
-        assert!(matches!(v, DraVerdict::Fit { opens: true, .. }), "{v:?}");
-        let (free_score, free_ranks, held) = fit(&v);
-        // Half the GPUs held by another claim: the pod gets what is left, at the same
-        // pair classes, and fills the node instead of opening a free one.
-        let v = judge(&[pairs(4, None)], &classes, &sl, "n1", &held).unwrap();
-        assert!(matches!(v, DraVerdict::Fit { opens: false, .. }), "{v:?}");
-        let (busy_score, busy_ranks, _) = fit(&v);
-        assert_eq!(free_ranks, busy_ranks);
-        assert_eq!(
-            (free_score, busy_score),
-            (10 - OPEN_PENALTY, 10),
-            "a free node loses to a used one with pairs as good"
-        );
-        // Only a NIC held: every GPU is still free, the node is still whole.
-        let nic: BTreeSet<DeviceId> = [DeviceId {
-            driver: DRIVER_NAME.into(),
-            pool: "n1".into(),
-            device: "nic-0000-0c-00-0".into(),
-        }]
-        .into();
-        let v = judge(&[pairs(1, None)], &classes, &sl, "n1", &nic).unwrap();
-        assert!(matches!(v, DraVerdict::Fit { opens: true, .. }), "{v:?}");
-        // A pod taking the whole node opens nothing; NODE pairs on a node in use win over
-        // opening a free node with PIX pairs (the default penalty outweighs the classes).
-        let v = judge(&[pairs(8, None)], &classes, &sl, "n1", &none).unwrap();
-        assert!(
-            matches!(
-                v,
-                DraVerdict::Fit {
-                    opens: false,
-                    score: 10,
-                    ..
-                }
-            ),
-            "{v:?}"
-        );
+        let mi = slices("mi300x-8", "n1");
         let gb = slices("gb300-4", "n2");
-        let (_, _, gb_held) = fit(&judge(&[pairs(1, None)], &classes, &gb, "n2", &none).unwrap());
-        let (gb_score, gb_ranks, _) =
-            fit(&judge(&[pairs(1, None)], &classes, &gb, "n2", &gb_held).unwrap());
-        assert_eq!(gb_ranks, [3]);
-        assert_eq!(gb_score, 3);
-        assert!(gb_score > free_score, "{gb_score} {free_score}");
-        let v = judge_with_budget(
-            &[pairs(4, None)],
-            &classes,
-            &sl,
-            "n1",
-            &none,
-            SEARCH_BUDGET,
-            0,
+        let none = BTreeSet::new();
+        let judge_fit = |sl: &[ResourceSlice], node: &str, n: u32, held: &BTreeSet<DeviceId>| {
+            fit(&judge(&[pairs(n, None)], &classes, sl, node, held).unwrap())
+        };
+        // mi300x-8 half held by another claim (4 pairs left), a free gb300-4 (4 pairs),
+        // a free mi300x-8 (8 pairs).
+        let (_, half) = judge_fit(&mi, "n1", 4, &none);
+        let (used_mi, _) = judge_fit(&mi, "n1", 1, &half);
+        let (free_gb, _) = judge_fit(&gb, "n2", 1, &none);
+        let (free_mi, _) = judge_fit(&mi, "n1", 1, &none);
+        assert_eq!((used_mi.capacity_before, used_mi.capacity_after), (4, 3));
+        assert_eq!((free_gb.capacity_before, free_gb.capacity_after), (4, 3));
+        assert_eq!((free_mi.capacity_before, free_mi.capacity_after), (8, 7));
+        let levels = CapacityLevels::of([4, 4, 8]);
+        assert_eq!(
+            (
+                levels.holding(1),
+                levels.holding(2),
+                levels.holding(4),
+                levels.holding(8)
+            ),
+            (3, 3, 3, 1)
         );
-        assert!(matches!(
-            v.unwrap(),
-            DraVerdict::Fit {
-                score: 10,
-                opens: true,
-                ..
-            }
-        ));
+        // Breaking up the only node that holds 8 costs the whole weight; a level 4 that
+        // three nodes have, a third of it.
+        let w = CAPACITY_WEIGHT;
+        assert_eq!(capacity_penalty(&free_mi, &levels, w), w);
+        assert_eq!(capacity_penalty(&used_mi, &levels, w), w / 3.0);
+        let score = |f: &DraFit| dra_score(f, &levels, w);
+        assert_eq!(dra_priority(&free_mi.ranks, 0), 10);
+        assert_eq!(dra_priority(&free_gb.ranks, 0), 3);
+        // 10 - 50 and 2.5 - 16.7: both below -10; 10 - 16.7 → (10 - 6.7) / 2.
+        assert_eq!(
+            score(&free_mi),
+            0,
+            "the last whole mi300x-8 is kept for 8-pair pods"
+        );
+        assert_eq!(score(&free_gb), 0);
+        assert_eq!(score(&used_mi), 2);
+        // With three nodes of 8 pairs, breaking one up still costs more than a level 4
+        // that five nodes have: 10 - 16.7 vs 10 - 10.
+        let many = CapacityLevels::of([4, 4, 8, 8, 8]);
+        assert_eq!(
+            (dra_score(&free_mi, &many, w), dra_score(&used_mi, &many, w)),
+            (2, 5)
+        );
+        // Without a weight, pair quality alone.
+        assert_eq!(dra_score(&free_mi, &levels, 0.0), 10);
+        // A pod that fills a node, or takes a whole node, uses up nothing beyond itself.
+        let (all, _) = judge_fit(&mi, "n1", 8, &none);
+        assert_eq!(all.gpus, 8);
+        assert_eq!(capacity_penalty(&all, &levels, w), 0.0);
+        let (rest, _) = judge_fit(&mi, "n1", 4, &half);
+        assert_eq!(capacity_penalty(&rest, &levels, w), 0.0);
+        // A 2-pair pod on a node of 3 pairs leaves 1: levels 1 and 2 are its own size.
+        let three = DraFit {
+            ranks: vec![0, 0],
+            spoiled: 0,
+            gpus: 2,
+            capacity_before: 3,
+            capacity_after: 1,
+        };
+        assert_eq!(capacity_penalty(&three, &levels, w), 0.0);
+        // A NIC held taking two pairs' worth: the levels above the pod are counted.
+        let nics = DraFit {
+            ranks: vec![],
+            spoiled: 0,
+            gpus: 0,
+            capacity_before: 8,
+            capacity_after: 6,
+        };
+        assert_eq!(capacity_penalty(&nics, &CapacityLevels::of([8]), 1.0), 1.0);
+        // NODE pairs on a node in use (3 pairs → 2): (2.5 + 10) / 2.
+        let (_, gb_held) = judge_fit(&gb, "n2", 1, &none);
+        let (gb_used, _) = judge_fit(&gb, "n2", 1, &gb_held);
+        assert_eq!(gb_used.ranks, [3]);
+        assert_eq!(capacity_penalty(&gb_used, &levels, w), 0.0);
+        assert_eq!(score(&gb_used), 6);
         assert_eq!(dra_priority(&[0, 0], 0), 10);
         assert_eq!(dra_priority(&[3, 3], 0), 3);
         assert_eq!(dra_priority(&[0], 4), 9);
         assert_eq!(dra_priority(&[0], 100), 8);
         assert_eq!(dra_priority(&[], 0), 10);
+        assert_eq!(CapacityLevels::of([]).holding(8), 0);
     }
 
     #[test]

@@ -24,7 +24,9 @@ use k8s_openapi::api::resource::v1::{
 use serde_json::Value;
 use topoalign_dra::{DRIVER_NAME, DeviceId};
 
-use crate::dra::{DraVerdict, OPEN_PENALTY, SEARCH_BUDGET, allocated_ids, judge_with_budget};
+use crate::dra::{
+    CAPACITY_WEIGHT, DraFit, DraVerdict, SEARCH_BUDGET, allocated_ids, judge_with_budget,
+};
 
 /// `(namespace, name)` of a claim or template.
 pub type ObjKey = (String, String);
@@ -63,8 +65,8 @@ pub struct DraState {
     rev: u64,
     /// Devices the allocator's search may try per claim.
     pub budget: u64,
-    /// Points taken for opening an entirely free node ([`crate::dra::OPEN_PENALTY`]).
-    pub open_penalty: i64,
+    /// The weight of the capacity a placement uses up ([`crate::dra::capacity_penalty`]).
+    pub capacity_weight: f64,
 }
 
 impl Default for DraState {
@@ -80,7 +82,7 @@ impl Default for DraState {
             classes_rev: 0,
             rev: 0,
             budget: SEARCH_BUDGET,
-            open_penalty: OPEN_PENALTY,
+            capacity_weight: CAPACITY_WEIGHT,
         }
     }
 }
@@ -144,8 +146,9 @@ impl DraNeutral {
 /// One node's DRA decision.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum DraNode {
-    /// Every claim can be allocated: the priority (0 ..= 10) and the pair ranks reached.
-    Fit(i64, Vec<i64>),
+    /// Every claim can be allocated: what the allocation reaches and costs (scored
+    /// against the other candidates with [`crate::dra::dra_score`]).
+    Fit(DraFit),
     /// Some claim cannot be allocated on the node's free devices.
     Reject(String),
     /// Not judged: passes with the neutral score.
@@ -520,15 +523,7 @@ impl DraState {
             })
             .collect();
         let mut h = DefaultHasher::new();
-        (
-            node,
-            ns.rev,
-            self.classes_rev,
-            self.budget,
-            self.open_penalty,
-            &taken,
-        )
-            .hash(&mut h);
+        (node, ns.rev, self.classes_rev, self.budget, &taken).hash(&mut h);
         (taken, h.finish())
     }
 
@@ -560,9 +555,8 @@ impl DraState {
             node,
             &taken,
             self.budget,
-            self.open_penalty,
         ) {
-            Ok(DraVerdict::Fit { score, ranks, .. }) => DraNode::Fit(score, ranks),
+            Ok(DraVerdict::Fit { fit, .. }) => DraNode::Fit(fit),
             Ok(DraVerdict::Reject(m)) => DraNode::Reject(m),
             Ok(DraVerdict::Undecided(w)) => DraNode::Neutral(DraNeutral::Budget(w)),
             Err(e) => DraNode::Neutral(DraNeutral::Error(e.to_string())),
@@ -809,7 +803,7 @@ mod tests {
         st.apply_claim(&claim("ns", "mine", "u1", pairs(8), "n1", &all));
         let r = resolved(&st, &p);
         match st.judge_node(&r, "n1") {
-            DraNode::Fit(score, ranks) => assert_eq!((score, ranks.len()), (10, 8)),
+            DraNode::Fit(f) => assert_eq!((f.ranks.len(), f.capacity_before), (8, 8)),
             other => panic!("{other:?}"),
         }
         // Deleting the claim frees its devices for everyone.
@@ -830,8 +824,11 @@ mod tests {
             st.judge_node(&r, "elsewhere"),
             DraNode::Neutral(DraNeutral::NoSlices)
         );
-        // (a free node the pod does not fill: 10 - OPEN_PENALTY)
-        assert!(matches!(st.judge_node(&r, "n1"), DraNode::Fit(s, _) if s == 10 - OPEN_PENALTY));
+        // A free node: 8 pairs before, 6 after the pod's two.
+        assert!(matches!(
+            st.judge_node(&r, "n1"),
+            DraNode::Fit(f) if (f.capacity_before, f.capacity_after, f.gpus) == (8, 6, 2)
+        ));
         // A budget too small for the search: no judgement, never a rejection.
         st.budget = 1;
         let v = st.judge_node(&r, "n1");
@@ -874,10 +871,8 @@ mod tests {
         };
         let first = run(&r);
         // mi300x-8 has PIX pairs (rank 0), gb300-4 only NODE pairs (rank 3).
-        assert!(
-            matches!(&first[0].1, DraNode::Fit(s, ranks) if *s == 10 - OPEN_PENALTY && ranks == &[0])
-        );
-        assert!(matches!(&first[1].1, DraNode::Fit(s, ranks) if *s < 10 && ranks == &[3]));
+        assert!(matches!(&first[0].1, DraNode::Fit(f) if f.ranks == [0] && f.capacity_before == 8));
+        assert!(matches!(&first[1].1, DraNode::Fit(f) if f.ranks == [3] && f.capacity_before == 4));
         assert_eq!(first[2].1, DraNode::Neutral(DraNeutral::NoSlices));
         assert_eq!(run(&r), first, "cached verdicts are the same");
         // n1's PIX pairs all taken by another claim: the cached verdict is not reused.

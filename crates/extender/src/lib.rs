@@ -12,6 +12,7 @@
 //! - [`server`]: the axum HTTP server; [`watch`]: the kube-rs watchers that fill the state;
 //!   [`runtime`]: the serving process (client, watchers, server, graceful shutdown);
 //! - [`cache`]: the verdict cache; [`dra`]: the DRA path's judgement (slices and claims),
+//!   [`dra_pairs`]: a node's pair devices, counters and pair capacity,
 //!   [`dra_state`]: the slices, claims, templates and classes it judges on (pods with
 //!   ResourceClaims of `topoalign.dev` take this path), [`dra_watch`]: their watchers;
 //! - [`offline`] and [`synth`]: decisions on Node manifests, synthetic nodes.
@@ -21,6 +22,7 @@ pub mod args;
 pub mod cache;
 pub mod decide;
 pub mod dra;
+pub mod dra_pairs;
 pub mod dra_state;
 pub mod dra_watch;
 pub mod keys;

@@ -1,6 +1,5 @@
 //! Prometheus metrics of the extender (`/metrics`).
 
-use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -121,10 +120,7 @@ impl Metrics {
 
     /// The text exposition.
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        // Writing into a String cannot fail.
-        let _ = encode(&mut out, &self.registry);
-        out
+        topoalign_probes::encode(&self.registry)
     }
 }
 

@@ -27,9 +27,9 @@ pub struct ServeConfig {
     pub cache_size: usize,
     /// Resource names → devices.
     pub resources: ResourceMap,
-    /// DRA path: points taken for opening an entirely free node
-    /// ([`crate::dra::OPEN_PENALTY`]).
-    pub dra_open_penalty: i64,
+    /// DRA path: the weight of the capacity a placement uses up
+    /// ([`crate::dra::capacity_penalty`]).
+    pub dra_capacity_weight: f64,
 }
 
 /// Why the extender stopped with an error.
@@ -133,7 +133,7 @@ pub async fn run(
             source,
         })?;
     listening(listener.local_addr().unwrap_or(cfg.listen));
-    app.dra.write().open_penalty = cfg.dra_open_penalty;
+    app.dra.write().capacity_weight = cfg.dra_capacity_weight;
     app.dra.expect_lists();
     let dra_watch = tokio::spawn(crate::dra_watch::run(client.clone(), app.dra.clone()));
     let watch = tokio::spawn(crate::watch::run(client, app.clone()));

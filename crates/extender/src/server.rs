@@ -12,11 +12,13 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::post;
 use tokio::net::TcpListener;
+use topoalign_probes::Probe;
 
 use crate::cache::Judged;
 use crate::decide::{CacheStats, Decider, Seen, Verdict};
+use crate::dra::{CapacityLevels, dra_score};
 use crate::dra_state::{DraNode, DraShared, PodClaims};
 use crate::metrics::{Metrics, label};
 use crate::podreq::pod_request;
@@ -111,15 +113,13 @@ impl App {
     }
 }
 
-/// The router.
+/// The router: `/filter` and `/prioritize`, and the probes (`topoalign_probes`).
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/filter", post(filter))
         .route("/prioritize", post(prioritize))
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
-        .with_state(app)
+        .with_state(app.clone())
+        .merge(topoalign_probes::router(app))
 }
 
 /// Serves until `shutdown` resolves, then finishes the calls in flight.
@@ -133,28 +133,19 @@ pub async fn serve(
         .await
 }
 
-async fn readyz(State(app): State<Arc<App>>) -> Response {
-    if app.ready.load(Ordering::SeqCst) && app.dra.is_ready() {
-        (StatusCode::OK, "ready").into_response()
-    } else {
-        (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: the node, NodeResourceTopology, pod and DRA (ResourceSlice, ResourceClaim, ResourceClaimTemplate, DeviceClass) watchers have not all listed yet",
-        )
-            .into_response()
+impl Probe for App {
+    fn not_ready(&self) -> Vec<String> {
+        if self.ready.load(Ordering::SeqCst) && self.dra.is_ready() {
+            Vec::new()
+        } else {
+            vec!["the node, NodeResourceTopology, pod and DRA (ResourceSlice, ResourceClaim, ResourceClaimTemplate, DeviceClass) watchers have not all listed yet".to_string()]
+        }
     }
-}
 
-async fn metrics(State(app): State<Arc<App>>) -> Response {
-    app.update_gauges(SystemTime::now());
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        app.metrics.render(),
-    )
-        .into_response()
+    fn metrics(&self) -> String {
+        self.update_gauges(SystemTime::now());
+        self.metrics.render()
+    }
 }
 
 fn bad_request(app: &App, verb: &str, message: String) -> Response {
@@ -298,15 +289,26 @@ async fn prioritize(State(app): State<Arc<App>>, body: Bytes) -> Response {
     let names = candidates.names();
     let claims = app.dra.resolve(&pod);
     if !matches!(claims, PodClaims::NotOurs) {
+        // Judged first, scored against each other: the capacity a placement uses up
+        // weighs by how many candidates can still hold as many pairs.
+        let mut seen: Vec<(&str, Option<DraNode>)> = Vec::with_capacity(names.len());
+        dra_visit(&app, "prioritize", &pod, claims, names, |i, _, v| {
+            seen.push((names[i].as_ref(), v.cloned()));
+        });
+        let levels = CapacityLevels::of(seen.iter().filter_map(|(_, v)| match v {
+            Some(DraNode::Fit(f)) => Some(f.capacity_before),
+            _ => None,
+        }));
+        let weight = app.dra.read().capacity_weight;
         let mut w = PriorityWriter::new(names.len());
-        dra_visit(&app, "prioritize", &pod, claims, names, |_, name, v| {
+        for (name, v) in &seen {
             let score = match v {
-                Some(DraNode::Fit(s, _)) => *s,
+                Some(DraNode::Fit(f)) => dra_score(f, &levels, weight),
                 Some(DraNode::Reject(_)) => 0,
                 _ => NEUTRAL_SCORE,
             };
             w.push(name, score);
-        });
+        }
         return finish(&app, "prioritize", t0, w.finish());
     }
     let req = match pod_request(&pod, app.decider.resources()) {

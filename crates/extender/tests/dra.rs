@@ -23,12 +23,12 @@ fn app() -> Arc<App> {
     ));
     {
         let mut st = app.dra.write();
-        // Pair quality alone here (the free-node penalty is covered by the unit tests).
-        st.open_penalty = 0;
+        // Pair quality alone here (the capacity penalty is covered by the unit tests).
+        st.capacity_weight = 0.0;
         for c in device_classes() {
             st.apply_class(&c);
         }
-        for (node, profile) in [("mi", "mi300x-8"), ("gb", "gb300-4")] {
+        for (node, profile) in [("mi", "mi300x-8"), ("gb", "gb300-4"), ("mi2", "mi300x-8")] {
             let topo = topoalign_profiles::get(profile).unwrap();
             for s in resource_slices(&topo, node, &PublishOptions::default()).unwrap() {
                 st.apply_slice(&s);
@@ -47,12 +47,31 @@ fn app() -> Arc<App> {
 }
 
 fn args(template: &str) -> Vec<u8> {
+    args_on(template, &["mi", "gb", "plain"])
+}
+
+fn args_on(template: &str, nodes: &[&str]) -> Vec<u8> {
     let pod = json!({
         "metadata": {"namespace": "ns", "name": "p", "uid": "u1"},
         "spec": {"containers": [{"name": "c", "resources": {"claims": [{"name": "g"}]}}],
                  "resourceClaims": [{"name": "g", "resourceClaimTemplateName": template}]},
     });
-    serde_json::to_vec(&json!({"Pod": pod, "NodeNames": ["mi", "gb", "plain"]})).unwrap()
+    serde_json::to_vec(&json!({"Pod": pod, "NodeNames": nodes})).unwrap()
+}
+
+async fn priorities(addr: std::net::SocketAddr, body: Vec<u8>) -> Vec<(String, i64)> {
+    let (code, body) = http(addr, "POST", "/prioritize", body).await;
+    assert_eq!(code, 200, "{body}");
+    serde_json::from_str::<Vec<Value>>(&body)
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["Host"].as_str().unwrap().to_string(),
+                h["Score"].as_i64().unwrap(),
+            )
+        })
+        .collect()
 }
 
 #[tokio::test]
@@ -80,28 +99,29 @@ async fn claims_pods_are_judged_on_slices_over_http() {
     );
     assert_eq!(r["FailedAndUnresolvableNodes"], json!({}));
 
-    // Two pairs: PIX pairs on mi300x-8 score 10, NODE pairs on gb300-4 2.5 → 3, no
-    // slices 5.
-    let (code, body) = http(addr, "POST", "/prioritize", args("pairs-2")).await;
-    assert_eq!(code, 200, "{body}");
-    let scores: Vec<(String, i64)> = serde_json::from_str::<Vec<Value>>(&body)
-        .unwrap()
-        .iter()
-        .map(|h| {
-            (
-                h["Host"].as_str().unwrap().to_string(),
-                h["Score"].as_i64().unwrap(),
-            )
-        })
-        .collect();
+    // Two pairs: PIX pairs on mi300x-8 score 10, NODE pairs on gb300-4 (2.5 + 10) / 2
+    // → 6, no slices 5.
+    let scores = priorities(addr, args("pairs-2")).await;
     assert_eq!(
         scores,
         [
             ("mi".to_string(), 10),
-            ("gb".to_string(), 3),
+            ("gb".to_string(), 6),
             ("plain".to_string(), 5)
         ]
     );
+
+    // With a capacity weight, breaking up a node that can give 8 pairs costs the weight
+    // over the candidates that can: 10 - 10/1 = 0 → 5 (halved onto 0..10) with one such
+    // candidate, 10 - 10/2 = 5 → 7.5 → 8 with two. gb300-4 (4 pairs, NODE) breaks up a
+    // node that can give 4: 2.5 - 10/2 → 4 with two such candidates, 2.5 - 10/3 → 5 with
+    // three.
+    app.dra.write().capacity_weight = 10.0;
+    let one = priorities(addr, args_on("pairs-2", &["mi", "gb"])).await;
+    let two = priorities(addr, args_on("pairs-2", &["mi", "mi2", "gb"])).await;
+    assert_eq!((one[0].1, one[1].1), (5, 4), "{one:?}");
+    assert_eq!((two[0].1, two[1].1, two[2].1), (8, 8, 5), "{two:?}");
+    app.dra.write().capacity_weight = 0.0;
 
     // A template not in the watch cache: every node neutral, nothing filtered.
     let (_, body) = http(addr, "POST", "/filter", args("unknown")).await;
@@ -119,11 +139,11 @@ async fn claims_pods_are_judged_on_slices_over_http() {
     for want in [
         r#"topoalign_extender_dra_verdicts_total{verb="filter",outcome="fit"} 1"#,
         r#"topoalign_extender_dra_verdicts_total{verb="filter",outcome="reject"} 1"#,
-        r#"topoalign_extender_dra_verdicts_total{verb="prioritize",outcome="fit"} 2"#,
+        r#"topoalign_extender_dra_verdicts_total{verb="prioritize",outcome="fit"} 7"#,
         r#"topoalign_extender_dra_verdicts_total{verb="filter",outcome="dra_claim_unseen"} 3"#,
         r#"topoalign_extender_nodes_filtered_total{reason="dra_claim"} 1"#,
         r#"topoalign_extender_nodes_neutral_total{reason="dra_no_slices"} 2"#,
-        r#"topoalign_extender_dra_state{what="nodes"} 2"#,
+        r#"topoalign_extender_dra_state{what="nodes"} 3"#,
     ] {
         assert!(metrics.contains(want), "{want} missing in:\n{metrics}");
     }

@@ -1,0 +1,157 @@
+//! The probe endpoints of topoalign's long-running processes (the DRA driver, the node
+//! agent, the scheduler extender), defined once:
+//!
+//! - `GET /healthz`: `200 ok` while the process serves;
+//! - `GET /readyz`: `200 ok`, or `503 not ready: <reasons>` naming what is missing;
+//! - `GET /metrics`: the process's Prometheus registry as OpenMetrics text.
+//!
+//! Other paths answer 404, other methods 405 (axum's routing).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+
+/// The content type of `/metrics`.
+pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// What a process tells its probes.
+pub trait Probe: Send + Sync + 'static {
+    /// Why the process is not ready; empty when it is.
+    fn not_ready(&self) -> Vec<String>;
+    /// Its metrics as OpenMetrics text ([`encode`] of its registry).
+    fn metrics(&self) -> String;
+}
+
+/// A registry as OpenMetrics text.
+pub fn encode(registry: &Registry) -> String {
+    let mut out = String::new();
+    match prometheus_client::encoding::text::encode(&mut out, registry) {
+        Ok(()) => out,
+        Err(e) => format!("# encoding failed: {e}\n"),
+    }
+}
+
+/// The router with `/healthz`, `/readyz` and `/metrics` (merge it into a router with
+/// more routes, or serve it alone with [`serve`]).
+pub fn router<P: Probe>(probe: Arc<P>) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz::<P>))
+        .route("/metrics", get(metrics::<P>))
+        .with_state(probe)
+}
+
+async fn readyz<P: Probe>(State(p): State<Arc<P>>) -> Response {
+    let why = p.not_ready();
+    if why.is_empty() {
+        (StatusCode::OK, "ok\n").into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: {}\n", why.join("; ")),
+        )
+            .into_response()
+    }
+}
+
+async fn metrics<P: Probe>(State(p): State<Arc<P>>) -> Response {
+    ([(header::CONTENT_TYPE, OPENMETRICS)], p.metrics()).into_response()
+}
+
+/// Serves [`router`] on `listener` until `shutdown` completes.
+pub async fn serve<P: Probe>(
+    listener: TcpListener,
+    probe: Arc<P>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(probe))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::sync::Mutex;
+
+    use prometheus_client::metrics::counter::Counter;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    struct Fake {
+        why: Mutex<Vec<String>>,
+        registry: Registry,
+    }
+
+    impl Probe for Fake {
+        fn not_ready(&self) -> Vec<String> {
+            self.why.lock().unwrap().clone()
+        }
+        fn metrics(&self) -> String {
+            encode(&self.registry)
+        }
+    }
+
+    /// A raw HTTP/1.1 request against the listening server.
+    async fn call(addr: std::net::SocketAddr, method: &str, path: &str) -> String {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let req = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    #[tokio::test]
+    async fn the_three_endpoints_answer_over_tcp() {
+        let mut registry = Registry::default();
+        let c = Counter::<u64>::default();
+        registry.register("probe_calls", "calls", c.clone());
+        c.inc();
+        let p = Arc::new(Fake {
+            why: Mutex::new(vec!["not listed yet".into(), "no plugin".into()]),
+            registry,
+        });
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(listener, p.clone(), async {
+            let _ = stopped.await;
+        }));
+        assert!(
+            call(addr, "GET", "/healthz")
+                .await
+                .starts_with("HTTP/1.1 200")
+        );
+        let r = call(addr, "GET", "/readyz").await;
+        assert!(r.starts_with("HTTP/1.1 503"), "{r}");
+        assert!(r.ends_with("not ready: not listed yet; no plugin\n"), "{r}");
+        p.why.lock().unwrap().clear();
+        assert!(
+            call(addr, "GET", "/readyz")
+                .await
+                .starts_with("HTTP/1.1 200")
+        );
+        let m = call(addr, "GET", "/metrics").await;
+        assert!(m.contains(OPENMETRICS), "{m}");
+        assert!(m.contains("probe_calls_total 1"), "{m}");
+        assert!(m.trim_end().ends_with("# EOF"), "{m}");
+        assert!(call(addr, "GET", "/nope").await.starts_with("HTTP/1.1 404"));
+        assert!(
+            call(addr, "POST", "/metrics")
+                .await
+                .starts_with("HTTP/1.1 405")
+        );
+        stop.send(()).unwrap();
+        server.await.unwrap().unwrap();
+    }
+}
