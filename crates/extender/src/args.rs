@@ -173,7 +173,8 @@ mod tests {
         );
         assert_eq!(c.dra_capacity_weight, crate::dra::CAPACITY_WEIGHT);
         for bad in ["-1", "NaN", "inf", "much"] {
-            let e = Serve::try_parse_from(["x", "--dra-capacity-weight", bad]).unwrap_err();
+            let flag = format!("--dra-capacity-weight={bad}");
+            let e = Serve::try_parse_from(["x", flag.as_str()]).unwrap_err();
             assert!(
                 e.to_string().contains("expected a number, 0 or more"),
                 "{e}"
