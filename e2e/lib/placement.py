@@ -136,6 +136,16 @@ def cmd_stream(a):
 
 
 
+def poll(done, deadline, every=0.3):
+    """Calls `done()` every `every` seconds until it returns true or the clock passes
+    `deadline` (a time.time() value): whether it did."""
+    while not done():
+        if time.time() >= deadline:
+            return False
+        time.sleep(every)
+    return True
+
+
 def wait_decided(api, pods_path, selector, names, timeout, unschedulable=lambda cond: True):
     """Polls the pods matching `selector` until each of `names` is bound or marked
     Unschedulable (PodScheduled False, reason Unschedulable, and `unschedulable(cond)`),
@@ -362,13 +372,9 @@ class Run:
         self.api.call("DELETE", self.pods_path + self.api.q(gracePeriodSeconds=0))
         self.api.call("DELETE", NRT_PATH)
         self.api.call("DELETE", "/api/v1/nodes" + self.api.q(labelSelector="topoalign.dev/profile"))
-        while time.time() - t < 60:
-            left = len(self.api.call("GET", self.pods_path)["items"]) + len(
-                self.api.call("GET", "/api/v1/nodes" + self.api.q(labelSelector="topoalign.dev/profile"))["items"])
-            if left == 0:
-                break
-            time.sleep(0.3)
-        else:
+        nodes = "/api/v1/nodes" + self.api.q(labelSelector="topoalign.dev/profile")
+        if not poll(lambda: not self.api.call("GET", self.pods_path)["items"]
+                    and not self.api.call("GET", nodes)["items"], t + 60):
             raise RuntimeError("pods or nodes of the pass still exist 60 s after deleting them")
         self.timing["teardown_s"] += time.time() - t
 

@@ -42,7 +42,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from placement import Api, wait_decided  # noqa: E402  (one API client and wait loop for both scenarios)
+from placement import Api, poll, wait_decided  # noqa: E402  (one API client and wait loop for both scenarios)
 
 TOPOALIGN = os.environ.get("TOPOALIGN", "topoalign")
 CLASSES = ["PIX", "PXB", "PHB", "NODE", "SYS"]
@@ -198,12 +198,14 @@ class Pass:
                                                       "default-scheduler", node=name))
             names.append(cname)
         pending = set(names)
-        while pending and time.time() - t < 120:
-            time.sleep(0.5)
+
+        def bound():
             for p in self.api.call("GET", self.pods + self.api.q(labelSelector="placement-dra=occupancy"))["items"]:
                 if p["spec"].get("nodeName"):
                     pending.discard(p["metadata"]["name"])
-        if pending:
+            return not pending
+
+        if not poll(bound, t + 120, every=0.5):
             raise RuntimeError(f"occupancy pods not bound in 120 s: {sorted(pending)[:5]}")
         total = sum(len(n["gpus"]) for n in self.nodes.values())
         self.stats["occupied_gpus"] = held
@@ -247,29 +249,21 @@ class Pass:
             self.api.call("DELETE", f"{self.pods}/{n}", {"gracePeriodSeconds": 0}, ok=(200, 202, 404))
         # the resourceclaim controller deletes the generated claims and frees their devices
         claims = set(c for c in claims if c)
-        while claims and time.time() - t < 60:
-            live = {c["metadata"]["name"] for c in self.api.call("GET", self.claims)["items"]}
-            claims &= live
-            if claims:
-                time.sleep(0.3)
-        if claims:
+
+        def gone():
+            claims.intersection_update(c["metadata"]["name"] for c in self.api.call("GET", self.claims)["items"])
+            return not claims
+
+        if claims and not poll(gone, t + 60):
             raise RuntimeError(f"generated claims not deleted 60 s after their pods: {sorted(claims)[:5]}")
         self.timing["delete_s"] += time.time() - t
 
     def teardown(self):
         t = time.time()
         self.api.call("DELETE", self.pods + self.api.q(gracePeriodSeconds=0))
-        while time.time() - t < 60:
-            left = self.api.call("GET", self.pods)["items"]
-            if not left:
-                break
-            time.sleep(0.3)
+        poll(lambda: not self.api.call("GET", self.pods)["items"], t + 60)
         self.api.call("DELETE", self.claims)
-        while time.time() - t < 90:
-            if not self.api.call("GET", self.claims)["items"]:
-                break
-            time.sleep(0.3)
-        else:
+        if not poll(lambda: not self.api.call("GET", self.claims)["items"], t + 90):
             raise RuntimeError("claims of the pass still exist 90 s after deleting them")
         self.timing["teardown_s"] += time.time() - t
 

@@ -19,9 +19,8 @@ use topoalign_topology::{NodeUsage, PcieClass};
 
 use crate::cache::{Judged, KeyMap, VerdictCache, WARM_SHAPES};
 use crate::podreq::PodRequest;
-use crate::protocol::MAX_EXTENDER_PRIORITY;
 use crate::protocol::{FailedNodesMap, HostPriority};
-use crate::score::{NEUTRAL_SCORE, priority, score_points};
+use crate::score::{NEUTRAL_SCORE, priority, score_points, to_priority};
 use crate::state::{ClusterState, Effective, NodeView, Slot, fragmentation_of, take_allocated};
 
 /// Why a node was filtered out, for metrics.
@@ -515,7 +514,7 @@ impl Decider {
                 n += 1.0;
             }
         }
-        ((total / n).round() as i64).clamp(0, MAX_EXTENDER_PRIORITY)
+        to_priority(total / n)
     }
 
     /// The kubelet's admission of the pod on `usage` (`seed`: the draw of the plugins'

@@ -26,7 +26,7 @@ use topoalign_dra::{DRIVER_NAME, DeviceId, DraError, NodeDevices, first_fit};
 
 use crate::dra_pairs::{DeviceKey, NodePairs};
 use crate::protocol::MAX_EXTENDER_PRIORITY;
-use crate::score::FRAGMENTATION_WEIGHT;
+use crate::score::{FRAGMENTATION_WEIGHT, to_priority};
 
 /// Points a node loses, by default, for using up a capacity level that every candidate
 /// node has ([`capacity_penalty`]: the weight is divided by the number of candidates that
@@ -183,15 +183,6 @@ pub fn dra_points(ranks: &[i64], spoiled: usize) -> f64 {
     MAX_EXTENDER_PRIORITY as f64 * q - penalty
 }
 
-/// [`dra_points`] rounded to 0 ..= 10: the priority with no capacity used up.
-pub fn dra_priority(ranks: &[i64], spoiled: usize) -> i64 {
-    to_priority(dra_points(ranks, spoiled))
-}
-
-fn to_priority(points: f64) -> i64 {
-    (points.round() as i64).clamp(0, MAX_EXTENDER_PRIORITY)
-}
-
 /// Capacity levels: claims of 1, 2, 4, 8 … pairs (the sizes GPU jobs ask for).
 fn levels_up_to(capacity: usize) -> impl Iterator<Item = usize> {
     std::iter::successors(Some(1usize), |l| l.checked_mul(2)).take_while(move |l| *l <= capacity)
@@ -285,10 +276,9 @@ mod tests {
                 (2, gpus as usize, gpus as usize - 2),
                 "{profile}"
             );
-            assert!(
-                (1..=10).contains(&dra_priority(&f.ranks, f.spoiled)),
-                "{profile}: {f:?}"
-            );
+            let points = dra_points(&f.ranks, f.spoiled);
+            // Rounds to 1 ..= 10.
+            assert!((0.5..=10.0).contains(&points), "{profile}: {f:?}");
             // Every GPU taken by one claim: nothing is left for the next.
             let all = judge(&[pairs(gpus, None)], &classes, &sl, "n1", &none).unwrap();
             let (f, held) = fit(&all);
@@ -388,8 +378,8 @@ mod tests {
         assert_eq!(capacity_penalty(&free_mi, &levels, w), w);
         assert_eq!(capacity_penalty(&used_mi, &levels, w), w / 3.0);
         let score = |f: &DraFit| dra_score(f, &levels, w);
-        assert_eq!(dra_priority(&free_mi.ranks, 0), 10);
-        assert_eq!(dra_priority(&free_gb.ranks, 0), 3);
+        assert_eq!(dra_points(&free_mi.ranks, 0), 10.0);
+        assert_eq!(dra_points(&free_gb.ranks, 0), 2.5);
         // 10 - 50 and 2.5 - 16.7: both below -10; 10 - 16.7 → (10 - 6.7) / 2.
         assert_eq!(
             score(&free_mi),
@@ -437,11 +427,11 @@ mod tests {
         assert_eq!(gb_used.ranks, [3]);
         assert_eq!(capacity_penalty(&gb_used, &levels, w), 0.0);
         assert_eq!(score(&gb_used), 6);
-        assert_eq!(dra_priority(&[0, 0], 0), 10);
-        assert_eq!(dra_priority(&[3, 3], 0), 3);
-        assert_eq!(dra_priority(&[0], 4), 9);
-        assert_eq!(dra_priority(&[0], 100), 8);
-        assert_eq!(dra_priority(&[], 0), 10);
+        assert_eq!(dra_points(&[0, 0], 0), 10.0);
+        assert_eq!(dra_points(&[3, 3], 0), 2.5);
+        assert_eq!(dra_points(&[0], 4), 9.0);
+        assert_eq!(dra_points(&[0], 100), 8.0);
+        assert_eq!(dra_points(&[], 0), 10.0);
         assert_eq!(CapacityLevels::of([]).holding(8), 0);
     }
 

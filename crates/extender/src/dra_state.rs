@@ -201,11 +201,9 @@ fn class_names(spec: &ResourceClaimSpec) -> Vec<&str> {
     out
 }
 
-fn key_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> ObjKey {
-    (
-        meta.namespace.clone().unwrap_or_default(),
-        meta.name.clone().unwrap_or_default(),
-    )
+/// The `(namespace, name)` key of a claim or template.
+pub fn key_of<K: kube::ResourceExt>(o: &K) -> ObjKey {
+    (o.namespace().unwrap_or_default(), o.name_any())
 }
 
 impl DraState {
@@ -262,7 +260,7 @@ impl DraState {
 
     /// Sets (or replaces) a claim: its spec, owners and the devices it holds.
     pub fn apply_claim(&mut self, c: &ResourceClaim) {
-        let key = key_of(&c.metadata);
+        let key = key_of(c);
         self.delete_claim(&key);
         let held = allocated_ids([c]);
         for d in &held {
@@ -319,10 +317,8 @@ impl DraState {
 
     /// Sets (or replaces) a claim template.
     pub fn apply_template(&mut self, t: &ResourceClaimTemplate) {
-        self.templates.insert(
-            key_of(&t.metadata),
-            t.spec.as_ref().and_then(|s| s.spec.clone()),
-        );
+        self.templates
+            .insert(key_of(t), t.spec.as_ref().and_then(|s| s.spec.clone()));
     }
 
     /// Forgets a template.

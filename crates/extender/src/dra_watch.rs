@@ -18,13 +18,9 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use topoalign_dra::DRIVER_NAME;
 
-use crate::dra_state::{DraShared, DraState, ObjKey};
+use crate::dra_state::{DraShared, DraState, key_of};
 
 const KINDS: u8 = 4;
-
-fn key<K: ResourceExt>(o: &K) -> ObjKey {
-    (o.namespace().unwrap_or_default(), o.name_any())
-}
 
 /// Runs the DRA watchers until the process ends. When the API cannot be read, logs why,
 /// marks the DRA side ready (nothing to wait for) and returns.
@@ -75,9 +71,9 @@ pub async fn run(client: Client, dra: Arc<DraShared>) {
             let mut st = d.write();
             match ev {
                 Ev::Apply(c) => st.apply_claim(&c),
-                Ev::Delete(c) => st.delete_claim(&key(&c)),
+                Ev::Delete(c) => st.delete_claim(&key_of(&c)),
                 Ev::Synced(all) => {
-                    st.retain_claims(&all.iter().map(|c| key(&**c)).collect());
+                    st.retain_claims(&all.iter().map(|c| key_of(&**c)).collect());
                     drop(st);
                     f(2);
                 }
@@ -92,9 +88,9 @@ pub async fn run(client: Client, dra: Arc<DraShared>) {
             let mut st = d.write();
             match ev {
                 Ev::Apply(t) => st.apply_template(&t),
-                Ev::Delete(t) => st.delete_template(&key(&t)),
+                Ev::Delete(t) => st.delete_template(&key_of(&t)),
                 Ev::Synced(all) => {
-                    st.retain_templates(&all.iter().map(|t| key(&**t)).collect());
+                    st.retain_templates(&all.iter().map(|t| key_of(&**t)).collect());
                     drop(st);
                     f(4);
                 }

@@ -47,8 +47,12 @@ pub fn priority(plan: &Plan, fragmentation_before: u32) -> i64 {
 
 /// [`priority`] of a score.
 pub fn score_priority(s: &Score, fragmentation_before: u32) -> i64 {
-    let raw = score_points(s, fragmentation_before);
-    (raw.round() as i64).clamp(0, MAX_EXTENDER_PRIORITY)
+    to_priority(score_points(s, fragmentation_before))
+}
+
+/// Points rounded and clamped to the protocol's 0 ..= 10.
+pub fn to_priority(points: f64) -> i64 {
+    (points.round() as i64).clamp(0, MAX_EXTENDER_PRIORITY)
 }
 
 /// The unrounded points of [`score_priority`] (to average several draws).
