@@ -355,6 +355,37 @@ mod tests {
     }
 
     #[test]
+    fn unreadable_values_are_left_out_not_fatal() {
+        // A NIC counter that is not a plain integer, a pair without its GPU attribute:
+        // the counter is unknown (its pairs cannot be allocated), the device is no pair.
+        let topo = topoalign_profiles::get("gb300-4").unwrap();
+        let mut sl = resource_slices(&topo, "n1", &PublishOptions::default()).unwrap();
+        for s in &mut sl {
+            for set in s.spec.shared_counters.iter_mut().flatten() {
+                if let Some(v) = set.counters.get_mut("nic-0101-00-00-0") {
+                    v.value.0 = "1.5x".into();
+                }
+            }
+            for d in s.spec.devices.iter_mut().flatten() {
+                if d.name == "pair-0019-06-00-0-0104-00-00-0" {
+                    d.attributes
+                        .as_mut()
+                        .unwrap()
+                        .retain(|k, _| !k.ends_with("gpuPciBusID"));
+                }
+            }
+        }
+        let n = NodePairs::of(&sl, "n1");
+        assert_eq!(n.pairs.len(), 7);
+        assert_eq!(
+            n.rank(&("n1".into(), "pair-0019-06-00-0-0104-00-00-0".into())),
+            None
+        );
+        // 0008 and 0009 share 0102 now; 0018 and 0019 still have 0103 and 0104.
+        assert_eq!(n.capacity(&n.left(&[])), 3);
+    }
+
+    #[test]
     fn pairs_in_use_take_their_gpu_and_nic() {
         // gb300-4: two GPUs share two NICs per NUMA node; one pair taken on each leaves
         // one on each.

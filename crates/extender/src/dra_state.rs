@@ -844,6 +844,43 @@ mod tests {
     }
 
     #[test]
+    fn a_slice_with_an_unreadable_counter_is_neutral_and_named() {
+        let mut st = state_with(&[("n1", "gb300-4")]);
+        let mut bad = st.nodes["n1"].slices[0].clone();
+        let set = bad
+            .spec
+            .shared_counters
+            .as_mut()
+            .unwrap()
+            .first_mut()
+            .unwrap();
+        let (counter, value) = set.counters.iter_mut().next().unwrap();
+        let counter = counter.clone();
+        value.value.0 = "lots".into();
+        st.apply_slice(&bad);
+        st.apply_template(&{
+            let mut t = topoalign_dra::claim_template(&ClaimSpec::pairs(1)).unwrap();
+            t.metadata.namespace = Some("ns".into());
+            t.metadata.name = Some("one".into());
+            t
+        });
+        let p = pod(
+            json!([{"name": "a", "resourceClaimTemplateName": "one"}]),
+            json!([]),
+        );
+        let r = resolved(&st, &p);
+        match st.judge_node(&r, "n1") {
+            DraNode::Neutral(n @ DraNeutral::Error(_)) => {
+                let why = n.why();
+                let slice = bad.metadata.name.as_deref().unwrap();
+                assert!(why.contains(slice) && why.contains(&counter), "{why}");
+                assert_eq!(n.label(), "dra_error");
+            }
+            other => panic!("a bad counter must not judge the node: {other:?}"),
+        }
+    }
+
+    #[test]
     fn the_shared_cache_follows_changes() {
         let shared = DraShared::new();
         {
