@@ -4,8 +4,10 @@
 
 use std::path::PathBuf;
 
+use k8s_openapi::api::resource::v1::DeviceClass;
 use topoalign_topology::PcieClass;
 
+use crate::mixed::class_for;
 use crate::{ClaimShape, ClaimSpec, MixedSpec};
 
 /// The claim `topoalign claims` writes, as flags.
@@ -55,13 +57,15 @@ pub struct ClaimArgs {
     /// With --from-slices: the GPU driver.
     #[arg(long, default_value = "gpu.nvidia.com")]
     pub gpu_driver: String,
-    /// With --from-slices: the DeviceClass of its GPUs (default: the driver name).
+    /// With --from-slices: the DeviceClass of its GPUs (default: a DeviceClass in the file
+    /// that selects the driver, else the driver name).
     #[arg(long)]
     pub gpu_class: Option<String>,
     /// With --from-slices: the NIC driver.
     #[arg(long, default_value = "dra.net")]
     pub nic_driver: String,
-    /// With --from-slices: the DeviceClass of its NICs (default: the driver name).
+    /// With --from-slices: the DeviceClass of its NICs (default: a DeviceClass in the file
+    /// that selects the driver, else `dranet.net` for dra.net, else the driver name).
     #[arg(long)]
     pub nic_class: Option<String>,
     /// Show what the stock first-fit allocator picks for the claim on the node's free
@@ -111,16 +115,18 @@ impl ClaimArgs {
         })
     }
 
-    /// The claim on two foreign drivers' slices of `--node` (classes default to the
-    /// driver names).
-    pub fn mixed_spec(&self) -> MixedSpec {
+    /// The claim on two foreign drivers' slices of `--node`; classes not named come from
+    /// `classes` (the DeviceClasses saved with the slices), else [`class_for`]'s defaults.
+    pub fn mixed_spec(&self, classes: &[DeviceClass]) -> MixedSpec {
         MixedSpec {
             node: self.node.clone().unwrap_or_default(),
             pairs: self.pairs,
             nics_per_gpu: self.nics_per_gpu,
-            gpu_class: (self.gpu_class.clone()).unwrap_or(self.gpu_driver.clone()),
+            gpu_class: (self.gpu_class.clone())
+                .unwrap_or_else(|| class_for(&self.gpu_driver, classes)),
             gpu_driver: self.gpu_driver.clone(),
-            nic_class: (self.nic_class.clone()).unwrap_or(self.nic_driver.clone()),
+            nic_class: (self.nic_class.clone())
+                .unwrap_or_else(|| class_for(&self.nic_driver, classes)),
             nic_driver: self.nic_driver.clone(),
         }
     }
@@ -165,11 +171,28 @@ mod tests {
                 .is_err()
         );
         let m = parse(&["--pairs", "2", "--from-slices", "s.yaml", "--node", "n1"]);
-        let mixed = m.mixed_spec();
+        let mixed = m.mixed_spec(&[]);
         assert_eq!(
             (mixed.node.as_str(), mixed.gpu_class.as_str()),
             ("n1", "gpu.nvidia.com")
         );
-        assert_eq!(mixed.nic_class, "dra.net");
+        assert_eq!(mixed.nic_class, "dranet.net", "what dranet users name it");
+        let saved: DeviceClass = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "rdma-nics"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'dra.net'"}}]}
+        }))
+        .unwrap();
+        assert_eq!(m.mixed_spec(&[saved.clone()]).nic_class, "rdma-nics");
+        let named = parse(&[
+            "--pairs",
+            "1",
+            "--from-slices",
+            "s",
+            "--node",
+            "n",
+            "--nic-class",
+            "x",
+        ]);
+        assert_eq!(named.mixed_spec(&[saved]).nic_class, "x", "the flag wins");
     }
 }

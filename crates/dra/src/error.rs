@@ -40,6 +40,18 @@ pub enum DraError {
     /// A `--pairs-per-gpu` value that is not `auto`, `all` or a positive number.
     #[error("pairs per GPU {0:?}: expected `auto`, `all` or a number of pairs per GPU (1 or more)")]
     BadPairsPerGpu(String),
+    /// Two drivers' slices that do not say which NIC is near which GPU (no NUMA node
+    /// published), so any pairing would be a guess.
+    #[error(
+        "node {node}: cannot tell which NICs are near which GPUs from the slices alone: {why}; give the node's topology with {}",
+        crate::mixed::TOPOLOGY_FLAGS
+    )]
+    Blind {
+        /// The node.
+        node: String,
+        /// What is missing.
+        why: String,
+    },
     /// The planner could not answer (used by the mixed-driver claim writer).
     #[error("planner: {0}")]
     Plan(String),
@@ -79,7 +91,7 @@ pub enum AllocationError {
     },
     /// A physical NIC has no free function left for this device.
     #[error(
-        "NIC {nic} has no free function for device {device:?}: all {functions} functions are taken"
+        "NIC {nic} has no free function for device {device:?}: all {functions} functions are taken (by {holders})"
     )]
     NicExhausted {
         /// The device that asked for it.
@@ -88,6 +100,17 @@ pub enum AllocationError {
         nic: String,
         /// How many functions it has.
         functions: usize,
+        /// Who holds them ("claim U", "device X of this claim").
+        holders: String,
+    },
+    /// The device itself is already prepared for another claim (a device is allocated
+    /// at most once; an allocation written outside the scheduler can repeat it).
+    #[error("device {device:?} is already prepared for claim {holder}")]
+    DeviceTaken {
+        /// The device.
+        device: String,
+        /// The claim UID holding it.
+        holder: String,
     },
     /// The allocation result is malformed (empty device name, wrong driver, ...).
     #[error("allocation result {index}: {what}")]

@@ -117,7 +117,7 @@ pub fn explain_mixed(
     let nics = devices_of(slices, &spec.node, &spec.nic_driver);
     let topo = match node_topology {
         Some(t) => t.clone(),
-        None => topology_of(&gpus, &nics)?,
+        None => topology_of(&spec.node, &gpus, &nics)?,
     };
     let devices = NodeDevices::gather(slices, &spec.node)?;
     let mut req = Request::new(

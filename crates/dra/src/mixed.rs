@@ -75,6 +75,60 @@ pub struct MixedClaim {
     pub notes: Vec<String>,
 }
 
+impl MixedStrategy {
+    /// One line for a person: how the claim ties GPUs to NICs.
+    pub fn text(&self) -> String {
+        match self {
+            MixedStrategy::MatchAttribute { attribute } => {
+                format!(
+                    "each GPU's NICs match it on {attribute}: the claim works on any node where that holds"
+                )
+            }
+            MixedStrategy::Pinned { node, pairs } => {
+                let list: Vec<String> = pairs
+                    .iter()
+                    .map(|(g, n, c)| format!("{g} + {} ({c})", n.join(" + ")))
+                    .collect();
+                format!(
+                    "pinned to devices of node {node}: {}; it serves one pod at a time, on {node} only (every pod made from a template asks for the same devices): write one claim per node",
+                    list.join(", ")
+                )
+            }
+        }
+    }
+}
+
+/// The DeviceClass for `driver`'s devices when none is named: a class among `classes`
+/// (saved beside the slices) whose selector is `device.driver == "<driver>"`, else the
+/// name its users have (`dranet.net` for dranet, which ships no DeviceClass), else the
+/// driver's name (`gpu.nvidia.com`, as NVIDIA's chart names its class).
+pub fn class_for(driver: &str, classes: &[DeviceClass]) -> String {
+    let selects = |c: &&DeviceClass| {
+        c.spec
+            .as_ref()
+            .and_then(|s| s.selectors.as_ref())
+            .into_iter()
+            .flatten()
+            .filter_map(|sel| sel.cel.as_ref())
+            .any(|cel| {
+                let e: String = cel.expression.split_whitespace().collect();
+                e.contains(&format!("device.driver==\"{driver}\""))
+                    || e.contains(&format!("device.driver=='{driver}'"))
+            })
+    };
+    if let Some(name) = classes
+        .iter()
+        .find(selects)
+        .and_then(|c| c.metadata.name.clone())
+    {
+        return name;
+    }
+    match driver {
+        "dra.net" => "dranet.net".to_string(),
+        other => other.to_string(),
+    }
+}
+
 /// One device of a foreign driver on the node.
 #[derive(Debug, Clone)]
 pub struct ForeignDevice {
@@ -98,19 +152,78 @@ impl ForeignDevice {
             .or_else(|| a.bool.map(|b| b.to_string()))
     }
 
-    /// The PCI address, from the standard `pciBusID` or the driver's `pciAddress`.
+    /// The PCI address: the standard `pciBusID`, else the driver's own (`pciAddress` as
+    /// dranet writes it, `pcieBusID` as NVIDIA's GPU driver writes it, `pciBusID`).
     pub fn bdf(&self) -> Option<Bdf> {
-        self.string(attr::PCI_BUS_ID)
-            .or_else(|| self.string(&format!("{}/pciAddress", self.driver)))
-            .and_then(|s| s.parse().ok())
+        std::iter::once(attr::PCI_BUS_ID.to_string())
+            .chain(
+                OWN_PCI_ADDRESS
+                    .iter()
+                    .map(|a| format!("{}/{a}", self.driver)),
+            )
+            .find_map(|a| self.string(&a))
+            .and_then(|s| s.trim().parse().ok())
     }
 
-    /// The NUMA node, from the standard attribute or the driver's `numaNode`.
+    /// The NUMA node: the standard attribute, else the driver's own `numaNode` (dranet),
+    /// read as an integer or a decimal string; negative values (the kernel's `-1`) are
+    /// no NUMA node.
     pub fn numa(&self) -> Option<u32> {
-        self.attr(attr::NUMA_NODE_STD)
-            .or_else(|| self.attr(&format!("{}/numaNode", self.driver)))
-            .and_then(|a| a.int)
+        std::iter::once(attr::NUMA_NODE_STD.to_string())
+            .chain(OWN_NUMA.iter().map(|a| format!("{}/{a}", self.driver)))
+            .find_map(|a| self.attr(&a))
+            .and_then(|a| a.int.or_else(|| a.string.as_deref()?.trim().parse().ok()))
             .and_then(|i| u32::try_from(i).ok())
+    }
+}
+
+/// The drivers' own names for a device's PCI address (dranet: `pciAddress`; NVIDIA's GPU
+/// driver: `pcieBusID`), read after the standard `resource.kubernetes.io/pciBusID`.
+pub const OWN_PCI_ADDRESS: [&str; 3] = ["pciAddress", "pcieBusID", "pciBusID"];
+/// The drivers' own names for a device's NUMA node (dranet: `numaNode`), read after the
+/// standard `resource.kubernetes.io/numaNode`.
+pub const OWN_NUMA: [&str; 2] = ["numaNode", "numa"];
+
+/// The topology sources that tell the planner what the slices leave out, as flags.
+pub const TOPOLOGY_FLAGS: &str =
+    "--profile NAME, --sysfs-root DIR, --from-nvidia-smi FILE or --from-nccl-xml FILE";
+
+/// Why the slices alone cannot tell which NIC is near which GPU: devices with an address
+/// but no NUMA node (a planner on such a topology would pair at random and call it
+/// optimal). `None` when every GPU and NIC with an address publishes its NUMA node.
+pub fn blind_reason(gpus: &[ForeignDevice], nics: &[ForeignDevice]) -> Option<String> {
+    let side = |devs: &[ForeignDevice], what: &str| {
+        let placed: Vec<&ForeignDevice> = devs.iter().filter(|d| d.bdf().is_some()).collect();
+        let missing: Vec<&str> = placed
+            .iter()
+            .filter(|d| d.numa().is_none())
+            .map(|d| d.device.name.as_str())
+            .collect();
+        let driver = devs.first().map_or("?", |d| d.driver.as_str());
+        (!missing.is_empty()).then(|| {
+            format!(
+                "{} of {} {what} of {driver} ({}) publish no NUMA node (read: {}, {driver}/{})",
+                missing.len(),
+                placed.len(),
+                sample(&missing),
+                attr::NUMA_NODE_STD,
+                OWN_NUMA.join(", {driver}/")
+            )
+        })
+    };
+    let parts: Vec<String> = [side(gpus, "GPUs"), side(nics, "NICs")]
+        .into_iter()
+        .flatten()
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// Up to three names, then how many more.
+fn sample(names: &[&str]) -> String {
+    let head = names.iter().take(3).copied().collect::<Vec<_>>().join(", ");
+    match names.len() {
+        n if n > 3 => format!("{head} and {} more", n - 3),
+        _ => head,
     }
 }
 
@@ -216,7 +329,20 @@ fn pin(d: &ForeignDevice, devs: &[ForeignDevice]) -> Option<String> {
 /// `numaNode`, host bridges from `pcieRoot`, devices at their addresses directly below
 /// their host bridge (the drivers publish no switches, so PIX/PXB cannot be told apart
 /// from PHB). Devices without an address are left out.
-pub fn topology_of(gpus: &[ForeignDevice], nics: &[ForeignDevice]) -> Result<Topology, DraError> {
+///
+/// Refused ([`DraError::Blind`]) when a GPU or NIC publishes no NUMA node: which NIC is
+/// near which GPU is then unknown, and the node's topology must be given.
+pub fn topology_of(
+    node: &str,
+    gpus: &[ForeignDevice],
+    nics: &[ForeignDevice],
+) -> Result<Topology, DraError> {
+    if let Some(why) = blind_reason(gpus, nics) {
+        return Err(DraError::Blind {
+            node: node.to_string(),
+            why,
+        });
+    }
     let mut b = TopologyBuilder::new("from-slices");
     let numas: BTreeSet<u32> = gpus
         .iter()
@@ -338,16 +464,7 @@ pub fn mixed_claim(
     // Pinned: plan on the node's topology, restricted to the published devices.
     let topo = match node_topology {
         Some(t) => restrict(t, &gpus, &nics),
-        None => {
-            let t = topology_of(&gpus, &nics)?;
-            if t.pci.iter().any(|d| d.numa_node.is_none()) && t.numa.len() > 1 {
-                notes.push(
-                    "some devices publish no NUMA node: pairs with them count as SYS (give the node's topology for a better plan)"
-                        .into(),
-                );
-            }
-            t
-        }
+        None => topology_of(&spec.node, &gpus, &nics)?,
     };
     let mut req = Request::new(n as usize, NicCount::PerGpu(k as usize));
     req.require_rdma = nics

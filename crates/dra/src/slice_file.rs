@@ -1,8 +1,10 @@
 //! ResourceSlices read from a file someone saved (`kubectl get resourceslices -o yaml`,
-//! a JSON array, a YAML stream): every document is checked to be a `resource.k8s.io/v1`
-//! ResourceSlice, and errors name the file and the object's position.
+//! a JSON array, a YAML stream), with the DeviceClasses saved beside them
+//! (`kubectl get resourceslices,deviceclasses -o yaml`): every document is checked to be
+//! a `resource.k8s.io/v1` ResourceSlice or DeviceClass, and errors name the file and the
+//! object's position.
 
-use k8s_openapi::api::resource::v1::ResourceSlice;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use serde_json::Value;
 use thiserror::Error;
 
@@ -20,7 +22,7 @@ pub enum SliceFileError {
     },
     /// An object that is not a ResourceSlice.
     #[error(
-        "{file}: object {index} has kind {kind:?}, expected ResourceSlice (resource.k8s.io/v1)"
+        "{file}: object {index} has kind {kind:?}, expected ResourceSlice or DeviceClass (resource.k8s.io/v1)"
     )]
     WrongKind {
         /// The file.
@@ -30,13 +32,15 @@ pub enum SliceFileError {
         /// The kind it has (empty when it has none).
         kind: String,
     },
-    /// A ResourceSlice whose fields do not match the API.
-    #[error("{file}: object {index} is not a valid resource.k8s.io/v1 ResourceSlice")]
+    /// A ResourceSlice or DeviceClass whose fields do not match the API.
+    #[error("{file}: object {index} is not a valid resource.k8s.io/v1 {kind}")]
     Invalid {
         /// The file.
         file: String,
         /// 1-based position among the objects.
         index: usize,
+        /// `ResourceSlice` or `DeviceClass`.
+        kind: &'static str,
         /// What did not match.
         #[source]
         source: serde_json::Error,
@@ -49,9 +53,24 @@ pub enum SliceFileError {
     },
 }
 
+/// What a slices file holds.
+#[derive(Debug, Clone, Default)]
+pub struct SliceFile {
+    /// The ResourceSlices, in file order.
+    pub slices: Vec<ResourceSlice>,
+    /// The DeviceClasses saved beside them, in file order.
+    pub classes: Vec<DeviceClass>,
+}
+
 /// Parses `text` (the content of `file`): a YAML stream, a `kind: *List`, a JSON object
-/// or a JSON array of ResourceSlices. At least one slice is required.
+/// or a JSON array of ResourceSlices. At least one slice is required; DeviceClasses are
+/// skipped (read them with [`parse_slice_file`]).
 pub fn parse_slices(text: &str, file: &str) -> Result<Vec<ResourceSlice>, SliceFileError> {
+    parse_slice_file(text, file).map(|f| f.slices)
+}
+
+/// Parses `text` (the content of `file`) like [`parse_slices`], keeping the DeviceClasses.
+pub fn parse_slice_file(text: &str, file: &str) -> Result<SliceFile, SliceFileError> {
     let docs: Vec<Value> =
         serde_saphyr::from_multiple(text).map_err(|source| SliceFileError::Syntax {
             file: file.to_string(),
@@ -77,25 +96,32 @@ pub fn parse_slices(text: &str, file: &str) -> Result<Vec<ResourceSlice>, SliceF
             other => items.push(other),
         }
     }
-    let mut out = Vec::new();
+    let mut out = SliceFile::default();
     for (i, item) in items.into_iter().enumerate() {
         let kind = item.get("kind").and_then(Value::as_str).unwrap_or("");
-        if kind != "ResourceSlice" {
-            return Err(SliceFileError::WrongKind {
-                file: file.to_string(),
-                index: i + 1,
-                kind: kind.to_string(),
-            });
+        let invalid = |kind, source| SliceFileError::Invalid {
+            file: file.to_string(),
+            index: i + 1,
+            kind,
+            source,
+        };
+        match kind {
+            "ResourceSlice" => out
+                .slices
+                .push(serde_json::from_value(item).map_err(|e| invalid("ResourceSlice", e))?),
+            "DeviceClass" => out
+                .classes
+                .push(serde_json::from_value(item).map_err(|e| invalid("DeviceClass", e))?),
+            _ => {
+                return Err(SliceFileError::WrongKind {
+                    file: file.to_string(),
+                    index: i + 1,
+                    kind: kind.to_string(),
+                });
+            }
         }
-        let s: ResourceSlice =
-            serde_json::from_value(item).map_err(|source| SliceFileError::Invalid {
-                file: file.to_string(),
-                index: i + 1,
-                source,
-            })?;
-        out.push(s);
     }
-    if out.is_empty() {
+    if out.slices.is_empty() {
         return Err(SliceFileError::Empty {
             file: file.to_string(),
         });
@@ -132,7 +158,7 @@ mod tests {
         let e = parse_slices("kind: Pod\n", "pods.yaml").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "pods.yaml: object 1 has kind \"Pod\", expected ResourceSlice (resource.k8s.io/v1)"
+            "pods.yaml: object 1 has kind \"Pod\", expected ResourceSlice or DeviceClass (resource.k8s.io/v1)"
         );
         let bad = r#"{"kind": "ResourceSlice", "spec": 3}"#;
         let e = parse_slices(bad, "f.json").unwrap_err();
@@ -141,5 +167,31 @@ mod tests {
         assert_eq!(e.to_string(), "empty.yaml: no ResourceSlice found");
         let e = parse_slices("a: [", "broken.yaml").unwrap_err();
         assert!(matches!(e, SliceFileError::Syntax { .. }), "{e}");
+        let e = parse_slices(
+            &format!("{SLICE}\n---\nkind: DeviceClass\nspec: 3\n"),
+            "c.yaml",
+        );
+        assert_eq!(
+            e.unwrap_err().to_string(),
+            "c.yaml: object 2 is not a valid resource.k8s.io/v1 DeviceClass"
+        );
+    }
+
+    #[test]
+    fn device_classes_beside_the_slices_are_kept() {
+        let class = r#"{"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": {"name": "dranet.net"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == \"dra.net\""}}]}}"#;
+        let f = parse_slice_file(&format!("[{SLICE}, {class}]"), "f").unwrap();
+        assert_eq!((f.slices.len(), f.classes.len()), (1, 1));
+        assert_eq!(f.classes[0].metadata.name.as_deref(), Some("dranet.net"));
+        assert_eq!(
+            parse_slices(&format!("[{class}, {SLICE}]"), "f")
+                .unwrap()
+                .len(),
+            1
+        );
+        let e = parse_slices(&format!("[{class}]"), "only-classes.yaml").unwrap_err();
+        assert_eq!(e.to_string(), "only-classes.yaml: no ResourceSlice found");
     }
 }

@@ -289,12 +289,24 @@ fn seed001_mixed_drivers_get_the_hand_written_pinned_claim() {
     let slices = seed001();
     let gb300 = profiles::get("gb300-4").unwrap();
     // Without the node's topology the GPUs' NUMA node is unknown (the GPU driver does
-    // not publish it): the claim is still pinned, with a note.
-    let blind = mixed_claim(&slices, &mixed(1, 1), None).unwrap();
+    // not publish it): pairing would be a guess, so it is refused, naming what is
+    // missing and the flags that supply it.
+    let blind = mixed_claim(&slices, &mixed(1, 1), None).unwrap_err();
+    let text = blind.to_string();
+    assert!(matches!(blind, DraError::Blind { .. }), "{text}");
+    for want in [
+        "node aks-gb300-0",
+        "4 of 4 GPUs of gpu.nvidia.com",
+        "publish no NUMA node",
+        "resource.kubernetes.io/numaNode",
+        "--profile NAME",
+        "--from-nccl-xml FILE",
+    ] {
+        assert!(text.contains(want), "{want:?} missing from {text}");
+    }
     assert!(
-        blind.notes.iter().any(|n| n.contains("no NUMA node")),
-        "{:?}",
-        blind.notes
+        !text.contains("NICs of dra.net"),
+        "dranet publishes its NUMA node: {text}"
     );
     let m = mixed_claim(&slices, &mixed(1, 1), Some(&gb300)).unwrap();
     let MixedStrategy::Pinned { pairs, .. } = &m.strategy else {
@@ -415,6 +427,7 @@ fn mixed_input_errors_name_the_problem() {
         matches!(e, DraError::BadSlice { .. }) && e.to_string().contains("nope"),
         "{e}"
     );
-    let e = mixed_claim(&slices, &mixed(5, 1), None).unwrap_err();
+    let gb300 = profiles::get("gb300-4").unwrap();
+    let e = mixed_claim(&slices, &mixed(5, 1), Some(&gb300)).unwrap_err();
     assert!(matches!(e, DraError::Plan(_)), "{e}");
 }

@@ -30,7 +30,7 @@ impl LintArgs {
     pub fn context<'t>(
         &self,
         topology: &'t Topology,
-        settings: &Settings,
+        settings: &'t Settings,
         kubelet_config: Option<&'t str>,
     ) -> LintContext<'t> {
         LintContext {
@@ -38,6 +38,7 @@ impl LintArgs {
             policy: self.policy.unwrap_or(settings.topology_manager_policy),
             pod_scope: settings.topology_manager_scope == Scope::Pod,
             kubelet_config,
+            settings: Some(settings),
         }
     }
 }

@@ -264,15 +264,40 @@ pub fn lint_claim(path: &str, spec: &ClaimSpec, topo: &Topology) -> Vec<RawFindi
             });
         }
     }
-    for &g in &gpus {
-        for &n in &nics {
-            if aligned_pairs.contains(&(g, n)) {
-                continue;
-            }
-            out.push(pin_or_missing(path, &reqs[g], &reqs[n], topo));
+    for (g, n) in partners(reqs, &gpus, &nics) {
+        if aligned_pairs.contains(&(g, n)) {
+            continue;
         }
+        out.push(pin_or_missing(path, &reqs[g], &reqs[n], topo));
     }
     out
+}
+
+/// The numbered part of a request name: `gpu-0` → `0`, `nic-0-1` → `0-1`.
+fn index_suffix(name: &str) -> Option<&str> {
+    name.find(|c: char| c.is_ascii_digit()).map(|i| &name[i..])
+}
+
+/// The GPU and NIC requests that belong together: by their numbers when the claim names
+/// them so (`gpu-0` with `nic-0` and `nic-0-1`, as `topoalign claims` writes them), a
+/// request whose number matches no other side with every request of the other side.
+fn partners(reqs: &[RequestInfo], gpus: &[usize], nics: &[usize]) -> Vec<(usize, usize)> {
+    let belongs = |g: usize, n: usize| match (index_suffix(&reqs[g].name), index_suffix(&reqs[n].name)) {
+        (Some(gs), Some(ns)) => ns == gs || ns.starts_with(&format!("{gs}-")),
+        _ => false,
+    };
+    let mut out = BTreeSet::new();
+    for &g in gpus {
+        let mine: Vec<usize> = nics.iter().copied().filter(|&n| belongs(g, n)).collect();
+        let mine = if mine.is_empty() { nics.to_vec() } else { mine };
+        out.extend(mine.into_iter().map(|n| (g, n)));
+    }
+    for &n in nics {
+        if !gpus.iter().any(|&g| belongs(g, n)) {
+            out.extend(gpus.iter().map(|&g| (g, n)));
+        }
+    }
+    out.into_iter().collect()
 }
 
 /// For an unconstrained GPU/NIC pair: judge explicit pins against the topology when both

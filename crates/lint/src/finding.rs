@@ -64,4 +64,7 @@ pub struct LintContext<'t> {
     /// The node's KubeletConfiguration file, named in suggested commands (default
     /// kubeadm's `/var/lib/kubelet/config.yaml`).
     pub kubelet_config: Option<&'t str>,
+    /// The node's kubelet settings (CPU and memory managers, reserved CPUs), read from that
+    /// file; `None`: the kubelet's defaults. `policy` and `pod_scope` win over them.
+    pub settings: Option<&'t topoalign_tm::Settings>,
 }

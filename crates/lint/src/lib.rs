@@ -7,9 +7,11 @@
 //! node without alignment (policy none), and DRA claims pairing a GPU and a NIC without a
 //! pcieRoot/NUMA `matchAttribute` (or with a pcieRoot match the machine cannot satisfy).
 
+pub mod admission;
 #[cfg(feature = "clap")]
 pub mod args;
 pub mod capacity;
+pub mod claim_fit;
 pub mod claim_rules;
 pub mod documents;
 pub mod finding;
@@ -84,48 +86,76 @@ pub fn lint_text(file: &str, text: &str, ctx: &LintContext<'_>) -> Vec<Finding> 
                 continue;
             }
         };
-        let name = value
-            .get("metadata")
-            .and_then(|m| m.get("name"))
+        // `kubectl get … -o yaml` prints a `kind: List` (or `PodList`, …): each item is
+        // an object of its own, its fields under `items[i]`.
+        let list_items = value
+            .get("kind")
             .and_then(Value::as_str)
-            .unwrap_or("?");
-        let Some(kind) = value.get("kind").and_then(Value::as_str) else {
-            let why = if value.is_object() {
-                "has no `kind`"
-            } else {
-                "is not a mapping"
-            };
-            out.push(finding(
-                format!("?/{name}"),
-                RawFinding {
-                    path: "kind".into(),
-                    severity: Severity::Error,
-                    rule: "no-kind",
-                    message: format!(
-                        "document {} (starting line {}) {why}; expected a Kubernetes object",
-                        doc.index, doc.line
-                    ),
-                },
-            ));
-            continue;
-        };
-        let object = format!("{kind}/{name}");
-        let read = workload_of(kind, value);
-        let mut raws: Vec<RawFinding> = read.problems.into_iter().map(type_problem).collect();
-        raws.extend(match read.workload {
-            Workload::Pods(pods) => pods
-                .iter()
-                .flat_map(|p| pod_rules::lint_pod(p, ctx))
+            .filter(|k| k.ends_with("List"))
+            .and(value.get("items"))
+            .and_then(Value::as_array);
+        let objects: Vec<(String, &Value)> = match list_items {
+            Some(items) => (items.iter().enumerate())
+                .map(|(i, v)| (format!("items[{i}]."), v))
                 .collect(),
-            Workload::Claim { path, spec } => claim_rules::lint_claim(&path, &spec, ctx.topology),
-            Workload::Unknown => vec![RawFinding {
-                path: "kind".into(),
-                severity: Severity::Info,
-                rule: "unknown-kind",
-                message: format!("kind {kind} is not checked"),
-            }],
-        });
-        out.extend(raws.into_iter().map(|r| finding(object.clone(), r)));
+            None => vec![(String::new(), value)],
+        };
+        for (prefix, value) in objects {
+            for (object, mut raw) in lint_object(value, doc.index, doc.line, ctx) {
+                raw.path = match raw.path.as_str() {
+                    "" => prefix.trim_end_matches('.').to_string(),
+                    p => format!("{prefix}{p}"),
+                };
+                out.push(finding(object, raw));
+            }
+        }
     }
     out
+}
+
+/// The findings of one object (`kind/name` with each), paths relative to the object.
+fn lint_object(
+    value: &Value,
+    index: usize,
+    line: usize,
+    ctx: &LintContext<'_>,
+) -> Vec<(String, RawFinding)> {
+    let name = value
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    let Some(kind) = value.get("kind").and_then(Value::as_str) else {
+        let why = if value.is_object() {
+            "has no `kind`"
+        } else {
+            "is not a mapping"
+        };
+        let raw = RawFinding {
+            path: "kind".into(),
+            severity: Severity::Error,
+            rule: "no-kind",
+            message: format!(
+                "document {index} (starting line {line}) {why}; expected a Kubernetes object"
+            ),
+        };
+        return vec![(format!("?/{name}"), raw)];
+    };
+    let object = format!("{kind}/{name}");
+    let read = workload_of(kind, value);
+    let mut raws: Vec<RawFinding> = read.problems.into_iter().map(type_problem).collect();
+    match read.workload {
+        Workload::Pods(pods) => raws.extend(pods.iter().flat_map(|p| pod_rules::lint_pod(p, ctx))),
+        Workload::Claim { path, spec, v1 } => {
+            raws.extend(claim_rules::lint_claim(&path, &spec, ctx.topology));
+            raws.extend(v1.and_then(|v1| claim_fit::lint_fit(&path, &v1, ctx.topology)));
+        }
+        Workload::Unknown => raws.push(RawFinding {
+            path: "kind".into(),
+            severity: Severity::Info,
+            rule: "unknown-kind",
+            message: format!("kind {kind} is not checked"),
+        }),
+    }
+    raws.into_iter().map(|r| (object.clone(), r)).collect()
 }

@@ -1,5 +1,8 @@
 //! Rules for pod specs: QoS for CPU alignment, single-NUMA capacity, MIG, policy none.
 
+use topoalign_tm::Outcome;
+
+use crate::admission::{admit, policy_rejects};
 use crate::capacity::NumaCapacity;
 use crate::finding::{LintContext, NodePolicy, Severity};
 use crate::located::child_path;
@@ -76,7 +79,20 @@ pub fn lint_pod(pod: &PodSpecAt, ctx: &LintContext<'_>) -> Vec<RawFinding> {
     if gpu_nic {
         gpu_nic_rules(pod, &cs, ctx, &mut out);
     }
-    capacity_rules(pod, &cs, ctx, &mut out);
+    // The Topology Manager's own verdict on an empty node; a pod refused for want of
+    // devices (more than the node has, a resource it lacks) is the capacity rules' and
+    // the scheduler's business, not the merge's.
+    let admission = admit(pod, ctx).filter(|o| {
+        o.admitted || o.reason.as_deref() == Some(topoalign_tm::outcome::TOPOLOGY_AFFINITY_ERROR)
+    });
+    let before = out.len();
+    capacity_rules(pod, &cs, ctx, admission.as_ref(), &mut out);
+    let said = out[before..]
+        .iter()
+        .any(|f| f.rule == "single-numa-capacity" && ctx.policy == NodePolicy::SingleNumaNode);
+    if let Some(o) = admission.as_ref().filter(|o| !o.admitted && !said) {
+        out.push(rejected(pod, o, ctx));
+    }
     mig_rule(pod, &cs, &pod_devices, &mut out);
     out
 }
@@ -161,12 +177,43 @@ fn gpu_nic_rules(
     }
 }
 
+/// The kubelet refuses the pod on an empty node of this kind (the simulation `tm` runs).
+fn rejected(pod: &PodSpecAt, o: &Outcome, ctx: &LintContext<'_>) -> RawFinding {
+    let reason = o.reason.as_deref().unwrap_or("rejected");
+    let detail = o.message.as_deref().unwrap_or("");
+    let hint = match o.merges.last() {
+        Some(m) if !m.best.preferred => format!(
+            "; the merged hint, NUMA nodes {}, is not preferred: one resource fits fewer NUMA nodes alone than the others need together",
+            m.best.affinity.map_or_else(|| "any".to_string(), |a| a.to_string())
+        ),
+        _ => String::new(),
+    };
+    RawFinding {
+        path: pod.path.clone(),
+        severity: if policy_rejects(ctx.policy) {
+            Severity::Error
+        } else {
+            Severity::Warning
+        },
+        rule: "topology-admission",
+        message: format!(
+            "the kubelet's Topology Manager ({} policy, {} scope) rejects this pod even on an empty `{}`: {reason}: {detail}{hint} (see `topoalign tm --pod FILE --policy {}`)",
+            ctx.policy.as_str(),
+            if ctx.pod_scope { "pod" } else { "container" },
+            ctx.topology.name,
+            ctx.policy.as_str(),
+        ),
+    }
+}
+
 fn capacity_rules(
     pod: &PodSpecAt,
     cs: &[Container<'_>],
     ctx: &LintContext<'_>,
+    admission: Option<&Outcome>,
     out: &mut Vec<RawFinding>,
 ) {
+
     let cap = NumaCapacity::of(ctx.topology);
     let severity = if ctx.policy == NodePolicy::SingleNumaNode {
         Severity::Error
@@ -208,13 +255,25 @@ fn capacity_rules(
             if cap.numa_nodes < 2 || limit == 0 || n <= limit {
                 continue;
             }
-            let outcome = if ctx.policy == NodePolicy::SingleNumaNode {
-                "single-numa-node rejects the pod with TopologyAffinityError".to_string()
-            } else {
-                format!(
+            let outcome = match admission {
+                _ if ctx.policy == NodePolicy::SingleNumaNode => {
+                    "single-numa-node rejects the pod with TopologyAffinityError".to_string()
+                }
+                // Rejected under restricted: the admission finding says so, exactly.
+                Some(o) if !o.admitted => continue,
+                Some(o) => format!(
+                    "it spans NUMA nodes {} (the kubelet admits it under {}; single-numa-node would reject it)",
+                    numa_list(&o.numa_nodes_used),
+                    ctx.policy.as_str()
+                ),
+                None if policy_rejects(ctx.policy) => format!(
+                    "it spans NUMA nodes; under {} the kubelet admits it only when every resource's hints prefer the same NUMA nodes",
+                    ctx.policy.as_str()
+                ),
+                None => format!(
                     "it spans NUMA nodes (admitted under {}, rejected under single-numa-node)",
                     ctx.policy.as_str()
-                )
+                ),
             };
             out.push(RawFinding {
                 path: path.clone(),
@@ -227,6 +286,11 @@ fn capacity_rules(
             });
         }
     }
+}
+
+fn numa_list(ids: &[u32]) -> String {
+    let all: Vec<String> = ids.iter().map(u32::to_string).collect();
+    format!("{{{}}}", all.join(","))
 }
 
 fn mig_rule(

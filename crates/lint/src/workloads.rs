@@ -32,6 +32,9 @@ pub enum Workload {
         path: String,
         /// The claim spec.
         spec: ClaimSpec,
+        /// The same spec as `resource.k8s.io/v1` types, for the allocator (v1 and v1beta2,
+        /// whose claim spec has the same shape; `None` for v1beta1 or when it does not read).
+        v1: Option<Box<k8s_openapi::api::resource::v1::ResourceClaimSpec>>,
     },
     /// A kind this linter does not check.
     Unknown,
@@ -141,11 +144,20 @@ fn claim(kind: &str, doc: &Value) -> (Workload, Vec<TypeProblem>) {
         "spec"
     };
     let api_version = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let v1 = match api_version {
+        "resource.k8s.io/v1beta1" => None,
+        _ => path
+            .split('.')
+            .try_fold(doc, |v, k| v.get(k))
+            .and_then(|spec| serde_json::from_value(spec.clone()).ok())
+            .map(Box::new),
+    };
     match ClaimSpec::read(kind, api_version, doc) {
         (Some(spec), problems) => (
             Workload::Claim {
                 path: path.to_string(),
                 spec,
+                v1,
             },
             problems,
         ),

@@ -20,6 +20,7 @@ fn lint(file: &str, topo: &Topology, policy: NodePolicy) -> Vec<Finding> {
         policy,
         pod_scope: false,
         kubelet_config: None,
+        settings: None,
     };
     lint_text(file, &text, &ctx)
 }
@@ -75,9 +76,59 @@ fn mi300x_workloads() {
         snn[0].message
     );
     assert!(snn[1].message.contains("1500m differs from its limit 2"));
+    // Under restricted the kubelet's merge rejects 8 GPUs + 8 VFs (the VFs fit one NUMA
+    // node, the GPUs need two, so the merged hint is not preferred): lint says what `tm`
+    // says, never "admitted".
     let restricted = lint("mi300x-workloads.yaml", &mi, NodePolicy::Restricted);
-    assert_eq!(restricted[0].severity, Severity::Warning);
-    assert!(restricted[0].message.contains("admitted under restricted"));
+    assert_eq!(
+        (restricted[0].rule, restricted[0].severity),
+        ("topology-admission", Severity::Error)
+    );
+    assert!(
+        restricted[0].message.contains("rejects this pod")
+            && restricted[0].message.contains("TopologyAffinityError")
+            && restricted[0].message.contains("NUMA nodes {0,1}, is not preferred"),
+        "{}",
+        restricted[0].message
+    );
+    assert!(restricted.iter().all(|f| !f.message.contains("admitted under")));
+    // best-effort admits it on both NUMA nodes, as the kubelet does.
+    let best = lint("mi300x-workloads.yaml", &mi, NodePolicy::BestEffort);
+    assert!(
+        best[0].message.contains("spans NUMA nodes {0,1} (the kubelet admits it under best-effort"),
+        "{}",
+        best[0].message
+    );
+}
+
+#[test]
+fn a_list_is_linted_item_by_item() {
+    let mi = profile("mi300x-8");
+    let text = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/mi300x-workloads.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let plain: Vec<serde_json::Value> = serde_saphyr::from_multiple(&text).unwrap();
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": plain});
+    let ctx = LintContext {
+        topology: &mi,
+        policy: NodePolicy::SingleNumaNode,
+        pod_scope: false,
+        kubelet_config: None,
+        settings: None,
+    };
+    let f = lint_text("list.json", &list.to_string(), &ctx);
+    let got: Vec<(&str, &str)> = f.iter().map(|x| (x.object.as_str(), x.rule)).collect();
+    assert_eq!(
+        got,
+        [
+            ("Job/train-8x8", "single-numa-capacity"),
+            ("StatefulSet/kv-cache", "gpu-nic-qos"),
+            ("Service/vllm", "unknown-kind"),
+        ]
+    );
+    assert_eq!(f[0].path, "items[1].spec.template.spec.containers[0].resources.limits");
 }
 
 #[test]
@@ -89,6 +140,7 @@ fn pod_scope_sums_containers() {
         policy: NodePolicy::SingleNumaNode,
         pod_scope,
         kubelet_config: None,
+        settings: None,
     };
     assert!(lint_text("x", text, &ctx(false)).is_empty());
     let pod = lint_text("x", text, &ctx(true));
@@ -168,6 +220,7 @@ fn pcie_root_match_is_fine_where_gpus_and_nics_share_roots() {
         policy: NodePolicy::None,
         pod_scope: false,
         kubelet_config: None,
+        settings: None,
     };
     let f = lint_text("gb300-claims.yaml", &text, &ctx);
     assert!(
@@ -274,6 +327,7 @@ fn a_value_the_api_types_refuse_is_located_and_the_rest_still_checked() {
         policy: NodePolicy::BestEffort,
         pod_scope: false,
         kubelet_config: None,
+        settings: None,
     };
     let fs = lint_text("p.yaml", text, &ctx);
     let bad = fs.iter().find(|f| f.rule == "invalid-quantity").unwrap();
@@ -299,6 +353,7 @@ fn a_wrongly_shaped_workload_is_an_invalid_field() {
         policy: NodePolicy::None,
         pod_scope: false,
         kubelet_config: None,
+        settings: None,
     };
     let fs = lint_text("d.yaml", text, &ctx);
     assert_eq!(fs.len(), 1, "{fs:?}");
@@ -306,4 +361,41 @@ fn a_wrongly_shaped_workload_is_an_invalid_field() {
         (fs[0].rule, fs[0].line, fs[0].path.as_str()),
         ("invalid-field", 9, "spec.template.spec.containers")
     );
+}
+
+/// What `topoalign claims` writes, linted: the ladder's constraints pair each GPU request
+/// with its own NIC request (no warning for requests that do not belong together), and a
+/// claim no node of the kind can satisfy is an error.
+#[test]
+fn claims_written_by_topoalign_are_judged_by_the_allocator_model() {
+    use topoalign_dra::{ClaimShape, ClaimSpec, claim_template};
+    let lint_claim = |spec: &ClaimSpec, topo: &topoalign_topology::Topology| {
+        let t = claim_template(spec).unwrap();
+        let ctx = LintContext {
+            topology: topo,
+            policy: NodePolicy::Restricted,
+            pod_scope: false,
+            kubelet_config: None,
+            settings: None,
+        };
+        lint_text("claim.json", &serde_json::to_string(&t).unwrap(), &ctx)
+    };
+    let mi = profile("mi300x-8");
+    let ladder = ClaimSpec {
+        shape: ClaimShape::Ladder,
+        ..ClaimSpec::pairs(2)
+    };
+    assert_eq!(lint_claim(&ladder, &mi), []);
+    assert_eq!(lint_claim(&ClaimSpec::pairs(8), &mi), []);
+    let nine = lint_claim(&ClaimSpec::pairs(9), &mi);
+    assert_eq!(rules(&nine), [(1, "ResourceClaimTemplate/gpu-nic-pairs-9", "dra-unsatisfiable", Severity::Error)]);
+    let pix = ClaimSpec {
+        max_rank: Some(topoalign_topology::PcieClass::Pix.rank()),
+        ..ClaimSpec::pairs(2)
+    };
+    let gb = profile("gb300-4");
+    let f = lint_claim(&pix, &gb);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].message.contains("best GPU–NIC pair is NODE"), "{}", f[0].message);
+    assert_eq!(lint_claim(&pix, &mi), []);
 }

@@ -29,6 +29,7 @@ fn lint_bytes(topo: &Topology, policy: NodePolicy, pod_scope: bool, bytes: &[u8]
         policy,
         pod_scope,
         kubelet_config: None,
+        settings: None,
     };
     for f in lint_text("fuzz.yaml", &text, &ctx) {
         assert!(f.line >= 1, "{f:?}");

@@ -13,7 +13,7 @@ use topoalign_dra::claim_args::ClaimArgs;
 use topoalign_dra::claim_text::{claim_object, claim_table};
 use topoalign_dra::explain::Explanation;
 use topoalign_dra::explain_node::{SimulatedNode, explain_mixed, own_request};
-use topoalign_dra::slice_file::parse_slices;
+use topoalign_dra::slice_file::parse_slice_file;
 use topoalign_dra::{claim_spec, mixed_claim};
 
 use crate::cmd::plan::read_usage;
@@ -86,8 +86,9 @@ fn from_slices(args: &Args, path: &Path) -> anyhow::Result<Claim> {
     args.claim.spec()?;
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let slices = parse_slices(&text, &path.display().to_string())?;
-    let mspec = args.claim.mixed_spec();
+    let file = parse_slice_file(&text, &path.display().to_string())?;
+    let slices = file.slices;
+    let mspec = args.claim.mixed_spec(&file.classes);
     // The node's own topology, when given, lets the planner see switches and NUMA nodes
     // the drivers do not publish.
     let node_topo = match args.topology.given() {
@@ -99,7 +100,7 @@ fn from_slices(args: &Args, path: &Path) -> anyhow::Result<Claim> {
     for n in &mixed.notes {
         eprintln!("note: {n}");
     }
-    eprintln!("note: strategy {}", serde_json::to_string(&mixed.strategy)?);
+    eprintln!("note: {}", mixed.strategy.text());
     if !args.claim.explain {
         return Ok((mixed.spec, None));
     }
