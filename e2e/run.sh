@@ -54,9 +54,9 @@ need_tools() {
   fi
 }
 
-ALL_SCENARIOS=(objects alignment shapes kubelet tm-parity speed faults placement placement-dra podresources)
+ALL_SCENARIOS=(objects alignment shapes kubelet tm-parity speed faults placement placement-dra podresources cdi image)
 # scenarios that run without the control plane
-NO_CLUSTER=" tm-parity "
+NO_CLUSTER=" tm-parity image "
 
 usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
 
@@ -136,7 +136,7 @@ elif ! build_topoalign > "$RUN/logs/build-topoalign.out" 2>&1; then
   exit 1
 fi
 grep '^TIMING' "$RUN/logs/build-topoalign.out"
-export K8S_BIN ETCD_BIN HELM_BIN TOOLS_BIN TOPOALIGN K8S_VERSION
+export K8S_BIN ETCD_BIN HELM_BIN TOOLS_BIN CDI_BIN TOPOALIGN K8S_VERSION
 echo "TIMING build (all, cached or not): $(since "$T_BUILD") s"
 [ "$BUILD_ONLY" = 1 ] && [ ${#SELECTED[@]} -eq 0 ] && exit 0
 

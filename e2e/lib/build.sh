@@ -8,6 +8,8 @@
 #   $E2E_CACHE/helm-<key>/   helm (renders the charts under deploy/ for the objects scenario)
 #   $E2E_CACHE/tools-<key>/  the Go stand-ins under e2e/go/cmd (kubeletdra, tmparity, allocbench,
 #                            podresources)
+#   $E2E_CACHE/cdi-<key>/    cdiinject (e2e/cdi, its own module): CDI ids injected into an OCI
+#                            spec by the CDI library containerd and CRI-O use (the cdi scenario)
 # A directory is complete when its `.done` file exists (builds go to a temporary directory
 # that is renamed at the end, so an interrupted build is never mistaken for a finished one).
 
@@ -70,17 +72,25 @@ _go_build_helm() {
     nice -n "$GO_NICE" go build -mod=readonly -trimpath -ldflags="-s -w" -o "$OUTDIR/helm" helm.sh/helm/v3/cmd/helm
 }
 
+_go_build_cdi() {
+  cd "$E2E_DIR/cdi" &&
+    nice -n "$GO_NICE" go build -mod=readonly -trimpath -ldflags="-s -w" -o "$OUTDIR/cdiinject" .
+}
+
 _go_build_tools() {
   cd "$E2E_DIR/go" &&
     nice -n "$GO_NICE" go build -mod=readonly -trimpath -o "$OUTDIR/" ./cmd/...
 }
 
-# resolve_binary_dirs: sets K8S_BIN, ETCD_BIN, HELM_BIN, TOOLS_BIN (cache dirs) and TOPOALIGN.
+# resolve_binary_dirs: sets K8S_BIN, ETCD_BIN, HELM_BIN, TOOLS_BIN, CDI_BIN (cache dirs) and
+# TOPOALIGN. CDI_BIN is exported here (scenarios read it).
 resolve_binary_dirs() {
   command -v go > /dev/null || { echo "go not found in PATH (Go >= 1.26 is needed to build Kubernetes)" >&2; return 1; }
   K8S_BIN=$E2E_CACHE/k8s-$(content_key "$E2E_DIR/go/go.mod" "$E2E_DIR/go/go.sum")
   ETCD_BIN=$E2E_CACHE/etcd-$(content_key "$E2E_DIR/etcd/go.mod" "$E2E_DIR/etcd/go.sum")
   HELM_BIN=$E2E_CACHE/helm-$(content_key "$E2E_DIR/helm/go.mod" "$E2E_DIR/helm/go.sum")
+  CDI_BIN=$E2E_CACHE/cdi-$(content_key "$E2E_DIR/cdi/go.mod" "$E2E_DIR/cdi/go.sum" "$E2E_DIR/cdi/main.go")
+  export CDI_BIN
   local tool_files
   # shellcheck disable=SC2046
   tool_files=$(cd "$E2E_DIR/go" && find cmd -name '*.go' | LC_ALL=C sort)
@@ -91,12 +101,14 @@ resolve_binary_dirs() {
   if [ "$E2E_CARGO_PROFILE" = release ]; then TOPOALIGN=$target/release/topoalign; else TOPOALIGN=$target/debug/topoalign; fi
 }
 
-# build_go_binaries: builds whatever of K8S_BIN, ETCD_BIN, TOOLS_BIN is not in the cache.
+# build_go_binaries: builds whatever of K8S_BIN, ETCD_BIN, TOOLS_BIN, HELM_BIN, CDI_BIN is not
+# in the cache.
 build_go_binaries() {
   build_into "$K8S_BIN" "kubernetes-$K8S_VERSION" _go_build_k8s || return 1
   build_into "$ETCD_BIN" "etcd-$ETCD_VERSION" _go_build_etcd || return 1
   build_into "$TOOLS_BIN" "go-stand-ins" _go_build_tools || return 1
   build_into "$HELM_BIN" "helm" _go_build_helm || return 1
+  build_into "$CDI_BIN" "cdiinject" _go_build_cdi || return 1
 }
 
 # build_topoalign: cargo build of the binary at TOPOALIGN (from this checkout).

@@ -79,7 +79,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", output::error_text(&e));
             ExitCode::from(2)
         }
     }
@@ -108,6 +108,9 @@ fn install_log_subscriber(command: &Command) {
             .with_current_span(false)
             .try_init(),
         Some(LogFormat::Text) => builder.with_ansi(false).try_init(),
-        None => builder.try_init(),
+        // Colour only on a terminal: redirected logs keep no escape codes.
+        None => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
     };
 }

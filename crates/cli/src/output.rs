@@ -59,9 +59,26 @@ pub fn with_errors(
 ) -> anyhow::Result<ExitCode> {
     let result = body();
     if let (Err(e), Format::Json | Format::Yaml) = (&result, format) {
-        let _ = print_structured(&serde_json::json!({ "error": format!("{e:#}") }), format);
+        let _ = print_structured(&serde_json::json!({ "error": error_text(e) }), format);
     }
     result
+}
+
+/// The one line an error prints as: each cause of the chain after a colon, except a
+/// cause whose text the line already holds (library errors that name their source in
+/// their own message and also keep it as `source()` would otherwise say it twice).
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.is_empty() {
+            line = text;
+        } else if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
 }
 
 /// Prints each warning on stderr.
@@ -77,5 +94,45 @@ pub fn exit(ok: bool) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A library error that names its source in its message and keeps it as `source()`.
+    #[derive(Debug)]
+    struct Io {
+        path: String,
+        source: std::io::Error,
+    }
+
+    impl std::fmt::Display for Io {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "cannot read {}: {}", self.path, self.source)
+        }
+    }
+
+    impl std::error::Error for Io {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+
+    #[test]
+    fn a_cause_is_said_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::IsADirectory, "Is a directory");
+        let e = anyhow::Error::new(Io {
+            path: "/tmp".into(),
+            source: io,
+        })
+        .context("reading the topology");
+        assert_eq!(
+            error_text(&e),
+            "reading the topology: cannot read /tmp: Is a directory"
+        );
+        let plain = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(error_text(&plain), "outer: inner");
     }
 }

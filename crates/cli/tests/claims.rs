@@ -196,7 +196,16 @@ fn seed001_slices_give_the_pinned_claim() {
         r#"device.attributes["resource.kubernetes.io"]["pciBusID"] == "0008:06:00.0""#
     );
     assert_eq!(reqs[1]["exactly"]["deviceClassName"], "dranet");
-    assert!(out.stderr.contains("\"pinned\""), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("note: pinned to devices of node aks-gb300-0: gpu-0 + pci-0101-00-00-0 (NODE); it serves one pod at a time"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains('{'),
+        "notes are sentences, not JSON: {}",
+        out.stderr
+    );
     // --explain: the stock allocator takes exactly the pinned devices.
     let out = claims(
         &[
@@ -217,6 +226,86 @@ fn seed001_slices_give_the_pinned_claim() {
     let v = json(&out.stdout);
     assert_eq!(v["explanation"]["allocator"]["worst"], "NODE");
     assert_eq!(v["explanation"]["asGood"], true);
+    assert_eq!(
+        v["claim"]["spec"]["spec"]["devices"]["requests"][1]["exactly"]["deviceClassName"],
+        "dranet.net",
+        "dranet users' class by default"
+    );
+}
+
+/// The NVIDIA GPU driver (without its newest NUMA attribute) beside dranet: without the
+/// node's topology, which NIC is near which GPU is unknown, so the claim is refused with
+/// what is missing and the flags that supply it, on stderr only (stdout is for kubectl),
+/// with or without --explain, in every format.
+#[test]
+fn pairing_blind_is_refused_and_names_the_flags() {
+    let slices = test_data("dra", "fixtures/seed001-gb300-slices.json");
+    for extra in [
+        &[][..],
+        &["--explain"][..],
+        &["-o", "json", "--explain"][..],
+    ] {
+        let mut args = vec![
+            "--pairs",
+            "1",
+            "--from-slices",
+            slices.to_str().unwrap(),
+            "--node",
+            "aks-gb300-0",
+        ];
+        args.extend_from_slice(extra);
+        let out = claims(&args, 2);
+        assert_eq!(out.stdout, "", "nothing for kubectl to apply");
+        for want in [
+            "cannot tell which NICs are near which GPUs",
+            "4 of 4 GPUs of gpu.nvidia.com",
+            "--profile NAME",
+            "--sysfs-root DIR",
+            "--from-nvidia-smi FILE",
+            "--from-nccl-xml FILE",
+        ] {
+            assert!(
+                out.stderr.contains(want),
+                "{want:?} missing:\n{}",
+                out.stderr
+            );
+        }
+    }
+}
+
+/// DeviceClasses saved beside the slices name the classes the claim uses.
+#[test]
+fn device_classes_in_the_slices_file_are_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let slices =
+        std::fs::read_to_string(test_data("dra", "fixtures/seed001-gb300-slices.json")).unwrap();
+    let mut v = json(&slices);
+    v["items"].as_array_mut().unwrap().push(serde_json::json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": {"name": "ib-nics"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == \"dra.net\""}}]}
+    }));
+    let f = write_file(dir.path(), "with-classes.json", &v.to_string());
+    let out = claims(
+        &[
+            "--pairs",
+            "1",
+            "--from-slices",
+            f.to_str().unwrap(),
+            "--node",
+            "aks-gb300-0",
+            "--profile",
+            "gb300-4",
+            "-o",
+            "json",
+        ],
+        0,
+    );
+    let v = json(&out.stdout);
+    assert_eq!(
+        v["spec"]["spec"]["devices"]["requests"][1]["exactly"]["deviceClassName"],
+        "ib-nics"
+    );
 }
 
 #[test]

@@ -39,6 +39,19 @@ fn tells_the_seed_000_story() {
     };
     assert!(count("restricted") < count("topoalign"), "{summary}");
     assert_eq!(count("topoalign"), 12, "{summary}");
+    // It ends with what to deploy for the topoalign row, on both kinds of cluster.
+    let tail: String = s.lines().rev().take(5).collect::<Vec<_>>().join("\n");
+    for want in [
+        "helm install topoalign deploy/helm/topoalign",
+        "topoalign claims --pairs 4",
+        "kubelet-config set",
+        "topoalign-extender",
+    ] {
+        assert!(
+            tail.contains(want),
+            "{want:?} missing from the end:\n{tail}"
+        );
+    }
     // One screen: at most 50 lines of at most 120 columns.
     let lines = s.lines().count();
     assert!((25..=50).contains(&lines), "{lines} lines");

@@ -9,8 +9,38 @@ use common::{json, run_expecting, subcommand, test_data};
 /// `topoalign lint <fixture>` on a file of the lint crate's fixtures.
 fn lint_fixture(name: &str) -> Command {
     let mut cmd = subcommand("lint");
-    cmd.arg(test_data("lint", &format!("fixtures/{name}")));
+    cmd.arg(test_data("lint", &format!("fixtures/{name}")))
+        .args(["--profile", "mi300x-8"]);
     cmd
+}
+
+/// One rule for every command: with no topology source, lint, plan and discover all
+/// describe this host, and say which machine that is.
+#[test]
+fn with_no_source_every_command_describes_this_host() {
+    let host = common::json(&common::stdout_of(&["discover", "-o", "json"]));
+    let name = host["name"].as_str().unwrap().to_string();
+    let pod = test_data("lint", "fixtures/broken.yaml");
+    let lint = common::run(subcommand("lint").arg(&pod).args(["-o", "json"]));
+    assert_eq!(
+        common::json(&lint.stdout)["topology"],
+        name.as_str(),
+        "{}",
+        lint.stdout
+    );
+    let plan = common::run(subcommand("plan").args(["--gpus", "1", "-o", "json"]));
+    let text = format!("{}{}", plan.stdout, plan.stderr);
+    assert!(
+        text.contains(&name),
+        "plan must name the machine `{name}`: {text}"
+    );
+    for cmd in ["plan", "lint", "tm", "matrix", "claims"] {
+        let help = common::stdout_of(&[cmd, "--help"]);
+        assert!(
+            help.contains("the default of every command"),
+            "{cmd} --help must name the default source"
+        );
+    }
 }
 
 #[test]

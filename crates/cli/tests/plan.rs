@@ -42,8 +42,16 @@ fn mi300x_four_gpus_get_four_pix_pairs_on_one_node() {
 }
 
 #[test]
-fn mi300x_default_profile_eight_gpus_get_eight_pix_pairs_across_both_nodes() {
-    let v = plan_json(&["--gpus", "8", "--nics-per-gpu", "1"]);
+fn mi300x_eight_gpus_get_eight_pix_pairs_across_both_nodes() {
+    let v = plan_json(&[
+        "--profile",
+        "mi300x-8",
+        "--gpus",
+        "8",
+        "--nics-per-gpu",
+        "1",
+    ]);
+    assert_eq!(v["machine"], "mi300x-8");
     assert_eq!(classes(&v), vec!["PIX"; 8]);
     assert_eq!(v["numaNodes"], serde_json::json!([0, 1]));
 }
@@ -68,6 +76,8 @@ fn used_devices_and_cpus_are_avoided() {
         "gpus: [\"0000:11:00.0\"]\nnics: [\"0000:0c:00.0\"]\ncpus: \"0-7\"\n",
     );
     let v = plan_json(&[
+        "--profile",
+        "mi300x-8",
         "--gpus",
         "1",
         "--nics-per-gpu",
@@ -158,7 +168,12 @@ fn unsatisfiable_json_prints_a_json_error() {
 /// The table names devices, not only addresses.
 #[test]
 fn table_names_gpus_and_nics() {
-    let out = run_expecting(subcommand("plan").args(["--gpus", "1", "--nics", "1"]), 0).stdout;
+    let out = run_expecting(
+        subcommand("plan").args(["--profile", "mi300x-8", "--gpus", "1", "--nics", "1"]),
+        0,
+    )
+    .stdout;
+    assert!(out.starts_with("Machine:    mi300x-8\n"), "{out}");
     assert!(
         out.contains("GPU0 (0000:") && out.contains("mlx5_0"),
         "{out}"

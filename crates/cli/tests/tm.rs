@@ -68,7 +68,11 @@ fn single_numa_node_rejects_eight_plus_eight_with_exit_1() {
 
 #[test]
 fn matrix_prints_the_seed_rows() {
-    let text = run_expecting(tm().args(["--matrix", "--draws", "50"]), 0).stdout;
+    let text = run_expecting(
+        tm().args(["--matrix", "--profile", "mi300x-8", "--draws", "50"]),
+        0,
+    )
+    .stdout;
     assert!(text.contains("Forces single-NUMA"), "{text}");
     assert!(text.contains("Allows cross-NUMA"), "{text}");
     assert!(

@@ -5,10 +5,11 @@ use std::path::PathBuf;
 
 use crate::Source;
 
-/// Where to read the node topology from (at most one; default as each command says).
+/// Where to read the node topology from: at most one of these; with none, every command
+/// describes this host (`--sysfs-root /`).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct TopologyArgs {
-    /// Walk sysfs under DIR (use `/` for this host).
+    /// Walk sysfs under DIR (`/`, this host, is the default of every command).
     #[arg(long, value_name = "DIR", group = "topology_source")]
     pub sysfs_root: Option<PathBuf>,
     /// A built-in machine profile (see `topoalign profile list`).

@@ -1,9 +1,13 @@
 //! CDI specs (Container Device Interface) for a prepared claim: content only; the
-//! kubelet plugin writes the file.
+//! kubelet plugin writes the file. The vendors' own specs are in [`crate::cdi_vendor`].
 
 use serde::{Deserialize, Serialize};
 
-use crate::prepare::PreparedDevice;
+use std::collections::BTreeMap;
+
+use topoalign_topology::Bdf;
+
+use crate::prepare::{PreparedDevice, PreparedGpu};
 
 /// The CDI spec version written (supported by containerd ≥ 1.7 and CRI-O ≥ 1.28).
 pub const CDI_VERSION: &str = "0.6.0";
@@ -106,18 +110,66 @@ pub fn cdi_file_name(claim_uid: &str) -> String {
 pub const ENV_NCCL_IB_HCA: &str = "NCCL_IB_HCA";
 /// See [`ENV_NCCL_IB_HCA`].
 pub const ENV_GPU_NIC_MAP: &str = "TOPOALIGN_GPU_NIC_MAP";
+/// What the NVIDIA runtime hook (legacy mode) reads to choose GPUs; see [`compose_cdi`].
+pub const ENV_NVIDIA_VISIBLE_DEVICES: &str = "NVIDIA_VISIBLE_DEVICES";
 
-/// The CDI spec of one claim: one CDI device per allocated device with exactly its
-/// device nodes; the shared control nodes and the pairing environment at spec level.
-pub fn cdi_spec(claim_uid: &str, devices: &[PreparedDevice]) -> CdiSpec {
+/// What composing a claim's CDI needs besides its devices.
+#[derive(Debug, Clone, Copy)]
+pub struct CdiPlan<'a> {
+    /// The vendor CDI ids of the claim's GPUs that the vendor's spec covers, by address
+    /// ([`crate::cdi_vendor::vendor_gpu_ids`]): those GPUs' nodes and driver files come
+    /// from the vendor's device, not from this driver's.
+    pub vendor_ids: &'a BTreeMap<Bdf, String>,
+    /// The node has NVIDIA GPUs: every claim sets `NVIDIA_VISIBLE_DEVICES`, so that a
+    /// legacy NVIDIA runtime hook (which reads it from CUDA images, often `all`) adds no
+    /// GPU the claim does not hold.
+    pub nvidia_node: bool,
+}
+
+/// A claim's CDI: this driver's spec (none when no device needs an edit of its own) and
+/// the CDI ids of every prepared device, in order: the vendor's device of its GPU, if
+/// any, then this driver's device, if it has one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComposedCdi {
+    /// The spec to write.
+    pub spec: Option<CdiSpec>,
+    /// The CDI ids per prepared device (same order as the devices).
+    pub ids: Vec<Vec<String>>,
+}
+
+/// The value of `NVIDIA_VISIBLE_DEVICES` for a claim: `void` where the vendor's CDI
+/// devices (or no NVIDIA GPU) are given; without a vendor spec, the UUIDs of the claim's
+/// GPUs so that a legacy runtime hook mounts the driver for exactly them (`void` if a
+/// UUID is unknown).
+fn nvidia_visible(devices: &[PreparedDevice], plan: &CdiPlan<'_>) -> String {
+    let uncovered: Vec<&PreparedGpu> = devices
+        .iter()
+        .filter_map(|d| d.gpu.as_ref())
+        .filter(|g| g.vendor == "nvidia" && !plan.vendor_ids.contains_key(&g.bdf))
+        .collect();
+    let uuids: Option<Vec<&str>> = uncovered.iter().map(|g| g.uuid.as_deref()).collect();
+    match uuids {
+        Some(u) if !u.is_empty() => u.join(","),
+        _ => "void".into(),
+    }
+}
+
+/// Composes a claim's CDI: one device of this driver per allocated device with exactly
+/// its own device nodes (a GPU's only where no vendor device covers it); the shared
+/// control nodes, the pairing environment and `NVIDIA_VISIBLE_DEVICES` at spec level. A
+/// device without nodes of its own carries the claim's environment instead (the CDI
+/// library refuses a device without edits); one without any edit is left out.
+pub fn compose_cdi(claim_uid: &str, devices: &[PreparedDevice], plan: &CdiPlan<'_>) -> ComposedCdi {
     let mut shared = ContainerEdits::default();
     let mut hcas: Vec<String> = Vec::new();
     let mut map: Vec<String> = Vec::new();
-    let mut out = Vec::new();
+    let mut own: Vec<ContainerEdits> = Vec::with_capacity(devices.len());
     for d in devices {
         let mut edits = ContainerEdits::default();
         let mut nodes: Vec<&str> = Vec::new();
-        if let Some(g) = &d.gpu {
+        if let Some(g) = &d.gpu
+            && !plan.vendor_ids.contains_key(&g.bdf)
+        {
             nodes.extend(g.device_nodes.iter().map(String::as_str));
         }
         if let Some(f) = &d.nic_function {
@@ -142,10 +194,7 @@ pub fn cdi_spec(claim_uid: &str, devices: &[PreparedDevice]) -> CdiSpec {
                 edits.add_node(n);
             }
         }
-        out.push(CdiDevice {
-            name: cdi_device_name(claim_uid, &d.device),
-            container_edits: edits,
-        });
+        own.push(edits);
     }
     if !hcas.is_empty() {
         shared.env.push(format!(
@@ -158,10 +207,42 @@ pub fn cdi_spec(claim_uid: &str, devices: &[PreparedDevice]) -> CdiSpec {
             .env
             .push(format!("{ENV_GPU_NIC_MAP}={}", map.join(",")));
     }
-    CdiSpec {
+    let nvidia_claim = devices
+        .iter()
+        .any(|d| d.gpu.as_ref().is_some_and(|g| g.vendor == "nvidia"));
+    if plan.nvidia_node || nvidia_claim {
+        shared.env.push(format!(
+            "{ENV_NVIDIA_VISIBLE_DEVICES}={}",
+            nvidia_visible(devices, plan)
+        ));
+    }
+    let mut out = Vec::new();
+    let mut ids = Vec::with_capacity(devices.len());
+    for (d, mut edits) in devices.iter().zip(own) {
+        let mut these: Vec<String> = d
+            .gpu
+            .as_ref()
+            .and_then(|g| plan.vendor_ids.get(&g.bdf))
+            .cloned()
+            .into_iter()
+            .collect();
+        if edits.device_nodes.is_empty() {
+            edits.env = shared.env.clone();
+        }
+        if !edits.is_empty() {
+            these.push(cdi_device_id(claim_uid, &d.device));
+            out.push(CdiDevice {
+                name: cdi_device_name(claim_uid, &d.device),
+                container_edits: edits,
+            });
+        }
+        ids.push(these);
+    }
+    let spec = (!out.is_empty()).then(|| CdiSpec {
         cdi_version: CDI_VERSION.to_string(),
         kind: CDI_KIND.to_string(),
         devices: out,
         container_edits: shared,
-    }
+    });
+    ComposedCdi { spec, ids }
 }

@@ -12,7 +12,8 @@
 //! - [`device_classes`]: `gpu.topoalign.dev`, `nic.topoalign.dev`,
 //!   `gpu-nic-pair.topoalign.dev`.
 //! - [`claim_template`] / [`resource_claim`]: "N GPUs, each with its own NIC".
-//! - [`prepare_allocation`] and [`cdi_spec`]: what the kubelet plugin checks and writes.
+//! - [`prepare_allocation`] and [`compose_cdi`]: what the kubelet plugin checks and writes;
+//!   [`vendor_gpu_ids`]: each allocated GPU's device in the vendor's CDI spec.
 //!
 //! # Driver name
 //! [`DRIVER_NAME`] is `topoalign.dev`, the project's domain: the driver's attributes live
@@ -37,6 +38,7 @@
 pub mod allocator;
 pub mod attr;
 pub mod cdi;
+pub mod cdi_vendor;
 pub mod cel;
 #[cfg(feature = "clap")]
 pub mod claim_args;
@@ -55,7 +57,11 @@ pub mod slice_file;
 pub mod slices;
 
 pub use allocator::{DeviceId, NodeDevices, Outcome, first_fit};
-pub use cdi::{CdiDevice, CdiSpec, ContainerEdits, DeviceNode, cdi_device_id, cdi_spec};
+pub use cdi::{
+    CdiDevice, CdiPlan, CdiSpec, ComposedCdi, ContainerEdits, DeviceNode, cdi_device_id,
+    compose_cdi,
+};
+pub use cdi_vendor::{VendorCdiError, VendorSpec, parse_vendor_spec, vendor_gpu_ids};
 pub use claims::{ClaimShape, ClaimSpec, claim_spec, claim_template, resource_claim};
 pub use classes::{CLASS_GPU, CLASS_NIC, CLASS_PAIR, device_classes};
 pub use error::{AllocationError, DraError};

@@ -48,12 +48,16 @@ pub struct Holdings {
     pub gpus: BTreeMap<Bdf, String>,
     /// NIC function address → holder (claim UID).
     pub nic_functions: BTreeMap<Bdf, String>,
+    /// Published device name → holder (claim UID): a device is allocated at most once.
+    #[serde(default)]
+    pub devices: BTreeMap<String, String>,
 }
 
 impl Holdings {
     /// Records what a prepared claim holds.
     pub fn add(&mut self, claim_uid: &str, devices: &[PreparedDevice]) {
         for d in devices {
+            self.devices.insert(d.device.clone(), claim_uid.to_string());
             if let Some(g) = &d.gpu {
                 self.gpus.insert(g.bdf, claim_uid.to_string());
             }
@@ -67,6 +71,7 @@ impl Holdings {
     pub fn remove(&mut self, claim_uid: &str) {
         self.gpus.retain(|_, h| h != claim_uid);
         self.nic_functions.retain(|_, h| h != claim_uid);
+        self.devices.retain(|_, h| h != claim_uid);
     }
 }
 
@@ -175,16 +180,36 @@ pub fn prepare_allocation(
             }
             None => None,
         };
+        // The device itself (a NIC whose other functions are free): once per claim.
+        if let Some(claim) = held.devices.get(&r.device) {
+            return Err(AllocationError::DeviceTaken {
+                device: r.device.clone(),
+                holder: claim.clone(),
+            });
+        }
         let nic_function = match dev.nic() {
             Some(n) => {
                 let free = n.functions.iter().find(|f| {
                     !fns_here.contains_key(&f.bdf) && !held.nic_functions.contains_key(&f.bdf)
                 });
                 let Some(f) = free else {
+                    let mut holders: Vec<String> = n
+                        .functions
+                        .iter()
+                        .map(
+                            |f| match (fns_here.get(&f.bdf), held.nic_functions.get(&f.bdf)) {
+                                (Some(dev), _) => format!("device {dev:?} of this claim"),
+                                (None, Some(claim)) => format!("claim {claim}"),
+                                (None, None) => "?".into(),
+                            },
+                        )
+                        .collect();
+                    holders.dedup();
                     return Err(AllocationError::NicExhausted {
                         device: r.device.clone(),
                         nic: n.bdf.to_string(),
                         functions: n.functions.len(),
+                        holders: holders.join(", "),
                     });
                 };
                 fns_here.insert(f.bdf, r.device.clone());

@@ -42,9 +42,24 @@ fn daemonset_mounts_sockets_cdi_and_read_only_sys() {
     assert_eq!(host("sys"), "/sys");
     let c = &pod["containers"][0];
     let mounts = c["volumeMounts"].as_array().unwrap();
-    let sys = mounts.iter().find(|m| m["name"] == "sys").unwrap();
-    assert_eq!(sys["readOnly"], true);
-    for m in mounts.iter().filter(|m| m["name"] != "sys") {
+    // The host's /sys and /proc/driver (NVIDIA device numbers) are read under /host, the
+    // driver's --sysfs-root; everything else at the path the kubelet uses.
+    for (name, inside, outside) in [
+        ("sys", "/host/sys", "/sys"),
+        ("proc-driver", "/host/proc/driver", "/proc/driver"),
+    ] {
+        let m = mounts.iter().find(|m| m["name"] == name).unwrap();
+        assert_eq!(
+            (m["readOnly"].as_bool(), m["mountPath"].as_str()),
+            (Some(true), Some(inside))
+        );
+        assert_eq!(host(name), outside);
+    }
+    assert_eq!(host("cdi-etc"), "/etc/cdi", "the vendors' CDI specs");
+    for m in mounts
+        .iter()
+        .filter(|m| m["name"] != "sys" && m["name"] != "proc-driver")
+    {
         assert_eq!(
             m["mountPath"],
             host(m["name"].as_str().unwrap()),

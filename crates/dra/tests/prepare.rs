@@ -1,10 +1,12 @@
 //! Prepare-time checks and CDI content per allocation.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::BTreeMap;
 use topoalign_dra::cdi::{ENV_GPU_NIC_MAP, ENV_NCCL_IB_HCA};
+
 use topoalign_dra::{
-    AllocatedDevice, AllocationError, DRIVER_NAME, Holdings, Inventory, cdi_device_id, cdi_spec,
-    prepare_allocation,
+    AllocatedDevice, AllocationError, CdiPlan, CdiSpec, DRIVER_NAME, Holdings, Inventory,
+    PreparedDevice, cdi_device_id, compose_cdi, prepare_allocation,
 };
 use topoalign_profiles as profiles;
 
@@ -15,6 +17,16 @@ fn alloc(request: &str, device: &str) -> AllocatedDevice {
         pool: "node-1".into(),
         device: device.into(),
     }
+}
+
+/// The claim's own spec with no vendor spec on the node.
+fn cdi_spec(uid: &str, prepared: &[PreparedDevice]) -> CdiSpec {
+    let none = BTreeMap::new();
+    let plan = CdiPlan {
+        vendor_ids: &none,
+        nvidia_node: false,
+    };
+    compose_cdi(uid, prepared, &plan).spec.unwrap()
 }
 
 fn mi300x() -> Inventory {
@@ -210,6 +222,7 @@ fn foreign_unknown_and_double_used_devices_are_refused_by_name() {
         matches!(e, AllocationError::NicExhausted { functions: 5, .. }),
         "{e}"
     );
+    assert!(e.to_string().contains("claim claim-B"), "{e}");
 
     let e = prepare_allocation(&inv, "node-1", &[alloc("n", "")], &none).unwrap_err();
     assert!(

@@ -164,6 +164,21 @@ pub struct BigPod {
     pub refused: bool,
 }
 
+/// What to deploy to get the "topoalign" row in a cluster (the README's "Install on a
+/// cluster" has the whole commands).
+pub fn next_steps() -> String {
+    [
+        "",
+        "== To get the \"topoalign\" row in a cluster (README: Install on a cluster) ==",
+        "DRA (1.34+): helm install topoalign deploy/helm/topoalign -n topoalign-system, and the extender",
+        "  chart to steer pods; then claims: topoalign claims --pairs 4 | kubectl apply -f -",
+        "Device plugins: topoalign kubelet-config set FILE --topology-manager-policy restricted on each GPU",
+        "  node; helm install topoalign-extender deploy/extender/helm/topoalign-extender (extender + agent)",
+        "",
+    ]
+    .join("\n")
+}
+
 /// Everything the demo shows, in order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -341,6 +356,7 @@ impl DemoReport {
             "\nGDR pairs (the {big}+{big} pod and the {count} small pods): {}",
             summary.join(" | ")
         );
+        s += &next_steps();
         s
     }
 }

@@ -10,6 +10,9 @@ pub const DEFAULT_PLUGIN_REGISTRY_DIR: &str = "/var/lib/kubelet/plugins_registry
 pub const DEFAULT_PLUGIN_DIR: &str = "/var/lib/kubelet/plugins";
 /// The CDI directory for generated (transient) specs.
 pub const DEFAULT_CDI_DIR: &str = "/var/run/cdi";
+/// Where container runtimes (containerd, CRI-O, the CDI library) read CDI specs, lowest
+/// priority first: the GPU vendors' specs are looked up there.
+pub const DEFAULT_CDI_SPEC_DIRS: [&str; 2] = ["/etc/cdi", "/var/run/cdi"];
 
 /// The plugin's directory flags (the `clap` feature), flattened into `topoalign driver`.
 #[cfg(feature = "clap")]
@@ -27,6 +30,10 @@ pub struct PluginArgs {
     /// Where the plugin keeps its checkpoint (default: the driver's plugin directory).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// The runtime's CDI spec directories, lowest priority first, where the GPU
+    /// vendors' specs (`nvidia.com/gpu`, `amd.com/gpu`) are looked up.
+    #[arg(long = "cdi-spec-dir", value_name = "DIR", default_values = DEFAULT_CDI_SPEC_DIRS)]
+    pub cdi_spec_dirs: Vec<PathBuf>,
 }
 
 #[cfg(feature = "clap")]
@@ -40,6 +47,7 @@ impl PluginArgs {
             cdi_dir: self.cdi_dir.clone(),
             state_dir: (self.state_dir.clone())
                 .unwrap_or_else(|| self.plugin_dir.join(DRIVER_NAME)),
+            cdi_spec_dirs: self.cdi_spec_dirs.clone(),
         }
     }
 }
@@ -57,6 +65,8 @@ pub struct PluginConfig {
     pub cdi_dir: PathBuf,
     /// Where the checkpoint lives; default `<plugin_dir>/<driver>/`.
     pub state_dir: PathBuf,
+    /// The runtime's CDI spec directories, lowest priority first (vendor specs).
+    pub cdi_spec_dirs: Vec<PathBuf>,
 }
 
 impl PluginConfig {
@@ -69,11 +79,13 @@ impl PluginConfig {
             state_dir: plugin_dir.join(DRIVER_NAME),
             plugin_dir,
             cdi_dir: PathBuf::from(DEFAULT_CDI_DIR),
+            cdi_spec_dirs: DEFAULT_CDI_SPEC_DIRS.iter().map(PathBuf::from).collect(),
         }
     }
 
-    /// Every path under `root` (`root/plugins_registry`, `root/plugins`, `root/cdi`):
-    /// for tests and for running beside a kubelet with a non-default root.
+    /// Every path under `root` (`root/plugins_registry`, `root/plugins`, `root/cdi`, the
+    /// vendor spec directories `root/etc-cdi` and `root/cdi`): for tests and for running
+    /// beside a kubelet with a non-default root.
     pub fn under(node_name: impl Into<String>, root: &std::path::Path) -> Self {
         let plugin_dir = root.join("plugins");
         Self {
@@ -82,6 +94,7 @@ impl PluginConfig {
             state_dir: plugin_dir.join(DRIVER_NAME),
             plugin_dir,
             cdi_dir: root.join("cdi"),
+            cdi_spec_dirs: vec![root.join("etc-cdi"), root.join("cdi")],
         }
     }
 

@@ -22,13 +22,16 @@ use std::sync::Arc;
 use topoalign_atomic::{WriteOptions, WriteStep};
 use topoalign_dra::cdi::cdi_file_name;
 use topoalign_dra::{
-    Holdings, Inventory, PreparedDevice, cdi_device_id, cdi_spec, prepare_allocation,
+    CdiPlan, Holdings, Inventory, PreparedDevice, PreparedGpu, compose_cdi, prepare_allocation,
+    vendor_gpu_ids,
 };
+use topoalign_topology::GpuVendor;
 
 use crate::checkpoint::{Checkpoint, PreparedClaim, PreparedRecord, json_bytes};
 use crate::claims::ClaimAllocation;
 use crate::config::PluginConfig;
 use crate::error::{ClaimError, PluginError};
+use crate::vendor::{VendorCdiStatus, VendorScan};
 
 /// A point where a test may inject a failure or a crash (by panicking in the hook).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -113,6 +116,7 @@ pub struct Engine {
     checkpoint: Checkpoint,
     holdings: Holdings,
     fault: Option<FaultHook>,
+    vendor: VendorCdiStatus,
 }
 
 impl std::fmt::Debug for Engine {
@@ -147,6 +151,7 @@ fn holdings_of(cp: &Checkpoint) -> Holdings {
             if let Some(f) = d.nic_function {
                 h.nic_functions.insert(f, uid.clone());
             }
+            h.devices.insert(d.device.clone(), uid.clone());
         }
     }
     h
@@ -173,12 +178,15 @@ impl Engine {
         }
         let checkpoint = Checkpoint::load(&config.checkpoint_path())?;
         let holdings = holdings_of(&checkpoint);
+        let vendor = VendorCdiStatus::of(&inventory, &VendorScan::read(&config.cdi_spec_dirs));
+        vendor.log_change(None, &config.cdi_spec_dirs);
         let mut engine = Self {
             config,
             inventory,
             checkpoint,
             holdings,
             fault,
+            vendor,
         };
         let report = engine.reconcile()?;
         Ok((engine, report))
@@ -187,6 +195,12 @@ impl Engine {
     /// The checkpoint as it is now.
     pub fn checkpoint(&self) -> &Checkpoint {
         &self.checkpoint
+    }
+
+    /// Whether the node's GPUs had their vendor's CDI spec at the last look (startup or
+    /// the last prepare).
+    pub fn vendor_cdi(&self) -> VendorCdiStatus {
+        self.vendor
     }
 
     /// The node's inventory.
@@ -237,16 +251,17 @@ impl Engine {
                 uid: uid.to_string(),
                 source: Box::new(source),
             })?;
-        let spec = (!devices.is_empty()).then(|| cdi_spec(uid, &devices));
+        let (spec, ids) = self.compose(claim, &devices)?;
         let records = devices
             .iter()
-            .map(|d: &PreparedDevice| PreparedRecord {
+            .zip(ids)
+            .map(|(d, cdi_device_ids): (&PreparedDevice, _)| PreparedRecord {
                 request: base_request(&d.request).to_string(),
                 pool: pool.clone(),
                 device: d.device.clone(),
                 gpu: d.gpu.as_ref().map(|g| g.bdf),
                 nic_function: d.nic_function.as_ref().map(|f| f.bdf),
-                cdi_device_ids: vec![cdi_device_id(uid, &d.device)],
+                cdi_device_ids,
             })
             .collect::<Vec<_>>();
         let entry = PreparedClaim {
@@ -269,6 +284,45 @@ impl Engine {
             return Err(e);
         }
         Ok(records)
+    }
+
+    /// This driver's CDI spec of a claim and every device's CDI ids, composed with the
+    /// vendors' specs as they are now (read from the runtime's CDI directories).
+    #[allow(clippy::type_complexity)]
+    fn compose(
+        &mut self,
+        claim: &ClaimAllocation,
+        devices: &[PreparedDevice],
+    ) -> Result<(Option<topoalign_dra::CdiSpec>, Vec<Vec<String>>), ClaimError> {
+        if devices.is_empty() {
+            return Ok((None, Vec::new()));
+        }
+        let scan = VendorScan::read(&self.config.cdi_spec_dirs);
+        let status = VendorCdiStatus::of(&self.inventory, &scan);
+        status.log_change(Some(&self.vendor), &self.config.cdi_spec_dirs);
+        self.vendor = status;
+        let vendor_err = |source: topoalign_dra::VendorCdiError| ClaimError::VendorCdi {
+            namespace: claim.namespace.clone(),
+            name: claim.name.clone(),
+            uid: claim.uid.clone(),
+            source: Box::new(source),
+        };
+        let gpus: Vec<&PreparedGpu> = devices.iter().filter_map(|d| d.gpu.as_ref()).collect();
+        if let Some(e) = scan.malformed_for(&gpus) {
+            return Err(vendor_err(e.clone()));
+        }
+        let vendor_ids =
+            vendor_gpu_ids(&scan.specs, &self.inventory.gpus, &gpus).map_err(vendor_err)?;
+        let plan = CdiPlan {
+            vendor_ids: &vendor_ids,
+            nvidia_node: self
+                .inventory
+                .gpus
+                .iter()
+                .any(|g| g.vendor == GpuVendor::Nvidia),
+        };
+        let composed = compose_cdi(&claim.uid, devices, &plan);
+        Ok((composed.spec, composed.ids))
     }
 
     fn rollback_prepare(&mut self, uid: &str) {

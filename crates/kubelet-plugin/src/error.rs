@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use tonic::Code;
 use topoalign_atomic::AtomicWriteError;
-use topoalign_dra::AllocationError;
+use topoalign_dra::{AllocationError, VendorCdiError};
 
 use crate::claims::ClaimSourceError;
 
@@ -46,6 +46,20 @@ pub enum ClaimError {
         #[source]
         source: Box<AllocationError>,
     },
+    /// The GPU vendor's CDI spec cannot be composed with (malformed, stale, ambiguous);
+    /// nothing of the claim was written.
+    #[error("ResourceClaim {namespace}/{name} (uid {uid}): {source}")]
+    VendorCdi {
+        /// Namespace.
+        namespace: String,
+        /// Name.
+        name: String,
+        /// UID.
+        uid: String,
+        /// What is wrong with the vendor's spec (boxed: large and rare).
+        #[source]
+        source: Box<VendorCdiError>,
+    },
     /// Writing the CDI spec or the checkpoint failed (read-only directory, full disk, …);
     /// nothing of the claim was left behind.
     #[error("claim uid {uid}: {source}")]
@@ -85,11 +99,12 @@ impl ClaimError {
             ClaimError::BadRequest { .. } => Code::InvalidArgument,
             ClaimError::Source { source, .. } => source.code(),
             ClaimError::Allocation { source, .. } => match **source {
-                AllocationError::GpuTaken { .. } | AllocationError::NicExhausted { .. } => {
-                    Code::ResourceExhausted
-                }
+                AllocationError::GpuTaken { .. }
+                | AllocationError::NicExhausted { .. }
+                | AllocationError::DeviceTaken { .. } => Code::ResourceExhausted,
                 _ => Code::FailedPrecondition,
             },
+            ClaimError::VendorCdi { .. } => Code::FailedPrecondition,
             ClaimError::Write { .. } | ClaimError::Remove { .. } | ClaimError::Internal { .. } => {
                 Code::Internal
             }

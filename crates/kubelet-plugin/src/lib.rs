@@ -11,8 +11,10 @@
 //! [`InMemoryClaims`] in tests), checks every allocated device of this driver with
 //! [`topoalign_dra::prepare_allocation`] (this node's pool, published, free, NIC function
 //! chosen), reserves it in an atomic checkpoint and writes one CDI spec per claim
-//! ([`topoalign_dra::cdi_spec`]) with `topoalign_atomic`; see [`engine`] for the crash
-//! safety argument.
+//! ([`topoalign_dra::compose_cdi`]) with `topoalign_atomic`; see [`engine`] for the crash
+//! safety argument. Each GPU's CDI ids name its device in the vendor's own spec
+//! (`nvidia.com/gpu=…`, `amd.com/gpu=…`) where the runtime's CDI directories have one
+//! ([`vendor`]), so the vendor's driver libraries and hooks reach the container.
 //!
 //! * [`pb`]: the kubelet's gRPC APIs, compiled from `proto/` with protox.
 //! * [`hpack`] and [`shim`]: the HTTP/2 `:authority` shim that lets the kubelet's
@@ -29,6 +31,7 @@ pub mod metrics;
 pub mod plugin;
 pub mod server;
 pub mod shim;
+pub mod vendor;
 
 pub use checkpoint::{Checkpoint, PreparedClaim, PreparedRecord};
 pub use claims::{BoxFuture, ClaimAllocation, ClaimSource, ClaimSourceError, InMemoryClaims};
@@ -40,6 +43,7 @@ pub use error::{ClaimError, PluginError};
 pub use health::{DeviceHealthEntry, Health};
 pub use metrics::Metrics;
 pub use plugin::{ClaimRef, Plugin, RegistrationStatus};
+pub use vendor::{VendorCdiStatus, VendorScan};
 
 /// The kubelet's gRPC APIs, generated from `proto/`.
 pub mod pb {

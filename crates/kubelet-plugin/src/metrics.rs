@@ -3,6 +3,7 @@
 //! `Arc` clones, so the plugin and the exporter share them.
 
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -19,6 +20,9 @@ pub struct Metrics {
     pub prepare_seconds: Histogram,
     /// Seconds per claim unprepare.
     pub unprepare_seconds: Histogram,
+    /// 1 while this node has NVIDIA GPUs but no `nvidia.com/gpu` CDI spec (pods get
+    /// device nodes only, CUDA finds no driver), else 0.
+    pub nvidia_cdi_spec_missing: Gauge,
 }
 
 impl Default for Metrics {
@@ -31,6 +35,7 @@ impl Default for Metrics {
             errors: Counter::default(),
             prepare_seconds: Histogram::new(buckets()),
             unprepare_seconds: Histogram::new(buckets()),
+            nvidia_cdi_spec_missing: Gauge::default(),
         }
     }
 }
@@ -62,6 +67,11 @@ impl Metrics {
             "topoalign_plugin_unprepare_seconds",
             "Latency of one ResourceClaim unprepare",
             self.unprepare_seconds.clone(),
+        );
+        registry.register(
+            "topoalign_plugin_nvidia_cdi_spec_missing",
+            "1 while this node has NVIDIA GPUs but no nvidia.com/gpu CDI spec (generate it with nvidia-ctk cdi generate)",
+            self.nvidia_cdi_spec_missing.clone(),
         );
     }
 }

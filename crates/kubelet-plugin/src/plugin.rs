@@ -17,6 +17,7 @@ use crate::error::{ClaimError, PluginError};
 use crate::health::{DeviceHealthEntry, Health, HealthBoard};
 use crate::metrics::Metrics;
 use crate::pb::dra_v1 as dra;
+use crate::vendor::VendorCdiStatus;
 
 /// What the kubelet said in `NotifyRegistrationStatus`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,12 +86,16 @@ impl Plugin {
         let (engine, report) = Engine::open(config.clone(), inventory.clone(), fault)?;
         log_report(&report);
         let health = HealthBoard::new(&config.node_name, &inventory);
+        let metrics = Metrics::default();
+        metrics
+            .nvidia_cdi_spec_missing
+            .set(i64::from(engine.vendor_cdi().nvidia_missing()));
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
                 engine: Arc::new(Mutex::new(engine)),
                 claims,
-                metrics: Metrics::default(),
+                metrics,
                 health: Mutex::new(health),
                 registration: watch::channel(None).0,
                 stopping: watch::channel(false).0,
@@ -106,6 +111,17 @@ impl Plugin {
     /// The metrics (register them with [`Metrics::register`]).
     pub fn metrics(&self) -> &Metrics {
         &self.inner.metrics
+    }
+
+    /// Whether the node's GPUs had their vendor's CDI spec at the last look (startup or
+    /// the last prepare): [`VendorCdiStatus::nvidia_missing`] is what `/readyz` and the
+    /// `topoalign_plugin_nvidia_cdi_spec_missing` gauge report.
+    pub fn vendor_cdi(&self) -> VendorCdiStatus {
+        self.inner
+            .engine
+            .lock()
+            .map(|e| e.vendor_cdi())
+            .unwrap_or_default()
     }
 
     /// The kubelet's registration verdicts, `None` until the first.
@@ -194,7 +210,17 @@ impl Plugin {
                 uid: claim.uid.clone(),
                 source,
             })?;
-        self.blocking(&claim.uid, move |e| e.prepare(&alloc)).await
+        let (result, missing) = self
+            .blocking(&claim.uid, move |e| {
+                let r = e.prepare(&alloc);
+                Ok((r, e.vendor_cdi().nvidia_missing()))
+            })
+            .await?;
+        self.inner
+            .metrics
+            .nvidia_cdi_spec_missing
+            .set(i64::from(missing));
+        result
     }
 
     /// Unprepares one claim.

@@ -92,15 +92,21 @@ mod tests {
     #[test]
     fn eight_gpus_and_eight_vfs_are_rejected_under_restricted_as_tm_rejects_them() {
         let topo = topoalign_profiles::get("mi300x-8").unwrap();
-        let p = pod(serde_json::json!({"amd.com/gpu": 8, "nvidia.com/sriov-rdma-vf": 8,
-            "cpu": "16", "memory": "64Gi"}));
+        let p = pod(
+            serde_json::json!({"amd.com/gpu": 8, "nvidia.com/sriov-rdma-vf": 8,
+            "cpu": "16", "memory": "64Gi"}),
+        );
         let o = admit(&p, &ctx(&topo, NodePolicy::Restricted)).unwrap();
         assert!(!o.admitted, "{o:?}");
         assert_eq!(o.reason.as_deref(), Some("TopologyAffinityError"));
         let o = admit(&p, &ctx(&topo, NodePolicy::BestEffort)).unwrap();
         assert!(o.admitted);
         let four = pod(serde_json::json!({"amd.com/gpu": 4, "nvidia.com/sriov-rdma-vf": 4}));
-        assert!(admit(&four, &ctx(&topo, NodePolicy::Restricted)).unwrap().admitted);
+        assert!(
+            admit(&four, &ctx(&topo, NodePolicy::Restricted))
+                .unwrap()
+                .admitted
+        );
     }
 
     #[test]

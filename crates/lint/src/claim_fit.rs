@@ -22,7 +22,10 @@ const NODE: &str = "lint-node";
 /// Every device class a claim's requests name (`exactly` and each `firstAvailable`
 /// sub-request), with the count asked of it.
 fn classes(spec: &ResourceClaimSpec) -> Vec<(&str, i64)> {
-    let reqs = spec.devices.iter().flat_map(|d| d.requests.iter().flatten());
+    let reqs = spec
+        .devices
+        .iter()
+        .flat_map(|d| d.requests.iter().flatten());
     let mut out = Vec::new();
     for r in reqs {
         if let Some(e) = &r.exactly {
@@ -124,7 +127,11 @@ mod tests {
             ..ClaimSpec::pairs(2)
         };
         let f = fit(&pix, "gb300-4").unwrap();
-        assert!(f.message.contains("best GPU–NIC pair is NODE"), "{}", f.message);
+        assert!(
+            f.message.contains("best GPU–NIC pair is NODE"),
+            "{}",
+            f.message
+        );
         assert!(fit(&pix, "mi300x-8").is_none(), "mi300x-8 has PIX pairs");
     }
 }

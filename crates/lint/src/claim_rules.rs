@@ -282,10 +282,11 @@ fn index_suffix(name: &str) -> Option<&str> {
 /// them so (`gpu-0` with `nic-0` and `nic-0-1`, as `topoalign claims` writes them), a
 /// request whose number matches no other side with every request of the other side.
 fn partners(reqs: &[RequestInfo], gpus: &[usize], nics: &[usize]) -> Vec<(usize, usize)> {
-    let belongs = |g: usize, n: usize| match (index_suffix(&reqs[g].name), index_suffix(&reqs[n].name)) {
-        (Some(gs), Some(ns)) => ns == gs || ns.starts_with(&format!("{gs}-")),
-        _ => false,
-    };
+    let belongs =
+        |g: usize, n: usize| match (index_suffix(&reqs[g].name), index_suffix(&reqs[n].name)) {
+            (Some(gs), Some(ns)) => ns == gs || ns.starts_with(&format!("{gs}-")),
+            _ => false,
+        };
     let mut out = BTreeSet::new();
     for &g in gpus {
         let mine: Vec<usize> = nics.iter().copied().filter(|&n| belongs(g, n)).collect();

@@ -184,7 +184,9 @@ fn rejected(pod: &PodSpecAt, o: &Outcome, ctx: &LintContext<'_>) -> RawFinding {
     let hint = match o.merges.last() {
         Some(m) if !m.best.preferred => format!(
             "; the merged hint, NUMA nodes {}, is not preferred: one resource fits fewer NUMA nodes alone than the others need together",
-            m.best.affinity.map_or_else(|| "any".to_string(), |a| a.to_string())
+            m.best
+                .affinity
+                .map_or_else(|| "any".to_string(), |a| a.to_string())
         ),
         _ => String::new(),
     };
@@ -213,7 +215,6 @@ fn capacity_rules(
     admission: Option<&Outcome>,
     out: &mut Vec<RawFinding>,
 ) {
-
     let cap = NumaCapacity::of(ctx.topology);
     let severity = if ctx.policy == NodePolicy::SingleNumaNode {
         Severity::Error

@@ -87,15 +87,23 @@ fn mi300x_workloads() {
     assert!(
         restricted[0].message.contains("rejects this pod")
             && restricted[0].message.contains("TopologyAffinityError")
-            && restricted[0].message.contains("NUMA nodes {0,1}, is not preferred"),
+            && restricted[0]
+                .message
+                .contains("NUMA nodes {0,1}, is not preferred"),
         "{}",
         restricted[0].message
     );
-    assert!(restricted.iter().all(|f| !f.message.contains("admitted under")));
+    assert!(
+        restricted
+            .iter()
+            .all(|f| !f.message.contains("admitted under"))
+    );
     // best-effort admits it on both NUMA nodes, as the kubelet does.
     let best = lint("mi300x-workloads.yaml", &mi, NodePolicy::BestEffort);
     assert!(
-        best[0].message.contains("spans NUMA nodes {0,1} (the kubelet admits it under best-effort"),
+        best[0]
+            .message
+            .contains("spans NUMA nodes {0,1} (the kubelet admits it under best-effort"),
         "{}",
         best[0].message
     );
@@ -128,7 +136,10 @@ fn a_list_is_linted_item_by_item() {
             ("Service/vllm", "unknown-kind"),
         ]
     );
-    assert_eq!(f[0].path, "items[1].spec.template.spec.containers[0].resources.limits");
+    assert_eq!(
+        f[0].path,
+        "items[1].spec.template.spec.containers[0].resources.limits"
+    );
 }
 
 #[test]
@@ -388,7 +399,15 @@ fn claims_written_by_topoalign_are_judged_by_the_allocator_model() {
     assert_eq!(lint_claim(&ladder, &mi), []);
     assert_eq!(lint_claim(&ClaimSpec::pairs(8), &mi), []);
     let nine = lint_claim(&ClaimSpec::pairs(9), &mi);
-    assert_eq!(rules(&nine), [(1, "ResourceClaimTemplate/gpu-nic-pairs-9", "dra-unsatisfiable", Severity::Error)]);
+    assert_eq!(
+        rules(&nine),
+        [(
+            1,
+            "ResourceClaimTemplate/gpu-nic-pairs-9",
+            "dra-unsatisfiable",
+            Severity::Error
+        )]
+    );
     let pix = ClaimSpec {
         max_rank: Some(topoalign_topology::PcieClass::Pix.rank()),
         ..ClaimSpec::pairs(2)
@@ -396,6 +415,10 @@ fn claims_written_by_topoalign_are_judged_by_the_allocator_model() {
     let gb = profile("gb300-4");
     let f = lint_claim(&pix, &gb);
     assert_eq!(f.len(), 1, "{f:?}");
-    assert!(f[0].message.contains("best GPU–NIC pair is NODE"), "{}", f[0].message);
+    assert!(
+        f[0].message.contains("best GPU–NIC pair is NODE"),
+        "{}",
+        f[0].message
+    );
     assert_eq!(lint_claim(&pix, &mi), []);
 }

@@ -59,7 +59,8 @@ pub struct TmArgs {
     /// Resource name for --nics.
     #[arg(long, value_name = "NAME", default_value = "nvidia.com/sriov-rdma-vf")]
     pub nic_resource: String,
-    /// Devices and CPUs already in use: {gpus: [BDF...], nics: [BDF...], cpus: "0-7"}.
+    /// A YAML or JSON file naming the devices and CPUs already in use, shaped
+    /// `{gpus: [BDF...], nics: [BDF...], cpus: "0-7"}`.
     #[arg(long, value_name = "FILE")]
     pub used: Option<PathBuf>,
     /// Map a resource name: NAME=gpus|gpus:<vendor>|vfs|vfs:<N>|pfs (repeatable).

@@ -48,10 +48,14 @@ pub enum ConfigError {
         max: usize,
     },
     /// `cpuManagerPolicy` unknown.
-    #[error("cpuManagerPolicy: unknown policy `{0}` (expected none or static)")]
+    #[error(
+        "cpuManagerPolicy: unknown policy `{0}` (expected none or static; the kubelet matches it exactly)"
+    )]
     UnknownCpuPolicy(String),
     /// `memoryManagerPolicy` unknown.
-    #[error("memoryManagerPolicy: unknown policy `{0}` (expected None or Static)")]
+    #[error(
+        "memoryManagerPolicy: unknown policy `{0}` (expected None or Static; the kubelet matches it exactly)"
+    )]
     UnknownMemoryPolicy(String),
     /// Static CPU manager without reserved CPUs.
     #[error(

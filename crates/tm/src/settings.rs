@@ -23,13 +23,43 @@ pub enum CpuPolicy {
 
 impl std::str::FromStr for CpuPolicy {
     type Err = ConfigError;
-    /// The kubelet lower-cases `cpuManagerPolicy` before matching it.
+    /// Exactly as the kubelet's CPU manager matches it (`cpumanager.NewManager`): `Static`
+    /// is refused there with `unknown policy: "Static"`, so it is here.
     fn from_str(p: &str) -> Result<Self, ConfigError> {
-        match p.to_ascii_lowercase().as_str() {
+        match p {
             "none" => Ok(CpuPolicy::None),
             "static" => Ok(CpuPolicy::Static),
             _ => Err(ConfigError::UnknownCpuPolicy(p.to_string())),
         }
+    }
+}
+
+#[cfg(test)]
+mod policy_name_tests {
+    use super::*;
+
+    /// The kubelet matches policy names exactly: lower case for the CPU manager, capitalised
+    /// for the memory manager.
+    #[test]
+    fn policy_names_are_matched_as_the_kubelet_matches_them() {
+        assert_eq!("static".parse::<CpuPolicy>().unwrap(), CpuPolicy::Static);
+        for wrong in ["Static", "STATIC", "None"] {
+            let e = wrong.parse::<CpuPolicy>().unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "cpuManagerPolicy: unknown policy `{wrong}` (expected none or static; the kubelet matches it exactly)"
+                )
+            );
+        }
+        assert_eq!(
+            "Static".parse::<MemoryPolicy>().unwrap(),
+            MemoryPolicy::Static
+        );
+        assert!("static".parse::<MemoryPolicy>().is_err());
+        let cfg = serde_json::json!({"cpuManagerPolicy": "Static", "reservedSystemCPUs": "0"});
+        let e = Settings::from_kubelet_config(&cfg).unwrap_err();
+        assert!(e.to_string().contains("unknown policy `Static`"), "{e}");
     }
 }
 

@@ -29,12 +29,20 @@ pub struct VmiInfo {
     pub devices: BTreeMap<String, String>,
 }
 
-/// Reads a VMI manifest (JSON).
-pub fn parse(json: &str) -> Result<VmiInfo, VmError> {
-    let v: Value = serde_json::from_str(json).map_err(|e| VmError::Input {
-        what: "the VMI manifest",
-        detail: format!("not JSON: {e}"),
-    })?;
+/// Reads a VMI manifest: JSON (as KubeVirt hands it to a hook sidecar) or YAML (as
+/// users keep it, `kubectl get vmi -o yaml`).
+pub fn parse(text: &str) -> Result<VmiInfo, VmError> {
+    let v: Value = if text.trim_start().starts_with('{') {
+        serde_json::from_str(text).map_err(|e| VmError::Input {
+            what: "the VMI manifest",
+            detail: format!("not JSON: {e}"),
+        })?
+    } else {
+        serde_saphyr::from_str(text).map_err(|e| VmError::Input {
+            what: "the VMI manifest",
+            detail: format!("not YAML or JSON: {e}"),
+        })?
+    };
     if let Some(kind) = v.get("kind").and_then(Value::as_str)
         && kind != "VirtualMachineInstance"
     {
@@ -122,6 +130,21 @@ mod tests {
         assert_eq!(v.devices["ua-gpu-gpu0"], "gpu gpu0 (amd.com/mi300x)");
         assert_eq!(v.devices["ua-sriov-rdma0"], "sriov interface rdma0");
         assert_eq!(v.devices.len(), 2);
+    }
+
+    /// The repository's own example VMI, in YAML, reads like its JSON form.
+    #[test]
+    fn the_example_vmi_reads_as_yaml() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../deploy/kubevirt/vmi-example.yaml"
+        );
+        let v = parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+        assert_eq!(v.name, "ml/trainer-0");
+        assert_eq!(v.mirror_switches, Some(true));
+        assert!(!v.devices.is_empty(), "{v:?}");
+        let e = parse("kind: [").unwrap_err().to_string();
+        assert!(e.contains("not YAML or JSON"), "{e}");
     }
 
     #[test]

@@ -17,11 +17,14 @@ use topoalign_dra::slice_file::parse_slice_file;
 use topoalign_dra::{claim_spec, mixed_claim};
 
 use crate::cmd::plan::read_usage;
-use crate::output::{Format, print_structured, with_errors, write_stdout};
+use crate::output::{Format, print_structured, write_stdout};
 use crate::source::{TopologyArgs, load};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  topoalign claims --pairs 4 --max-class PXB\n  topoalign claims --pairs 2 --profile mi300x-8 --explain -o table\n  topoalign claims --pairs 1 --from-slices slices.yaml --node n1 --profile gb300-4\n\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
+)]
 pub struct Args {
     #[command(flatten)]
     claim: ClaimArgs,
@@ -38,9 +41,10 @@ pub struct Args {
     output: Format,
 }
 
-/// Runs the command.
+/// Runs the command. Errors go to stderr only, whatever the format: stdout is a manifest
+/// meant for `| kubectl apply -f -`, and an `error:` document there would be applied.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    with_errors(args.output, || body(&args))
+    body(&args)
 }
 
 fn body(args: &Args) -> anyhow::Result<ExitCode> {

@@ -18,10 +18,10 @@ use crate::source::{TopologyArgs, load};
 #[command(
     after_help = "Exit status: 0 when no errors were found (warnings and notes allowed), \
 1 when at least one error was found (or a warning, with --warnings-as-errors), \
-2 when a file cannot be read or the arguments are wrong."
+2 when a file cannot be read or the arguments are wrong.\n\nExamples:\n  topoalign lint --profile mi300x-8 --policy restricted manifests.yaml\n  topoalign lint --kubelet-config kubelet.yaml pod.yaml\n\nWith no topology source the manifests are checked against this host (--sysfs-root /)."
 )]
 pub struct Args {
-    /// The node topology the pods will run on (default: --profile mi300x-8).
+    /// The node topology the pods will run on.
     #[command(flatten)]
     topology: TopologyArgs,
     #[command(flatten)]
@@ -47,7 +47,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     with_errors(args.output, || {
         let config = args.lint.kubelet_config.as_deref();
         let settings = config.map(ConfigDocument::read_tm_settings).transpose()?;
-        let discovery = load(&args.topology, Source::Profile("mi300x-8".into()))?;
+        let discovery = load(&args.topology, Source::host())?;
         let config = config.map(|p| p.display().to_string());
         let settings = settings.unwrap_or_default();
         let ctx = args

@@ -13,6 +13,9 @@ use crate::source::{TopologyArgs, load};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  topoalign plan --profile mi300x-8 --gpus 4 --nics-per-gpu 1\n  topoalign plan --profile gb300-4 --gpus 2 --nics-per-gpu 1 --require-rdma -o json\n\nWith no topology source the plan is for this host (--sysfs-root /)."
+)]
 pub struct Args {
     #[command(flatten)]
     topology: TopologyArgs,
@@ -31,17 +34,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     with_errors(args.output, || {
         let req = args.request.request()?;
         let usage = read_usage(args.used.as_deref())?;
-        let topo = load(&args.topology, Source::Profile("mi300x-8".into()))?.topology;
+        let topo = load(&args.topology, Source::host())?.topology;
+        // Every output names the machine it describes.
         match Planner::new(&topo).plan(&req, &usage) {
-            Ok(plan) => print(&plan, args.output, || plan.table(&topo)).map(|()| ExitCode::SUCCESS),
+            Ok(plan) => {
+                let mut value = serde_json::to_value(&plan).context("encoding the plan")?;
+                if let Some(o) = value.as_object_mut() {
+                    o.insert("machine".into(), topo.name.clone().into());
+                }
+                print(&value, args.output, || {
+                    format!("Machine:    {}\n{}", topo.name, plan.table(&topo))
+                })
+                .map(|()| ExitCode::SUCCESS)
+            }
             Err(e @ PlanError::Unsatisfiable { .. }) => {
+                let message = format!("on `{}`: {e}", topo.name);
                 if args.output != Format::Table {
                     print_structured(
-                        &serde_json::json!({"error": e.to_string(), "unsatisfiable": true}),
+                        &serde_json::json!({"machine": topo.name, "error": message, "unsatisfiable": true}),
                         args.output,
                     )?;
                 }
-                eprintln!("{e}");
+                eprintln!("{message}");
                 Ok(ExitCode::from(1))
             }
             Err(e) => Err(anyhow::Error::from(e).context(match &args.used {

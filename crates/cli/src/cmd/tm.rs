@@ -17,7 +17,10 @@ use crate::source::{TopologyArgs, load};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-#[command(args_conflicts_with_subcommands = true)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:\n  topoalign tm --profile mi300x-8 --policy restricted --gpus 4 --nics 4\n  topoalign tm --profile mi300x-8 --policy restricted --pod pod.yaml --used used.yaml\n  topoalign tm --matrix --profile mi300x-8\n  topoalign tm merge-cases --input cases.jsonl -o table"
+)]
 pub struct Args {
     #[command(subcommand)]
     action: Option<Action>,
@@ -49,13 +52,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(Action::MergeCases { input, output }) = &args.action {
         return with_errors(*output, || {
             let text = std::fs::read_to_string(input)
-                .map_err(|e| anyhow::anyhow!("reading {}: {e}", input.display()))?;
+                .with_context(|| format!("reading {}", input.display()))?;
             let results = topoalign_tm::merge_cases::run_cases(&text)
                 .with_context(|| input.display().to_string())?;
-            print(&results, *output, || {
-                let rows = results.iter().map(|r| format!("{r:?}\n"));
-                rows.collect()
-            })?;
+            print(&results, *output, || merge_table(&results))?;
             Ok(ExitCode::SUCCESS)
         });
     }
@@ -84,8 +84,32 @@ fn run_one(args: &Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run_matrix_cmd(args: &Args) -> anyhow::Result<ExitCode> {
-    let topo = load(&args.topology, Source::Profile("mi300x-8".into()))?;
+    let topo = load(&args.topology, Source::host())?;
     let run = run_matrix(&topo.topology, &args.tm.matrix_spec(), args.tm.vfs_per_pf)?;
     print(&run, args.output, || run.text())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The merge results as a table: one row per case, the refusal in place of a hint.
+fn merge_table(results: &[topoalign_tm::merge_cases::MergeResult]) -> String {
+    let mut t =
+        topoalign_render::table::Table::new(&["ID", "AFFINITY", "PREFERRED", "ADMIT", "ERROR"]);
+    for r in results {
+        let affinity = match &r.affinity {
+            None => "nil".to_string(),
+            Some(ids) => {
+                let ids: Vec<String> = ids.iter().map(u32::to_string).collect();
+                format!("{{{}}}", ids.join(","))
+            }
+        };
+        let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
+        t.row(vec![
+            r.id.clone(),
+            affinity,
+            yes_no(r.preferred),
+            yes_no(r.admit),
+            r.error.clone().unwrap_or_else(|| "-".to_string()),
+        ]);
+    }
+    t.render(0)
 }

@@ -15,6 +15,9 @@ use crate::source::{TopologyArgs, load};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  topoalign vm --profile mi300x-8 --domain d.xml --mirror-switches --explain\n  topoalign vm --profile mi300x-8 --domain d.xml --vmi deploy/kubevirt/vmi-example.yaml"
+)]
 pub struct Args {
     /// Where to read the host topology (default: sysfs of this host, `/`).
     #[command(flatten)]

@@ -19,6 +19,7 @@ pub mod kfd;
 pub mod nic;
 pub mod numa;
 pub mod nvml;
+pub mod nvproc;
 pub mod pci;
 
 use std::path::Path;
@@ -64,6 +65,7 @@ pub fn discover(root: &Path) -> Result<Discovery, DiscoverError> {
         g.kfd_node = kfd.node_of.get(&dev.bdf).copied();
         gpus.push(g);
     }
+    nvproc::check_minors(root, &mut gpus, &scan.pci, &nvidia, &mut warnings);
 
     let mut nics = Vec::with_capacity(scan.nics.len());
     for &p in &scan.nics {

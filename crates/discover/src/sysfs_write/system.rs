@@ -123,7 +123,9 @@ pub fn write_kfd(tree: &Tree, topo: &Topology) -> Result<(), DiscoverError> {
     Ok(())
 }
 
-/// `/proc/driver/nvidia/gpus/<BDF>/information` for every NVIDIA GPU.
+/// `/proc/driver/nvidia/gpus/<BDF>/information` for every NVIDIA GPU, in the driver's
+/// format (read back by [`crate::sysfs::nvproc`]); `Device Minor:` only when the GPU has
+/// one, so a tree of a GPU without a device number reads back as one.
 pub fn write_nvidia(tree: &Tree, topo: &Topology) -> Result<(), DiscoverError> {
     for g in topo.gpus.iter().filter(|g| g.vendor == GpuVendor::Nvidia) {
         let bdf = topo.pci[g.pci].bdf;
@@ -135,8 +137,10 @@ pub fn write_nvidia(tree: &Tree, topo: &Topology) -> Result<(), DiscoverError> {
         if let Some(u) = &g.uuid {
             let _ = writeln!(text, "GPU UUID: \t {u}");
         }
+        let _ = writeln!(text, "Video BIOS: \t 96.00.99.00.01");
         let _ = writeln!(text, "Bus Type: \t PCIe");
         let _ = writeln!(text, "DMA Size: \t 52 bits");
+        let _ = writeln!(text, "DMA Mask: \t 0xfffffffffffff");
         let _ = writeln!(text, "Bus Location: \t {bdf}");
         if let Some(minor) = g.nvidia_minor {
             let _ = writeln!(text, "Device Minor: \t {minor}");

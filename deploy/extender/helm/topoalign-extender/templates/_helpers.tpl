@@ -1,5 +1,5 @@
 {{- define "topoalign-extender.image" -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag }}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 {{- define "topoalign-extender.labels" -}}
 app.kubernetes.io/name: topoalign
