@@ -124,7 +124,7 @@ pub fn explain_mixed(
         spec.pairs as usize,
         NicCount::PerGpu(spec.nics_per_gpu as usize),
     );
-    req.require_rdma = topo.nics.iter().any(|n| n.rdma.is_some());
+    req.require_rdma = topo.nics.iter().any(|n| n.is_rdma());
     let resolve = |a: &AllocatedDevice| {
         let find = |devs: &[ForeignDevice]| {
             devs.iter()

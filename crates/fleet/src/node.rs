@@ -67,7 +67,7 @@ impl NodeModel {
             vfs
         } else {
             (0..topo.nics.len())
-                .filter(|&n| topo.nics[n].rdma.is_some() && !topo.nics[n].is_vf())
+                .filter(|&n| topo.nics[n].is_rdma() && !topo.nics[n].is_vf())
                 .collect()
         };
         nics.sort_by_key(|&n| topo.nic_bdf(n));

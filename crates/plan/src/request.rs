@@ -72,7 +72,8 @@ pub struct Request {
     pub nic_link_layer: Option<LinkLayer>,
     /// Which SR-IOV functions are acceptable.
     pub nic_role: NicRole,
-    /// Only NICs with an RDMA device.
+    /// Only RDMA NICs ([`Nic::is_rdma`]: a named RDMA device, or one a topology file
+    /// knows by PCI identity only).
     pub require_rdma: bool,
 }
 
@@ -102,7 +103,7 @@ impl Request {
 
     /// Whether a NIC passes the request's NIC filters (link layer, role, RDMA).
     pub fn nic_passes(&self, nic: &Nic) -> bool {
-        if self.require_rdma && nic.rdma.is_none() {
+        if self.require_rdma && !nic.is_rdma() {
             return false;
         }
         if let Some(layer) = self.nic_link_layer

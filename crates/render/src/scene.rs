@@ -96,7 +96,7 @@ pub fn best_nics(topo: &Topology, c: &Classifier<'_>) -> Vec<Option<BestNic>> {
     let rdma: Vec<usize> = pfs
         .iter()
         .copied()
-        .filter(|&n| topo.nics[n].rdma.is_some())
+        .filter(|&n| topo.nics[n].is_rdma())
         .collect();
     let pool = if rdma.is_empty() { pfs } else { rdma };
     let mut uses = vec![0usize; topo.nics.len()];

@@ -2,6 +2,7 @@
 //! `topoalign profile show`): NUMA nodes, host bridges, GPUs, NICs and the GPU fabric,
 //! each as a small table that fits in 100 columns.
 
+use topoalign_topology::pci::vendor;
 use topoalign_topology::{
     Classifier, FabricStatus, Gpu, GpuVendor, LinkLayer, Nic, Sriov, Topology,
 };
@@ -183,11 +184,21 @@ fn nic_table(topo: &Topology, c: &Classifier<'_>) -> Table {
         t.row(vec![
             i.to_string(),
             topo.nic_bdf(i).to_string(),
-            n.rdma.clone().unwrap_or_else(|| "-".to_string()),
-            n.netdev
-                .as_deref()
-                .map_or_else(|| "- (IB only)".to_string(), |s| truncate(s, 16)),
-            link_text(n),
+            match (&n.rdma, n.rdma_unnamed) {
+                (Some(r), _) => r.clone(),
+                (None, true) => "(unnamed)".to_string(),
+                (None, false) => "-".to_string(),
+            },
+            // A NIC known by PCI class only, or a RoCE NIC a file names by RDMA device
+            // alone, has no netdev *known*; that is not IB-only.
+            match (&n.netdev, n.rdma.is_some()) {
+                (Some(s), _) => truncate(s, 16),
+                (None, true) if n.link_layer() != Some(LinkLayer::Ethernet) => {
+                    "- (IB only)".to_string()
+                }
+                (None, _) => "-".to_string(),
+            },
+            link_text(n, topo.pci[n.pci].vendor == vendor::AMAZON),
             role_text(n),
             opt(c.numa_of(n.pci)),
             topo.pcie_root(n.pci).unwrap_or_else(|| "-".to_string()),
@@ -220,10 +231,12 @@ pub fn nic_name(topo: &Topology, n: usize) -> String {
         .map_or_else(|| topo.nic_bdf(n).to_string(), str::to_string)
 }
 
-fn link_text(n: &Nic) -> String {
+/// The NIC's link: IB, RoCE, EFA (an Amazon RDMA NIC: neither), or plain Ethernet.
+fn link_text(n: &Nic, amazon: bool) -> String {
     let layer = match n.link_layer() {
         Some(LinkLayer::InfiniBand) => "IB",
-        Some(LinkLayer::Ethernet) if n.rdma.is_some() => "RoCE",
+        Some(LinkLayer::Ethernet) if n.is_rdma() => "RoCE",
+        None if amazon && n.is_rdma() => "EFA",
         Some(LinkLayer::Ethernet) | None => "Ethernet",
     };
     match n.ports.first().and_then(|p| p.rate_gbps) {

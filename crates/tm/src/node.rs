@@ -82,7 +82,7 @@ impl Pool {
             }
             DeviceKind::Pfs => {
                 for (i, n) in topo.nics.iter().enumerate() {
-                    if !matches!(n.sriov, Sriov::Vf { .. }) && n.rdma.is_some() {
+                    if !matches!(n.sriov, Sriov::Vf { .. }) && n.is_rdma() {
                         devices.push(Device {
                             id: topo.nic_bdf(i),
                             numa: topo.pci[n.pci].numa_node,

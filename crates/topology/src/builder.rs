@@ -185,6 +185,7 @@ impl Nic {
             ports: Vec::new(),
             sriov: Sriov::None,
             speed_mbps: None,
+            rdma_unnamed: false,
         }
     }
 }
@@ -458,6 +459,61 @@ mod tests {
         assert_eq!(back, t);
         assert_eq!(t.pcie_root(t.gpus[3].pci).unwrap(), "pci0000:40");
         assert_eq!(t.fabric_islands().len(), 4);
+    }
+
+    #[test]
+    fn pcie_route_names_the_bridges_of_a_path() {
+        let t = sample();
+        let c = t.classifier();
+        let name = |i: usize| t.pci[i].bdf.to_string();
+        // PXB through a two-level switch: meets at the top switch, one lower switch on
+        // each side.
+        let r = c.pcie_route(t.gpus[2].pci, t.nics[2].pci).unwrap();
+        assert_eq!(r.common.map(name).as_deref(), Some("0000:10:00.0"));
+        assert_eq!(
+            r.a_side.iter().map(|&i| name(i)).collect::<Vec<_>>(),
+            ["0000:12:00.0"]
+        );
+        assert_eq!(
+            r.b_side.iter().map(|&i| name(i)).collect::<Vec<_>>(),
+            ["0000:15:00.0"]
+        );
+        // PIX: one switch, nothing on either side (its downstream ports are the switch).
+        let r = c.pcie_route(t.gpus[0].pci, t.nics[0].pci).unwrap();
+        assert_eq!(r.common.map(name).as_deref(), Some("0000:01:00.0"));
+        assert!(r.a_side.is_empty() && r.b_side.is_empty());
+        // PHB: two root ports of one host bridge meet nowhere below it.
+        let r = c.pcie_route(t.gpus[1].pci, t.nics[0].pci).unwrap();
+        assert_eq!(r.common, None);
+        assert_eq!(
+            r.a_side.iter().map(|&i| name(i)).collect::<Vec<_>>(),
+            ["0000:00:02.0"]
+        );
+        assert_eq!(
+            r.b_side.iter().map(|&i| name(i)).collect::<Vec<_>>(),
+            ["0000:01:00.0", "0000:00:01.0"]
+        );
+        // Different host bridges: no route.
+        assert_eq!(c.pcie_route(t.gpus[3].pci, t.nics[0].pci), None);
+    }
+
+    #[test]
+    fn unnamed_rdma_nic_counts_as_rdma() {
+        let mut t = sample();
+        let all = crate::matrix::MatrixOptions::default();
+        // No NIC of the sample names an RDMA device: no NIC column.
+        assert!(t.nics.iter().all(|n| !n.is_rdma()));
+        assert_eq!(crate::PairMatrix::build(&t, all).devices.len(), 5);
+        t.nics[2].rdma_unnamed = true;
+        assert!(t.nics[2].is_rdma());
+        let m = crate::PairMatrix::build(&t, all);
+        assert_eq!(m.devices.len(), 6);
+        assert_eq!(m.devices[5].bdf, "0000:17:00.0");
+        // The flag survives JSON and is left out when false.
+        let json = serde_json::to_string(&t).unwrap();
+        assert_eq!(json.matches("rdmaUnnamed").count(), 1);
+        let back: Topology = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, t);
     }
 
     #[test]

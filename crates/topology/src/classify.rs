@@ -6,6 +6,19 @@ use crate::class::{GpuNicPath, PairClass, PcieClass};
 use crate::device::FabricKind;
 use crate::pci::{PciKind, PciParent};
 
+/// The PCIe path between two functions under one host bridge, by bridge unit (indices
+/// into [`Topology::pci`]; a switch is named by its upstream port).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PcieRoute {
+    /// Where the two branches meet: a switch's upstream port or a root port; `None` when
+    /// they meet only at the host bridge (PHB).
+    pub common: Option<usize>,
+    /// The units between the first function and `common`, nearest to the function first.
+    pub a_side: Vec<usize>,
+    /// The units between the second function and `common`, nearest to the function first.
+    pub b_side: Vec<usize>,
+}
+
 /// Precomputed view of a [`Topology`] for fast pair classification.
 #[derive(Debug, Clone)]
 pub struct Classifier<'t> {
@@ -175,6 +188,38 @@ impl<'t> Classifier<'t> {
             }
         }
         PcieClass::Pix
+    }
+
+    /// The bridges the PCIe path between two distinct functions under one host bridge runs
+    /// through, as bridge units (a switch counts once, by its upstream port); `None` when
+    /// they hang under different host bridges (or the tree is broken). It says *why*
+    /// [`Classifier::pcie_path`] answers PIX or PXB: PXB has a unit on at least one side.
+    pub fn pcie_route(&self, a: usize, b: usize) -> Option<PcieRoute> {
+        if a == b || self.host[a] != self.host[b] || self.host[a] == usize::MAX {
+            return None;
+        }
+        let (ca, cb) = (&self.chains[a], &self.chains[b]);
+        let lca = ca.iter().position(|x| cb.contains(x));
+        let common = lca.map(|ia| self.unit[ca[ia]]);
+        let side = |chain: &[usize], end: usize| {
+            let mut units: Vec<usize> = Vec::new();
+            for &br in &chain[..end] {
+                let u = self.unit[br];
+                if Some(u) != common && units.last() != Some(&u) {
+                    units.push(u);
+                }
+            }
+            units
+        };
+        let (ia, ib) = match (lca, common) {
+            (Some(ia), Some(_)) => (ia, cb.iter().position(|x| *x == ca[ia]).unwrap_or(cb.len())),
+            _ => (ca.len(), cb.len()),
+        };
+        Some(PcieRoute {
+            common,
+            a_side: side(ca, ia),
+            b_side: side(cb, ib),
+        })
     }
 
     /// Classifies two GPUs (indices into `gpus`): NVLink/xGMI first, else PCIe.

@@ -198,9 +198,22 @@ pub struct Nic {
     /// Interface speed in Mb/s (`/sys/class/net/<if>/speed`), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speed_mbps: Option<u64>,
+    /// True when the NIC is known to do RDMA although its RDMA device is not named: a
+    /// topology file listed it by PCI identity alone (an NCCL static topology file's bare
+    /// `<pci class="0x020700">` or `0x020000` entry, which NCCL's network transport
+    /// matches by address; an AWS EFA). Set only while `rdma` is `None`; ask
+    /// [`Nic::is_rdma`] rather than read this.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rdma_unnamed: bool,
 }
 
 impl Nic {
+    /// True when the NIC does RDMA: it has a named RDMA device, or its PCI identity says
+    /// so ([`Nic::rdma_unnamed`]).
+    pub fn is_rdma(&self) -> bool {
+        self.rdma.is_some() || self.rdma_unnamed
+    }
+
     /// An RDMA device without a netdev (e.g. GB300's ConnectX VFs in InfiniBand mode).
     pub fn ib_only(&self) -> bool {
         self.netdev.is_none() && self.rdma.is_some()

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 pub use builder::TopologyBuilder;
 pub use class::{GpuNicPath, NcclPath, PairClass, PcieClass};
-pub use classify::Classifier;
+pub use classify::{Classifier, PcieRoute};
 pub use device::{
     FabricKind, FabricKnowledge, FabricStatus, Gpu, GpuLink, GpuVendor, LinkLayer, Nic, RdmaPort,
     Sriov,

@@ -85,7 +85,7 @@ impl PairMatrix {
         }
         let mut k = 0;
         for (i, n) in topo.nics.iter().enumerate() {
-            if (n.is_vf() && !opts.include_vfs) || (n.rdma.is_none() && !opts.include_non_rdma) {
+            if (n.is_vf() && !opts.include_vfs) || (!n.is_rdma() && !opts.include_non_rdma) {
                 continue;
             }
             devices.push(MatrixDevice {

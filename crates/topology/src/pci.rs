@@ -145,6 +145,20 @@ pub mod class {
     pub fn is_pci_bridge(class: u32) -> bool {
         class >> 8 == 0x0604
     }
+
+    /// True for InfiniBand controllers (`0x0207xx`): every port is InfiniBand (a VPI card
+    /// in Ethernet mode reports `0x0200xx` instead).
+    pub fn is_infiniband(class: u32) -> bool {
+        class >> 8 == 0x0207
+    }
+}
+
+/// True when a network function's PCI identity alone says it does RDMA: an InfiniBand
+/// controller (class `0x0207xx`) or an AWS Elastic Fabric Adapter (vendor `0x1d0f`, device
+/// `0xefa0`–`0xefaf`; the same vendor's ENA, `0xec20`…, is plain Ethernet).
+pub fn rdma_by_identity(class: u32, vendor: u16, device: u16) -> bool {
+    class::is_network(class)
+        && (class::is_infiniband(class) || (vendor == vendor::AMAZON && device & 0xfff0 == 0xefa0))
 }
 
 /// Well-known PCI vendor ids.
@@ -161,6 +175,8 @@ pub mod vendor {
     pub const BROADCOM: u16 = 0x14e4;
     /// Broadcom / PLX PCIe switches.
     pub const PLX: u16 = 0x10b5;
+    /// Amazon (EFA `0xefaX`, ENA `0xec2X`).
+    pub const AMAZON: u16 = 0x1d0f;
 }
 
 /// One PCI function: a bridge or an endpoint.
@@ -217,5 +233,26 @@ impl PciDevice {
             link,
             bus_range,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rdma_is_told_by_class_and_efa_ids() {
+        assert!(rdma_by_identity(class::INFINIBAND, 0, 0));
+        assert!(rdma_by_identity(0x020701, vendor::MELLANOX, 0x1021));
+        // EFA is RDMA; ENA (same vendor, same class) is not; a Mellanox in Ethernet mode
+        // is not known to do RDMA from its identity alone.
+        assert!(rdma_by_identity(class::ETHERNET, vendor::AMAZON, 0xefa0));
+        assert!(rdma_by_identity(class::ETHERNET, vendor::AMAZON, 0xefa2));
+        assert!(!rdma_by_identity(class::ETHERNET, vendor::AMAZON, 0xec20));
+        assert!(!rdma_by_identity(class::ETHERNET, vendor::MELLANOX, 0x1021));
+        // Not a network function at all.
+        assert!(!rdma_by_identity(class::DISPLAY_3D, vendor::AMAZON, 0xefa0));
+        assert!(class::is_infiniband(0x020700));
+        assert!(!class::is_infiniband(class::ETHERNET));
     }
 }

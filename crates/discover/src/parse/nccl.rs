@@ -23,10 +23,26 @@
 //! - NVLink: a target that is a GPU gives a direct link (the larger of the two directions'
 //!   counts); targets that are NVSwitches (`tclass`/class `0x068000`) mean "through
 //!   NVSwitch": every pair of GPUs that both reach NVSwitches gets the smaller of their
-//!   NVSwitch link totals, as nvidia-smi shows NV18 on a DGX H100;
+//!   NVSwitch link totals, as nvidia-smi shows NV18 on a DGX H100. NCCL writes an NVSwitch
+//!   it cannot see (VM guests, GB200/GB300 NVL72 trays) as the placeholder target
+//!   `fffffff:ff:ff.0` (newer NCCL: `fffffff:ffff:ff`): that too is "an NVSwitch";
+//! - xGMI: RCCL's `<xgmi target=… count=…>` between AMD GPUs (MI300X, and the two GCDs of
+//!   an MI250X, joined by 4 links) gives an xGMI link, counted like a direct NVLink;
+//! - a GPU given as a bare `<pci class="0x03…">` with no `<gpu>` child (static vendor
+//!   files, which NCCL merges with what it detects) says nothing about NVLink/xGMI: the
+//!   fabric is then unknown, not "none";
 //! - a `<net>` names the NIC: RDMA device names (`mlx5_0`, with an underscore, or
 //!   `rdma*`/`efa*`) become the RDMA device, others the netdev; a second `<net>` on the
-//!   same `<pci>` (NCCL merges a card's functions) becomes function 1, and so on.
+//!   same `<pci>` (NCCL merges a card's functions) becomes function 1, and so on;
+//! - a network `<pci>` with no `<nic>`/`<net>` child (Azure, AWS and OCI static files list
+//!   their InfiniBand, RoCE and EFA NICs this way, for NCCL's network transport to match
+//!   by address) is an RDMA NIC whose device is not named ([`Nic::rdma_unnamed`]), except
+//!   Amazon's ENA (vendor `0x1d0f`, not an EFA), which is plain Ethernet;
+//! - the class gives the link layer: `0x0207xx` InfiniBand, `0x0200xx` Ethernet (RoCE
+//!   when the NIC does RDMA); an EFA (vendor `0x1d0f`, device `0xefaX`) has neither;
+//! - placeholder switches (`busid="ffff:ff:01.0"`, vendor/device `0xffff` or `0x0000`)
+//!   stand for a real switch and are read as one; `numaid="-1"` leaves the devices below
+//!   it on an unknown NUMA node; NUMA ids need not be `0..n-1`.
 //!
 //! Synthetic addresses follow [`super::synth`].
 
@@ -35,21 +51,20 @@ use std::path::Path;
 
 use roxmltree::{Document, Node};
 use topoalign_topology::pci::class;
+use topoalign_topology::pci::{rdma_by_identity, vendor};
 use topoalign_topology::{
-    Bdf, CpuSet, FabricKind, Gpu, GpuVendor, Nic, PciDevice, PciKind, PciParent, PcieLink,
+    Bdf, CpuSet, FabricKind, Gpu, GpuVendor, LinkLayer, Nic, PciDevice, PciKind, PciParent,
+    PcieLink, RdmaPort,
 };
+
+mod links;
+
+use links::LinkRef;
 
 use super::synth::{SynthTree, nic_bdf};
 use super::{excerpt, malformed};
 use crate::error::DiscoverError;
 use crate::source::Discovery;
-
-/// One `<nvlink>` of a GPU.
-struct NvlinkRef {
-    target: Bdf,
-    count: u32,
-    tclass: Option<u32>,
-}
 
 /// Parsing state.
 struct Ctx<'p> {
@@ -59,8 +74,11 @@ struct Ctx<'p> {
     seen: HashMap<Bdf, usize>,
     /// PCI class by address.
     classes: HashMap<Bdf, u32>,
-    /// Provisional GPU index by address, and its NVLinks.
-    gpus: Vec<(Bdf, Vec<NvlinkRef>)>,
+    /// Provisional GPU index by address, and its NVLink/xGMI links.
+    gpus: Vec<(Bdf, Vec<LinkRef>)>,
+    /// GPUs without a `<gpu>` child: the file says nothing about their links, so the
+    /// fabric is unknown.
+    bare_gpus: usize,
     warnings: Vec<String>,
     unplaced_nics: usize,
 }
@@ -93,6 +111,7 @@ pub fn parse_nccl_xml(text: &str, path: &Path, name: &str) -> Result<Discovery, 
         seen: HashMap::new(),
         classes: HashMap::new(),
         gpus: Vec::new(),
+        bare_gpus: 0,
         warnings: Vec::new(),
         unplaced_nics: 0,
     };
@@ -153,7 +172,23 @@ pub fn parse_nccl_xml(text: &str, path: &Path, name: &str) -> Result<Discovery, 
     for (id, cpus) in numa {
         ctx.tree.builder.numa_node(id, cpus, None, Vec::new(), None);
     }
-    add_nvlinks(&mut ctx);
+    links::add_fabric_links(
+        &ctx.gpus,
+        &ctx.classes,
+        &mut ctx.tree.builder,
+        &mut ctx.warnings,
+    );
+    if ctx.bare_gpus > 0 {
+        ctx.tree.builder.fabric_unknown();
+        ctx.warnings.push(format!(
+            "{} of {} GPU(s) are bare <pci> entries with no <gpu> child (a static file NCCL \
+             merges with its own detection): the file says nothing about their NVLink/xGMI \
+             links, so the GPU fabric is unknown; a dump NCCL writes on the machine \
+             (NCCL_TOPO_DUMP_FILE) has them",
+            ctx.bare_gpus,
+            ctx.gpus.len()
+        ));
+    }
     let topology = ctx.tree.builder.build()?;
     Ok(Discovery {
         topology,
@@ -220,7 +255,11 @@ fn walk_pci(
                 path,
                 ln,
                 format!(
-                    "<pci busid=\"{bdf}\"> has no class attribute and no <gpu>, <nic> or <pci> child to infer it from"
+                    "<pci busid=\"{bdf}\"> has no class attribute and no <gpu>, <nic> or <pci> child to infer it from: \
+                     this is a partial topology file (like AWS's g5/p5 NCCL_TOPO_FILE) that only places bus ids under \
+                     NUMA nodes for NCCL to merge with its own detection, and it does not say which devices are GPUs \
+                     or NICs. Read the machine itself instead (--sysfs-root / on it), or pass the full topology NCCL \
+                     writes there with NCCL_TOPO_FILE=<this file> NCCL_TOPO_DUMP_FILE=<out.xml> (--from-nccl-xml <out.xml>)"
                 ),
             ));
         }
@@ -266,38 +305,24 @@ fn walk_pci(
                 GpuVendor::from_pci(vendor_id)
             },
         );
-        let mut links = Vec::new();
-        if let Some(g) = node.children().find(|c| c.has_tag_name("gpu")) {
-            gpu.c2c = g.children().any(|c| c.has_tag_name("c2c"));
-            for nl in g.children().filter(|c| c.has_tag_name("nvlink")) {
-                let nln = doc.text_pos_at(nl.range().start).row as usize;
-                let target = nl
-                    .attribute("target")
-                    .ok_or_else(|| malformed(path, nln, "<nvlink> without a target attribute"))?;
-                let target: Bdf = target
-                    .trim()
-                    .parse()
-                    .map_err(|e| malformed(path, nln, format!("nvlink target: {e}")))?;
-                let count = match nl.attribute("count") {
-                    None => 1,
-                    Some(v) => v.trim().parse::<u32>().map_err(|_| {
-                        malformed(
-                            path,
-                            nln,
-                            format!("nvlink count `{}` is not a number", excerpt(v)),
-                        )
-                    })?,
-                };
-                let tclass = attr_hex(nl, "tclass", nln, path)?;
-                links.push(NvlinkRef {
-                    target,
-                    count,
-                    tclass,
-                });
+        let mut fabric = Vec::new();
+        match node.children().find(|c| c.has_tag_name("gpu")) {
+            Some(g) => {
+                gpu.c2c = g.children().any(|c| c.has_tag_name("c2c"));
+                for nl in g.children().filter(Node::is_element) {
+                    let kind = match nl.tag_name().name() {
+                        "nvlink" => FabricKind::Nvlink,
+                        "xgmi" => FabricKind::Xgmi,
+                        _ => continue,
+                    };
+                    let nln = doc.text_pos_at(nl.range().start).row as usize;
+                    fabric.push(links::parse_link_ref(nl, kind, nln, path)?);
+                }
             }
+            None => ctx.bare_gpus += 1,
         }
         ctx.tree.builder.gpu(gpu);
-        ctx.gpus.push((bdf, links));
+        ctx.gpus.push((bdf, fabric));
     } else if class::is_network(cls) {
         let nets: Vec<Node> = node
             .children()
@@ -305,7 +330,15 @@ fn walk_pci(
             .flat_map(|n| n.children().filter(|c| c.has_tag_name("net")))
             .collect();
         if nets.is_empty() {
-            ctx.tree.builder.nic(Nic::on(idx));
+            // Listed for NCCL's network transport, matched by address: an RDMA NIC whose
+            // device the file does not name, unless its identity says plain Ethernet
+            // (Amazon's ENA: vendor 0x1d0f, not an EFA).
+            let mut nic = Nic::on(idx);
+            if rdma_by_identity(cls, vendor_id, device_id) || vendor_id != vendor::AMAZON {
+                nic.rdma_unnamed = true;
+                nic.ports = class_ports(cls, vendor_id, device_id, None, None);
+            }
+            ctx.tree.builder.nic(nic);
         }
         for (k, net) in nets.iter().enumerate() {
             let pci = if k == 0 {
@@ -331,10 +364,48 @@ fn walk_pci(
                 }
                 ctx.tree.builder.pci(make(PciKind::Endpoint, fb))
             };
-            ctx.tree.builder.nic(nic_from_net(pci, *net));
+            let mut nic = nic_from_net(pci, *net);
+            if nic.rdma.is_some() || rdma_by_identity(cls, vendor_id, device_id) {
+                let port = net
+                    .attribute("port")
+                    .and_then(|p| p.trim().parse::<u32>().ok())
+                    .filter(|p| *p > 0);
+                nic.rdma_unnamed = nic.rdma.is_none();
+                nic.ports = class_ports(cls, vendor_id, device_id, port, nic.speed_mbps);
+            }
+            ctx.tree.builder.nic(nic);
         }
     }
     Ok(())
+}
+
+/// The RDMA port a NIC's class implies: InfiniBand for `0x0207xx`, Ethernet (RoCE) for
+/// other network classes, none for an EFA (neither). `port` and `speed_mbps` come from
+/// the `<net>`, when there is one.
+fn class_ports(
+    cls: u32,
+    vendor_id: u16,
+    device_id: u16,
+    port: Option<u32>,
+    speed_mbps: Option<u64>,
+) -> Vec<RdmaPort> {
+    let efa = vendor_id == vendor::AMAZON && rdma_by_identity(cls, vendor_id, device_id);
+    if efa {
+        return Vec::new();
+    }
+    let link_layer = if class::is_infiniband(cls) {
+        LinkLayer::InfiniBand
+    } else {
+        LinkLayer::Ethernet
+    };
+    vec![RdmaPort {
+        number: port.unwrap_or(1),
+        link_layer,
+        umad: None,
+        rate_gbps: speed_mbps
+            .and_then(|s| u32::try_from(s / 1000).ok())
+            .filter(|r| *r > 0),
+    }]
 }
 
 /// A `<nic><net …/></nic>` directly under `<cpu>`: no PCI location, so it gets a synthetic
@@ -403,56 +474,6 @@ fn parse_link(node: Node) -> Option<PcieLink> {
     })
 }
 
-/// Adds NVLink links: direct GPU targets, and "through NVSwitch" pairs.
-fn add_nvlinks(ctx: &mut Ctx) {
-    let index: HashMap<Bdf, usize> = ctx
-        .gpus
-        .iter()
-        .enumerate()
-        .map(|(i, (b, _))| (*b, i))
-        .collect();
-    let g = ctx.gpus.len();
-    let mut direct: BTreeMap<(usize, usize), u32> = BTreeMap::new();
-    let mut via_switch = vec![0u32; g];
-    for (a, (bdf, links)) in ctx.gpus.iter().enumerate() {
-        let mut per_target: BTreeMap<usize, u32> = BTreeMap::new();
-        for l in links {
-            let target_class = l.tclass.or_else(|| ctx.classes.get(&l.target).copied());
-            if let Some(&b) = index.get(&l.target) {
-                if b != a {
-                    *per_target.entry(b).or_default() += l.count;
-                }
-            } else if target_class == Some(class::OTHER_BRIDGE) {
-                via_switch[a] = via_switch[a].saturating_add(l.count);
-            } else {
-                ctx.warnings.push(format!(
-                    "GPU {bdf}: NVLink to {} (class {}) is neither a GPU nor an NVSwitch; ignored",
-                    l.target,
-                    target_class.map_or("unknown".to_string(), |c| format!("{c:#08x}"))
-                ));
-            }
-        }
-        for (b, count) in per_target {
-            let key = (a.min(b), a.max(b));
-            let e = direct.entry(key).or_default();
-            *e = (*e).max(count);
-        }
-    }
-    for a in 0..g {
-        for b in a + 1..g {
-            let switched = if via_switch[a] > 0 && via_switch[b] > 0 {
-                via_switch[a].min(via_switch[b])
-            } else {
-                0
-            };
-            let count = direct.get(&(a, b)).copied().unwrap_or(0).max(switched);
-            if count > 0 {
-                ctx.tree.builder.link(a, b, FabricKind::Nvlink, count);
-            }
-        }
-    }
-}
-
 /// Parses a Linux cpumask (`0000ffff,00000000,…`: comma-separated 32-bit hex words, most
 /// significant first).
 pub fn parse_cpu_mask(mask: &str) -> Result<CpuSet, String> {
@@ -480,6 +501,30 @@ pub fn parse_cpu_mask(mask: &str) -> Result<CpuSet, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse(xml: &str) -> Result<Discovery, DiscoverError> {
+        parse_nccl_xml(xml, Path::new("t.xml"), "t")
+    }
+
+    #[test]
+    fn a_gpu_without_gpu_element_leaves_the_fabric_unknown() {
+        let bare = r#"<system><cpu numaid="0"><pci busid="0001:00:00.0" class="0x030200"/></cpu></system>"#;
+        let d = parse(bare).unwrap();
+        assert_eq!(
+            d.topology.fabric_status(),
+            topoalign_topology::FabricStatus::Unknown
+        );
+        assert!(
+            d.warnings
+                .iter()
+                .any(|w| w.contains("1 of 1 GPU(s) are bare <pci>") && w.contains("unknown")),
+            "{:?}",
+            d.warnings
+        );
+        let with = r#"<system><cpu numaid="0"><pci busid="0001:00:00.0" class="0x030200"><gpu/></pci></cpu></system>"#;
+        let t = parse(with).unwrap().topology;
+        assert_eq!(t.fabric_status(), topoalign_topology::FabricStatus::None);
+    }
 
     #[test]
     fn cpu_masks() {

@@ -152,7 +152,7 @@ fn nic_box(svg: &mut Svg, topo: &Topology, b: &Boxed, n: usize, vfs: &[usize]) {
     let name = nic.label().map_or_else(|| bdf.clone(), str::to_string);
     let link = match nic.link_layer() {
         Some(LinkLayer::InfiniBand) => "IB",
-        Some(LinkLayer::Ethernet) if nic.rdma.is_some() => "RoCE",
+        Some(LinkLayer::Ethernet) if nic.is_rdma() => "RoCE",
         _ => "Ethernet",
     };
     let rate = nic.ports.first().and_then(|p| p.rate_gbps);
@@ -166,7 +166,7 @@ fn nic_box(svg: &mut Svg, topo: &Topology, b: &Boxed, n: usize, vfs: &[usize]) {
         tip.push_str(&format!("\nVF {} ({vname})", topo.nic_bdf(v)));
     }
     svg.title(&tip);
-    let (fill, stroke) = if nic.rdma.is_some() {
+    let (fill, stroke) = if nic.is_rdma() {
         ("#fff1dc", "#a0630a")
     } else {
         ("#f3f3f3", "#8a8a8a")
@@ -192,8 +192,10 @@ fn nic_box(svg: &mut Svg, topo: &Topology, b: &Boxed, n: usize, vfs: &[usize]) {
     );
     let second = match (&nic.netdev, nic.rdma.is_some()) {
         (Some(nd), _) => truncate(nd, 22),
-        (None, true) => "IB only (no netdev)".to_string(),
-        (None, false) => "-".to_string(),
+        (None, true) if nic.link_layer() != Some(LinkLayer::Ethernet) => {
+            "IB only (no netdev)".to_string()
+        }
+        (None, _) => "-".to_string(),
     };
     card_lines(svg, b, &second, &bdf);
     if !vfs.is_empty() {
