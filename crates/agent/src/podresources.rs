@@ -21,6 +21,30 @@ pub const DEFAULT_SOCKET: &str = "/var/lib/kubelet/pod-resources/kubelet.sock";
 /// Why the kubelet could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum PodResourcesError {
+    /// Nothing at the socket path.
+    #[error(
+        "kubelet pod-resources socket {path}: no such file (is the kubelet running, and its pod-resources directory mounted into this pod?)"
+    )]
+    Missing {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Something else than a socket at the path.
+    #[error("kubelet pod-resources socket {path}: {what}, not a socket (check --socket)")]
+    NotASocket {
+        /// The path.
+        path: PathBuf,
+        /// What is there (`a regular file`, `a directory` …).
+        what: &'static str,
+    },
+    /// The path cannot be looked at.
+    #[error("kubelet pod-resources socket {path}: {source}")]
+    Inspect {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The socket could not be reached.
     #[error("connecting to the kubelet pod-resources socket {path}: {source}")]
     Connect {
@@ -90,6 +114,53 @@ fn devices(d: v1::ContainerDevices) -> Devices {
     }
 }
 
+/// Checks that `path` is a socket, saying what it is otherwise (a gRPC dial of a
+/// regular file only says "connection refused").
+pub async fn check_socket(path: &Path) -> Result<(), PodResourcesError> {
+    let meta = match tokio::fs::metadata(path).await {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(PodResourcesError::Missing {
+                path: path.to_path_buf(),
+            });
+        }
+        Err(source) => {
+            return Err(PodResourcesError::Inspect {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let kind = meta.file_type();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_socket() {
+            return Ok(());
+        }
+        let what = if kind.is_file() {
+            "a regular file"
+        } else if kind.is_dir() {
+            "a directory"
+        } else if kind.is_fifo() {
+            "a named pipe"
+        } else if kind.is_block_device() || kind.is_char_device() {
+            "a device"
+        } else {
+            "not a socket"
+        };
+        Err(PodResourcesError::NotASocket {
+            path: path.to_path_buf(),
+            what,
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = kind;
+        Ok(())
+    }
+}
+
 /// A connected client.
 #[derive(Debug, Clone)]
 pub struct PodResourcesClient {
@@ -101,6 +172,7 @@ impl PodResourcesClient {
     /// Connects to the socket at `path` (HTTP/2 over the unix socket, as the kubelet's
     /// own clients do), failing after `timeout`.
     pub async fn connect(path: &Path, timeout: Duration) -> Result<Self, PodResourcesError> {
+        check_socket(path).await?;
         let socket = path.to_path_buf();
         // The URI is required by the API but unused: the connector dials the socket.
         let endpoint = Endpoint::from_static("http://localhost")

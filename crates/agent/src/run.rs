@@ -184,10 +184,27 @@ impl Output {
             let _ = writeln!(t, "label {k}={v}");
         }
         if !r.unknown_ids.is_empty() {
-            let ids = r.unknown_ids.join(", ");
+            let ids = unknown_summary(&r.unknown_ids);
             let _ = writeln!(t, "warning: device IDs not on this topology: {ids}");
         }
         t
+    }
+}
+
+/// Unknown device IDs shown in a log line or report: at most this many, then the count.
+pub const UNKNOWN_SAMPLE: usize = 5;
+
+/// `ids` in one short line: their count and the first [`UNKNOWN_SAMPLE`] of them.
+pub fn unknown_summary(ids: &[String]) -> String {
+    let shown: Vec<&str> = ids
+        .iter()
+        .take(UNKNOWN_SAMPLE)
+        .map(String::as_str)
+        .collect();
+    if ids.len() <= UNKNOWN_SAMPLE {
+        shown.join(", ")
+    } else {
+        format!("{} IDs, e.g. {} …", ids.len(), shown.join(", "))
     }
 }
 
@@ -260,6 +277,7 @@ pub async fn run(
     let mut shutdown = std::pin::pin!(shutdown);
     let mut debounce = Debouncer::new(cfg.label_hold);
     let mut last: Option<(Report, Instant)> = None;
+    let mut last_unknown: Option<(usize, Option<String>, Option<String>)> = None;
     let mut kubelet: Option<PodResourcesClient> = None;
     let mut tick = tokio::time::interval(cfg.interval);
     loop {
@@ -289,9 +307,22 @@ pub async fn run(
         };
         let out = output(&cfg, view, &now_rfc3339());
         metrics.kubelet_read(Some(&out.report));
-        if !out.report.unknown_ids.is_empty() {
-            tracing::warn!(ids = ?out.report.unknown_ids, "device IDs not on this node's topology; not counted");
+        let unknown = &out.report.unknown_ids;
+        let seen = (
+            unknown.len(),
+            unknown.first().cloned(),
+            unknown.last().cloned(),
+        );
+        if !unknown.is_empty() {
+            let summary = unknown_summary(unknown);
+            // Said once per change at warn; every read at debug.
+            if last_unknown.as_ref() != Some(&seen) {
+                tracing::warn!(count = unknown.len(), ids = %summary, "device IDs not on this node's topology; not counted");
+            } else {
+                tracing::debug!(count = unknown.len(), ids = %summary, "device IDs not on this node's topology; not counted");
+            }
         }
+        last_unknown = Some(seen);
         let changed = last
             .as_ref()
             .is_none_or(|(r, at)| *r != out.report || at.elapsed() >= cfg.heartbeat);
@@ -368,5 +399,17 @@ mod tests {
         assert!(lines[4].starts_with("GPU fabric: "), "{table}");
         let last = lines.last().unwrap();
         assert_eq!(*last, "warning: device IDs not on this topology: ghost");
+    }
+
+    #[test]
+    fn many_unknown_ids_are_a_count_and_a_few_samples() {
+        let ids: Vec<String> = (0..100_000).map(|i| format!("ghost-{i:06}")).collect();
+        let s = unknown_summary(&ids);
+        assert_eq!(
+            s,
+            "100000 IDs, e.g. ghost-000000, ghost-000001, ghost-000002, ghost-000003, ghost-000004 …"
+        );
+        assert!(s.len() < 200);
+        assert_eq!(unknown_summary(&ids[..2]), "ghost-000000, ghost-000001");
     }
 }

@@ -186,3 +186,31 @@ async fn a_missing_socket_is_a_clear_error() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_path_that_is_no_socket_says_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("kubelet.sock");
+    std::fs::write(&file, b"not a socket").unwrap();
+    let text = once(&config(file)).await.unwrap_err().to_string();
+    assert!(
+        text.contains("kubelet.sock: a regular file, not a socket"),
+        "{text}"
+    );
+    assert!(!text.contains("refused"), "{text}");
+    let text = once(&config(dir.path().to_path_buf()))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(text.contains("a directory, not a socket"), "{text}");
+    let text = once(&config(dir.path().join("absent.sock")))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(text.contains("absent.sock: no such file"), "{text}");
+    // A socket nobody listens on any more: the connection error, with the path.
+    let stale = dir.path().join("stale.sock");
+    drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+    let text = once(&config(stale)).await.unwrap_err().to_string();
+    assert!(text.contains("stale.sock"), "{text}");
+}

@@ -19,6 +19,11 @@ pub struct Health {
     plugin_serving: AtomicBool,
     plugin_required: bool,
     last_publish_error: Mutex<Option<String>>,
+    /// The watch on this node's slices is failing (the API server is away …): why.
+    watch_error: Mutex<Option<String>>,
+    /// The published pool differs from the desired one (a slice deleted or edited by
+    /// someone else) and is not repaired yet: what differs.
+    drift: Mutex<Option<String>>,
 }
 
 impl Health {
@@ -29,15 +34,29 @@ impl Health {
             plugin_serving: AtomicBool::new(false),
             plugin_required,
             last_publish_error: Mutex::new(None),
+            watch_error: Mutex::new(None),
+            drift: Mutex::new(None),
         }
     }
 
-    /// The last publishing round succeeded: the API server holds the desired pool.
+    /// The last publishing round succeeded: the API server holds the desired pool
+    /// (any drift seen before it is repaired).
     pub fn set_published(&self) {
         self.published.store(true, Ordering::SeqCst);
-        if let Ok(mut e) = self.last_publish_error.lock() {
-            *e = None;
-        }
+        set(&self.last_publish_error, None);
+        set(&self.drift, None);
+    }
+
+    /// The watch on this node's slices failed with `why` (the pool may have changed
+    /// unseen), or works again (`None`).
+    pub fn set_watch_error(&self, why: Option<String>) {
+        set(&self.watch_error, why);
+    }
+
+    /// The published pool was changed by someone else (`what`); cleared by the next
+    /// successful publishing round.
+    pub fn set_drift(&self, what: String) {
+        set(&self.drift, Some(what));
     }
 
     /// The last publishing round failed with `why`.
@@ -57,17 +76,33 @@ impl Health {
     pub fn not_ready_reasons(&self) -> Vec<String> {
         let mut why = Vec::new();
         if !self.published.load(Ordering::SeqCst) {
-            let last = self.last_publish_error.lock().ok().and_then(|e| e.clone());
+            let last = get(&self.last_publish_error);
             why.push(match last {
                 Some(e) => format!("ResourceSlices not published: {e}"),
                 None => "ResourceSlices not published yet".to_string(),
             });
+        }
+        if let Some(d) = get(&self.drift) {
+            why.push(format!("ResourceSlices out of date, repair pending: {d}"));
+        }
+        if let Some(e) = get(&self.watch_error) {
+            why.push(format!(
+                "watching this node's ResourceSlices failed (changes may go unseen): {e}"
+            ));
         }
         if self.plugin_required && !self.plugin_serving.load(Ordering::SeqCst) {
             why.push("kubelet plugin not serving yet".to_string());
         }
         why
     }
+}
+
+fn set(m: &Mutex<Option<String>>, v: Option<String>) {
+    *m.lock().unwrap_or_else(|p| p.into_inner()) = v;
+}
+
+fn get(m: &Mutex<Option<String>>) -> Option<String> {
+    m.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
 
 /// What the handlers share.
@@ -129,6 +164,33 @@ mod tests {
         metrics.publishes.inc();
         let m = Probe::metrics(&state);
         assert!(m.contains("topoalign_driver_publishes_total 1"), "{m}");
+    }
+
+    #[test]
+    fn a_published_pool_is_not_ready_while_it_drifts_or_goes_unwatched() {
+        let h = Health::new(false);
+        h.set_published();
+        assert!(h.not_ready_reasons().is_empty());
+        // The API server went away: the watch fails.
+        h.set_watch_error(Some("connection refused".into()));
+        let why = h.not_ready_reasons().join("; ");
+        assert!(
+            why.contains("watching this node's ResourceSlices failed")
+                && why.contains("connection refused"),
+            "{why}"
+        );
+        // Its slices were deleted meanwhile: named until repaired.
+        h.set_drift("ResourceSlice n-gpu-0 deleted".into());
+        assert_eq!(h.not_ready_reasons().len(), 2);
+        h.set_watch_error(None);
+        let why = h.not_ready_reasons().join("; ");
+        assert!(
+            why.contains("repair pending: ResourceSlice n-gpu-0 deleted"),
+            "{why}"
+        );
+        // The repair succeeds.
+        h.set_published();
+        assert!(h.not_ready_reasons().is_empty());
     }
 
     #[test]

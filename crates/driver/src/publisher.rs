@@ -66,7 +66,13 @@ pub struct Publisher {
     memo: Memo,
     floor: i64,
     on_change: Option<TopologyHook>,
+    /// The last published slices have no Node owner (the Node did not exist yet).
+    owner_missing: bool,
 }
+
+/// How often a missing Node object is looked for (its slices get it as owner once it
+/// exists).
+const OWNER_CHECK: Duration = Duration::from_secs(5);
 
 /// Called with the new topology when a rescan finds the node's devices changed.
 pub type TopologyHook = Box<dyn Fn(&Topology) + Send + Sync>;
@@ -91,6 +97,7 @@ impl Publisher {
             memo: Memo::new(),
             floor: 0,
             on_change: None,
+            owner_missing: false,
         }
     }
 
@@ -130,6 +137,7 @@ impl Publisher {
     /// One publishing round: read what the API server holds, write what differs.
     pub async fn sync(&mut self) -> Result<SyncPlan, DriverError> {
         let desired = self.desired().await?;
+        self.owner_missing = lacks_owner(&desired);
         let params = ListParams::default().fields(&field_selector(&self.cfg.node_name));
         let existing = self
             .slices
@@ -248,6 +256,21 @@ impl Publisher {
         Ok(true)
     }
 
+    /// What a foreign event changed, in words (`None` for a resync).
+    fn drift(event: &Event<ResourceSlice>) -> Option<String> {
+        match event {
+            Event::Apply(s) => Some(format!(
+                "ResourceSlice {} changed by someone else",
+                s.metadata.name.as_deref().unwrap_or_default()
+            )),
+            Event::Delete(s) => Some(format!(
+                "ResourceSlice {} deleted",
+                s.metadata.name.as_deref().unwrap_or_default()
+            )),
+            _ => None,
+        }
+    }
+
     /// Whether a watch event is someone else's doing (ours are in the memo).
     fn is_foreign(&self, event: &Event<ResourceSlice>) -> bool {
         match event {
@@ -279,6 +302,8 @@ impl Publisher {
         rescan.tick().await;
         let mut backoff = retry_backoff();
         let mut next_sync: Option<Instant> = Some(Instant::now());
+        let mut owner_check = tokio::time::interval(OWNER_CHECK);
+        owner_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let due = next_sync.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
             tokio::select! {
@@ -290,20 +315,35 @@ impl Publisher {
                     }
                     next_sync.get_or_insert(Instant::now());
                 }
+                _ = owner_check.tick(), if self.owner_missing && next_sync.is_none() => {
+                    match self.nodes.get_opt(&self.cfg.node_name).await {
+                        Ok(Some(_)) => {
+                            tracing::info!(node = %self.cfg.node_name, "the Node object exists now; making it the owner of this node's ResourceSlices");
+                            next_sync = Some(Instant::now());
+                        }
+                        Ok(None) => {}
+                        Err(e) => tracing::debug!(error = %e, "looking for the Node object"),
+                    }
+                }
                 ev = events.next() => match ev {
                     Some(Ok(ev)) => {
+                        self.health.set_watch_error(None);
                         let soon = Instant::now() + DEBOUNCE;
                         if matches!(ev, Event::InitDone) {
                             // The watch (re)connected: the API server is back, so a
                             // publishing round waiting out its backoff goes now.
                             next_sync = Some(next_sync.map_or(soon, |t| t.min(soon)));
                         } else if self.is_foreign(&ev) {
+                            if let Some(what) = Self::drift(&ev) {
+                                self.health.set_drift(what);
+                            }
                             next_sync.get_or_insert(soon);
                         }
                     }
                     Some(Err(e)) => {
                         self.metrics.error("watch");
                         tracing::warn!(error = %e, "watching this node's ResourceSlices");
+                        self.health.set_watch_error(Some(e.to_string()));
                     }
                     None => {
                         return Err(DriverError::Task { task: "slice watch", why: "stream ended".into() });
@@ -332,13 +372,26 @@ impl Publisher {
         self.remove_all().await
     }
 
-    /// Deletes every slice of this driver and node, retrying for at most
-    /// [`PublisherConfig::removal_timeout`].
+    /// Deletes every slice of this driver and node, retrying until
+    /// [`PublisherConfig::removal_timeout`] has passed (each try is cut off at that
+    /// deadline too): it gives up at the deadline, not before.
     pub async fn remove_all(&mut self) -> Result<(), DriverError> {
-        let deadline = Instant::now() + self.cfg.removal_timeout;
+        let timeout = self.cfg.removal_timeout;
+        let deadline = Instant::now() + timeout;
         let mut backoff = retry_backoff();
+        tracing::info!(node = %self.cfg.node_name, timeout_ms = timeout.as_millis() as u64, "removing this node's ResourceSlices");
+        let mut tries = 0u32;
         loop {
-            match self.try_remove_all().await {
+            tries += 1;
+            let left = deadline.saturating_duration_since(Instant::now());
+            let outcome = match tokio::time::timeout(left, self.try_remove_all()).await {
+                Ok(r) => r,
+                Err(_) => Err(DriverError::Task {
+                    task: "slice removal",
+                    why: format!("no answer from the API server within {timeout:?}"),
+                }),
+            };
+            match outcome {
                 Ok(n) => {
                     tracing::info!(node = %self.cfg.node_name, deleted = n, "removed this node's ResourceSlices");
                     self.metrics.resourceslices.set(0);
@@ -346,14 +399,16 @@ impl Publisher {
                     return Ok(());
                 }
                 Err(e) => {
-                    let wait = backoff.next().unwrap_or(Duration::from_secs(5));
-                    if Instant::now() + wait > deadline {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        tracing::error!(node = %self.cfg.node_name, tries, error = %e, "gave up removing this node's ResourceSlices");
                         return Err(DriverError::Removal {
-                            after: self.cfg.removal_timeout,
+                            after: timeout,
                             last: Box::new(e),
                         });
                     }
-                    tracing::warn!(error = %e, "removing this node's ResourceSlices; retrying");
+                    let wait = backoff.next().unwrap_or(Duration::from_secs(5)).min(left);
+                    tracing::warn!(error = %e, retry_in_ms = wait.as_millis() as u64, left_ms = left.as_millis() as u64, "removing this node's ResourceSlices; retrying");
                     tokio::time::sleep(wait).await;
                 }
             }
@@ -378,6 +433,16 @@ impl Publisher {
     }
 }
 
+/// Whether any slice lacks an owner (the Node object did not exist when it was made).
+fn lacks_owner(slices: &[ResourceSlice]) -> bool {
+    slices.iter().any(|s| {
+        s.metadata
+            .owner_references
+            .as_ref()
+            .is_none_or(Vec::is_empty)
+    })
+}
+
 /// The desired slice behind each planned apply (same order, same names).
 fn desired_for<'a>(plan: &SyncPlan, desired: &'a [ResourceSlice]) -> Vec<&'a ResourceSlice> {
     plan.apply
@@ -395,4 +460,69 @@ fn retry_backoff() -> impl Iterator<Item = Duration> {
         .with_jitter()
         .without_max_times()
         .build()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    /// A client for an API server that is not there (a closed loopback port): every
+    /// call fails at once with "connection refused".
+    fn unreachable() -> Client {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let cfg = kube::Config::new(format!("http://127.0.0.1:{port}").parse().unwrap());
+        Client::try_from(cfg).unwrap()
+    }
+
+    fn publisher(removal_timeout: Duration) -> Publisher {
+        let topology = topoalign_profiles::get("mi300x-8").unwrap();
+        Publisher::new(
+            unreachable(),
+            PublisherConfig {
+                node_name: "n1".into(),
+                source: Source::Profile("mi300x-8".into()),
+                options: PublishOptions::default(),
+                rescan_interval: Duration::from_secs(3600),
+                removal_timeout,
+            },
+            topology,
+            Arc::new(Metrics::new()),
+            Arc::new(Health::new(false)),
+        )
+    }
+
+    #[tokio::test]
+    async fn removal_keeps_trying_until_its_deadline_and_no_longer() {
+        let mut p = publisher(Duration::from_secs(3));
+        let t0 = std::time::Instant::now();
+        let e = p.remove_all().await.unwrap_err();
+        let took = t0.elapsed();
+        assert!(
+            took >= Duration::from_millis(2_900),
+            "gave up early: {took:?}"
+        );
+        assert!(took < Duration::from_millis(4_000), "overran: {took:?}");
+        assert!(e.to_string().contains("within 3s"), "{e}");
+    }
+
+    #[test]
+    fn slices_without_a_node_owner_are_noticed() {
+        let mut s = ResourceSlice::default();
+        assert!(lacks_owner(std::slice::from_ref(&s)));
+        s.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "v1".into(),
+            kind: "Node".into(),
+            name: "n1".into(),
+            uid: "u".into(),
+            ..OwnerReference::default()
+        }]);
+        assert!(!lacks_owner(std::slice::from_ref(&s)));
+        assert!(!lacks_owner(&[]));
+    }
 }

@@ -9,6 +9,9 @@ use topoalign_render::format::Format;
 use topoalign_tm::error::InputError;
 use topoalign_tm::{Policy, ResourceMap};
 
+use topoalign_probes::Limits;
+
+use crate::gate::CallLimits;
 use crate::runtime::ServeConfig;
 
 /// Serving flags.
@@ -36,6 +39,69 @@ pub struct ServeArgs {
     /// pods leave whole nodes to pods that need one; 0 scores pair quality alone.
     #[arg(long, default_value_t = crate::dra::CAPACITY_WEIGHT, value_parser = parse_weight)]
     pub dra_capacity_weight: f64,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// How much the extender takes on at once, and for how long.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LimitArgs {
+    /// The largest filter/prioritize request body accepted, in bytes (larger: 413).
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20, value_parser = clap::value_parser!(u64).range(1024..))]
+    pub max_body_bytes: u64,
+    /// Request body bytes all calls in flight may hold together; a call reserves its
+    /// Content-Length before its body is read (keep it well under the memory limit).
+    #[arg(long, value_name = "BYTES", default_value_t = 32 << 20, value_parser = clap::value_parser!(u64).range(1024..))]
+    pub max_inflight_body_bytes: u64,
+    /// Filter/prioritize calls judged at once.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub max_in_flight: u64,
+    /// Milliseconds a call waits for room (calls or body bytes in flight) before it is
+    /// answered 503.
+    #[arg(long, value_name = "MS", default_value_t = 1_000)]
+    pub queue_wait_ms: u64,
+    /// Milliseconds from a call's arrival it may spend judging nodes; nodes not judged
+    /// by then pass with a neutral score (keep it well under the scheduler's
+    /// httpTimeout).
+    #[arg(long, value_name = "MS", default_value_t = 2_500, value_parser = clap::value_parser!(u64).range(1..))]
+    pub call_budget_ms: u64,
+    /// Seconds a client may take to send a request head (and a fresh connection its
+    /// first request).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_read_timeout: u64,
+    /// Seconds a client may take to send a request body.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub body_read_timeout: u64,
+    /// Seconds a keep-alive connection may stay idle (above the scheduler's 90 s).
+    #[arg(long, value_name = "SECONDS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle_timeout: u64,
+    /// Connections open at once; more get 503 and are closed.
+    #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: u64,
+    /// Seconds calls in flight may finish after SIGTERM before connections are closed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 5)]
+    pub shutdown_grace: u64,
+}
+
+impl LimitArgs {
+    /// The limits.
+    pub fn limits(&self) -> CallLimits {
+        let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+        CallLimits {
+            max_body_bytes: size(self.max_body_bytes),
+            max_inflight_body_bytes: size(self.max_inflight_body_bytes),
+            max_in_flight: size(self.max_in_flight),
+            queue_wait: Duration::from_millis(self.queue_wait_ms),
+            budget: Duration::from_millis(self.call_budget_ms),
+            server: Limits {
+                header_read_timeout: Duration::from_secs(self.header_read_timeout),
+                body_read_timeout: Duration::from_secs(self.body_read_timeout),
+                idle_timeout: Duration::from_secs(self.idle_timeout),
+                max_connections: size(self.max_connections),
+                shutdown_grace: Duration::from_secs(self.shutdown_grace),
+            },
+        }
+    }
 }
 
 /// How the nodes' device plugins name and hand out devices.
@@ -85,6 +151,7 @@ impl ServeArgs {
             cache_size: self.cache_size,
             resources: self.resources.map()?,
             dra_capacity_weight: self.dra_capacity_weight,
+            calls: self.limits.limits(),
         })
     }
 }
@@ -182,5 +249,20 @@ mod tests {
         }
         let w = Serve::try_parse_from(["x", "--dra-capacity-weight", "0"]).unwrap();
         assert_eq!(w.a.config().unwrap().dra_capacity_weight, 0.0);
+        assert_eq!(c.calls, CallLimits::default());
+        let l = Serve::try_parse_from([
+            "x",
+            "--max-body-bytes=4194304",
+            "--call-budget-ms=900",
+            "--header-read-timeout=3",
+            "--max-connections=64",
+        ])
+        .unwrap();
+        let calls = l.a.config().unwrap().calls;
+        assert_eq!(calls.max_body_bytes, 4 << 20);
+        assert_eq!(calls.budget, Duration::from_millis(900));
+        assert_eq!(calls.server.header_read_timeout, Duration::from_secs(3));
+        assert_eq!(calls.server.max_connections, 64);
+        assert!(Serve::try_parse_from(["x", "--max-in-flight=0"]).is_err());
     }
 }

@@ -1,8 +1,12 @@
 //! The verdict cache: per pod shape (the request hash), the verdict for each node state
 //! (the node's state key), so that a scheduler call over thousands of nodes is one map
 //! lookup per node once a shape has been seen. Nodes that change are re-judged for the
-//! recently used shapes on the watch event ([`crate::decide::Decider::warm`]), off the
-//! request path.
+//! recently used shapes in the background ([`crate::decide::Decider::warm`]), off the
+//! request path and off the watchers.
+//!
+//! The cache is only ever locked for lookups and inserts: judgements are made with no
+//! lock held ([`crate::decide::Decider::pending`], then `judge_pending`, then
+//! `visit_judged`), so one costly pod never stalls other calls or the watchers.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -78,6 +82,9 @@ pub struct Shape {
     by_slot: Vec<(u64, u32)>,
     /// The cache clock when last used.
     pub used_at: u64,
+    /// Nanoseconds one node's judgement takes for this shape (a moving average; 0: not
+    /// measured yet). Background warming skips costly shapes.
+    pub cost_ns: u64,
 }
 
 impl Shape {
@@ -89,7 +96,61 @@ impl Shape {
             by_key: KeyMap::default(),
             by_slot: Vec::new(),
             used_at,
+            cost_ns: 0,
         }
+    }
+
+    /// Whether a node state has a verdict (no slot record is touched).
+    pub fn contains(&self, key: u64) -> bool {
+        self.by_key.contains_key(&key)
+    }
+
+    /// The verdict of a node in `slot` whose state key is `key`, when recorded (the
+    /// slot's record is updated for the next lookup).
+    pub fn get(&mut self, slot: Slot, key: u64) -> Option<&Judged> {
+        let i = slot as usize;
+        if let Some(&(k, v)) = self.by_slot.get(i)
+            && k == key
+            && (v as usize) < self.distinct.len()
+        {
+            return Some(&self.distinct[v as usize]);
+        }
+        let v = *self.by_key.get(&key)?;
+        if self.by_slot.len() <= i {
+            self.by_slot.resize(i + 1, (0, NONE));
+        }
+        self.by_slot[i] = (key, v);
+        self.distinct.get(v as usize)
+    }
+
+    /// Records the verdict of node state `key` (judged elsewhere, with no lock held).
+    pub fn insert(&mut self, key: u64, verdict: &Verdict) {
+        if self.by_key.contains_key(&key) {
+            return;
+        }
+        let v = match self.interned.get(verdict) {
+            Some(&v) => v,
+            None => {
+                let v = u32::try_from(self.distinct.len()).unwrap_or(NONE);
+                self.interned.insert(verdict.clone(), v);
+                self.distinct.push(Judged::new(verdict.clone()));
+                v
+            }
+        };
+        self.by_key.insert(key, v);
+    }
+
+    /// Folds a measured judgement cost (`ns` for `nodes` nodes) into [`Shape::cost_ns`].
+    pub fn note_cost(&mut self, ns: u64, nodes: usize) {
+        if nodes == 0 {
+            return;
+        }
+        let per = ns / nodes as u64;
+        self.cost_ns = if self.cost_ns == 0 {
+            per
+        } else {
+            (self.cost_ns * 3 + per) / 4
+        };
     }
 
     /// Node states with a verdict.
@@ -100,48 +161,6 @@ impl Shape {
     /// Whether no verdict is held.
     pub fn is_empty(&self) -> bool {
         self.by_key.is_empty()
-    }
-
-    /// The verdict of a node in `slot` whose state key is `key`: from the slot's record
-    /// (one array read), else from the state map, else `judge()` (then recorded).
-    /// Returns the verdict and whether it was computed now.
-    pub fn get_or_judge(
-        &mut self,
-        slot: Slot,
-        key: u64,
-        judge: impl FnOnce(&PodRequest) -> Verdict,
-    ) -> (&Judged, bool) {
-        let i = slot as usize;
-        if let Some(&(k, v)) = self.by_slot.get(i)
-            && k == key
-            && (v as usize) < self.distinct.len()
-        {
-            return (&self.distinct[v as usize], false);
-        }
-        let mut fresh = false;
-        let v = match self.by_key.get(&key) {
-            Some(&v) => v,
-            None => {
-                fresh = true;
-                let verdict = judge(&self.req);
-                let v = match self.interned.get(&verdict) {
-                    Some(&v) => v,
-                    None => {
-                        let v = u32::try_from(self.distinct.len()).unwrap_or(NONE);
-                        self.interned.insert(verdict.clone(), v);
-                        self.distinct.push(Judged::new(verdict));
-                        v
-                    }
-                };
-                self.by_key.insert(key, v);
-                v
-            }
-        };
-        if self.by_slot.len() <= i {
-            self.by_slot.resize(i + 1, (0, NONE));
-        }
-        self.by_slot[i] = (key, v);
-        (&self.distinct[v as usize], fresh)
     }
 
     /// Keeps only the verdicts of the given live state keys.
@@ -217,6 +236,11 @@ impl VerdictCache {
                 None => break,
             }
         }
+    }
+
+    /// The shape of `req` when held (not marked as used).
+    pub fn peek(&self, req: &PodRequest) -> Option<&Shape> {
+        self.shapes.get(&req.hash)
     }
 
     /// The shape of `req`, created empty when new, marked as just used.

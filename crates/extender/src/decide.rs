@@ -10,18 +10,18 @@
 //! achievable score stands in where the kubelet cannot be simulated. Nodes without
 //! usable data are never filtered and get [`NEUTRAL_SCORE`].
 
-use std::sync::Mutex;
-use std::time::SystemTime;
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
 
 use topoalign_plan::{Bound, PlanError, Planner, Score};
 use topoalign_tm::{Case, Outcome, Policy, ResourceMap, simulate};
 use topoalign_topology::{NodeUsage, PcieClass};
 
-use crate::cache::{Judged, KeyMap, VerdictCache, WARM_SHAPES};
+use crate::cache::{Judged, KeyMap, VerdictCache};
 use crate::podreq::PodRequest;
 use crate::protocol::{FailedNodesMap, HostPriority};
 use crate::score::{NEUTRAL_SCORE, priority, score_points, to_priority};
-use crate::state::{ClusterState, Effective, NodeView, Slot, fragmentation_of, take_allocated};
+use crate::state::{ClusterState, Effective, NodeView, fragmentation_of, take_allocated};
 
 /// Why a node was filtered out, for metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,6 +76,8 @@ pub enum NeutralReason {
     Broken(String),
     /// The data could not answer this pod.
     Undecided(String),
+    /// The call's work budget ran out before the node was judged.
+    OverBudget,
 }
 
 impl NeutralReason {
@@ -87,6 +89,7 @@ impl NeutralReason {
             NeutralReason::Stale => "stale",
             NeutralReason::Broken(_) => "broken",
             NeutralReason::Undecided(_) => "undecided",
+            NeutralReason::OverBudget => "budget",
         }
     }
 }
@@ -113,6 +116,8 @@ pub enum Seen<'a> {
     Stale,
     /// The data is unusable, with why.
     Broken(&'a str),
+    /// Not judged: the call's work budget ran out first.
+    OverBudget,
 }
 
 impl<'a> Seen<'a> {
@@ -128,6 +133,7 @@ impl<'a> Seen<'a> {
             Seen::Unknown => Decision::Neutral(NeutralReason::Unknown),
             Seen::Stale => Decision::Neutral(NeutralReason::Stale),
             Seen::Broken(w) => Decision::Neutral(NeutralReason::Broken(w.to_string())),
+            Seen::OverBudget => Decision::Neutral(NeutralReason::OverBudget),
         }
     }
 
@@ -143,6 +149,7 @@ impl<'a> Seen<'a> {
             Seen::Unknown => "unknown_node",
             Seen::Stale => "stale",
             Seen::Broken(_) => "broken",
+            Seen::OverBudget => "budget",
         })
     }
 
@@ -215,6 +222,46 @@ pub struct PrioritizeOutcome {
     pub neutral: Vec<(String, NeutralReason)>,
 }
 
+/// The node states a call still has to judge ([`Decider::pending`]).
+#[derive(Debug, Default)]
+pub struct Pending {
+    nodes: Vec<(u64, Arc<Effective>)>,
+}
+
+impl Pending {
+    /// Node states to judge.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether nothing is left to judge.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+}
+
+/// Verdicts judged with no lock held ([`Decider::judge_pending`]), by node state key.
+#[derive(Debug, Default)]
+pub struct Fresh {
+    verdicts: KeyMap<Judged>,
+    /// Node states left unjudged because the budget ran out.
+    pub skipped: usize,
+    /// Nanoseconds spent judging.
+    pub spent_ns: u64,
+}
+
+impl Fresh {
+    /// Node states judged.
+    pub fn len(&self) -> usize {
+        self.verdicts.len()
+    }
+
+    /// Whether nothing was judged.
+    pub fn is_empty(&self) -> bool {
+        self.verdicts.is_empty()
+    }
+}
+
 /// Cache counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CacheStats {
@@ -255,13 +302,98 @@ impl Decider {
 
     /// Calls `f(index, name, seen)` for every candidate in order: the verdict from the
     /// cache, or judged now (and cached), or why the node is not judged. Nothing is
-    /// copied per node: the verdict is borrowed for the call.
+    /// copied per node: the verdict is borrowed for the call. No lock is held while a
+    /// node is judged ([`Decider::pending`], [`Decider::judge_pending`],
+    /// [`Decider::visit_judged`] in turn, with no budget).
     pub fn visit<N: AsRef<str>>(
         &self,
         state: &ClusterState,
         req: &PodRequest,
         names: &[N],
         now: SystemTime,
+        f: impl FnMut(usize, &str, Seen<'_>),
+    ) -> CacheStats {
+        let pending = self.pending(state, req, names, now);
+        let fresh = self.judge_pending(req, &pending, None);
+        self.visit_judged(state, req, names, now, &fresh, f)
+    }
+
+    /// The candidates a call still has to judge: one per distinct node state with no
+    /// cached verdict for `req`, its data shared (so that the state's lock can be let go
+    /// before judging).
+    pub fn pending<N: AsRef<str>>(
+        &self,
+        state: &ClusterState,
+        req: &PodRequest,
+        names: &[N],
+        now: SystemTime,
+    ) -> Pending {
+        let mut out = Pending::default();
+        if !req.is_managed() {
+            return out;
+        }
+        let guard = self
+            .cache
+            .as_ref()
+            .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
+        let shape = guard.as_ref().and_then(|c| c.peek(req));
+        let mut seen: KeyMap<()> = KeyMap::default();
+        for n in names {
+            let Some(slot) = state.slot(n.as_ref()) else {
+                continue;
+            };
+            let Some(hot) = state.hot(slot) else {
+                continue;
+            };
+            if !hot.known || state.is_stale_at(hot.reported_at, now) {
+                continue;
+            }
+            if shape.is_some_and(|s| s.contains(hot.state_key))
+                || seen.insert(hot.state_key, ()).is_some()
+            {
+                continue;
+            }
+            if let Some(NodeView::Known(e)) = state.view(slot) {
+                out.nodes.push((hot.state_key, e.clone()));
+            }
+        }
+        out
+    }
+
+    /// Judges `pending` with no lock held, until `deadline` (the call's work budget;
+    /// `None`: all of them), at least one so that calls of a costly shape make progress
+    /// from one to the next. Node states left over are counted in [`Fresh::skipped`].
+    pub fn judge_pending(
+        &self,
+        req: &PodRequest,
+        pending: &Pending,
+        deadline: Option<Instant>,
+    ) -> Fresh {
+        let t0 = Instant::now();
+        let mut fresh = Fresh::default();
+        let mut planners: KeyMap<Planner<'_>> = KeyMap::default();
+        for (i, (key, e)) in pending.nodes.iter().enumerate() {
+            if i > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+                fresh.skipped = pending.nodes.len() - i;
+                break;
+            }
+            let v = self.judge(e, req, &mut planners);
+            fresh.verdicts.insert(*key, Judged::new(v));
+        }
+        fresh.spent_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        fresh
+    }
+
+    /// Records `fresh` in the cache, then calls `f(index, name, seen)` for every
+    /// candidate in order from the cache or `fresh`; nothing is judged here (a node
+    /// judged neither before nor now is [`Seen::OverBudget`]).
+    pub fn visit_judged<N: AsRef<str>>(
+        &self,
+        state: &ClusterState,
+        req: &PodRequest,
+        names: &[N],
+        now: SystemTime,
+        fresh: &Fresh,
         mut f: impl FnMut(usize, &str, Seen<'_>),
     ) -> CacheStats {
         let mut stats = CacheStats::default();
@@ -271,13 +403,19 @@ impl Decider {
             }
             return stats;
         }
-        let mut planners: KeyMap<Planner<'_>> = KeyMap::default();
         let mut guard = self
             .cache
             .as_ref()
             .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
-        if let Some(c) = guard.as_mut() {
-            c.make_room(state, names.len());
+        if let Some(c) = guard.as_mut()
+            && !fresh.verdicts.is_empty()
+        {
+            c.make_room(state, fresh.verdicts.len());
+            let shape = c.shape(req);
+            for (key, j) in &fresh.verdicts {
+                shape.insert(*key, &j.verdict);
+            }
+            shape.note_cost(fresh.spent_ns, fresh.verdicts.len());
         }
         let mut shape = guard.as_mut().map(|c| c.shape(req));
         for (i, n) in names.iter().enumerate() {
@@ -301,22 +439,18 @@ impl Decider {
                 f(i, name, Seen::Stale);
                 continue;
             }
-            match shape.as_mut() {
-                Some(s) => {
-                    let (j, fresh) = s.get_or_judge(slot, hot.state_key, |r| {
-                        self.judge_slot(state, slot, r, &mut planners)
-                    });
-                    if fresh {
-                        stats.misses += 1;
-                    } else {
-                        stats.hits += 1;
-                    }
-                    f(i, name, Seen::Judged(j));
-                }
+            let key = hot.state_key;
+            let new = fresh.verdicts.get(&key);
+            if new.is_some() {
+                stats.misses += 1;
+            } else {
+                stats.hits += 1;
+            }
+            match shape.as_mut().and_then(|s| s.get(slot, key)).or(new) {
+                Some(j) => f(i, name, Seen::Judged(j)),
                 None => {
-                    stats.misses += 1;
-                    let j = Judged::new(self.judge_slot(state, slot, req, &mut planners));
-                    f(i, name, Seen::Judged(&j));
+                    stats.hits -= 1;
+                    f(i, name, Seen::OverBudget);
                 }
             }
         }
@@ -327,34 +461,77 @@ impl Decider {
     /// the next scheduler calls find their verdicts in the cache. Returns the verdicts
     /// computed.
     pub fn warm<N: AsRef<str>>(&self, state: &ClusterState, names: &[N], now: SystemTime) -> usize {
+        let plan = self.warm_plan(state, names, now, u64::MAX);
+        let mut judged = 0;
+        for (req, pending) in plan {
+            let fresh = self.judge_pending(&req, &pending, None);
+            judged += fresh.verdicts.len();
+            self.record(state, &req, &fresh);
+        }
+        judged
+    }
+
+    /// What warming `names` takes: per recently used shape whose judgement costs at
+    /// most `max_cost_ns` a node (a costly shape is left to its own calls), the changed
+    /// nodes it has no verdict for.
+    pub fn warm_plan<N: AsRef<str>>(
+        &self,
+        state: &ClusterState,
+        names: &[N],
+        now: SystemTime,
+        max_cost_ns: u64,
+    ) -> Vec<(PodRequest, Pending)> {
         let Some(m) = &self.cache else {
-            return 0;
+            return Vec::new();
         };
-        let nodes: Vec<(Slot, &Effective)> = names
+        let nodes: Vec<(u64, &Arc<Effective>)> = names
             .iter()
             .filter_map(|n| {
                 let slot = state.slot(n.as_ref())?;
                 match state.view(slot) {
-                    Some(NodeView::Known(e)) if !state.is_stale(e, now) => Some((slot, &**e)),
+                    Some(NodeView::Known(e)) if !state.is_stale(e, now) => Some((e.state_key, e)),
                     _ => None,
                 }
             })
             .collect();
         if nodes.is_empty() {
-            return 0;
+            return Vec::new();
         }
         let mut cache = m.lock().unwrap_or_else(|p| p.into_inner());
-        cache.make_room(state, nodes.len() * WARM_SHAPES);
-        let mut planners: KeyMap<Planner<'_>> = KeyMap::default();
-        let mut judged = 0;
+        let mut plan = Vec::new();
         for shape in cache.recent() {
-            for (slot, e) in &nodes {
-                let (_, fresh) =
-                    shape.get_or_judge(*slot, e.state_key, |req| self.judge(e, req, &mut planners));
-                judged += usize::from(fresh);
+            if shape.cost_ns > max_cost_ns {
+                continue;
+            }
+            let mut pending = Pending::default();
+            let mut seen: KeyMap<()> = KeyMap::default();
+            for (key, e) in &nodes {
+                if !shape.contains(*key) && seen.insert(*key, ()).is_none() {
+                    pending.nodes.push((*key, Arc::clone(e)));
+                }
+            }
+            if !pending.nodes.is_empty() {
+                plan.push((shape.req.clone(), pending));
             }
         }
-        judged
+        plan
+    }
+
+    /// Records verdicts judged elsewhere (background warming) in the cache.
+    pub fn record(&self, state: &ClusterState, req: &PodRequest, fresh: &Fresh) {
+        let Some(m) = &self.cache else {
+            return;
+        };
+        if fresh.verdicts.is_empty() {
+            return;
+        }
+        let mut cache = m.lock().unwrap_or_else(|p| p.into_inner());
+        cache.make_room(state, fresh.verdicts.len());
+        let shape = cache.shape(req);
+        for (key, j) in &fresh.verdicts {
+            shape.insert(*key, &j.verdict);
+        }
+        shape.note_cost(fresh.spent_ns, fresh.verdicts.len());
     }
 
     /// Decides every candidate: judged verdicts, or neutral with the reason.
@@ -423,19 +600,6 @@ impl Decider {
             });
         });
         (out, stats)
-    }
-
-    fn judge_slot<'s>(
-        &self,
-        state: &'s ClusterState,
-        slot: Slot,
-        req: &PodRequest,
-        planners: &mut KeyMap<Planner<'s>>,
-    ) -> Verdict {
-        match state.view(slot) {
-            Some(NodeView::Known(e)) => self.judge(e, req, planners),
-            _ => Verdict::Neutral("no usable node data".to_string()),
-        }
     }
 
     /// Judges one node with usable data.

@@ -9,7 +9,8 @@
 //! - [`score`]: plan → priority (achievable alignment minus fragmentation caused);
 //! - [`nodeinfo`] and [`keys`]: how API objects (NodeResourceTopology, node labels) become
 //!   node data, and every label/annotation name;
-//! - [`server`]: the axum HTTP server; [`watch`]: the kube-rs watchers that fill the state;
+//! - [`server`]: the axum HTTP server (on `topoalign_probes`' server kit), [`gate`]: the
+//!   limits of the scheduler calls (bodies, calls in flight, work budget); [`watch`]: the kube-rs watchers that fill the state;
 //!   [`runtime`]: the serving process (client, watchers, server, graceful shutdown);
 //! - [`cache`]: the verdict cache; [`dra`]: the DRA path's judgement (slices and claims),
 //!   [`dra_pairs`]: a node's pair devices, counters and pair capacity,
@@ -25,6 +26,7 @@ pub mod dra;
 pub mod dra_pairs;
 pub mod dra_state;
 pub mod dra_watch;
+pub mod gate;
 pub mod keys;
 pub mod metrics;
 pub mod nodeinfo;

@@ -38,6 +38,15 @@ pub struct Metrics {
     pub dra_verdicts: Family<Labels, Counter>,
     /// DRA state: nodes with slices, claims, devices held (by `what`).
     pub dra_state: Family<Labels, Gauge>,
+    /// Calls whose work budget ran out (some nodes passed neutral), by verb.
+    pub budget_spent: Family<Labels, Counter>,
+    /// Calls refused before judging, by reason (`busy`, `body_too_large`,
+    /// `body_timeout`, `body_read`).
+    pub refused: Family<Labels, Counter>,
+    /// Scheduler calls in flight.
+    pub in_flight: Gauge,
+    /// Verdicts computed by background warming.
+    pub warmed: Counter,
 }
 
 impl Default for Metrics {
@@ -61,6 +70,26 @@ impl Metrics {
         let assumed = Gauge::default();
         let dra_verdicts = Family::<Labels, Counter>::default();
         let dra_state = Family::<Labels, Gauge>::default();
+        let budget_spent = Family::<Labels, Counter>::default();
+        let refused = Family::<Labels, Counter>::default();
+        let in_flight = Gauge::default();
+        let warmed = Counter::default();
+        registry.register(
+            "budget_spent",
+            "Calls whose work budget ran out before every node was judged (those passed with a neutral score), by verb",
+            budget_spent.clone(),
+        );
+        registry.register(
+            "refused",
+            "Calls refused before judging, by reason (busy, body_too_large, body_timeout, body_read)",
+            refused.clone(),
+        );
+        registry.register("in_flight", "Scheduler calls in flight", in_flight.clone());
+        registry.register(
+            "warmed_verdicts",
+            "Verdicts computed in the background for nodes that changed",
+            warmed.clone(),
+        );
         registry.register(
             "requests",
             "Extender calls by verb and HTTP status",
@@ -115,6 +144,10 @@ impl Metrics {
             assumed,
             dra_verdicts,
             dra_state,
+            budget_spent,
+            refused,
+            in_flight,
+            warmed,
         }
     }
 

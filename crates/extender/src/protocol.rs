@@ -118,6 +118,17 @@ pub enum ArgsError {
     /// No `Pod`.
     #[error("`Pod`: missing (expected the pod being scheduled)")]
     NoPod,
+    /// `Pod` is not an object (a string, an array, `null` …).
+    #[error("`Pod` must be an object, got {0} (expected the pod being scheduled)")]
+    PodNotObject(&'static str),
+    /// A field of the wrong type, by its path (`NodeNames[2]`).
+    #[error("`{path}`: {message}")]
+    Field {
+        /// Where: the field path as sent.
+        path: String,
+        /// What was expected and found.
+        message: String,
+    },
     /// Neither `NodeNames` nor `Nodes`.
     #[error("`NodeNames` and `Nodes` are both missing (expected one candidate list)")]
     NoNodes,
@@ -159,7 +170,13 @@ impl<'a> Candidates<'a> {
 /// borrowed.
 #[derive(Deserialize)]
 struct WireArgs<'a> {
-    #[serde(rename = "Pod", alias = "pod", default, borrow)]
+    #[serde(
+        rename = "Pod",
+        alias = "pod",
+        default,
+        borrow,
+        deserialize_with = "present"
+    )]
     pod: Option<&'a RawValue>,
     #[serde(rename = "Nodes", alias = "nodes", default, borrow)]
     nodes: Option<&'a RawValue>,
@@ -173,15 +190,22 @@ struct WireArgs<'a> {
     node_names: Option<Vec<Name<'a>>>,
 }
 
+/// A field that is there, `null` included (`None` only when absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
 /// Decodes and checks a filter/prioritize body: the pod and the candidate list.
 pub fn parse_args(body: &[u8]) -> Result<(Value, Candidates<'_>), ArgsError> {
-    let args: WireArgs<'_> =
-        serde_json::from_slice(body).map_err(|e| ArgsError::Json(e.to_string()))?;
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let args: WireArgs<'_> = serde_path_to_error::deserialize(&mut de).map_err(args_error)?;
+    de.end().map_err(|e| ArgsError::Json(e.to_string()))?;
     let pod: Value = match args.pod {
         Some(raw) if raw.get().starts_with('{') => {
             serde_json::from_str(raw.get()).map_err(|e| ArgsError::Json(format!("Pod: {e}")))?
         }
-        _ => return Err(ArgsError::NoPod),
+        Some(raw) => return Err(ArgsError::PodNotObject(json_kind(raw.get()))),
+        None => return Err(ArgsError::NoPod),
     };
     let nodes = match args.nodes {
         Some(raw) => Some(
@@ -202,6 +226,33 @@ pub fn parse_args(body: &[u8]) -> Result<(Value, Candidates<'_>), ArgsError> {
         (None, None) => return Err(ArgsError::NoNodes),
     };
     Ok((pod, candidates))
+}
+
+/// A decoding error: syntax errors with their position, type errors by field path.
+fn args_error(e: serde_path_to_error::Error<serde_json::Error>) -> ArgsError {
+    let path = e.path().to_string();
+    let inner = e.into_inner();
+    if !inner.is_data() || path.is_empty() || path == "." {
+        return ArgsError::Json(inner.to_string());
+    }
+    let text = inner.to_string();
+    let message = match text.rsplit_once(" at line ") {
+        Some((m, _)) => m.to_string(),
+        None => text,
+    };
+    ArgsError::Field { path, message }
+}
+
+/// What kind of JSON value `raw` is, in words.
+fn json_kind(raw: &str) -> &'static str {
+    match raw.trim_start().as_bytes().first() {
+        Some(b'"') => "string",
+        Some(b'[') => "array",
+        Some(b'n') => "null",
+        Some(b't' | b'f') => "boolean",
+        Some(b'{') => "object",
+        _ => "number",
+    }
 }
 
 /// Appends `s` as a JSON string.
@@ -459,8 +510,55 @@ mod tests {
         );
         let e = parse_args(br#"{"Pod":{},"NodeNames":"a"}"#).unwrap_err();
         assert!(
-            e.to_string().contains("NodeNames") || e.to_string().contains("sequence"),
+            e.to_string()
+                .starts_with("`NodeNames`: invalid type: string"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_pod_that_is_no_object_is_named_for_what_it_is() {
+        for (pod, kind) in [
+            (r#""p""#, "string"),
+            ("[1]", "array"),
+            ("null", "null"),
+            ("7", "number"),
+            ("true", "boolean"),
+        ] {
+            let body = format!(r#"{{"Pod":{pod},"NodeNames":["a"]}}"#);
+            let e = parse_args(body.as_bytes()).unwrap_err();
+            assert_eq!(e, ArgsError::PodNotObject(kind));
+            assert!(
+                e.to_string()
+                    .starts_with(&format!("`Pod` must be an object, got {kind}")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn type_errors_name_the_field_path_not_a_column() {
+        let e = parse_args(br#"{"Pod":{},"NodeNames":["a","b",3]}"#).unwrap_err();
+        assert_eq!(
+            e,
+            ArgsError::Field {
+                path: "NodeNames[2]".into(),
+                message: "invalid type: integer `3`, expected a string".into()
+            }
+        );
+        assert!(!e.to_string().contains("column"), "{e}");
+        let e = parse_args(br#"{"pod":{},"nodeNames":[null]}"#).unwrap_err();
+        assert!(e.to_string().starts_with("`nodeNames[0]`:"), "{e}");
+        // Syntax errors keep their position: there is no field to name.
+        let e = parse_args(br#"{"Pod":{},"NodeNames":["a",}"#).unwrap_err();
+        assert!(
+            matches!(&e, ArgsError::Json(m) if m.contains("column")),
+            "{e}"
+        );
+        // Trailing bytes after the object are refused as before.
+        assert!(matches!(
+            parse_args(br#"{"Pod":{},"NodeNames":[]} x"#),
+            Err(ArgsError::Json(_))
+        ));
     }
 }

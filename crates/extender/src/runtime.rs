@@ -10,6 +10,7 @@ use std::time::Duration;
 use topoalign_tm::ResourceMap;
 
 use crate::decide::Decider;
+use crate::gate::CallLimits;
 use crate::server::{App, serve};
 use crate::state::ClusterState;
 use crate::watch::WatchError;
@@ -30,6 +31,9 @@ pub struct ServeConfig {
     /// DRA path: the weight of the capacity a placement uses up
     /// ([`crate::dra::capacity_penalty`]).
     pub dra_capacity_weight: f64,
+    /// Limits of the scheduler calls and the server (bodies, calls in flight, work
+    /// budget, timeouts, connection cap, shutdown grace).
+    pub calls: CallLimits,
 }
 
 /// Why the extender stopped with an error.
@@ -110,12 +114,14 @@ pub async fn shutdown_signal() {
     }
 }
 
-/// How long calls in flight may finish after the stop signal.
-pub const DRAIN: Duration = Duration::from_secs(10);
+/// Beyond the server's own shutdown grace, how long the stop may take before it is
+/// given up (the server kit already bounds it; this only guards against a bug).
+pub const DRAIN_SLACK: Duration = Duration::from_secs(1);
 
 /// Serves until `shutdown` resolves (or the watchers fail): binds, calls `listening`
-/// with the address, runs the watchers and the server, then lets calls in flight finish
-/// for up to [`DRAIN`]. Returns whether the drain finished in time.
+/// with the address, runs the watchers, the background warmer and the server, then
+/// lets calls in flight finish for up to the shutdown grace
+/// (`cfg.calls.server.shutdown_grace`). Returns whether the drain finished in time.
 pub async fn run(
     client: kube::Client,
     cfg: ServeConfig,
@@ -125,7 +131,11 @@ pub async fn run(
     let mut cluster = ClusterState::new(cfg.stale_after, cfg.assume_ttl);
     cluster.set_resources(cfg.resources.clone());
     let state = Arc::new(RwLock::new(cluster));
-    let app = Arc::new(App::new(state, Decider::new(cfg.resources, cfg.cache_size)));
+    let app = Arc::new(App::with_limits(
+        state,
+        Decider::new(cfg.resources, cfg.cache_size),
+        cfg.calls,
+    ));
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .map_err(|source| RunError::Bind {
@@ -137,6 +147,7 @@ pub async fn run(
     app.dra.expect_lists();
     let dra_watch = tokio::spawn(crate::dra_watch::run(client.clone(), app.dra.clone()));
     let watch = tokio::spawn(crate::watch::run(client, app.clone()));
+    let warmer = tokio::spawn(app.clone().warmer());
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let server = tokio::spawn(serve(listener, app, async move {
         let _ = stop_rx.changed().await;
@@ -149,8 +160,10 @@ pub async fn run(
         },
     };
     dra_watch.abort();
+    warmer.abort();
     let _ = stop_tx.send(true);
-    let drained = match tokio::time::timeout(DRAIN, server).await {
+    let drain = cfg.calls.server.shutdown_grace + DRAIN_SLACK;
+    let drained = match tokio::time::timeout(drain, server).await {
         Ok(Ok(Ok(()))) => true,
         Ok(Ok(Err(e))) => return Err(RunError::Serve(e)),
         Ok(Err(_)) => return Err(RunError::Task("server")),

@@ -1,25 +1,32 @@
 //! The HTTP server: `POST /filter`, `POST /prioritize` (the extender verbs), `GET /healthz`,
-//! `GET /readyz`, `GET /metrics`; graceful shutdown.
+//! `GET /readyz`, `GET /metrics`, on the server kit of `topoalign_probes` (timeouts,
+//! connection cap, bounded shutdown).
+//!
+//! A scheduler call is let in by the [`crate::gate`] (calls and body bytes in flight),
+//! its body read within the size and time limits, then judged on a blocking thread
+//! (never on the async workers that answer `/healthz`), with no lock held while a node
+//! is judged, for at most the call's work budget: nodes not judged by then pass with a
+//! neutral score (reason `budget`), well inside the scheduler's `httpTimeout`.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use tokio::net::TcpListener;
-use topoalign_probes::Probe;
+use topoalign_probes::{BodyError, ConnStats, Probe};
 
 use crate::cache::Judged;
-use crate::decide::{CacheStats, Decider, Seen, Verdict};
+use crate::decide::{CacheStats, Decider, Fresh, Seen, Verdict};
 use crate::dra::{CapacityLevels, dra_score};
 use crate::dra_state::{DraNode, DraShared, PodClaims};
+use crate::gate::{CallLimits, Gate};
 use crate::metrics::{Metrics, label};
 use crate::podreq::pod_request;
 use crate::protocol::{FilterWriter, PriorityWriter, parse_args};
@@ -39,17 +46,62 @@ pub struct App {
     pub ready: AtomicBool,
     /// The DRA path's state (pods with ResourceClaims of topoalign.dev).
     pub dra: Arc<DraShared>,
+    /// Limits of the scheduler calls and of the server.
+    pub limits: CallLimits,
+    /// Calls and body bytes in flight.
+    gate: Gate,
+    /// The server kit's connection counters.
+    pub conns: Arc<ConnStats>,
+    /// Wakes the background warmer ([`App::note_changed`]).
+    warm_signal: tokio::sync::Notify,
 }
+
+/// How long one background warming round may judge.
+pub const WARM_ROUND: Duration = Duration::from_millis(250);
+
+/// Shapes costlier than this per node (nanoseconds) are not warmed in the background:
+/// their own calls judge the nodes they need, within their budget.
+pub const WARM_MAX_COST_NS: u64 = 1_000_000;
 
 impl App {
     /// An app over a state.
     pub fn new(state: Arc<RwLock<ClusterState>>, decider: Decider) -> Self {
+        App::with_limits(state, decider, CallLimits::default())
+    }
+
+    /// An app over a state, with call and server limits.
+    pub fn with_limits(
+        state: Arc<RwLock<ClusterState>>,
+        decider: Decider,
+        limits: CallLimits,
+    ) -> Self {
         App {
             state,
             decider,
             metrics: Metrics::new(),
             ready: AtomicBool::new(false),
             dra: Arc::new(DraShared::new()),
+            limits,
+            gate: Gate::new(&limits),
+            conns: Arc::new(ConnStats::default()),
+            warm_signal: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// Tells the background warmer that nodes changed (cheap: the watchers call it on
+    /// every event and go on at once).
+    pub fn note_changed(&self) {
+        self.warm_signal.notify_one();
+    }
+
+    /// The background warmer: on [`App::note_changed`], re-judges the changed nodes for
+    /// the recently used shapes on a blocking thread ([`App::warm_changed`]); runs until
+    /// dropped.
+    pub async fn warmer(self: Arc<Self>) {
+        loop {
+            self.warm_signal.notified().await;
+            let app = self.clone();
+            let _ = tokio::task::spawn_blocking(move || app.warm_changed()).await;
         }
     }
 
@@ -58,9 +110,10 @@ impl App {
         self.ready.store(ready, Ordering::SeqCst);
     }
 
-    /// Judges the nodes changed since the last call for the recently used pod shapes
-    /// (on watch events, so that scheduler calls find their verdicts cached); returns
-    /// the verdicts computed.
+    /// Judges the nodes changed since the last round for the recently used pod shapes
+    /// (so that scheduler calls find their verdicts cached), for at most [`WARM_ROUND`],
+    /// skipping shapes costlier than [`WARM_MAX_COST_NS`] a node; no lock is held while
+    /// judging. Returns the verdicts computed.
     pub fn warm_changed(&self) -> usize {
         let changed = self
             .state
@@ -70,8 +123,25 @@ impl App {
         if changed.is_empty() {
             return 0;
         }
-        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
-        self.decider.warm(&state, &changed, SystemTime::now())
+        let deadline = Instant::now() + WARM_ROUND;
+        let now = SystemTime::now();
+        let plan = {
+            let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+            self.decider
+                .warm_plan(&state, &changed, now, WARM_MAX_COST_NS)
+        };
+        let mut judged = 0;
+        for (req, pending) in plan {
+            if Instant::now() >= deadline {
+                break;
+            }
+            let fresh = self.decider.judge_pending(&req, &pending, Some(deadline));
+            judged += fresh.len();
+            let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+            self.decider.record(&state, &req, &fresh);
+        }
+        self.metrics.warmed.inc_by(judged as u64);
+        judged
     }
 
     /// Refreshes the state gauges.
@@ -122,15 +192,18 @@ pub fn router(app: Arc<App>) -> Router {
         .merge(topoalign_probes::router(app))
 }
 
-/// Serves until `shutdown` resolves, then finishes the calls in flight.
+/// Serves until `shutdown` resolves, then lets the calls in flight finish for at most
+/// the server's shutdown grace period (`app.limits.server`).
 pub async fn serve(
     listener: TcpListener,
     app: Arc<App>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(app))
-        .with_graceful_shutdown(shutdown)
+    let limits = app.limits.server;
+    let conns = app.conns.clone();
+    topoalign_probes::serve_with(listener, router(app), limits, conns, shutdown)
         .await
+        .map(|_| ())
 }
 
 impl Probe for App {
@@ -225,17 +298,166 @@ impl Tally {
     }
 }
 
-async fn filter(State(app): State<Arc<App>>, body: Bytes) -> Response {
+async fn filter(State(app): State<Arc<App>>, req: Request) -> Response {
+    call(app, "filter", req).await
+}
+
+async fn prioritize(State(app): State<Arc<App>>, req: Request) -> Response {
+    call(app, "prioritize", req).await
+}
+
+/// Refuses a call before judging it (413, 408, 503 …) with `message`, counted by reason.
+fn refuse(app: &App, verb: &str, code: StatusCode, reason: &str, message: String) -> Response {
+    tracing::warn!(verb, reason, %message, "extender call refused");
+    count(app, verb, code);
+    app.metrics
+        .refused
+        .get_or_create(&label("reason", reason))
+        .inc();
+    (code, format!("{message}\n")).into_response()
+}
+
+/// One scheduler call: through the gate, body read within its limits, judged on a
+/// blocking thread within the work budget.
+async fn call(app: Arc<App>, verb: &'static str, req: Request) -> Response {
     let t0 = Instant::now();
-    let (pod, candidates) = match parse_args(&body) {
+    let limits = app.limits;
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limits.max_body_bytes) {
+        return refuse(
+            &app,
+            verb,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            limits.too_large_message(),
+        );
+    }
+    let Some(pass) = app.gate.enter(declared, &limits).await else {
+        return refuse(
+            &app,
+            verb,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            limits.busy_message(),
+        );
+    };
+    app.metrics.in_flight.inc();
+    let _in_flight = InFlightGauge(&app);
+    let body = match topoalign_probes::read_body(
+        req.into_body(),
+        limits.max_body_bytes,
+        limits.server.body_read_timeout,
+    )
+    .await
+    {
+        Ok(b) => b,
+        Err(BodyError::TooLarge { .. }) => {
+            return refuse(
+                &app,
+                verb,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                limits.too_large_message(),
+            );
+        }
+        Err(e @ BodyError::TimedOut(_)) => {
+            return refuse(
+                &app,
+                verb,
+                StatusCode::REQUEST_TIMEOUT,
+                "body_timeout",
+                e.to_string(),
+            );
+        }
+        Err(e) => {
+            return refuse(
+                &app,
+                verb,
+                StatusCode::BAD_REQUEST,
+                "body_read",
+                e.to_string(),
+            );
+        }
+    };
+    let deadline = t0 + limits.budget;
+    let judge = app.clone();
+    let answered = tokio::task::spawn_blocking(move || {
+        let _pass = pass;
+        match verb {
+            "filter" => filter_call(&judge, &body, t0, deadline),
+            _ => prioritize_call(&judge, &body, t0, deadline),
+        }
+    })
+    .await;
+    match answered {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(verb, error = %e, "judging the call failed");
+            count(&app, verb, StatusCode::INTERNAL_SERVER_ERROR);
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "judging the call failed\n",
+            )
+                .into_response()
+        }
+    }
+}
+
+/// Decrements the in-flight gauge when the call ends (answered or cancelled).
+struct InFlightGauge<'a>(&'a App);
+
+impl Drop for InFlightGauge<'_> {
+    fn drop(&mut self) {
+        self.0.metrics.in_flight.dec();
+    }
+}
+
+/// Judges the candidates a call has to: under the state's read lock only to find and
+/// share them, then with no lock held until `deadline`. Logs and counts a budget spent.
+fn judge_within(
+    app: &App,
+    verb: &str,
+    req: &crate::PodRequest,
+    names: &[crate::protocol::Name<'_>],
+    now: SystemTime,
+    deadline: Instant,
+) -> Fresh {
+    let pending = {
+        let state = app.state.read().unwrap_or_else(|p| p.into_inner());
+        app.decider.pending(&state, req, names, now)
+    };
+    let fresh = app.decider.judge_pending(req, &pending, Some(deadline));
+    if fresh.skipped > 0 {
+        app.metrics
+            .budget_spent
+            .get_or_create(&label("verb", verb))
+            .inc();
+        tracing::warn!(
+            verb,
+            pod = %req.key,
+            judged = fresh.len(),
+            not_judged = fresh.skipped,
+            budget_ms = app.limits.budget.as_millis() as u64,
+            "work budget spent: the node states not judged pass with a neutral score (their verdicts are cached for the next calls as they are judged)"
+        );
+    }
+    fresh
+}
+
+fn filter_call(app: &App, body: &[u8], t0: Instant, deadline: Instant) -> Response {
+    let (pod, candidates) = match parse_args(body) {
         Ok(x) => x,
-        Err(e) => return bad_request(&app, "filter", e.to_string()),
+        Err(e) => return bad_request(app, "filter", e.to_string()),
     };
     let claims = app.dra.resolve(&pod);
     if !matches!(claims, PodClaims::NotOurs) {
         let mut w = FilterWriter::new(&candidates);
         dra_visit(
-            &app,
+            app,
             "filter",
             &pod,
             claims,
@@ -245,22 +467,25 @@ async fn filter(State(app): State<Arc<App>>, body: Bytes) -> Response {
                 _ => w.pass(i, name),
             },
         );
-        return finish(&app, "filter", t0, w.finish());
+        return finish(app, "filter", t0, w.finish());
     }
     let req = match pod_request(&pod, app.decider.resources()) {
         Ok(r) => r,
-        Err(e) => return bad_request(&app, "filter", e.to_string()),
+        Err(e) => return bad_request(app, "filter", e.to_string()),
     };
+    let now = SystemTime::now();
+    let fresh = judge_within(app, "filter", &req, candidates.names(), now, deadline);
     let mut w = FilterWriter::new(&candidates);
     let mut tally = Tally::default();
     let mut failed = 0usize;
     let stats = {
         let state = app.state.read().unwrap_or_else(|p| p.into_inner());
-        app.decider.visit(
+        app.decider.visit_judged(
             &state,
             &req,
             candidates.names(),
-            SystemTime::now(),
+            now,
+            &fresh,
             |i, name, seen| {
                 tally.note("filter", &req.key, name, &seen);
                 match seen.rejection() {
@@ -273,18 +498,17 @@ async fn filter(State(app): State<Arc<App>>, body: Bytes) -> Response {
             },
         )
     };
-    tally.record(&app, "filter", &req.key, stats);
+    tally.record(app, "filter", &req.key, stats);
     if req.is_managed() {
         tracing::debug!(pod = %req.key, candidates = candidates.names().len(), failed, "filter");
     }
-    finish(&app, "filter", t0, w.finish())
+    finish(app, "filter", t0, w.finish())
 }
 
-async fn prioritize(State(app): State<Arc<App>>, body: Bytes) -> Response {
-    let t0 = Instant::now();
-    let (pod, candidates) = match parse_args(&body) {
+fn prioritize_call(app: &App, body: &[u8], t0: Instant, deadline: Instant) -> Response {
+    let (pod, candidates) = match parse_args(body) {
         Ok(x) => x,
-        Err(e) => return bad_request(&app, "prioritize", e.to_string()),
+        Err(e) => return bad_request(app, "prioritize", e.to_string()),
     };
     let names = candidates.names();
     let claims = app.dra.resolve(&pod);
@@ -292,7 +516,7 @@ async fn prioritize(State(app): State<Arc<App>>, body: Bytes) -> Response {
         // Judged first, scored against each other: the capacity a placement uses up
         // weighs by how many candidates can still hold as many pairs.
         let mut seen: Vec<(&str, Option<DraNode>)> = Vec::with_capacity(names.len());
-        dra_visit(&app, "prioritize", &pod, claims, names, |i, _, v| {
+        dra_visit(app, "prioritize", &pod, claims, names, |i, _, v| {
             seen.push((names[i].as_ref(), v.cloned()));
         });
         let levels = CapacityLevels::of(seen.iter().filter_map(|(_, v)| match v {
@@ -309,24 +533,26 @@ async fn prioritize(State(app): State<Arc<App>>, body: Bytes) -> Response {
             };
             w.push(name, score);
         }
-        return finish(&app, "prioritize", t0, w.finish());
+        return finish(app, "prioritize", t0, w.finish());
     }
     let req = match pod_request(&pod, app.decider.resources()) {
         Ok(r) => r,
-        Err(e) => return bad_request(&app, "prioritize", e.to_string()),
+        Err(e) => return bad_request(app, "prioritize", e.to_string()),
     };
+    let now = SystemTime::now();
+    let fresh = judge_within(app, "prioritize", &req, names, now, deadline);
     let mut w = PriorityWriter::new(names.len());
     let mut tally = Tally::default();
     let stats = {
         let state = app.state.read().unwrap_or_else(|p| p.into_inner());
         app.decider
-            .visit(&state, &req, names, SystemTime::now(), |_, name, seen| {
+            .visit_judged(&state, &req, names, now, &fresh, |_, name, seen| {
                 tally.note("prioritize", &req.key, name, &seen);
                 w.push(name, seen.score());
             })
     };
-    tally.record(&app, "prioritize", &req.key, stats);
-    finish(&app, "prioritize", t0, w.finish())
+    tally.record(app, "prioritize", &req.key, stats);
+    finish(app, "prioritize", t0, w.finish())
 }
 
 /// The DRA path of one call: `f(index, name, verdict)` per candidate (`None`: not

@@ -122,7 +122,7 @@ pub struct Effective {
 #[derive(Debug, Clone)]
 pub enum NodeView {
     /// Usable.
-    Known(Box<Effective>),
+    Known(Arc<Effective>),
     /// Not usable, with the reason.
     Broken(String),
 }
@@ -203,7 +203,7 @@ impl ClusterState {
     pub fn upsert_node(&mut self, name: &str, entry: NodeEntry) {
         let view = match entry {
             NodeEntry::Broken(why) => NodeView::Broken(why),
-            NodeEntry::Known(info) => NodeView::Known(Box::new(self.effective(name, info))),
+            NodeEntry::Known(info) => NodeView::Known(Arc::new(self.effective(name, info))),
         };
         self.put(name, view);
         self.changed.push(name.to_string());
@@ -431,7 +431,7 @@ impl ClusterState {
         if let Some(NodeView::Known(e)) = self.node(name) {
             let info = e.info.clone();
             let eff = self.effective(name, info);
-            self.put(name, NodeView::Known(Box::new(eff)));
+            self.put(name, NodeView::Known(Arc::new(eff)));
             self.changed.push(name.to_string());
         }
     }

@@ -136,7 +136,7 @@ pub async fn run(client: Client, app: Arc<App>) -> Result<(), WatchError> {
     let node_task = tokio::spawn(consume(node_stream, node_store, move |ev, warm| {
         node_event(&s, ev);
         if warm {
-            s.app.warm_changed();
+            s.app.note_changed();
         }
     }));
 
@@ -151,7 +151,7 @@ pub async fn run(client: Client, app: Arc<App>) -> Result<(), WatchError> {
         Some(tokio::spawn(consume(stream, store, move |ev, warm| {
             nrt_event(&s, ev);
             if warm {
-                s.app.warm_changed();
+                s.app.note_changed();
             }
         })))
     } else {
@@ -166,7 +166,7 @@ pub async fn run(client: Client, app: Arc<App>) -> Result<(), WatchError> {
     let pod_task = tokio::spawn(consume(pod_stream, pod_store, move |ev, warm| {
         pod_event(&s, ev);
         if warm {
-            s.app.warm_changed();
+            s.app.note_changed();
         }
     }));
 
@@ -176,7 +176,7 @@ pub async fn run(client: Client, app: Arc<App>) -> Result<(), WatchError> {
         loop {
             t.tick().await;
             s.state().expire(SystemTime::now());
-            s.app.warm_changed();
+            s.app.note_changed();
             s.app.update_gauges(SystemTime::now());
         }
     });

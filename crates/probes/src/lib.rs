@@ -6,6 +6,12 @@
 //! - `GET /metrics`: the process's Prometheus registry as OpenMetrics text.
 //!
 //! Other paths answer 404, other methods 405 (axum's routing).
+//!
+//! [`kit`] is the server all of them run on (timeouts, connection cap, bounded shutdown).
+
+pub mod kit;
+
+pub use kit::{BodyError, ConnStats, Limits, Stopped, read_body, serve_with};
 
 use std::future::Future;
 use std::sync::Arc;
@@ -65,15 +71,22 @@ async fn metrics<P: Probe>(State(p): State<Arc<P>>) -> Response {
     ([(header::CONTENT_TYPE, OPENMETRICS)], p.metrics()).into_response()
 }
 
-/// Serves [`router`] on `listener` until `shutdown` completes.
+/// Serves [`router`] on `listener` with [`Limits::probes`] until `shutdown` completes;
+/// returns within its shutdown grace (2 s) whatever clients do.
 pub async fn serve<P: Probe>(
     listener: TcpListener,
     probe: Arc<P>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(probe))
-        .with_graceful_shutdown(shutdown)
-        .await
+    serve_with(
+        listener,
+        router(probe),
+        Limits::probes(),
+        Arc::new(ConnStats::default()),
+        shutdown,
+    )
+    .await
+    .map(|_| ())
 }
 
 #[cfg(test)]
@@ -153,5 +166,34 @@ mod tests {
         );
         stop.send(()).unwrap();
         server.await.unwrap().unwrap();
+    }
+
+    /// The driver's and the agent's probe ports: SIGTERM (the shutdown future) while a
+    /// client holds a half-sent request still ends the server within its 2 s grace.
+    #[tokio::test]
+    async fn probe_ports_stop_in_time_whatever_clients_do() {
+        let p = Arc::new(Fake {
+            why: Mutex::new(Vec::new()),
+            registry: Registry::default(),
+        });
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(listener, p, async {
+            let _ = stopped.await;
+        }));
+        let mut half = tokio::net::TcpStream::connect(addr).await.unwrap();
+        half.write_all(b"GET /metrics HTTP/1.1\r\nHost")
+            .await
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let t0 = std::time::Instant::now();
+        stop.send(()).unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(4), server)
+            .await
+            .expect("stopped within the bound")
+            .unwrap()
+            .unwrap();
+        assert!(t0.elapsed() < std::time::Duration::from_millis(2_600));
     }
 }
