@@ -49,12 +49,16 @@ pub struct ContainerEdits {
     /// Device nodes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub device_nodes: Vec<DeviceNode>,
+    /// Network interfaces the runtime moves into the container's network namespace (CDI
+    /// spec 1.1.0; see [`crate::cdi_netdev`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub net_devices: Vec<NetDevice>,
 }
 
 impl ContainerEdits {
     /// No edits.
     pub fn is_empty(&self) -> bool {
-        self.env.is_empty() && self.device_nodes.is_empty()
+        self.env.is_empty() && self.device_nodes.is_empty() && self.net_devices.is_empty()
     }
 
     fn add_node(&mut self, path: &str) {
@@ -76,6 +80,17 @@ pub struct DeviceNode {
     /// cgroup permissions (`rw`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permissions: Option<String>,
+}
+
+/// A CDI `netDevices` entry (spec 1.1.0): the host interface the runtime moves into the
+/// container's network namespace, and its name there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NetDevice {
+    /// The interface's name in the runtime's (host's) network namespace.
+    pub host_interface_name: String,
+    /// Its name in the container.
+    pub name: String,
 }
 
 /// Nodes every user of a kind of device shares; they go to the spec-level edits.

@@ -38,6 +38,7 @@
 pub mod allocator;
 pub mod attr;
 pub mod cdi;
+pub mod cdi_netdev;
 pub mod cdi_vendor;
 pub mod cel;
 #[cfg(feature = "clap")]
@@ -58,7 +59,7 @@ pub mod slices;
 
 pub use allocator::{DeviceId, NodeDevices, Outcome, first_fit};
 pub use cdi::{
-    CdiDevice, CdiPlan, CdiSpec, ComposedCdi, ContainerEdits, DeviceNode, cdi_device_id,
+    CdiDevice, CdiPlan, CdiSpec, ComposedCdi, ContainerEdits, DeviceNode, NetDevice, cdi_device_id,
     compose_cdi,
 };
 pub use cdi_vendor::{VendorCdiError, VendorSpec, parse_vendor_spec, vendor_gpu_ids};

@@ -76,6 +76,7 @@ mod tests {
         PodSpecAt {
             path: "spec".into(),
             spec,
+            annotations: Default::default(),
         }
     }
 

@@ -5,7 +5,10 @@
 //! that are not Guaranteed (CPU alignment), requests one NUMA node of the topology cannot
 //! hold (single-numa-node rejects them), several MIG slices in one pod, GPU+NIC pods on a
 //! node without alignment (policy none), and DRA claims pairing a GPU and a NIC without a
-//! pcieRoot/NUMA `matchAttribute` (or with a pcieRoot match the machine cannot satisfy).
+//! pcieRoot/NUMA `matchAttribute` (or with a pcieRoot match the machine cannot satisfy),
+//! pods whose topoalign claim gives RoCE NICs without a network for them, and Nodes where
+//! a device plugin still advertises the GPUs or RDMA NICs topoalign's driver hands out.
+//! [`lint_texts`] lints several files as one input: a pod's claim may be in another file.
 
 pub mod admission;
 #[cfg(feature = "clap")]
@@ -13,12 +16,15 @@ pub mod args;
 pub mod capacity;
 pub mod claim_fit;
 pub mod claim_rules;
+pub mod cluster;
 pub mod documents;
 pub mod finding;
 pub mod located;
+pub mod node_rules;
 pub mod pod_rules;
 pub mod report;
 pub mod resources;
+pub mod roce_rules;
 pub mod typed;
 pub mod workloads;
 
@@ -27,6 +33,7 @@ use serde_json::Value;
 pub use finding::{Finding, LintContext, NodePolicy, Severity};
 pub use report::Report;
 
+use crate::cluster::Cluster;
 use crate::documents::split_documents;
 use crate::pod_rules::RawFinding;
 use crate::typed::TypeProblem;
@@ -57,8 +64,48 @@ fn type_problem(p: TypeProblem) -> RawFinding {
     }
 }
 
-/// Lints every document of `text` (named `file` in the findings).
+/// The objects of a document with their path prefix: `kubectl get … -o yaml` prints a
+/// `kind: List` (or `PodList`, …) whose items are objects of their own, under `items[i]`.
+fn objects_of(value: &Value) -> Vec<(String, &Value)> {
+    let list_items = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .filter(|k| k.ends_with("List"))
+        .and(value.get("items"))
+        .and_then(Value::as_array);
+    match list_items {
+        Some(items) => (items.iter().enumerate())
+            .map(|(i, v)| (format!("items[{i}]."), v))
+            .collect(),
+        None => vec![(String::new(), value)],
+    }
+}
+
+/// Lints every document of `text` (named `file` in the findings); a pod's claims and a
+/// node's ResourceSlices are looked up in `text` only.
 pub fn lint_text(file: &str, text: &str, ctx: &LintContext<'_>) -> Vec<Finding> {
+    lint_texts(&[(file, text)], ctx)
+}
+
+/// Lints several files (`(name, text)`) as one input: claims, claim templates and
+/// ResourceSlices of any file are seen by the pods and Nodes of every file.
+pub fn lint_texts(inputs: &[(&str, &str)], ctx: &LintContext<'_>) -> Vec<Finding> {
+    let mut cluster = Cluster::default();
+    for (_, text) in inputs {
+        for doc in split_documents(text) {
+            if let Ok(value) = &doc.value {
+                for (_, object) in objects_of(value) {
+                    cluster.add(object);
+                }
+            }
+        }
+    }
+    (inputs.iter())
+        .flat_map(|(file, text)| lint_file(file, text, ctx, &cluster))
+        .collect()
+}
+
+fn lint_file(file: &str, text: &str, ctx: &LintContext<'_>, cluster: &Cluster) -> Vec<Finding> {
     let mut out = Vec::new();
     for doc in split_documents(text) {
         let finding = |object: String, raw: RawFinding| Finding {
@@ -86,22 +133,8 @@ pub fn lint_text(file: &str, text: &str, ctx: &LintContext<'_>) -> Vec<Finding> 
                 continue;
             }
         };
-        // `kubectl get … -o yaml` prints a `kind: List` (or `PodList`, …): each item is
-        // an object of its own, its fields under `items[i]`.
-        let list_items = value
-            .get("kind")
-            .and_then(Value::as_str)
-            .filter(|k| k.ends_with("List"))
-            .and(value.get("items"))
-            .and_then(Value::as_array);
-        let objects: Vec<(String, &Value)> = match list_items {
-            Some(items) => (items.iter().enumerate())
-                .map(|(i, v)| (format!("items[{i}]."), v))
-                .collect(),
-            None => vec![(String::new(), value)],
-        };
-        for (prefix, value) in objects {
-            for (object, mut raw) in lint_object(value, doc.index, doc.line, ctx) {
+        for (prefix, value) in objects_of(value) {
+            for (object, mut raw) in lint_object(value, doc.index, doc.line, ctx, cluster) {
                 raw.path = match raw.path.as_str() {
                     "" => prefix.trim_end_matches('.').to_string(),
                     p => format!("{prefix}{p}"),
@@ -119,12 +152,15 @@ fn lint_object(
     index: usize,
     line: usize,
     ctx: &LintContext<'_>,
+    cluster: &Cluster,
 ) -> Vec<(String, RawFinding)> {
-    let name = value
-        .get("metadata")
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or("?");
+    let meta = |k: &str| {
+        value
+            .get("metadata")
+            .and_then(|m| m.get(k))
+            .and_then(Value::as_str)
+    };
+    let name = meta("name").unwrap_or("?");
     let Some(kind) = value.get("kind").and_then(Value::as_str) else {
         let why = if value.is_object() {
             "has no `kind`"
@@ -145,7 +181,13 @@ fn lint_object(
     let read = workload_of(kind, value);
     let mut raws: Vec<RawFinding> = read.problems.into_iter().map(type_problem).collect();
     match read.workload {
-        Workload::Pods(pods) => raws.extend(pods.iter().flat_map(|p| pod_rules::lint_pod(p, ctx))),
+        Workload::Pods(pods) => {
+            raws.extend(pods.iter().flat_map(|p| pod_rules::lint_pod(p, ctx)));
+            let ns = meta("namespace");
+            raws.extend((pods.iter()).flat_map(|p| roce_rules::lint_roce(p, ns, cluster, ctx)));
+        }
+        Workload::Node(node) => raws.extend(node_rules::lint_node(&node, cluster)),
+        Workload::Slice => {}
         Workload::Claim { path, spec, v1 } => {
             raws.extend(claim_rules::lint_claim(&path, &spec, ctx.topology));
             raws.extend(v1.and_then(|v1| claim_fit::lint_fit(&path, &v1, ctx.topology)));

@@ -1,10 +1,13 @@
 //! Where each supported kind keeps its pod template, read into the k8s-openapi types
-//! (`Pod`, `Deployment`, `StatefulSet`, `DaemonSet`, `ReplicaSet`, `Job`, `CronJob`, ...).
+//! (`Pod`, `Deployment`, `StatefulSet`, `DaemonSet`, `ReplicaSet`, `Job`, `CronJob`, ...),
+//! and the cluster objects some rules read (`Node`, `ResourceSlice`).
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{
-    Pod, PodSpec, PodTemplate, PodTemplateSpec, ReplicationController,
+    Node, Pod, PodSpec, PodTemplate, PodTemplateSpec, ReplicationController,
 };
 use serde_json::Value;
 
@@ -19,6 +22,8 @@ pub struct PodSpecAt {
     pub path: String,
     /// The spec.
     pub spec: PodSpec,
+    /// The pod's (or pod template's) annotations.
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// What a kind holds, for linting.
@@ -36,6 +41,11 @@ pub enum Workload {
         /// whose claim spec has the same shape; `None` for v1beta1 or when it does not read).
         v1: Option<Box<k8s_openapi::api::resource::v1::ResourceClaimSpec>>,
     },
+    /// A Node (`kubectl get nodes -o yaml`): what its device plugins advertise.
+    Node(Box<Node>),
+    /// A ResourceSlice: read for the whole input (which nodes run topoalign's driver), no
+    /// rules of its own.
+    Slice,
     /// A kind this linter does not check.
     Unknown,
 }
@@ -49,32 +59,48 @@ pub struct Read {
     pub problems: Vec<TypeProblem>,
 }
 
-fn pods(path: &str, spec: Option<PodSpec>) -> Workload {
+/// A pod spec with its pod's annotations.
+type SpecWithAnnotations = (PodSpec, BTreeMap<String, String>);
+
+fn pods(path: &str, spec: Option<SpecWithAnnotations>) -> Workload {
     Workload::Pods(
-        spec.map(|spec| PodSpecAt {
+        spec.map(|(spec, annotations)| PodSpecAt {
             path: path.to_string(),
             spec,
+            annotations,
         })
         .into_iter()
         .collect(),
     )
 }
 
-fn template_spec(t: Option<PodTemplateSpec>) -> Option<PodSpec> {
-    t.and_then(|t| t.spec)
+fn template_spec(t: Option<PodTemplateSpec>) -> Option<SpecWithAnnotations> {
+    t.and_then(|t| {
+        let annotations = t.metadata.and_then(|m| m.annotations).unwrap_or_default();
+        t.spec.map(|spec| (spec, annotations))
+    })
 }
 
 /// Reads `doc` as its `kind` and finds its pod specs or claim spec.
 pub fn workload_of(kind: &str, doc: &Value) -> Read {
     const TEMPLATE: &str = "spec.template.spec";
     let (workload, problems) = match kind {
-        "Pod" => typed(doc, |p: Pod| pods("spec", p.spec)),
+        "Pod" => typed(doc, |p: Pod| {
+            let annotations = p.metadata.annotations.unwrap_or_default();
+            pods("spec", p.spec.map(|spec| (spec, annotations)))
+        }),
         "PodTemplate" => typed(doc, |p: PodTemplate| {
             pods("template.spec", template_spec(p.template))
         }),
-        "Deployment" => typed(doc, |d: Deployment| pods(TEMPLATE, d.spec.template.spec)),
-        "StatefulSet" => typed(doc, |d: StatefulSet| pods(TEMPLATE, d.spec.template.spec)),
-        "DaemonSet" => typed(doc, |d: DaemonSet| pods(TEMPLATE, d.spec.template.spec)),
+        "Deployment" => typed(doc, |d: Deployment| {
+            pods(TEMPLATE, template_spec(Some(d.spec.template)))
+        }),
+        "StatefulSet" => typed(doc, |d: StatefulSet| {
+            pods(TEMPLATE, template_spec(Some(d.spec.template)))
+        }),
+        "DaemonSet" => typed(doc, |d: DaemonSet| {
+            pods(TEMPLATE, template_spec(Some(d.spec.template)))
+        }),
         "ReplicaSet" => typed(doc, |d: ReplicaSet| {
             pods(TEMPLATE, template_spec(d.spec.template))
         }),
@@ -93,6 +119,8 @@ pub fn workload_of(kind: &str, doc: &Value) -> Read {
         }),
         "MPIJob" | "PyTorchJob" | "TFJob" => training_job(kind, doc),
         "ResourceClaimTemplate" | "ResourceClaim" => claim(kind, doc),
+        "Node" => typed(doc, |n: Node| Workload::Node(Box::new(n))),
+        "ResourceSlice" => (Workload::Slice, Vec::new()),
         _ => (Workload::Unknown, Vec::new()),
     };
     Read { workload, problems }
@@ -127,10 +155,11 @@ fn training_job(kind: &str, doc: &Value) -> (Workload, Vec<TypeProblem>) {
         let base = child_path(&format!("spec.{field}"), role) + ".template";
         let (t, p) = read::<PodTemplateSpec>(template, &base);
         problems.extend(p);
-        if let Some(spec) = template_spec(t) {
+        if let Some((spec, annotations)) = template_spec(t) {
             out.push(PodSpecAt {
                 path: format!("{base}.spec"),
                 spec,
+                annotations,
             });
         }
     }

@@ -7,7 +7,7 @@ use anyhow::Context;
 use topoalign_discover::Source;
 use topoalign_kubelet::ConfigDocument;
 use topoalign_lint::args::LintArgs;
-use topoalign_lint::{Report, lint_text};
+use topoalign_lint::{Report, lint_texts};
 use topoalign_render::table::{terminal_width, wrap};
 
 use crate::output::{Format, exit, print, with_errors};
@@ -53,10 +53,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let ctx = args
             .lint
             .context(&discovery.topology, &settings, config.as_deref());
-        let mut findings = Vec::new();
+        // One input: a pod's claim may be in another file.
+        let mut texts: Vec<(&str, String)> = Vec::new();
         for file in &args.lint.files {
-            findings.extend(lint_text(file, &read_input(file)?, &ctx));
+            texts.push((file.as_str(), read_input(file)?));
         }
+        let inputs: Vec<(&str, &str)> = texts.iter().map(|(f, t)| (*f, t.as_str())).collect();
+        let findings = lint_texts(&inputs, &ctx);
         let report = Report::new(&ctx, findings);
         // On a terminal each finding wraps to its width (continuations indented); piped
         // or redirected output keeps one line per finding.
