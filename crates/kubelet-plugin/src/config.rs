@@ -34,6 +34,12 @@ pub struct PluginArgs {
     /// vendors' specs (`nvidia.com/gpu`, `amd.com/gpu`) are looked up.
     #[arg(long = "cdi-spec-dir", value_name = "DIR", default_values = DEFAULT_CDI_SPEC_DIRS)]
     pub cdi_spec_dirs: Vec<PathBuf>,
+    /// Move each prepared RoCE VF's network interface into the container (CDI
+    /// `netDevices`, spec 1.1.0). Off by default: it needs containerd 2.2.1+ (CDI library
+    /// 1.1.0) and runc 1.4+, older runtimes refuse the whole claim's spec, and a
+    /// `hostNetwork` pod cannot take it (see deploy/README.md, RoCE).
+    #[arg(long)]
+    pub cdi_net_devices: bool,
 }
 
 #[cfg(feature = "clap")]
@@ -48,6 +54,7 @@ impl PluginArgs {
             state_dir: (self.state_dir.clone())
                 .unwrap_or_else(|| self.plugin_dir.join(DRIVER_NAME)),
             cdi_spec_dirs: self.cdi_spec_dirs.clone(),
+            cdi_net_devices: self.cdi_net_devices,
         }
     }
 }
@@ -67,6 +74,8 @@ pub struct PluginConfig {
     pub state_dir: PathBuf,
     /// The runtime's CDI spec directories, lowest priority first (vendor specs).
     pub cdi_spec_dirs: Vec<PathBuf>,
+    /// Whether RoCE VFs' interfaces are moved into the container (CDI `netDevices`).
+    pub cdi_net_devices: bool,
 }
 
 impl PluginConfig {
@@ -80,6 +89,7 @@ impl PluginConfig {
             plugin_dir,
             cdi_dir: PathBuf::from(DEFAULT_CDI_DIR),
             cdi_spec_dirs: DEFAULT_CDI_SPEC_DIRS.iter().map(PathBuf::from).collect(),
+            cdi_net_devices: false,
         }
     }
 
@@ -95,6 +105,7 @@ impl PluginConfig {
             plugin_dir,
             cdi_dir: root.join("cdi"),
             cdi_spec_dirs: vec![root.join("etc-cdi"), root.join("cdi")],
+            cdi_net_devices: false,
         }
     }
 

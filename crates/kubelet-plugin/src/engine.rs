@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use topoalign_atomic::{WriteOptions, WriteStep};
 use topoalign_dra::cdi::cdi_file_name;
+use topoalign_dra::cdi_netdev::add_roce_net_devices;
 use topoalign_dra::{
     CdiPlan, Holdings, Inventory, PreparedDevice, PreparedGpu, compose_cdi, prepare_allocation,
     vendor_gpu_ids,
@@ -321,7 +322,10 @@ impl Engine {
                 .iter()
                 .any(|g| g.vendor == GpuVendor::Nvidia),
         };
-        let composed = compose_cdi(&claim.uid, devices, &plan);
+        let mut composed = compose_cdi(&claim.uid, devices, &plan);
+        if self.config.cdi_net_devices {
+            add_roce_net_devices(&mut composed, &claim.uid, devices, &self.inventory);
+        }
         Ok((composed.spec, composed.ids))
     }
 

@@ -391,3 +391,25 @@ fn amd_gpus_use_the_amd_spec_when_present_else_the_rocm_nodes() {
     let err = e.prepare(&d).unwrap_err();
     assert!(err.to_string().contains("amd.json"), "{err}");
 }
+
+/// `--cdi-net-devices`: a prepared RoCE pair's VF interface goes into the container
+/// (CDI `netDevices`, spec 1.1.0); off (the default), the spec stays at its version with
+/// no such edit.
+#[test]
+fn roce_interfaces_move_into_the_container_only_when_asked() {
+    let inv = Inventory::from_topology(&topoalign_profiles::get("mi300x-8").unwrap());
+    for on in [false, true] {
+        let root = tempfile::tempdir().unwrap();
+        let mut config = PluginConfig::under(NODE, root.path());
+        config.cdi_net_devices = on;
+        let mut e = Engine::open(config.clone(), Arc::new(inv.clone()), None)
+            .unwrap()
+            .0;
+        let c = claim(&uid(1), vec![result("pairs", &inv.pairs[0].name)]);
+        e.prepare(&c).unwrap();
+        let spec = own_spec(&config, &c.uid);
+        let text = spec.to_string();
+        assert_eq!(text.contains("netDevices"), on, "{text}");
+        assert_eq!(spec["cdiVersion"] == "1.1.0", on, "{}", spec["cdiVersion"]);
+    }
+}
