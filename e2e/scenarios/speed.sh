@@ -4,7 +4,10 @@
 # (a) The upstream structured allocator (allocbench: k8s.io/dynamic-resource-allocation/
 #     structured, configured from kube-scheduler's default feature gates) on the driver's
 #     slices for each profile and a pair claim from `topoalign claims` (1, 2, 4, 8 pairs),
-#     next to `topoalign plan` for the same request: median times, ratio, pair classes.
+#     next to topoalign's planner for the same node and request, both timed in-process
+#     (allocator: NewAllocator + Allocate; planner: Planner::new + plan, from
+#     `topoalign plan --time-iterations`): medians, their ratio, pair classes. The whole
+#     `topoalign plan` process (start, topology load, output) is a separate figure.
 # (b) Unsatisfiable claims on mi300x-8 (with its VFs) in the real kube-scheduler: how long
 #     until the pod is Unschedulable, the scheduler's Filter time for that cycle, and how
 #     long an unrelated pod created right after it waits to be bound (target < 1 s).
@@ -17,7 +20,8 @@ need_topoalign_cmd driver
 need_topoalign_cmd claims
 D=$SCEN_DIR
 NS=speed
-REPS=${E2E_SPEED_REPS:-5}
+REPS=${E2E_SPEED_REPS:-5}                # whole-process runs of `topoalign plan`
+IN_REPS=${E2E_SPEED_INPROC_REPS:-21}     # in-process calls, allocator and planner alike
 PROFILES=(${E2E_PROFILES:-mi300x-8 gb300-4 dgx-h100 pcie-2socket} scale-72)
 make_namespace "$NS"
 # scale-72: a synthetic 72-GPU, 72-NIC node (4 NUMA nodes, 9 switches each with 2 GPUs and
@@ -33,6 +37,21 @@ median_ms() {
     t=$(now); "$@" > /dev/null 2>&1; ms_since "$t"; echo
   done | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
 }
+
+# plan_inproc OUT.json PLAN-ARGS... : `topoalign plan` with --time-iterations $IN_REPS;
+# fails unless it planned (exit 0) or said unsatisfiable (exit 1 with a document)
+plan_inproc() {
+  local out=$1; shift
+  "$TOPOALIGN" plan "$@" --time-iterations "$IN_REPS" -o json > "$out" 2> "$out.err"
+  local rc=$?
+  [ "$rc" = 0 ] || { [ "$rc" = 1 ] && jq -e '.unsatisfiable and .timing' "$out" > /dev/null 2>&1; }
+}
+# planner_ms PLAN.json : "X ms median (Planner::new + plan; Y ms plan alone)"
+planner_ms() {
+  jq -r '.timing | "\(.newAndPlan.medianMs * 1000 | round / 1000) ms median (Planner::new + plan; \(.planOnly.medianMs * 1000 | round / 1000) ms plan alone)"' "$1"
+}
+# ratio A B : A/B to two decimals, or - when B is 0
+ratio() { awk -v a="$1" -v t="$2" 'BEGIN{ if (t > 0) printf "%.2f", a/t; else print "-" }'; }
 
 # class_of_devices OBJECTS.json DEVICE... : sorted pair classes of the named devices
 class_of_devices() {
@@ -56,24 +75,29 @@ for p in "${PROFILES[@]}"; do
     if [ "$n" -gt "$ngpu" ] && ! { [ "$n" = 9 ] && [ "$p" = mi300x-8 ]; }; then continue; fi
     "$TOPOALIGN" claims --pairs "$n" --claim --name "c$n" -o yaml > "$D/c$n.yaml" 2> "$D/c$n.err" || { fail "speed: topoalign claims --pairs $n"; continue; }
     yaml_to_json "$D/c$n.yaml" | jq '.[0]' > "$D/c$n.json"
-    "$TOOLS_BIN/allocbench" --objects "$D/$p.json" --claim "$D/c$n.json" --node "$node" --reps "$REPS" > "$D/$p-$n.alloc.json" 2> "$D/$p-$n.alloc.err" ||
+    "$TOOLS_BIN/allocbench" --objects "$D/$p.json" --claim "$D/c$n.json" --node "$node" --reps "$IN_REPS" > "$D/$p-$n.alloc.json" 2> "$D/$p-$n.alloc.err" ||
       { fail "speed: allocbench $p N=$n: $(head -c 500 "$D/$p-$n.alloc.err")"; continue; }
     a_ms=$(jq -r .medianMs "$D/$p-$n.alloc.json")
     a_out=$(jq -r .outcome "$D/$p-$n.alloc.json")
     mapfile -t a_devs < <(jq -r '.devices[]?' "$D/$p-$n.alloc.json")
     a_cls=$([ "${#a_devs[@]}" -gt 0 ] && class_of_devices "$D/$p.json" "${a_devs[@]}")
-    t_ms=$(median_ms "$REPS" "$TOPOALIGN" plan $(src "$p") --gpus "$n" --nics-per-gpu 1 -o json)
-    if "$TOPOALIGN" plan $(src "$p") --gpus "$n" --nics-per-gpu 1 -o json > "$D/$p-$n.plan.json" 2> /dev/null; then
+    # shellcheck disable=SC2046
+    plan_inproc "$D/$p-$n.plan.json" $(src "$p") --gpus "$n" --nics-per-gpu 1 ||
+      { fail "speed: topoalign plan --time-iterations $p N=$n: $(head -c 500 "$D/$p-$n.plan.json.err")"; continue; }
+    if jq -e .pairs "$D/$p-$n.plan.json" > /dev/null; then
       t_cls=$(jq -r '[.pairs[].class] | sort_by({"PIX":0,"PXB":1,"PHB":2,"NODE":3,"SYS":4}[.]) | join(" ")' "$D/$p-$n.plan.json")
     else t_cls="unsatisfiable"; fi
-    ratio=$(awk -v a="$a_ms" -v t="$t_ms" 'BEGIN{ if (t > 0) printf "%.2f", a/t; else print "-" }')
-    figure "speed $p N=$n: upstream allocator ${a_ms} ms median ($a_out${a_cls:+: $a_cls}) | topoalign plan ${t_ms} ms median incl. process start ($t_cls) | allocator/plan ${ratio}"
+    p_ms=$(jq -r .timing.newAndPlan.medianMs "$D/$p-$n.plan.json")
+    figure "speed $p N=$n in-process, median of $IN_REPS: upstream allocator ${a_ms} ms (NewAllocator + Allocate; $a_out${a_cls:+: $a_cls}) | topoalign planner $(planner_ms "$D/$p-$n.plan.json") ($t_cls) | allocator/planner $(ratio "$a_ms" "$p_ms")"
+    # shellcheck disable=SC2046
+    t_ms=$(median_ms "$REPS" "$TOPOALIGN" plan $(src "$p") --gpus "$n" --nics-per-gpu 1 -o json)
+    figure "speed $p N=$n whole process, median of $REPS: topoalign plan ${t_ms} ms (process start, topology load, planning, JSON output; not comparable with the in-process figures)"
     if [ "$a_out" = allocated ] && [ "$a_cls" = "$t_cls" ]; then pass "speed $p N=$n: both give [$a_cls]"
     elif [ "$a_out" = unsatisfiable ] && [ "$t_cls" = unsatisfiable ]; then
       if awk -v a="$a_ms" 'BEGIN{exit !(a < 1000)}'; then pass "speed $p N=$n: both say unsatisfiable (upstream allocator in ${a_ms} ms, target < 1 s)"
       else missed "speed $p N=$n: the upstream allocator needs ${a_ms} ms to refuse this claim on the published shape (target < 1 s)"; fi
     elif [ "$a_out" = timeout ] && [ "$t_cls" = unsatisfiable ]; then
-      missed "speed $p N=$n: the upstream allocator did not decide within its 10 s timeout on the published shape (topoalign plan: unsatisfiable in ${t_ms} ms; target < 1 s)"
+      missed "speed $p N=$n: the upstream allocator did not decide within its 10 s timeout on the published shape (topoalign's planner: unsatisfiable in ${p_ms} ms in-process; target < 1 s)"
     else fail "speed $p N=$n: upstream allocator $a_out [$a_cls] vs topoalign plan [$t_cls]"; fi
   done
 done
@@ -85,12 +109,20 @@ if [ -s "$D/scale-72.json" ]; then
   "$TOPOALIGN" driver $(src scale-72) --node-name sp-scale-72 --pairs-per-gpu all --dry-run -o yaml > "$D/scale-72-all.yaml" 2> /dev/null &&
     yaml_to_json "$D/scale-72-all.yaml" > "$D/scale-72-all.json"
   "$TOPOALIGN" claims --pairs 8 --claim --name c8 -o yaml | yaml_to_json /dev/stdin | jq '.[0]' > "$D/c8-72.json"
+  # the planner on the same node with the same 65 GPUs in use (by PCI address)
+  jq '{gpus: [.[] | select(.kind == "ResourceSlice") | (.spec.devices // [])[] | select(.name | startswith("gpu-"))]
+    | sort_by(.name) | .[7:] | map(.attributes["resource.kubernetes.io/pciBusID"].string)}' "$D/scale-72.json" > "$D/used-72.json"
+  # shellcheck disable=SC2046
+  plan_inproc "$D/scale-72-unsat.plan.json" $(src scale-72) --used "$D/used-72.json" --gpus 8 --nics-per-gpu 1 ||
+    fail "speed: topoalign plan --time-iterations on the 72-GPU node, 7 free: $(head -c 300 "$D/scale-72-unsat.plan.json.err")"
+  p72=$(jq -r '.timing.newAndPlan.medianMs // 0' "$D/scale-72-unsat.plan.json" 2> /dev/null)
+  p72_out=$(jq -r 'if .unsatisfiable then "unsatisfiable" elif .pairs then "planned" else "-" end' "$D/scale-72-unsat.plan.json" 2> /dev/null)
   for shape in scale-72 scale-72-all; do
     if "$TOOLS_BIN/allocbench" --objects "$D/$shape.json" --claim "$D/c8-72.json" --node sp-scale-72 --reps 1 \
       --allocated "$held72" > "$D/$shape-unsat.json" 2> "$D/$shape-unsat.err"; then
       out=$(jq -r .outcome "$D/$shape-unsat.json"); ms=$(jq -r .medianMs "$D/$shape-unsat.json")
       pairs=$(jq '[.[] | select(.kind == "ResourceSlice") | (.spec.devices // [])[] | select(.name | startswith("pair-"))] | length' "$D/$shape.json")
-      figure "speed 72-GPU node, 7 GPUs free, 8 pairs asked, $pairs pair devices published ($shape): upstream allocator $out after $ms ms"
+      figure "speed 72-GPU node, 7 GPUs free, 8 pairs asked, $pairs pair devices published ($shape), in-process: upstream allocator $out after $ms ms (1 run) | topoalign planner $(planner_ms "$D/scale-72-unsat.plan.json" 2> /dev/null) ($p72_out, median of $IN_REPS; the planner reads the node, not the published shape) | allocator/planner $([ "$out" = timeout ] && echo "> ")$(ratio "$ms" "$p72")"
       # No target for this node in the issue; the published shape must at least decide
       # within the scheduler's 10 s DRA Filter timeout (every pair published does not).
       if [ "$shape" = scale-72 ]; then
@@ -135,7 +167,13 @@ for n in 8 9; do
   yaml_to_json "$D/unsat-$n.yaml" | jq '.[0]' > "$D/unsat-$n.json"
   if "$TOOLS_BIN/allocbench" --objects "$D/un.json" --claim "$D/unsat-$n.json" --node "$node" --reps 1 \
     --allocated "$node/$held" > "$D/unsat-$n.alloc.json" 2> "$D/unsat-$n.alloc.err"; then
-    figure "speed unsatisfiable $n pairs on mi300x-8 with $held held, upstream allocator in-process: $(jq -r '"\(.outcome) after \(.medianMs) ms"' "$D/unsat-$n.alloc.json")"
+    a_ms=$(jq -r .medianMs "$D/unsat-$n.alloc.json")
+    jq -n --arg b "$gpu0" '{gpus: [$b]}' > "$D/used-un.json"
+    if plan_inproc "$D/unsat-$n.plan.json" --profile mi300x-8 --used "$D/used-un.json" --gpus "$n" --nics-per-gpu 1; then
+      p_out=$(jq -r 'if .unsatisfiable then "unsatisfiable" else "planned" end' "$D/unsat-$n.plan.json")
+      figure "speed unsatisfiable $n pairs on mi300x-8 with $held held, in-process: upstream allocator $(jq -r .outcome "$D/unsat-$n.alloc.json") after $a_ms ms (1 run) | topoalign planner $(planner_ms "$D/unsat-$n.plan.json") ($p_out, median of $IN_REPS) | allocator/planner $(ratio "$a_ms" "$(jq -r .timing.newAndPlan.medianMs "$D/unsat-$n.plan.json")")"
+      [ "$p_out" = unsatisfiable ] || fail "speed: topoalign plan found $n pairs on mi300x-8 with $gpu0 held (7 GPUs free)"
+    else fail "speed: topoalign plan --time-iterations unsat-$n: $(head -c 300 "$D/unsat-$n.plan.json.err")"; fi
   else fail "speed: allocbench unsat-$n: $(head -c 300 "$D/unsat-$n.alloc.err")"; fi
 done
 

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Every example a user is shown runs: the commands in the README's tour table and every
 //! `Examples:` line of every subcommand's `--help`. Placeholders (`FILE`, `manifests.yaml`,
 //! `d.xml`, …) are replaced by real files written here; an example may report a finding

@@ -205,3 +205,52 @@ fn nvlink_on_an_unknown_fabric_says_unknown_not_unsatisfiable() {
     assert!(err.contains("--nvlink-from"), "{err}");
     assert!(!err.contains("unsatisfiable"), "{err}");
 }
+
+/// The hidden `--time-iterations N` (the e2e `speed` scenario's in-process figure): the
+/// same plan with `timing` beside it, on success and on an unsatisfiable request alike.
+#[test]
+fn time_iterations_adds_in_process_timing_and_changes_nothing_else() {
+    let args = [
+        "--profile",
+        "mi300x-8",
+        "--gpus",
+        "2",
+        "--nics-per-gpu",
+        "1",
+    ];
+    let plain = plan_json(&args);
+    assert!(plain.get("timing").is_none(), "{plain}");
+    let timed = plan_json(&[&args[..], &["--time-iterations", "3"]].concat());
+    assert_eq!(classes(&timed), classes(&plain));
+    assert_eq!(timed["timing"]["reps"], 3);
+    for kind in ["newAndPlan", "planOnly"] {
+        let t = &timed["timing"][kind];
+        let ms = |k: &str| t[k].as_f64().unwrap();
+        assert!(ms("minMs") > 0.0, "{t}");
+        assert!(
+            ms("minMs") <= ms("medianMs") && ms("medianMs") <= ms("maxMs"),
+            "{t}"
+        );
+    }
+    let out = run(subcommand("plan").args([
+        "--profile",
+        "mi300x-8",
+        "--gpus",
+        "9",
+        "--time-iterations",
+        "2",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(out.code, 1);
+    let v = json(&out.stdout);
+    assert_eq!(
+        (&v["unsatisfiable"], &v["timing"]["reps"]),
+        (&true.into(), &2.into())
+    );
+    let (code, err) = fails(&["--gpus", "1", "--time-iterations", "0"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--time-iterations"), "{err}");
+    let help = run_expecting(subcommand("plan").arg("--help"), 0).stdout;
+    assert!(!help.contains("time-iterations"), "hidden from --help");
+}

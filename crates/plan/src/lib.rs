@@ -57,6 +57,7 @@ pub mod request;
 pub mod score;
 mod search;
 mod text;
+pub mod timing;
 pub mod types;
 pub mod words;
 
