@@ -1,0 +1,17 @@
+//! The integration tests of this crate, one binary (one link step) for all of them.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod amd_fixtures;
+mod fuzz_parsers;
+mod malformed;
+mod nccl_constructs;
+mod nvidia_proc;
+mod nvidia_smi_tool;
+mod parsers;
+mod parsers_amd_nccl;
+mod parsers_props;
+mod paste_tolerance;
+mod real_topo;
+mod roundtrip;

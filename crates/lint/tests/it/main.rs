@@ -1,0 +1,7 @@
+//! The integration tests of this crate, one binary (one link step) for all of them.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod fixtures;
+mod fuzz_manifests;
+mod roce_and_nodes;

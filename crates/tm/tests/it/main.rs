@@ -1,0 +1,8 @@
+//! The integration tests of this crate, one binary (one link step) for all of them.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod fuzz_merge_cases;
+mod merge_props;
+mod seed_matrix;
+mod simulate;
