@@ -89,6 +89,8 @@ apiserver_ready() {
   [ "$(curl -s --max-time 2 --cacert "$RUN/pki/ca.crt" --cert "$RUN/pki/admin.crt" --key "$RUN/pki/admin.key" "https://127.0.0.1:$P_API/readyz")" = ok ]
 }
 
+# start_apiserver [ARG...] : kube-apiserver, with ARGs appended (e.g. a scenario's
+# --feature-gates=...; a plain start_apiserver restores the defaults).
 start_apiserver() {
   "$K8S_BIN/kube-apiserver" \
     --etcd-servers="http://127.0.0.1:$P_ETCD" \
@@ -101,7 +103,7 @@ start_apiserver() {
     --service-cluster-ip-range=10.96.0.0/24 \
     --authorization-mode=Node,RBAC \
     --runtime-config=resource.k8s.io/v1=true \
-    --profiling=false >> "$RUN/logs/kube-apiserver.log" 2>&1 &
+    --profiling=false "$@" >> "$RUN/logs/kube-apiserver.log" 2>&1 &
   register_pid kube-apiserver $!
   wait_until 90 "kube-apiserver /readyz" apiserver_ready
 }

@@ -53,6 +53,8 @@ enum Command {
     Extender(Box<cmd::extender::Args>),
     /// The node agent for device-plugin clusters: pod-resources → NodeResourceTopology + labels.
     Agent(Box<cmd::agent::Args>),
+    /// Explain a running pod's devices against the live cluster: pairs, classes, the best free choice.
+    Explain(cmd::explain::Args),
 }
 
 fn main() -> ExitCode {
@@ -75,6 +77,7 @@ fn main() -> ExitCode {
         Command::Driver(a) => cmd::driver::run(*a),
         Command::Extender(a) => cmd::extender::run(*a),
         Command::Agent(a) => cmd::agent::run(*a),
+        Command::Explain(a) => cmd::explain::run(a),
     };
     match result {
         Ok(code) => code,

@@ -26,8 +26,13 @@ pub struct PublishOptions {
     /// Default `NODE`: the same NUMA node. `SYS` pairs are never published (they would
     /// multiply the allocator's search for claims nobody wants).
     pub max_pair_class: PcieClass,
-    /// Publish plain GPU and NIC devices next to the pairs (default true).
+    /// Publish plain GPU and NIC devices next to the pairs (default true; always on when
+    /// `pair_devices` is off).
     pub plain_devices: bool,
+    /// Publish pair devices (default true). Off where the API server drops
+    /// `sharedCounters`/`consumesCounters` (`DRAPartitionableDevices` off): a pair and a
+    /// plain GPU would then not exclude each other, so only plain devices are published.
+    pub pair_devices: bool,
     /// How many pair devices each GPU gets (default [`PairsPerGpu::Auto`]).
     pub pairs_per_gpu: PairsPerGpu,
 }
@@ -87,6 +92,7 @@ impl Default for PublishOptions {
             generation: 1,
             max_pair_class: PcieClass::Node,
             plain_devices: true,
+            pair_devices: true,
             pairs_per_gpu: PairsPerGpu::Auto,
         }
     }
@@ -329,6 +335,7 @@ pub struct Inventory {
     /// Physical NICs in address order.
     pub nics: Vec<PhysicalNic>,
     /// Pairs, best first: by NCCL preference (GDR, class, path), then GPU and NIC address.
+    /// Empty when pair devices are not published ([`PublishOptions::pair_devices`]).
     pub pairs: Vec<PairEntry>,
     /// Whether plain GPU and NIC devices are published.
     pub plain_devices: bool,
@@ -582,6 +589,11 @@ impl Inventory {
             Some(k) => budget_pairs(&paths, &candidates, k),
         };
         let mut pairs = Vec::new();
+        let chosen = if opts.pair_devices {
+            chosen
+        } else {
+            Vec::new()
+        };
         for (gi, row) in chosen.iter().enumerate() {
             for &ni in row {
                 pairs.push(PairEntry {
@@ -614,7 +626,8 @@ impl Inventory {
             gpus,
             nics,
             pairs,
-            plain_devices: opts.plain_devices,
+            // Without pairs, plain devices are all there is.
+            plain_devices: opts.plain_devices || !opts.pair_devices,
             by_name,
         }
     }

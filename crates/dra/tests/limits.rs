@@ -17,6 +17,7 @@ proptest! {
             generation: 3,
             max_pair_class: if phb { PcieClass::Phb } else { PcieClass::Node },
             plain_devices: true,
+            pair_devices: true,
             pairs_per_gpu: match budget {
                 0 => PairsPerGpu::Auto,
                 1 => PairsPerGpu::All,

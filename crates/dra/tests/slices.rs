@@ -188,6 +188,55 @@ fn plain_devices_can_be_left_out() {
     assert!(inv.device(&inv.pairs[0].name).is_some());
 }
 
+/// The safe mode for API servers that drop counters: plain GPUs and NICs only (plain
+/// devices forced on even if asked off), every GPU and NIC once, no pair name resolves;
+/// the counter sets are still published, so a readback can tell when they survive.
+#[test]
+fn without_pair_devices_only_plain_gpus_and_nics_are_published() {
+    for name in profiles::NAMES {
+        let topo = profile(name);
+        let opts = PublishOptions {
+            pair_devices: false,
+            plain_devices: false,
+            ..Default::default()
+        };
+        let with_pairs = Inventory::from_topology(&topo);
+        let inv = Inventory::new(&topo, &opts);
+        assert!(inv.pairs.is_empty(), "{name}");
+        assert!(inv.plain_devices, "{name}");
+        if let Some(p) = with_pairs.pairs.first() {
+            assert!(inv.device(&p.name).is_none(), "{name}: {}", p.name);
+        }
+        let slices = resource_slices(&topo, "node-1", &opts).unwrap();
+        common::check_limits(&slices).unwrap();
+        let devices: Vec<_> = slices
+            .iter()
+            .flat_map(|s| s.spec.devices.iter().flatten())
+            .collect();
+        let kind = |d: &&k8s_openapi::api::resource::v1::Device| {
+            d.attributes.as_ref().unwrap()[attr::TYPE]
+                .string
+                .clone()
+                .unwrap()
+        };
+        assert!(devices.iter().all(|d| kind(d) != "pair"), "{name}");
+        let names: BTreeSet<&str> = devices.iter().map(|d| d.name.as_str()).collect();
+        let want: BTreeSet<&str> = with_pairs
+            .gpus
+            .iter()
+            .map(|g| g.name.as_str())
+            .chain(with_pairs.nics.iter().map(|n| n.name.as_str()))
+            .collect();
+        assert_eq!(names, want, "{name}");
+        assert_eq!(names.len(), devices.len(), "{name}: a device twice");
+        let sets: usize = slices
+            .iter()
+            .map(|s| s.spec.shared_counters.as_ref().map_or(0, Vec::len))
+            .sum();
+        assert!(sets > 0, "{name}: the counter sets are still published");
+    }
+}
+
 #[test]
 fn bad_node_names_are_refused_with_the_reason() {
     let topo = profile("gb300-4");

@@ -24,6 +24,8 @@ pub struct Health {
     /// The published pool differs from the desired one (a slice deleted or edited by
     /// someone else) and is not repaired yet: what differs.
     drift: Mutex<Option<String>>,
+    /// The publishing mode (pairs or plain-only) and why, once a round confirmed it.
+    mode: Mutex<Option<String>>,
 }
 
 impl Health {
@@ -36,7 +38,19 @@ impl Health {
             last_publish_error: Mutex::new(None),
             watch_error: Mutex::new(None),
             drift: Mutex::new(None),
+            mode: Mutex::new(None),
         }
+    }
+
+    /// The publishing mode the last completed round confirmed, in words (`/readyz` names
+    /// it whether ready or not).
+    pub fn set_mode(&self, note: String) {
+        set(&self.mode, Some(note));
+    }
+
+    /// What `/readyz` says beside its verdict: the publishing mode, once known.
+    pub fn notes(&self) -> Vec<String> {
+        get(&self.mode).into_iter().collect()
     }
 
     /// The last publishing round succeeded: the API server holds the desired pool
@@ -119,6 +133,10 @@ impl Probe for AppState {
         self.health.not_ready_reasons()
     }
 
+    fn notes(&self) -> Vec<String> {
+        self.health.notes()
+    }
+
     fn metrics(&self) -> String {
         self.metrics.encode()
     }
@@ -191,6 +209,28 @@ mod tests {
         // The repair succeeds.
         h.set_published();
         assert!(h.not_ready_reasons().is_empty());
+    }
+
+    #[test]
+    fn the_publishing_mode_is_a_note_of_a_ready_driver() {
+        let health = Arc::new(Health::new(false));
+        let state = AppState {
+            health: health.clone(),
+            metrics: Arc::new(Metrics::new()),
+        };
+        assert!(Probe::notes(&state).is_empty(), "unknown before a round");
+        health.set_published();
+        health.set_mode("publishing mode plain-only: counters dropped".into());
+        assert!(Probe::not_ready(&state).is_empty());
+        assert_eq!(
+            Probe::notes(&state),
+            vec!["publishing mode plain-only: counters dropped".to_string()]
+        );
+        health.set_mode("publishing mode pairs".into());
+        assert_eq!(
+            Probe::notes(&state),
+            vec!["publishing mode pairs".to_string()]
+        );
     }
 
     #[test]

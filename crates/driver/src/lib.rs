@@ -3,7 +3,8 @@
 //! * [`publisher`]: publishes this node's pool of GPUs, NICs and GPU+NIC pairs as
 //!   `resource.k8s.io/v1` ResourceSlices with server-side apply, keeps it published
 //!   (rescans, a watch that repairs deletions and edits, retries with backoff) and
-//!   removes it on shutdown; [`diff`] holds its generation rules.
+//!   removes it on shutdown; [`diff`] holds its generation rules, [`readback`] its
+//!   check that the API server kept the counters pair devices rely on.
 //! * [`claims`]: the kubelet plugin's claim source, reading ResourceClaims with kube-rs.
 //! * [`dry_run`]: every object the driver would create, for `--dry-run`.
 //! * [`http`]: `/healthz`, `/readyz`, `/metrics`; [`metrics`]: the Prometheus metrics.
@@ -26,6 +27,7 @@ pub mod http;
 pub mod logging;
 pub mod metrics;
 pub mod publisher;
+pub mod readback;
 pub mod runtime;
 
 pub use error::DriverError;

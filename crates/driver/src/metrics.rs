@@ -5,6 +5,9 @@
 //!   holds now; `topoalign_driver_devices` (gauge): devices in them;
 //! * `topoalign_driver_pool_generation` (gauge): the pool generation last written or
 //!   confirmed;
+//! * `topoalign_driver_pair_devices_enabled` (gauge): 1 while pair devices are published
+//!   (the API server keeps ResourceSlice counters), 0 in plain-only mode or before the
+//!   first readback;
 //! * `topoalign_driver_publishes_total` (counter): pool generations written (one per
 //!   change of the published pool);
 //! * `topoalign_driver_slice_writes_total{op="apply|delete"}` (counter): ResourceSlice writes;
@@ -46,6 +49,8 @@ pub struct Metrics {
     pub devices: Gauge,
     /// The pool generation.
     pub pool_generation: Gauge,
+    /// 1 while pair devices are published, else 0.
+    pub pair_devices_enabled: Gauge,
     /// Pool generations written.
     pub publishes: Counter,
     /// Slice writes by operation.
@@ -70,6 +75,7 @@ impl Metrics {
             resourceslices: Gauge::default(),
             devices: Gauge::default(),
             pool_generation: Gauge::default(),
+            pair_devices_enabled: Gauge::default(),
             publishes: Counter::default(),
             slice_writes: Family::default(),
             publish_errors: Counter::default(),
@@ -90,6 +96,11 @@ impl Metrics {
             "topoalign_driver_pool_generation",
             "Generation of this node's pool last written or confirmed",
             m.pool_generation.clone(),
+        );
+        registry.register(
+            "topoalign_driver_pair_devices_enabled",
+            "1 while pair devices are published (the API server keeps ResourceSlice counters), 0 while only plain GPUs and NICs are",
+            m.pair_devices_enabled.clone(),
         );
         registry.register(
             "topoalign_driver_publishes",
@@ -155,6 +166,7 @@ mod tests {
             "topoalign_driver_resourceslices 4",
             "topoalign_driver_pool_generation 7",
             "topoalign_driver_devices 0",
+            "topoalign_driver_pair_devices_enabled 0",
             "topoalign_driver_publishes_total 0",
             "topoalign_driver_slice_writes_total{op=\"apply\"} 3",
             "topoalign_driver_errors_total{component=\"watch\"} 1",

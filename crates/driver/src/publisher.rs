@@ -7,7 +7,15 @@
 //! Its slices are found with the field selector `spec.nodeName=<node>,spec.driver=<driver>`
 //! (the two fields the API server indexes for ResourceSlices), so leftovers of any earlier
 //! run are found too, labelled or not.
+//!
+//! Every round reads the slices back as the API server stored them (the apply responses,
+//! else the listed copies) and checks that the counters survived ([`crate::readback`]).
+//! Counter slices are written and checked before any device slice, so pair devices are
+//! never written after their counters were seen dropped: the pool falls back to plain
+//! GPUs and NICs ([`PairMode::PlainOnly`]), and later rounds re-apply the counters as a
+//! probe until they survive (the gate turned on), when the pairs come back.
 
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +38,7 @@ use crate::diff::{self, Memo, SyncPlan, Written};
 use crate::error::DriverError;
 use crate::http::Health;
 use crate::metrics::{Metrics, OpLabel};
+use crate::readback::{self, Loss, PairMode};
 
 /// How long a burst of watch events is collected before one sync.
 const DEBOUNCE: Duration = Duration::from_millis(100);
@@ -56,6 +65,7 @@ pub fn field_selector(node: &str) -> String {
 
 /// The node agent's publishing half.
 pub struct Publisher {
+    client: Client,
     slices: Api<ResourceSlice>,
     nodes: Api<Node>,
     cfg: PublisherConfig,
@@ -68,6 +78,25 @@ pub struct Publisher {
     on_change: Option<TopologyHook>,
     /// The last published slices have no Node owner (the Node did not exist yet).
     owner_missing: bool,
+    /// Whether pair devices are published now.
+    mode: PairMode,
+    /// The mode the last completed round confirmed (logged when it changes).
+    confirmed: Option<PairMode>,
+    /// `resourceVersion`s this process wrote lately: a slice written twice in one publish
+    /// (a counters probe, then the pool in the new mode) sends its watch event for the
+    /// first write after the memo moved on; it is ours, not drift.
+    recent_writes: VecDeque<String>,
+}
+
+/// How many of this process's latest writes [`Publisher::recent_writes`] remembers.
+const RECENT_WRITES: usize = 64;
+
+/// How the pool's mode changed within one round.
+enum Round {
+    /// The round completed in the current mode.
+    Done(SyncPlan),
+    /// The readback switched the mode; the pool is rebuilt at once.
+    Switched,
 }
 
 /// How often a missing Node object is looked for (its slices get it as owner once it
@@ -88,7 +117,8 @@ impl Publisher {
     ) -> Self {
         Publisher {
             slices: Api::all(client.clone()),
-            nodes: Api::all(client),
+            nodes: Api::all(client.clone()),
+            client,
             cfg,
             metrics,
             health,
@@ -98,6 +128,42 @@ impl Publisher {
             floor: 0,
             on_change: None,
             owner_missing: false,
+            mode: PairMode::Pairs,
+            confirmed: None,
+            recent_writes: VecDeque::new(),
+        }
+    }
+
+    /// Whether pair devices are published now.
+    pub fn mode(&self) -> PairMode {
+        self.mode
+    }
+
+    /// Logs the API server's version as a hint and starts with plain devices on servers
+    /// older than the first with `DRAPartitionableDevices` on by default (the readback
+    /// still decides: the gate may be on there, or off on a newer one).
+    pub async fn check_version(&mut self) {
+        let info = match self.client.apiserver_version().await {
+            Ok(info) => info,
+            Err(e) => {
+                tracing::debug!(error = %e, "reading the API server's version (a hint only)");
+                return;
+            }
+        };
+        let (want_major, want_minor) = readback::FIRST_PARTITIONABLE_BY_DEFAULT;
+        match readback::version(&info) {
+            Some(v) if !readback::partitionable_by_default(v) => {
+                tracing::info!(
+                    version = %info.git_version,
+                    "the API server is older than {want_major}.{want_minor}, where DRAPartitionableDevices is off unless enabled: publishing plain devices until the ResourceSlice counters are seen to survive"
+                );
+                self.mode = PairMode::PlainOnly;
+            }
+            Some(_) => tracing::info!(
+                version = %info.git_version,
+                "the API server has DRAPartitionableDevices on by default; checking that the ResourceSlice counters survive"
+            ),
+            None => tracing::debug!(version = ?info, "unreadable API server version"),
         }
     }
 
@@ -112,8 +178,12 @@ impl Publisher {
     /// The slices this node should publish now (generation 0; owned by the Node object
     /// when it exists, so that deleting the node deletes them).
     async fn desired(&self) -> Result<Vec<ResourceSlice>, DriverError> {
+        let options = PublishOptions {
+            pair_devices: self.cfg.options.pair_devices && self.mode.pairs(),
+            ..self.cfg.options.clone()
+        };
         let mut slices =
-            topoalign_dra::resource_slices(&self.topology, &self.cfg.node_name, &self.cfg.options)?;
+            topoalign_dra::resource_slices(&self.topology, &self.cfg.node_name, &options)?;
         let node = self
             .nodes
             .get_opt(&self.cfg.node_name)
@@ -134,8 +204,21 @@ impl Publisher {
         Ok(slices)
     }
 
-    /// One publishing round: read what the API server holds, write what differs.
+    /// One publishing round: read what the API server holds, write what differs, read
+    /// the counters back. A mode switch rebuilds the pool at once (at most one switch back
+    /// to pairs per call, so contradictory readbacks cannot loop).
     pub async fn sync(&mut self) -> Result<SyncPlan, DriverError> {
+        let mut upgrades = 1;
+        loop {
+            match self.round(upgrades > 0).await? {
+                Round::Done(plan) => return Ok(plan),
+                Round::Switched if self.mode.pairs() => upgrades -= 1,
+                Round::Switched => {}
+            }
+        }
+    }
+
+    async fn round(&mut self, may_upgrade: bool) -> Result<Round, DriverError> {
         let desired = self.desired().await?;
         self.owner_missing = lacks_owner(&desired);
         let params = ListParams::default().fields(&field_selector(&self.cfg.node_name));
@@ -150,35 +233,70 @@ impl Publisher {
             .iter()
             .filter_map(|s| s.metadata.name.clone())
             .collect();
+        // The slices as the API server holds them, updated with every apply's answer.
+        let mut stored: BTreeMap<String, ResourceSlice> = existing
+            .into_iter()
+            .filter_map(|s| Some((s.metadata.name.clone()?, s)))
+            .collect();
 
         for name in &plan.delete_first {
             self.delete(name).await?;
+            stored.remove(name);
         }
-        let apply = PatchParams::apply(DRIVER_NAME).force();
-        for (slice, want) in plan.apply.iter().zip(desired_for(&plan, &desired)) {
-            let name = slice.metadata.name.clone().unwrap_or_default();
-            let written = self
-                .slices
-                .patch(&name, &apply, &Patch::Apply(slice))
-                .await
-                .map_err(|e| DriverError::api(format!("applying ResourceSlice {name}"), e))?;
-            self.metrics
-                .slice_writes
-                .get_or_create(&OpLabel { op: "apply" })
-                .inc();
-            if let Some(rv) = written.metadata.resource_version {
-                self.memo.insert(
-                    name,
-                    Written {
-                        resource_version: rv,
-                        fingerprint: diff::fingerprint(want),
-                    },
-                );
+        // Counter slices first: their readback decides before any pair is written.
+        let (counter_applies, device_applies): (Vec<_>, Vec<_>) = plan
+            .apply
+            .iter()
+            .zip(desired_for(&plan, &desired))
+            .partition(|(slice, _)| slice.spec.shared_counters.is_some());
+        for (slice, want) in counter_applies {
+            let written = self.apply(slice, want).await?;
+            stored.insert(written.metadata.name.clone().unwrap_or_default(), written);
+        }
+        if self.mode.pairs() {
+            let counters = desired.iter().filter(|d| d.spec.shared_counters.is_some());
+            let loss = readback::pool_loss(counters, &stored);
+            if let Some(to) = readback::next_mode(self.mode, &loss, true, false) {
+                self.switch(to, &loss);
+                return Ok(Round::Switched);
             }
+        }
+        for (slice, want) in device_applies {
+            let written = self.apply(slice, want).await?;
+            stored.insert(written.metadata.name.clone().unwrap_or_default(), written);
+        }
+        if !self.mode.pairs() {
+            // Probe: re-apply what is stored without its counters. A no-op while the API
+            // server drops them; once it keeps them (the gate turned on) they are back.
+            let applied: BTreeSet<&str> = plan
+                .apply
+                .iter()
+                .filter_map(|s| s.metadata.name.as_deref())
+                .collect();
+            for d in &desired {
+                let name = d.metadata.name.as_deref().unwrap_or_default();
+                let lost = stored
+                    .get(name)
+                    .is_some_and(|s| !readback::slice_loss(d, s).is_empty());
+                if applied.contains(name) || !lost {
+                    continue;
+                }
+                let mut probe = d.clone();
+                probe.spec.pool.generation = plan.generation;
+                let written = self.apply(&probe, d).await?;
+                stored.insert(name.to_string(), written);
+            }
+        }
+        let loss = readback::pool_loss(&desired, &stored);
+        let counted = desired.iter().any(readback::has_counters);
+        if let Some(to) = readback::next_mode(self.mode, &loss, counted, may_upgrade) {
+            self.switch(to, &loss);
+            return Ok(Round::Switched);
         }
         for name in &plan.delete {
             self.delete(name).await?;
         }
+        self.confirm(&loss);
 
         self.floor = self.floor.max(plan.generation);
         if plan.bumped {
@@ -189,6 +307,7 @@ impl Publisher {
                 slices = desired.len(),
                 applied = plan.apply.len(),
                 deleted = plan.delete.len() + plan.delete_first.len(),
+                mode = %self.mode,
                 reasons = %plan.reasons.join("; "),
                 "published the pool"
             );
@@ -211,7 +330,89 @@ impl Publisher {
                 .sum(),
         );
         self.metrics.pool_generation.set(plan.generation);
-        Ok(plan)
+        Ok(Round::Done(plan))
+    }
+
+    /// Applies one slice; the API server's answer is the slice as stored.
+    async fn apply(
+        &mut self,
+        slice: &ResourceSlice,
+        want: &ResourceSlice,
+    ) -> Result<ResourceSlice, DriverError> {
+        let name = slice.metadata.name.clone().unwrap_or_default();
+        let written = self
+            .slices
+            .patch(
+                &name,
+                &PatchParams::apply(DRIVER_NAME).force(),
+                &Patch::Apply(slice),
+            )
+            .await
+            .map_err(|e| DriverError::api(format!("applying ResourceSlice {name}"), e))?;
+        self.metrics
+            .slice_writes
+            .get_or_create(&OpLabel { op: "apply" })
+            .inc();
+        if let Some(rv) = written.metadata.resource_version.clone() {
+            if self.recent_writes.len() == RECENT_WRITES {
+                self.recent_writes.pop_front();
+            }
+            self.recent_writes.push_back(rv.clone());
+            self.memo.insert(
+                name,
+                Written {
+                    resource_version: rv,
+                    fingerprint: diff::fingerprint(want),
+                },
+            );
+        }
+        Ok(written)
+    }
+
+    /// Switches the mode mid-round (the next round rebuilds the pool).
+    fn switch(&mut self, to: PairMode, loss: &Loss) {
+        tracing::debug!(node = %self.cfg.node_name, from = %self.mode, to = %to, readback = %loss, "switching the publishing mode");
+        self.mode = to;
+        self.metrics.pair_devices_enabled.set(0);
+    }
+
+    /// A round completed in the current mode: readiness, the gauge, and one log line when
+    /// the mode differs from the last one confirmed.
+    fn confirm(&mut self, loss: &Loss) {
+        let note = match self.mode {
+            PairMode::Pairs => {
+                "publishing mode pairs: ResourceSlice counters survive on the API server"
+                    .to_string()
+            }
+            PairMode::PlainOnly if !loss.is_empty() => {
+                format!("publishing mode plain-only: {}", readback::DROPPED_WARNING)
+            }
+            PairMode::PlainOnly => "publishing mode plain-only: pair devices wait until the ResourceSlice counters are seen to survive".to_string(),
+        };
+        self.health.set_mode(note);
+        self.metrics
+            .pair_devices_enabled
+            .set(i64::from(self.mode.pairs()));
+        if self.confirmed == Some(self.mode) {
+            return;
+        }
+        self.confirmed = Some(self.mode);
+        match self.mode {
+            PairMode::Pairs => tracing::info!(
+                node = %self.cfg.node_name,
+                "ResourceSlice counters survive on the API server: publishing pair devices beside plain GPUs and NICs"
+            ),
+            PairMode::PlainOnly if !loss.is_empty() => tracing::warn!(
+                node = %self.cfg.node_name,
+                readback = %loss,
+                "{}",
+                readback::DROPPED_WARNING
+            ),
+            PairMode::PlainOnly => tracing::warn!(
+                node = %self.cfg.node_name,
+                "publishing plain GPU and NIC devices only until the ResourceSlice counters are seen to survive"
+            ),
+        }
     }
 
     async fn delete(&mut self, name: &str) -> Result<(), DriverError> {
@@ -276,10 +477,13 @@ impl Publisher {
         match event {
             Event::Apply(s) => {
                 let name = s.metadata.name.as_deref().unwrap_or_default();
-                self.memo
+                let rv = s.metadata.resource_version.as_deref();
+                let ours = self
+                    .memo
                     .get(name)
-                    .map(|w| Some(w.resource_version.as_str()))
-                    != Some(s.metadata.resource_version.as_deref())
+                    .is_some_and(|w| Some(w.resource_version.as_str()) == rv)
+                    || rv.is_some_and(|rv| self.recent_writes.iter().any(|r| r == rv));
+                !ours
             }
             Event::Delete(s) => {
                 let name = s.metadata.name.as_deref().unwrap_or_default();
@@ -293,6 +497,7 @@ impl Publisher {
     /// Publishes, then keeps the pool published until `shutdown` turns true; then
     /// deletes every slice of this driver and node.
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Result<(), DriverError> {
+        self.check_version().await;
         let config = watcher::Config::default().fields(&field_selector(&self.cfg.node_name));
         let mut events = watcher::watcher(self.slices.clone(), config)
             .default_backoff()
@@ -509,6 +714,35 @@ mod tests {
         );
         assert!(took < Duration::from_millis(4_000), "overran: {took:?}");
         assert!(e.to_string().contains("within 3s"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn events_of_this_process_s_earlier_writes_are_not_drift() {
+        let mut p = publisher(Duration::from_secs(1));
+        let slice = |rv: &str| {
+            let mut s = ResourceSlice::default();
+            s.metadata.name = Some("n1-topoalign-dev-counters-0".into());
+            s.metadata.resource_version = Some(rv.into());
+            s
+        };
+        // Written twice in one publish (probe at 10, then the pool at 11).
+        for rv in ["10", "11"] {
+            p.recent_writes.push_back(rv.into());
+        }
+        p.memo.insert(
+            "n1-topoalign-dev-counters-0".into(),
+            Written {
+                resource_version: "11".into(),
+                fingerprint: 0,
+            },
+        );
+        assert!(!p.is_foreign(&Event::Apply(slice("11"))));
+        assert!(!p.is_foreign(&Event::Apply(slice("10"))));
+        // Someone else's edit.
+        assert!(p.is_foreign(&Event::Apply(slice("12"))));
+        let mut unversioned = slice("");
+        unversioned.metadata.resource_version = None;
+        assert!(p.is_foreign(&Event::Apply(unversioned)));
     }
 
     #[test]

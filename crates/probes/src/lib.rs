@@ -2,7 +2,8 @@
 //! agent, the scheduler extender), defined once:
 //!
 //! - `GET /healthz`: `200 ok` while the process serves;
-//! - `GET /readyz`: `200 ok`, or `503 not ready: <reasons>` naming what is missing;
+//! - `GET /readyz`: `200 ok`, or `503 not ready: <reasons>` naming what is missing; then
+//!   one line per [`Probe::notes`] (a mode the process runs in, ready or not);
 //! - `GET /metrics`: the process's Prometheus registry as OpenMetrics text.
 //!
 //! Other paths answer 404, other methods 405 (axum's routing).
@@ -31,6 +32,11 @@ pub const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; char
 pub trait Probe: Send + Sync + 'static {
     /// Why the process is not ready; empty when it is.
     fn not_ready(&self) -> Vec<String>;
+    /// What `/readyz` says after its verdict, one line each (a degraded mode the process
+    /// is ready in, say); none by default.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Its metrics as OpenMetrics text ([`encode`] of its registry).
     fn metrics(&self) -> String;
 }
@@ -56,12 +62,13 @@ pub fn router<P: Probe>(probe: Arc<P>) -> Router {
 
 async fn readyz<P: Probe>(State(p): State<Arc<P>>) -> Response {
     let why = p.not_ready();
+    let notes: String = p.notes().iter().map(|n| format!("{n}\n")).collect();
     if why.is_empty() {
-        (StatusCode::OK, "ok\n").into_response()
+        (StatusCode::OK, format!("ok\n{notes}")).into_response()
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("not ready: {}\n", why.join("; ")),
+            format!("not ready: {}\n{notes}", why.join("; ")),
         )
             .into_response()
     }
@@ -102,12 +109,16 @@ mod tests {
 
     struct Fake {
         why: Mutex<Vec<String>>,
+        notes: Mutex<Vec<String>>,
         registry: Registry,
     }
 
     impl Probe for Fake {
         fn not_ready(&self) -> Vec<String> {
             self.why.lock().unwrap().clone()
+        }
+        fn notes(&self) -> Vec<String> {
+            self.notes.lock().unwrap().clone()
         }
         fn metrics(&self) -> String {
             encode(&self.registry)
@@ -132,6 +143,7 @@ mod tests {
         c.inc();
         let p = Arc::new(Fake {
             why: Mutex::new(vec!["not listed yet".into(), "no plugin".into()]),
+            notes: Mutex::new(Vec::new()),
             registry,
         });
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -149,10 +161,20 @@ mod tests {
         assert!(r.starts_with("HTTP/1.1 503"), "{r}");
         assert!(r.ends_with("not ready: not listed yet; no plugin\n"), "{r}");
         p.why.lock().unwrap().clear();
+        let r = call(addr, "GET", "/readyz").await;
         assert!(
-            call(addr, "GET", "/readyz")
-                .await
-                .starts_with("HTTP/1.1 200")
+            r.starts_with("HTTP/1.1 200") && r.ends_with("\r\n\r\nok\n"),
+            "{r}"
+        );
+        // Notes follow the verdict, one line each, ready or not.
+        p.notes.lock().unwrap().push("mode plain-only: why".into());
+        let r = call(addr, "GET", "/readyz").await;
+        assert!(r.ends_with("\r\n\r\nok\nmode plain-only: why\n"), "{r}");
+        p.why.lock().unwrap().push("no plugin".into());
+        let r = call(addr, "GET", "/readyz").await;
+        assert!(
+            r.ends_with("not ready: no plugin\nmode plain-only: why\n"),
+            "{r}"
         );
         let m = call(addr, "GET", "/metrics").await;
         assert!(m.contains(OPENMETRICS), "{m}");
@@ -174,6 +196,7 @@ mod tests {
     async fn probe_ports_stop_in_time_whatever_clients_do() {
         let p = Arc::new(Fake {
             why: Mutex::new(Vec::new()),
+            notes: Mutex::new(Vec::new()),
             registry: Registry::default(),
         });
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

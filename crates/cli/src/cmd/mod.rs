@@ -6,6 +6,7 @@ pub mod demo;
 pub mod discover;
 pub mod draw;
 pub mod driver;
+pub mod explain;
 pub mod extender;
 pub mod kubelet_config;
 pub mod lint;
