@@ -7,7 +7,8 @@
 #   e2e/run.sh list             list the scenarios
 #
 # Scenarios: objects (1), alignment (2), shapes (3), kubelet (4), tm-parity (5), speed (6),
-# faults (7), placement, placement-dra and podresources (issue 11). Each prints PASS/FAIL and FIGURE lines;
+# faults (7), placement, placement-dra and podresources (issue 11), cdi, image, explain and
+# gate-off (issue 20), hold (issue 22). Each prints PASS/FAIL and FIGURE lines;
 # the last line of the run is exactly "N passed, N failed"; non-zero exit on any failure.
 #
 # Environment:

@@ -1,10 +1,8 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign driver`: the `--dry-run` interface on every built-in profile, bad input,
 //! and the running agent against an API server that is not there (retries, /healthz,
 //! /readyz, /metrics, JSON logs, SIGTERM). Publishing to a real API server is proven by
 //! the e2e harness (`e2e/`).
 
-mod common;
 
 use std::collections::BTreeSet;
 use std::io::{BufReader, Read, Write};
@@ -12,7 +10,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{json, run_args, stdout_of, write_file};
+use crate::common::{json, run_args, stdout_of, write_file};
 use serde_json::Value;
 
 const PROFILES: [&str; 4] = ["mi300x-8", "gb300-4", "dgx-h100", "pcie-2socket"];

@@ -1,12 +1,10 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign verify` on sysfs trees written from profiles, with a pod's /dev and env.
 
-mod common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::{Outcome, json, run, run_expecting, subcommand};
+use crate::common::{Outcome, json, run, run_expecting, subcommand};
 
 /// A host tree of mi300x-8 and a pod /dev that holds only GPU 0000:11:00.0's render node.
 fn pod() -> (tempfile::TempDir, PathBuf, PathBuf) {

@@ -1,10 +1,8 @@
 //! `topoalign agent`: clear errors without a node name or a kubelet socket.
 
-#![allow(clippy::unwrap_used)]
 
-mod common;
 
-use common::*;
+use crate::common::*;
 
 #[test]
 fn once_without_a_kubelet_socket_names_the_socket() {

@@ -1,10 +1,8 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign lint` end to end.
 
-mod common;
 
 use assert_cmd::Command;
-use common::{json, run_expecting, subcommand, test_data};
+use crate::common::{json, run_expecting, subcommand, test_data};
 
 /// `topoalign lint <fixture>` on a file of the lint crate's fixtures.
 fn lint_fixture(name: &str) -> Command {
@@ -18,24 +16,24 @@ fn lint_fixture(name: &str) -> Command {
 /// describe this host, and say which machine that is.
 #[test]
 fn with_no_source_every_command_describes_this_host() {
-    let host = common::json(&common::stdout_of(&["discover", "-o", "json"]));
+    let host = crate::common::json(&crate::common::stdout_of(&["discover", "-o", "json"]));
     let name = host["name"].as_str().unwrap().to_string();
     let pod = test_data("lint", "fixtures/broken.yaml");
-    let lint = common::run(subcommand("lint").arg(&pod).args(["-o", "json"]));
+    let lint = crate::common::run(subcommand("lint").arg(&pod).args(["-o", "json"]));
     assert_eq!(
-        common::json(&lint.stdout)["topology"],
+        crate::common::json(&lint.stdout)["topology"],
         name.as_str(),
         "{}",
         lint.stdout
     );
-    let plan = common::run(subcommand("plan").args(["--gpus", "1", "-o", "json"]));
+    let plan = crate::common::run(subcommand("plan").args(["--gpus", "1", "-o", "json"]));
     let text = format!("{}{}", plan.stdout, plan.stderr);
     assert!(
         text.contains(&name),
         "plan must name the machine `{name}`: {text}"
     );
     for cmd in ["plan", "lint", "tm", "matrix", "claims"] {
-        let help = common::stdout_of(&[cmd, "--help"]);
+        let help = crate::common::stdout_of(&[cmd, "--help"]);
         assert!(
             help.contains("the default of every command"),
             "{cmd} --help must name the default source"
@@ -155,7 +153,7 @@ fn suggested_fix_runs_as_printed() {
     let state = dir.path().join("cpu_manager_state");
     let mut args: Vec<String> = words[1..].iter().map(|w| w.to_string()).collect();
     args.push(state.display().to_string());
-    let done = run_expecting(common::topoalign().args(&args), 0);
+    let done = run_expecting(crate::common::topoalign().args(&args), 0);
     assert!(done.stdout.contains("wrote"), "{}", done.stdout);
     let text = std::fs::read_to_string(&config).unwrap();
     assert!(text.contains("cpuManagerPolicy: static"), "{text}");

@@ -1,9 +1,7 @@
 //! `topoalign plan` end to end.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
 
-use common::{json, run, run_expecting, subcommand, write_file};
+use crate::common::{json, run, run_expecting, subcommand, write_file};
 use serde_json::Value;
 
 /// `topoalign plan ARGS -o json`, which must succeed, parsed.

@@ -1,14 +1,12 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Every example a user is shown runs: the commands in the README's tour table and every
 //! `Examples:` line of every subcommand's `--help`. Placeholders (`FILE`, `manifests.yaml`,
 //! `d.xml`, …) are replaced by real files written here; an example may report a finding
 //! (exit 1) but never fail to run (exit 2, or a usage error).
 
-mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{run, test_data, topoalign, write_file};
+use crate::common::{run, test_data, topoalign, write_file};
 
 /// The files placeholders stand for, written into `dir`.
 fn placeholders(dir: &Path) -> Vec<(&'static str, String)> {

@@ -1,11 +1,9 @@
 //! `topoalign extender`: synthetic Nodes, offline decisions, and a clear failure when no
 //! API server can be reached.
 
-#![allow(clippy::unwrap_used)]
 
-mod common;
 
-use common::*;
+use crate::common::*;
 
 const POD: &str = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ml"},
 "spec":{"containers":[{"name":"m","resources":{"limits":{"amd.com/gpu":4,"nvidia.com/sriov-rdma-vf":4}}}]}}"#;

@@ -1,12 +1,10 @@
 //! `topoalign claims` end to end.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
 
-use common::{json, run, run_expecting, subcommand, test_data, write_file};
+use crate::common::{json, run, run_expecting, subcommand, test_data, write_file};
 use serde_json::Value;
 
-fn claims(args: &[&str], code: i32) -> common::Outcome {
+fn claims(args: &[&str], code: i32) -> crate::common::Outcome {
     run_expecting(subcommand("claims").args(args), code)
 }
 

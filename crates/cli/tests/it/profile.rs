@@ -1,9 +1,7 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign profile list|show|write`, and write → `discover --sysfs-root` round trips.
 
-mod common;
 
-use common::{json, run, run_args, stdout_of, subcommand, write_file};
+use crate::common::{json, run, run_args, stdout_of, subcommand, write_file};
 use topoalign_discover::sysfs_write::sysfs_view;
 use topoalign_topology::Topology;
 

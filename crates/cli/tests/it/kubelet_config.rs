@@ -1,14 +1,12 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign kubelet-config` end to end.
 
-mod common;
-#[path = "../../kubelet/tests/support/mod.rs"]
+#[path = "../../../kubelet/tests/support/mod.rs"]
 mod kubelet_files;
 
 use std::fs;
 
 use assert_cmd::Command;
-use common::{json, run_expecting, subcommand};
+use crate::common::{json, run_expecting, subcommand};
 use kubelet_files::{fixture, staged};
 
 /// `topoalign kubelet-config <action>`.

@@ -1,12 +1,10 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign draw`: SVG and DOT to stdout or atomically to a file.
 
-mod common;
 
 use std::path::Path;
 
 use assert_cmd::Command;
-use common::{run, run_args, run_expecting, stdout_of, topoalign};
+use crate::common::{run, run_args, run_expecting, stdout_of, topoalign};
 
 /// `topoalign draw --profile gb300-4 --out PATH`.
 fn draw_gb300_to(path: &Path) -> Command {

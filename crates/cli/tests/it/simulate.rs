@@ -1,9 +1,7 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign simulate` end to end.
 
-mod common;
 
-use common::{json, run, run_expecting, stdout_of, subcommand};
+use crate::common::{json, run, run_expecting, stdout_of, subcommand};
 
 #[test]
 fn table_lists_every_policy_and_is_deterministic() {

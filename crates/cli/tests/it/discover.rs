@@ -1,9 +1,7 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign discover`: summary, JSON and YAML of a topology.
 
-mod common;
 
-use common::{json, run_args, stdout_of};
+use crate::common::{json, run_args, stdout_of};
 
 #[test]
 fn table_summary_names_every_device() {
@@ -103,7 +101,7 @@ fn nvidia_fabric_without_nvlink_source_is_unknown_not_none() {
     ]));
     assert_eq!(v["fabric"], "unknown");
     // With the NVLink source it is known again.
-    let nv = common::test_data("discover", "fixtures/nvsmi_dgx_h100_old.txt");
+    let nv = crate::common::test_data("discover", "fixtures/nvsmi_dgx_h100_old.txt");
     let out = stdout_of(&[
         "discover",
         "--sysfs-root",
@@ -113,7 +111,7 @@ fn nvidia_fabric_without_nvlink_source_is_unknown_not_none() {
     ]);
     assert!(out.contains("NV18 all-to-all among GPU0-7"), "{out}");
     // A file naming GPUs the tree lacks is an error.
-    let gb = common::test_data("discover", "fixtures/nvsmi_gb300.txt");
+    let gb = crate::common::test_data("discover", "fixtures/nvsmi_gb300.txt");
     let out = run_args(&[
         "discover",
         "--sysfs-root",
@@ -127,7 +125,7 @@ fn nvidia_fabric_without_nvlink_source_is_unknown_not_none() {
 
 #[test]
 fn amd_smi_paste_states_no_numa_and_says_how_to_add_it() {
-    let f = common::test_data("discover", "fixtures/amd/amdsmi_topology_mi355x_8gpu.txt");
+    let f = crate::common::test_data("discover", "fixtures/amd/amdsmi_topology_mi355x_8gpu.txt");
     let out = run_args(&[
         "discover",
         "--from-amd-smi",

@@ -2,7 +2,6 @@
 //! the components really export: the names are taken from the driver's (with its kubelet
 //! plugin's), the agent's and the extender's own registries, encoded in-process exactly as
 //! their `/metrics` handlers encode them; and every metric they export has a panel.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod exposition;
 mod promql;

@@ -1,9 +1,7 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign demo` end to end.
 
-mod common;
 
-use common::{run, run_expecting, subcommand};
+use crate::common::{run, run_expecting, subcommand};
 
 /// The stdout of `topoalign demo ARGS`, which must succeed.
 fn demo(args: &[&str]) -> String {

@@ -1,17 +1,15 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign vm`: the rewritten domain on stdout or atomically in a file, `--explain` in
 //! every format, KubeVirt VMI annotations, refusals — and the proof with real parts:
 //! `vmcheck/run.sh` validates the rewrite with libvirt's schema, defines it on a real
 //! libvirtd and boots it (stand-ins at the hostdevs' addresses) in a QEMU TCG guest whose
 //! own sysfs must show each device on the expected NUMA node and switch.
 
-mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
 
-use common::{json, run_args, run_expecting, stdout_of, test_data, topoalign, write_file};
+use crate::common::{json, run_args, run_expecting, stdout_of, test_data, topoalign, write_file};
 
 fn fixture() -> PathBuf {
     test_data("vm", "fixtures/virt-launcher-mi300x.xml")

@@ -1,11 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign matrix`: the nvidia-smi layout, checked cell for cell against the GB300 field report.
 
-mod common;
 
 use std::path::PathBuf;
 
-use common::{json, run_args, stdout_of};
+use crate::common::{json, run_args, stdout_of};
 
 /// The GB300 field report's `nvidia-smi topo -m` table, kept in the repo as a fixture.
 fn seed_fixture() -> String {
@@ -183,7 +181,7 @@ fn missing_input_file_is_a_usage_error_naming_it() {
 
 #[test]
 fn unknown_numa_prints_na_and_marks_the_guessable_cells() {
-    let f = common::test_data(
+    let f = crate::common::test_data(
         "discover",
         "fixtures/amd/amdsmi_topology_rx7900xtx_2gpu_legend.txt",
     );
@@ -197,7 +195,7 @@ fn unknown_numa_prints_na_and_marks_the_guessable_cells() {
     assert!(v["devices"][0]["numaAffinity"].is_null());
     assert_eq!(v["numaUnknown"][1], true);
     // With stated nodes (rocm-smi, MI100: nodes 7 and 1) the classes are plain.
-    let f = common::test_data("discover", "fixtures/amd/rocm_smi_showtopo_mi100_4gpu.txt");
+    let f = crate::common::test_data("discover", "fixtures/amd/rocm_smi_showtopo_mi100_4gpu.txt");
     let v = json(&stdout_of(&[
         "matrix",
         "--from-amd-smi",

@@ -1,10 +1,8 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `topoalign tm` end to end.
 
-mod common;
 
 use assert_cmd::Command;
-use common::{Outcome, json, run, run_expecting, subcommand, write_file};
+use crate::common::{Outcome, json, run, run_expecting, subcommand, write_file};
 
 /// `topoalign tm`, ready for arguments.
 fn tm() -> Command {

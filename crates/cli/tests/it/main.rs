@@ -1,0 +1,23 @@
+//! The integration tests of this crate, one binary (one link step) for all of them.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod agent;
+mod claims;
+mod dashboard;
+mod demo;
+mod discover;
+mod draw;
+mod driver;
+mod examples;
+mod extender;
+mod kubelet_config;
+mod lint;
+mod matrix;
+mod plan;
+mod profile;
+mod simulate;
+mod tm;
+mod verify;
+mod vm;
