@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! RoCE in the published devices: every pair carries its NIC's link layer, so claims and
 //! `topoalign lint` can tell RoCE (Ethernet) pairs from InfiniBand ones.
 

@@ -1,10 +1,8 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! gRPC round trips over real unix sockets with tonic clients: registration, prepare →
 //! CDI spec → unprepare, idempotence, concurrent conflicting claims, bad input, health.
 
-mod common;
 
-use common::*;
+use crate::common::*;
 use tonic::Code;
 use topoalign_kubelet_plugin::Health;
 use topoalign_kubelet_plugin::pb::dra_v1 as dra;

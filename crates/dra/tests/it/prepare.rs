@@ -1,5 +1,4 @@
 //! Prepare-time checks and CDI content per allocation.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use topoalign_dra::cdi::{ENV_GPU_NIC_MAP, ENV_NCCL_IB_HCA};

@@ -1,15 +1,13 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Prepare composed with the GPU vendors' CDI specs in the runtime's CDI directories: the
 //! NVIDIA Container Toolkit's device of exactly each allocated GPU, found by node or UUID;
 //! a missing spec reported; malformed, stale, ambiguous specs and overlapping allocations
 //! refused with nothing written; AMD with and without the `amd.com/gpu` spec.
 
-mod common;
 
 use std::path::Path;
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use topoalign_dra::{Inventory, cdi::cdi_file_name, cdi_vendor::NVIDIA_GENERATE};
 use topoalign_kubelet_plugin::{ClaimError, Engine, InMemoryClaims, Plugin, PluginConfig};
 

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The kubelet's registration client sends the socket path, percent-encoded, as the
 //! HTTP/2 `:authority`. No Rust HTTP/2 client can send that (the `http` crate refuses it),
 //! so this test speaks HTTP/2 by hand: the preface, SETTINGS, and HEADERS encoded the way
@@ -10,11 +9,10 @@
 //! RST_STREAM PROTOCOL_ERROR: the blocker the shim removes. If that control ever fails,
 //! h2/http accept such authorities now and the shim could be retired.
 
-mod common;
 
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};

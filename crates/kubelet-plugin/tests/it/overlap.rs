@@ -1,14 +1,12 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! A GPU is prepared for one claim at a time, whichever device names it: a plain GPU
 //! device of one claim and a pair device holding the same GPU for another are refused in
 //! both orders, also by an engine restarted from its checkpoint (the last gate where an
 //! API server dropped the counters that keep the scheduler from such allocations).
 
-mod common;
 
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use topoalign_dra::Inventory;
 use topoalign_dra::cdi::cdi_file_name;
 use topoalign_kubelet_plugin::{Engine, PluginConfig};

@@ -1,7 +1,5 @@
 //! Random topologies never produce slices the API server would refuse.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
 
 use proptest::prelude::*;
 use topoalign_dra::{Inventory, PairsPerGpu, PublishOptions, resource_slices};
@@ -12,7 +10,7 @@ proptest! {
 
     #[test]
     fn random_nodes_stay_within_every_limit(seed in any::<u64>(), phb in any::<bool>(), budget in 0usize..4) {
-        let topo = common::random_topology(seed, 72, 72, 10);
+        let topo = crate::common::random_topology(seed, 72, 72, 10);
         let opts = PublishOptions {
             generation: 3,
             max_pair_class: if phb { PcieClass::Phb } else { PcieClass::Node },
@@ -25,7 +23,7 @@ proptest! {
             },
         };
         let slices = resource_slices(&topo, "node-a.example.com", &opts).unwrap();
-        prop_assert_eq!(common::check_limits(&slices), Ok(()));
+        prop_assert_eq!(crate::common::check_limits(&slices), Ok(()));
         // Every published device resolves back through the inventory.
         let inv = Inventory::new(&topo, &opts);
         let published: usize = slices.iter().map(|s| s.spec.devices.as_ref().map_or(0, Vec::len)).sum();
@@ -43,9 +41,9 @@ fn a_large_node_splits_into_several_slices() {
     // Search seeds for a node with more than 64 devices and 8 counter sets' worth.
     let mut split = false;
     for seed in 0..20 {
-        let topo = common::random_topology(seed, 150, 150, 4);
+        let topo = crate::common::random_topology(seed, 150, 150, 4);
         let slices = resource_slices(&topo, "n", &PublishOptions::default()).unwrap();
-        common::check_limits(&slices).unwrap();
+        crate::common::check_limits(&slices).unwrap();
         if slices.len() > 3 {
             split = true;
         }
@@ -60,7 +58,7 @@ proptest! {
     /// the GPU's best level, and every pair `All` has when the GPU has at most k.
     #[test]
     fn a_pair_budget_keeps_each_gpus_best_pair(seed in any::<u64>(), k in 1usize..4) {
-        let topo = common::random_topology(seed, 24, 24, 4);
+        let topo = crate::common::random_topology(seed, 24, 24, 4);
         let all = Inventory::new(&topo, &PublishOptions { pairs_per_gpu: PairsPerGpu::All, ..Default::default() });
         let some = Inventory::new(&topo, &PublishOptions { pairs_per_gpu: PairsPerGpu::AtMost(k), ..Default::default() });
         for gi in 0..all.gpus.len() {

@@ -1,7 +1,5 @@
 //! Slices per built-in profile: snapshots, and the properties the design rests on.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
 
 use std::collections::BTreeSet;
 
@@ -20,7 +18,7 @@ fn profile(name: &str) -> Topology {
 fn snapshots_per_profile() {
     for name in profiles::NAMES {
         let slices = resource_slices(&profile(name), "node-1", &PublishOptions::default()).unwrap();
-        common::check_limits(&slices).unwrap();
+        crate::common::check_limits(&slices).unwrap();
         insta::assert_json_snapshot!(format!("slices-{name}"), slices);
     }
 }
@@ -208,7 +206,7 @@ fn without_pair_devices_only_plain_gpus_and_nics_are_published() {
             assert!(inv.device(&p.name).is_none(), "{name}: {}", p.name);
         }
         let slices = resource_slices(&topo, "node-1", &opts).unwrap();
-        common::check_limits(&slices).unwrap();
+        crate::common::check_limits(&slices).unwrap();
         let devices: Vec<_> = slices
             .iter()
             .flat_map(|s| s.spec.devices.iter().flatten())

@@ -1,6 +1,5 @@
 //! deploy/ stays in step with the code: the shipped DeviceClasses are the ones the
 //! driver defines, and the DaemonSet mounts what the plugin needs.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::Value;
 use topoalign_dra::device_classes;

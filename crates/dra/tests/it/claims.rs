@@ -1,5 +1,4 @@
 //! Claims: shapes, limits, and what the stock allocator does with them on each profile.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
 

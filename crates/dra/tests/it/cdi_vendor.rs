@@ -1,7 +1,6 @@
 //! Vendor CDI specs: parsing what `nvidia-ctk cdi generate` / `amd-ctk cdi generate`
 //! write, finding each allocated GPU's device by node or UUID, every bad spec refused by
 //! name, and the claim's own CDI composed around the vendor's devices.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,11 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Kill-at-every-step tests: prepare and unprepare are interrupted at every write step
 //! (the hook panics there, as a crash would stop the process), leftovers of the
 //! interrupted atomic write are planted as a real crash would leave them, and a new
 //! engine must reconcile to a consistent state: the CDI directory holds exactly the
 //! checkpointed claims' specs, nothing is lost, and the kubelet's retry completes.
 
-mod common;
 
 use std::os::unix::fs::MetadataExt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -13,7 +11,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use common::*;
+use crate::common::*;
 use topoalign_atomic::WriteStep;
 use topoalign_dra::cdi::cdi_file_name;
 use topoalign_kubelet_plugin::checkpoint::json_bytes;

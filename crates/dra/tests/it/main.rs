@@ -1,0 +1,12 @@
+//! The integration tests of this crate, one binary (one link step) for all of them.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod cdi_vendor;
+mod claims;
+mod deploy;
+mod limits;
+mod prepare;
+mod roce;
+mod slices;
