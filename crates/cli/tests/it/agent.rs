@@ -1,7 +1,5 @@
 //! `topoalign agent`: clear errors without a node name or a kubelet socket.
 
-
-
 use crate::common::*;
 
 #[test]

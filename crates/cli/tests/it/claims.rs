@@ -1,6 +1,5 @@
 //! `topoalign claims` end to end.
 
-
 use crate::common::{json, run, run_expecting, subcommand, test_data, write_file};
 use serde_json::Value;
 

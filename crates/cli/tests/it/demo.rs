@@ -1,6 +1,5 @@
 //! `topoalign demo` end to end.
 
-
 use crate::common::{run, run_expecting, subcommand};
 
 /// The stdout of `topoalign demo ARGS`, which must succeed.

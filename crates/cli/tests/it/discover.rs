@@ -1,6 +1,5 @@
 //! `topoalign discover`: summary, JSON and YAML of a topology.
 
-
 use crate::common::{json, run_args, stdout_of};
 
 #[test]

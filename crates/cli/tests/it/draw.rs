@@ -1,10 +1,9 @@
 //! `topoalign draw`: SVG and DOT to stdout or atomically to a file.
 
-
 use std::path::Path;
 
-use assert_cmd::Command;
 use crate::common::{run, run_args, run_expecting, stdout_of, topoalign};
+use assert_cmd::Command;
 
 /// `topoalign draw --profile gb300-4 --out PATH`.
 fn draw_gb300_to(path: &Path) -> Command {

@@ -3,7 +3,6 @@
 //! /readyz, /metrics, JSON logs, SIGTERM). Publishing to a real API server is proven by
 //! the e2e harness (`e2e/`).
 
-
 use std::collections::BTreeSet;
 use std::io::{BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -3,7 +3,6 @@
 //! `d.xml`, …) are replaced by real files written here; an example may report a finding
 //! (exit 1) but never fail to run (exit 2, or a usage error).
 
-
 use std::path::{Path, PathBuf};
 
 use crate::common::{run, test_data, topoalign, write_file};

@@ -1,8 +1,6 @@
 //! `topoalign extender`: synthetic Nodes, offline decisions, and a clear failure when no
 //! API server can be reached.
 
-
-
 use crate::common::*;
 
 const POD: &str = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ml"},

@@ -5,8 +5,8 @@ mod kubelet_files;
 
 use std::fs;
 
-use assert_cmd::Command;
 use crate::common::{json, run_expecting, subcommand};
+use assert_cmd::Command;
 use kubelet_files::{fixture, staged};
 
 /// `topoalign kubelet-config <action>`.

@@ -1,8 +1,7 @@
 //! `topoalign lint` end to end.
 
-
-use assert_cmd::Command;
 use crate::common::{json, run_expecting, subcommand, test_data};
+use assert_cmd::Command;
 
 /// `topoalign lint <fixture>` on a file of the lint crate's fixtures.
 fn lint_fixture(name: &str) -> Command {

@@ -2,9 +2,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
 mod agent;
 mod claims;
+mod common;
 mod dashboard;
 mod demo;
 mod discover;

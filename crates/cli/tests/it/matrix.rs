@@ -1,6 +1,5 @@
 //! `topoalign matrix`: the nvidia-smi layout, checked cell for cell against the GB300 field report.
 
-
 use std::path::PathBuf;
 
 use crate::common::{json, run_args, stdout_of};

@@ -1,6 +1,5 @@
 //! `topoalign plan` end to end.
 
-
 use crate::common::{json, run, run_expecting, subcommand, write_file};
 use serde_json::Value;
 

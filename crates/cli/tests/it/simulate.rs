@@ -1,6 +1,5 @@
 //! `topoalign simulate` end to end.
 
-
 use crate::common::{json, run, run_expecting, stdout_of, subcommand};
 
 #[test]

@@ -1,8 +1,7 @@
 //! `topoalign tm` end to end.
 
-
-use assert_cmd::Command;
 use crate::common::{Outcome, json, run, run_expecting, subcommand, write_file};
+use assert_cmd::Command;
 
 /// `topoalign tm`, ready for arguments.
 fn tm() -> Command {

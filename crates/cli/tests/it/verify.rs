@@ -1,6 +1,5 @@
 //! `topoalign verify` on sysfs trees written from profiles, with a pod's /dev and env.
 
-
 use std::fs;
 use std::path::{Path, PathBuf};
 

@@ -4,7 +4,6 @@
 //! libvirtd and boots it (stand-ins at the hostdevs' addresses) in a QEMU TCG guest whose
 //! own sysfs must show each device on the expected NUMA node and switch.
 
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;

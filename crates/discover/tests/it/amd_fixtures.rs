@@ -10,7 +10,6 @@ use serde_json::Value;
 use topoalign_discover::{Source, load};
 use topoalign_topology::{FabricStatus, PairClass, PcieClass, Topology};
 
-
 fn amd_dir() -> PathBuf {
     crate::common::fixture("amd")
 }

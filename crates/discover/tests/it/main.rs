@@ -2,8 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
 mod amd_fixtures;
+mod common;
 mod fuzz_parsers;
 mod malformed;
 mod nccl_constructs;

@@ -9,9 +9,11 @@ use topoalign_topology::{
     FabricStatus, GpuVendor, LinkLayer, PairClass, PairMatrix, PciKind, PcieClass, Topology,
 };
 
-
 fn read(name: &str) -> (Topology, Vec<String>) {
-    let d = load(&Source::NcclXml(crate::common::fixture(&format!("nccl/{name}")))).unwrap();
+    let d = load(&Source::NcclXml(crate::common::fixture(&format!(
+        "nccl/{name}"
+    ))))
+    .unwrap();
     (d.topology, d.warnings)
 }
 
@@ -224,7 +226,10 @@ fn multiport_nic_socket_nic_and_self_nvlink() {
 
 #[test]
 fn busid_only_file_is_refused_with_what_it_is_and_what_to_pass() {
-    let err = load(&Source::NcclXml(crate::common::fixture("nccl/busid_only.xml"))).unwrap_err();
+    let err = load(&Source::NcclXml(crate::common::fixture(
+        "nccl/busid_only.xml",
+    )))
+    .unwrap_err();
     assert!(
         matches!(err, DiscoverError::Malformed { line: 5, .. }),
         "{err}"

@@ -8,7 +8,6 @@ use topoalign_profiles as profiles;
 use topoalign_topology::matrix::{MatrixDeviceKind, MatrixOptions};
 use topoalign_topology::{FabricKind, PairClass, PairMatrix, PcieClass, Topology};
 
-
 use crate::common::fixture;
 
 /// Prints a matrix the way `nvidia-smi topo -m` does (test helper; the official renderer

@@ -7,7 +7,6 @@ use topoalign_discover::parse::{parse_amd_smi, parse_nccl_xml};
 use topoalign_discover::{DiscoverError, Source, load};
 use topoalign_topology::{FabricKind, PairClass, PcieClass};
 
-
 use crate::common::fixture;
 
 fn text(name: &str) -> String {

@@ -11,7 +11,6 @@ use topoalign_discover::parse::{parse_amd_smi, parse_nccl_xml, parse_nvidia_smi}
 use topoalign_discover::{Discovery, Source, load};
 use topoalign_topology::FabricStatus;
 
-
 fn read(name: &str) -> String {
     std::fs::read_to_string(crate::common::fixture(name)).unwrap()
 }

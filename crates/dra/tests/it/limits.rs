@@ -1,6 +1,5 @@
 //! Random topologies never produce slices the API server would refuse.
 
-
 use proptest::prelude::*;
 use topoalign_dra::{Inventory, PairsPerGpu, PublishOptions, resource_slices};
 use topoalign_topology::PcieClass;

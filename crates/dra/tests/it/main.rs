@@ -2,9 +2,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
 mod cdi_vendor;
 mod claims;
+mod common;
 mod deploy;
 mod limits;
 mod prepare;

@@ -1,6 +1,5 @@
 //! Slices per built-in profile: snapshots, and the properties the design rests on.
 
-
 use std::collections::BTreeSet;
 
 use topoalign_dra::{

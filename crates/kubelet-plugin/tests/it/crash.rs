@@ -4,7 +4,6 @@
 //! engine must reconcile to a consistent state: the CDI directory holds exactly the
 //! checkpointed claims' specs, nothing is lost, and the kubelet's retry completes.
 
-
 use std::os::unix::fs::MetadataExt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;

@@ -1,7 +1,6 @@
 //! gRPC round trips over real unix sockets with tonic clients: registration, prepare →
 //! CDI spec → unprepare, idempotence, concurrent conflicting claims, bad input, health.
 
-
 use crate::common::*;
 use tonic::Code;
 use topoalign_kubelet_plugin::Health;

@@ -9,7 +9,6 @@
 //! RST_STREAM PROTOCOL_ERROR: the blocker the shim removes. If that control ever fails,
 //! h2/http accept such authorities now and the shim could be retired.
 
-
 use std::path::Path;
 
 use crate::common::*;

@@ -3,7 +3,6 @@
 //! both orders, also by an engine restarted from its checkpoint (the last gate where an
 //! API server dropped the counters that keep the scheduler from such allocations).
 
-
 use std::sync::Arc;
 
 use crate::common::*;

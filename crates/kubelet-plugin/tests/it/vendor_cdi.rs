@@ -3,7 +3,6 @@
 //! a missing spec reported; malformed, stale, ambiguous specs and overlapping allocations
 //! refused with nothing written; AMD with and without the `amd.com/gpu` spec.
 
-
 use std::path::Path;
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../support/mod.rs"]
-mod support;
 mod fuzz_readers;
 mod set_and_rollback;
+#[path = "../support/mod.rs"]
+mod support;

@@ -1,7 +1,6 @@
 //! End-to-end: golden edits of realistic files, refusals that leave files untouched,
 //! a crash between write and rename, rollback.
 
-
 use std::fs;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -4,7 +4,6 @@
 //! range, unique slots, every moved device under an expander whose node is its host
 //! node's cell) or refuses with a capacity error — never an invalid domain, never a panic.
 
-
 use crate::common::{domain_xml, profile, read_back};
 use proptest::prelude::*;
 use topoalign_topology::{Bdf, PciKind, Topology};

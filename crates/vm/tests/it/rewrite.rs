@@ -1,7 +1,6 @@
 //! End-to-end rewrites on the built-in profiles with 1-, 2- and 8-cell guests, golden
 //! snapshots of the rewritten XML, and refusals.
 
-
 use crate::common::{domain_xml, gpus_and_pix_nics, profile, read_back};
 use topoalign_topology::{Bdf, Topology};
 use topoalign_vm::{HostView, Options, VmError, rewrite};
