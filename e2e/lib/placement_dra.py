@@ -24,10 +24,30 @@ kube-scheduler, with and without `topoalign extender`.
       waited for), Unschedulable ones are deleted. At the end everything of the pass is
       deleted again, so the next pass starts from the same state.
   placement_dra.py cleanup [api]
-      deletes the scenario's Nodes and their ResourceSlices.
-  placement_dra.py compare --stock A.json --extender B.json
-      FIGURE lines side by side and a VERDICT line (ok: mean rank no worse and no more
-      unschedulable pods than stock).
+      deletes the scenario's Nodes (both variants) and their ResourceSlices.
+  placement_dra.py compare --stock A.json[,A2.json…] --extender B.json[,B2.json…]
+      FIGURE lines per seed and summed, and a VERDICT line on the sums (ok: pooled mean
+      rank no worse and no more unschedulable pods than stock).
+
+Mixed-driver variant (seed 001's cluster: GPUs from NVIDIA's DRA driver, NICs from dranet):
+  placement_dra.py setup-mixed --count N --ns NS --out mixed-nodes.json [api]
+      Nodes labelled e2e.topoalign.dev/placement-dra-mixed cycling two layouts (gb300: 4
+      GPUs and 4 IB functions over 2 NUMA nodes, plus an Ethernet function without NUMA
+      node; h100: 8 GPUs and 8 RDMA NICs over 2 NUMA nodes), each with a `gpu.nvidia.com`
+      slice in the newest NVIDIA driver's format (standard pciBusID, pcieRoot and numaNode;
+      type, uuid, productName, pcieBusID) and a `dra.net` slice in dranet's (numaNode,
+      pciAddress, rdma, rdmaDevice, ibOnly; no pcieRoot), the DeviceClasses
+      `gpu.nvidia.com` (NVIDIA's) and `dranet.net` (RDMA functions of dra.net), and claim
+      templates `mixed-K` (K GPUs + K NICs, no matchAttribute: the stock allocator is free
+      to pick NICs on the other NUMA node).
+  placement_dra.py stream-mixed --count N --seed S > stream.json
+      per pod K = 1 or 2 (weights 3:1).
+  placement_dra.py run --mixed … : as run, with seeded pre-occupancy of GPUs and NICs (up
+      to half of each per node) and each bound pod's GPUs classed against the nearest of
+      its NICs by NUMA node (same: NODE, different: SYS).
+  placement_dra.py compare --mixed …: per seed and summed, pods with a cross-NUMA (SYS)
+      GPU–NIC pair and unschedulable pods; VERDICT ok when the extender's sums are no
+      worse on either.
   [api]: --server URL --ca CA --cert CERT --key KEY (the admin client certificate)
 Environment: TOPOALIGN (path of the binary).
 """
@@ -52,6 +72,12 @@ PXB_SIZES = (1, 2)
 DRIVER = "topoalign.dev"
 PCI = "resource.kubernetes.io/pciBusID"
 NODE_LABEL = "e2e.topoalign.dev/placement-dra"  # the scenario's nodes (others may exist)
+MIXED_LABEL = "e2e.topoalign.dev/placement-dra-mixed"  # the mixed-driver variant's nodes
+GPU_DRIVER, NIC_DRIVER = "gpu.nvidia.com", "dra.net"
+GPU_CLASS, NIC_CLASS = "gpu.nvidia.com", "dranet.net"
+MIXED_SIZES, MIXED_WEIGHTS = [1, 2], [3, 1]
+# (GPUs, NUMA node of each GPU and NIC in address order, Ethernet function without NUMA)
+LAYOUTS = {"gb300": (4, [0, 0, 1, 1], True), "h100": (8, [0, 0, 0, 0, 1, 1, 1, 1], False)}
 
 
 def log(msg):
@@ -80,17 +106,7 @@ def cmd_setup(a):
     for i in range(a.count):
         profile = profiles[i % len(profiles)]
         name = f"dra-{i:03d}-{profile}"
-        api.call("POST", "/api/v1/nodes", {
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                                                  "topoalign.dev/profile": profile, NODE_LABEL: "true"}},
-            "status": {"capacity": {"pods": "110", "cpu": "64", "memory": "512Gi"},
-                       "allocatable": {"pods": "110", "cpu": "64", "memory": "512Gi"},
-                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                       "message": "e2e node (no kubelet)", "lastHeartbeatTime": ts,
-                                       "lastTransitionTime": ts}]}})
-        # TaintNodesByCondition adds node.kubernetes.io/not-ready on create; a kubelet clears it.
-        api.call("PATCH", f"/api/v1/nodes/{name}", {"spec": {"taints": None}}, ctype="application/merge-patch+json")
+        make_node(api, name, {"topoalign.dev/profile": profile, NODE_LABEL: "true"}, ts)
         r = subprocess.run([TOPOALIGN, "driver", "--dry-run", "-o", "json", "--profile", profile, "--node-name", name],
                            capture_output=True, text=True)
         if r.returncode != 0:
@@ -126,15 +142,112 @@ def cmd_setup(a):
     json.dump(nodes, open(a.out, "w"))
 
 
+def make_node(api, name, labels, ts):
+    """A Ready Node object without a kubelet."""
+    api.call("POST", "/api/v1/nodes", {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **labels}},
+        "status": {"capacity": {"pods": "110", "cpu": "64", "memory": "512Gi"},
+                   "allocatable": {"pods": "110", "cpu": "64", "memory": "512Gi"},
+                   "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                   "message": "e2e node (no kubelet)", "lastHeartbeatTime": ts,
+                                   "lastTransitionTime": ts}]}})
+    # TaintNodesByCondition adds node.kubernetes.io/not-ready on create; a kubelet clears it.
+    api.call("PATCH", f"/api/v1/nodes/{name}", {"spec": {"taints": None}}, ctype="application/merge-patch+json")
+
+
+def mixed_slices(name, layout, n):
+    """The node's slices as NVIDIA's DRA GPU driver (newest, with the standard numaNode)
+    and dranet publish them."""
+    gpus_n, numas, eth = LAYOUTS[layout]
+    gpus, nics, devices = [], [], {}
+    for i in range(gpus_n):
+        dom = 0x0008 + i if layout == "gb300" else 0
+        bus = 0x06 if layout == "gb300" else 0x18 + 0x20 * i
+        bdf = f"{dom:04x}:{bus:02x}:00.0"
+        root = f"pci{dom:04x}:{bus - 1 if layout == 'h100' else 0:02x}"
+        gpus.append({"name": f"gpu-{i}", "attributes": {
+            "type": {"string": "gpu"}, "index": {"int": i}, "minor": {"int": i},
+            "uuid": {"string": f"GPU-{n:04x}{i:04x}-0000-4000-8000-{i:012x}"},
+            "productName": {"string": "NVIDIA GB300" if layout == "gb300" else "NVIDIA H100 80GB HBM3"},
+            "architecture": {"string": "Blackwell" if layout == "gb300" else "Hopper"},
+            "driverVersion": {"version": "580.82.7"}, "pcieBusID": {"string": bdf},
+            "resource.kubernetes.io/pciBusID": {"string": bdf},
+            "resource.kubernetes.io/pcieRoot": {"string": root},
+            "resource.kubernetes.io/numaNode": {"int": numas[i]}},
+            "capacity": {"memory": {"value": "288Gi" if layout == "gb300" else "80Gi"}}})
+        devices[f"gpu-{i}"] = {"role": "gpu", "numa": numas[i], "bdf": bdf}
+    for i in range(gpus_n):
+        bdf = f"{0x0101 + i:04x}:00:00.0" if layout == "gb300" else f"0000:{0x19 + 0x20 * i:02x}:00.0"
+        dev = "pci-" + bdf.replace(":", "-").replace(".", "-")
+        nics.append({"name": dev, "attributes": {
+            "dra.net/ibOnly": {"bool": layout == "gb300"}, "dra.net/numaNode": {"int": numas[i]},
+            "dra.net/pciAddress": {"string": bdf}, "dra.net/pciVendor": {"string": "Mellanox Technologies"},
+            "dra.net/rdma": {"bool": True}, "dra.net/rdmaDevice": {"string": f"mlx5_{i}"}}})
+        devices[dev] = {"role": "nic", "numa": numas[i], "bdf": bdf}
+    if eth:
+        nics.append({"name": "pci-7870-00-00-0", "attributes": {
+            "dra.net/ifName": {"string": "eth0"}, "dra.net/pciAddress": {"string": "7870:00:00.0"},
+            "dra.net/rdma": {"bool": False}, "dra.net/encapsulation": {"string": "ether"}}})
+    out = []
+    for driver, devs in ((GPU_DRIVER, gpus), (NIC_DRIVER, nics)):
+        out.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                    "metadata": {"name": f"{name}-{driver}"},
+                    "spec": {"driver": driver, "nodeName": name,
+                             "pool": {"name": name, "generation": 1, "resourceSliceCount": 1}, "devices": devs}})
+    return out, devices
+
+
+def mixed_template(k):
+    """Seed 001's claim for K GPUs and K NICs, without its matchAttribute."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": f"mixed-{k}"},
+            "spec": {"spec": {"devices": {"requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": GPU_CLASS, "count": k}},
+                {"name": "nic", "exactly": {"deviceClassName": NIC_CLASS, "count": k}}]}}}}
+
+
+def cmd_setup_mixed(a):
+    api = api_of(a)
+    ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    for cname, expr in ((GPU_CLASS, f"device.driver == '{GPU_DRIVER}' && device.attributes['{GPU_DRIVER}'].type == 'gpu'"),
+                        (NIC_CLASS, f'device.driver == "{NIC_DRIVER}" && device.attributes["{NIC_DRIVER}"].rdma == true')):
+        api.call("POST", "/apis/resource.k8s.io/v1/deviceclasses", {
+            "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": cname},
+            "spec": {"selectors": [{"cel": {"expression": expr}}]}}, ok=(201, 409))
+    nodes = []
+    layouts = sorted(LAYOUTS)
+    for i in range(a.count):
+        layout = layouts[i % len(layouts)]
+        name = f"mixed-{i:03d}-{layout}"
+        make_node(api, name, {MIXED_LABEL: "true"}, ts)
+        slices, devices = mixed_slices(name, layout, i)
+        for o in slices:
+            api.call("POST", "/apis/resource.k8s.io/v1/resourceslices", o)
+        nodes.append({"name": name, "profile": layout, "devices": devices,
+                      "gpus": sorted(d for d, v in devices.items() if v["role"] == "gpu"),
+                      "nics": sorted(d for d, v in devices.items() if v["role"] == "nic")})
+    for k in MIXED_SIZES:
+        api.call("POST", f"/apis/resource.k8s.io/v1/namespaces/{a.ns}/resourceclaimtemplates", mixed_template(k))
+    json.dump(nodes, open(a.out, "w"))
+
+
 def cmd_cleanup(a):
     api = api_of(a)
-    names = {n["metadata"]["name"] for n in api.call("GET", "/api/v1/nodes" + api.q(labelSelector=NODE_LABEL))["items"]}
+    names = set()
+    for label in (NODE_LABEL, MIXED_LABEL):
+        names |= {n["metadata"]["name"] for n in api.call("GET", "/api/v1/nodes" + api.q(labelSelector=label))["items"]}
     for sl in api.call("GET", "/apis/resource.k8s.io/v1/resourceslices")["items"]:
         if sl["spec"].get("nodeName") in names:
             api.call("DELETE", f"/apis/resource.k8s.io/v1/resourceslices/{sl['metadata']['name']}", ok=(200, 202, 404))
     for n in sorted(names):
         api.call("DELETE", f"/api/v1/nodes/{n}", ok=(200, 202, 404))
     print(f"deleted {len(names)} nodes and their slices")
+
+
+def cmd_stream_mixed(a):
+    rng = random.Random(a.seed)
+    json.dump([{"index": i, "pairs": rng.choices(MIXED_SIZES, MIXED_WEIGHTS)[0], "pxb": False}
+               for i in range(a.count)], sys.stdout)
 
 
 def cmd_stream(a):
@@ -162,12 +275,15 @@ class Pass:
         self.by_profile = collections.Counter()
         self.live = {}  # pod name -> batch
         self.timing = collections.Counter()
+        self.mixed = a.mixed
+        self.label = MIXED_LABEL if a.mixed else NODE_LABEL
+        self.cross_pods = 0  # mixed: pods with a cross-NUMA GPU–NIC pair
 
     def pod(self, name, labels, claims, sched, node=None):
         spec = {"schedulerName": sched, "terminationGracePeriodSeconds": 0, "resourceClaims": claims,
                 "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
                                 "resources": {"claims": [{"name": c["name"]} for c in claims]}}]}
-        spec["nodeSelector"] = {"kubernetes.io/hostname": node} if node else {NODE_LABEL: "true"}
+        spec["nodeSelector"] = {"kubernetes.io/hostname": node} if node else {self.label: "true"}
         return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": self.a.ns, "labels": labels},
                 "spec": spec}
 
@@ -180,12 +296,22 @@ class Pass:
             n = self.nodes[name]
             rng = random.Random(f"{self.a.seed}-{name}")
             gpus = rng.sample(n["gpus"], rng.randint(0, len(n["gpus"]) // 2))
-            nics = rng.sample(n["nics"], min(len(n["nics"]), rng.randint(0, 2)))
+            if self.mixed:
+                nics = rng.sample(n["nics"], rng.randint(0, len(n["nics"]) // 2))
+            else:
+                nics = rng.sample(n["nics"], min(len(n["nics"]), rng.randint(0, 2)))
             reqs = []
             for cls, bdfs in (("gpu", gpus), ("nic", nics)):
                 for i, b in enumerate(bdfs):
-                    expr = f'device.attributes["resource.kubernetes.io"].pciBusID == "{b}"'
-                    reqs.append({"name": f"{cls}{i}", "exactly": {"deviceClassName": f"{cls}.{DRIVER}",
+                    if self.mixed:  # by device name: the device's own address attribute
+                        dev = n["devices"][b]
+                        expr = (f'device.attributes["resource.kubernetes.io"].pciBusID == "{dev["bdf"]}"' if cls == "gpu"
+                                else f'device.attributes["{NIC_DRIVER}"].pciAddress == "{dev["bdf"]}"')
+                        dclass = GPU_CLASS if cls == "gpu" else NIC_CLASS
+                    else:
+                        expr = f'device.attributes["resource.kubernetes.io"].pciBusID == "{b}"'
+                        dclass = f"{cls}.{DRIVER}"
+                    reqs.append({"name": f"{cls}{i}", "exactly": {"deviceClassName": dclass,
                                                                   "selectors": [{"cel": {"expression": expr}}]}})
             if not reqs:
                 continue
@@ -235,12 +361,33 @@ class Pass:
             raise RuntimeError(f"pod {pod['metadata']['name']}: bound to {pod['spec']['nodeName']} with claim {cname}")
         claim = self.api.call("GET", f"{self.claims}/{cname}")
         results = (claim.get("status", {}).get("allocation") or {}).get("devices", {}).get("results", [])
+        if self.mixed:
+            self.record_mixed(spec, pod, node, cname, results)
+            return
         if len(results) != spec["pairs"]:
             raise RuntimeError(f"claim {cname}: {len(results)} devices allocated for {spec['pairs']} pairs")
         for r in results:
             rank, cls = node["ranks"][r["device"]]
             self.ranks.append(rank)
             self.classes[cls] += 1
+        self.by_profile[node["profile"]] += 1
+
+    def record_mixed(self, spec, pod, node, cname, results):
+        """Each GPU against the nearest of the pod's NICs (what NCCL uses): NODE on the
+        same NUMA node, SYS across."""
+        devs = [node["devices"].get(r["device"]) for r in results]
+        gpus = [d for d in devs if d and d["role"] == "gpu"]
+        nics = [d for d in devs if d and d["role"] == "nic"]
+        if len(gpus) != spec["pairs"] or len(nics) != spec["pairs"]:
+            raise RuntimeError(f"claim {cname}: {len(gpus)} GPUs and {len(nics)} NICs allocated for {spec['pairs']} each")
+        cross = False
+        for g in gpus:
+            same = any(n["numa"] == g["numa"] for n in nics)
+            cls = "NODE" if same else "SYS"
+            cross |= not same
+            self.ranks.append(CLASSES.index(cls))
+            self.classes[cls] += 1
+        self.cross_pods += cross
         self.by_profile[node["profile"]] += 1
 
     def delete(self, names, claims):
@@ -280,9 +427,10 @@ class Pass:
             for s in chunk:
                 name = f"{self.a.tag}-{s['index']:04d}"
                 pods.append(name)
+                template = f"mixed-{s['pairs']}" if self.mixed else template_name(s["pairs"], s["pxb"])
                 self.api.call("POST", self.pods, self.pod(
                     name, {"placement-run": self.a.tag, "placement-batch": str(self.batch)},
-                    [{"name": "pairs", "resourceClaimTemplateName": template_name(s["pairs"], s["pxb"])}],
+                    [{"name": "pairs", "resourceClaimTemplateName": template}],
                     self.a.scheduler))
             self.timing["create_s"] += time.time() - t
             self.stats["created"] += len(chunk)
@@ -310,7 +458,11 @@ class Pass:
             "tag": self.a.tag, "scheduler": self.a.scheduler, "stats": dict(self.stats),
             "classes": {c: self.classes.get(c, 0) for c in CLASSES},
             "meanRank": (sum(self.ranks) / len(self.ranks)) if self.ranks else None,
+            "rankSum": sum(self.ranks),
             "pairs": len(self.ranks),
+            "seed": self.a.seed,
+            "mixed": self.mixed,
+            "crossNumaPods": self.cross_pods,
             "byProfile": dict(self.by_profile),
             "bySize": {str(k): dict(v) for k, v in sorted(self.by_size.items())},
             "timing": {k: round(v, 2) for k, v in self.timing.items()},
@@ -324,32 +476,72 @@ def cmd_run(a):
 
 
 def cmd_compare(a):
-    s, e = json.load(open(a.stock)), json.load(open(a.extender))
+    stock = [json.load(open(f)) for f in a.stock.split(",")]
+    ext = [json.load(open(f)) for f in a.extender.split(",")]
+    if [r["seed"] for r in stock] != [r["seed"] for r in ext]:
+        sys.exit("compare: the stock and extender results are not for the same seeds in the same order")
+    name = "placement-dra mixed-driver" if a.mixed else "placement-dra"
 
-    def dist(r):
-        return " ".join(f"{c}×{r['classes'][c]}" for c in CLASSES if r["classes"].get(c))
+    def unsched(rs):
+        return sum(r["stats"].get("unschedulable", 0) for r in rs)
 
-    def mean(r):
-        return "n/a" if r["meanRank"] is None else f"{r['meanRank']:.3f}"
+    def pooled(rs):
+        pairs = sum(r["pairs"] for r in rs)
+        return sum(r["rankSum"] for r in rs) / pairs if pairs else None
 
-    for r in (s, e):
-        st = r["stats"]
-        print(f"FIGURE placement-dra {r['tag']:>8} ({r['scheduler']}): bound {st.get('bound', 0)}, "
-              f"unschedulable {st.get('unschedulable', 0)}, undecided {st.get('undecided', 0)}; "
-              f"pairs {r['pairs']}: {dist(r)}; mean rank {mean(r)} (0 PIX … 3 NODE); "
-              f"pods by profile {json.dumps(r['byProfile'], sort_keys=True)}")
-    for size in sorted({*s["bySize"], *e["bySize"]}, key=int):
-        a1, b1 = s["bySize"].get(size, {}), e["bySize"].get(size, {})
-        print(f"INFO placement-dra {size}-pair pods: stock bound {a1.get('bound', 0)} / unschedulable "
-              f"{a1.get('unschedulable', 0)}; extender bound {b1.get('bound', 0)} / unschedulable {b1.get('unschedulable', 0)}")
-    su, eu = s["stats"].get("unschedulable", 0), e["stats"].get("unschedulable", 0)
-    sm = s["meanRank"] if s["meanRank"] is not None else 9
-    em = e["meanRank"] if e["meanRank"] is not None else 9
-    nums = f"unschedulable stock {su} vs extender {eu}; mean rank stock {mean(s)} vs extender {mean(e)}"
-    if em <= sm + 1e-9 and eu <= su:
-        print(f"VERDICT ok {nums}")
+    def mean(m):
+        return "n/a" if m is None else f"{m:.3f}"
+
+    def dist(rs):
+        c = collections.Counter()
+        for r in rs:
+            c.update(r["classes"])
+        return " ".join(f"{k}×{c[k]}" for k in CLASSES if c.get(k))
+
+    def cross(rs):
+        return sum(r["crossNumaPods"] for r in rs)
+
+    def bound(rs):
+        return sum(r["stats"].get("bound", 0) for r in rs)
+
+    for s1, e1 in zip(stock, ext):
+        if a.mixed:
+            print(f"FIGURE {name} seed {s1['seed']}: pods with a cross-NUMA (SYS) GPU-NIC pair stock {cross([s1])} "
+                  f"vs extender {cross([e1])}; unschedulable stock {unsched([s1])} vs extender {unsched([e1])}; "
+                  f"bound {bound([s1])} vs {bound([e1])}; GPU-NIC classes stock {dist([s1])} vs extender {dist([e1])}")
+        else:
+            print(f"FIGURE {name} seed {s1['seed']}: unschedulable stock {unsched([s1])} vs extender {unsched([e1])}; "
+                  f"mean rank stock {mean(pooled([s1]))} vs extender {mean(pooled([e1]))}; "
+                  f"pairs stock {dist([s1])} vs extender {dist([e1])}")
+    for side, rs in (("stock", stock), ("extender", ext)):
+        r0 = rs[0]
+        by_profile = collections.Counter()
+        for r in rs:
+            by_profile.update(r["byProfile"])
+        print(f"FIGURE {name} sum of {len(rs)} seeds, {side:>8} ({r0['scheduler']}): "
+              f"bound {bound(rs)}, unschedulable {unsched(rs)}, "
+              f"undecided {sum(r['stats'].get('undecided', 0) for r in rs)}"
+              + (f", pods with a cross-NUMA pair {cross(rs)}" if a.mixed else "")
+              + f"; pairs {sum(r['pairs'] for r in rs)}: {dist(rs)}; mean rank {mean(pooled(rs))} (0 PIX … 4 SYS); "
+              f"pods by profile {json.dumps(dict(sorted(by_profile.items())))}")
+    if not a.mixed:
+        sizes = sorted({k for r in stock + ext for k in r["bySize"]}, key=int)
+        for size in sizes:
+            def tot(rs, what):
+                return sum(r["bySize"].get(size, {}).get(what, 0) for r in rs)
+            print(f"INFO {name} {size}-pair pods (all seeds): stock bound {tot(stock, 'bound')} / unschedulable "
+                  f"{tot(stock, 'unschedulable')}; extender bound {tot(ext, 'bound')} / unschedulable {tot(ext, 'unschedulable')}")
+    su, eu = unsched(stock), unsched(ext)
+    nums = f"over {len(stock)} seeds: unschedulable stock {su} vs extender {eu}"
+    if a.mixed:
+        sc, ec = cross(stock), cross(ext)
+        nums += f"; pods with a cross-NUMA GPU-NIC pair stock {sc} vs extender {ec}"
+        ok = ec <= sc and eu <= su
     else:
-        print(f"VERDICT worse {nums}")
+        sm, em = pooled(stock), pooled(ext)
+        nums += f"; mean rank stock {mean(sm)} vs extender {mean(em)}"
+        ok = (em if em is not None else 9) <= (sm if sm is not None else 9) + 1e-9 and eu <= su
+    print(f"VERDICT {'ok' if ok else 'worse'} {nums}")
 
 
 def add_api(p):
@@ -371,8 +563,16 @@ def main():
     add_api(s)
     s = sub.add_parser("cleanup")
     add_api(s)
+    s = sub.add_parser("setup-mixed")
+    s.add_argument("--count", type=int, default=12)
+    s.add_argument("--ns", required=True)
+    s.add_argument("--out", required=True)
+    add_api(s)
     s = sub.add_parser("stream")
     s.add_argument("--count", type=int, default=300)
+    s.add_argument("--seed", type=int, default=11)
+    s = sub.add_parser("stream-mixed")
+    s.add_argument("--count", type=int, default=100)
     s.add_argument("--seed", type=int, default=11)
     s = sub.add_parser("run")
     s.add_argument("--nodes", required=True)
@@ -385,12 +585,15 @@ def main():
     s.add_argument("--batch", type=int, default=30)
     s.add_argument("--lifetime", type=int, default=3)
     s.add_argument("--decide-timeout", type=float, default=60)
+    s.add_argument("--mixed", action="store_true", help="the mixed-driver variant's nodes and claims")
     add_api(s)
     s = sub.add_parser("compare")
     s.add_argument("--stock", required=True)
     s.add_argument("--extender", required=True)
+    s.add_argument("--mixed", action="store_true")
     a = p.parse_args()
-    {"setup": cmd_setup, "cleanup": cmd_cleanup, "stream": cmd_stream, "run": cmd_run, "compare": cmd_compare}[a.cmd](a)
+    {"setup": cmd_setup, "setup-mixed": cmd_setup_mixed, "cleanup": cmd_cleanup, "stream": cmd_stream,
+     "stream-mixed": cmd_stream_mixed, "run": cmd_run, "compare": cmd_compare}[a.cmd](a)
 
 
 if __name__ == "__main__":

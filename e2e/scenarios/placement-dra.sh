@@ -13,13 +13,26 @@
 # Run 1: the stock kube-scheduler (default-scheduler). Run 2: a second kube-scheduler whose
 # profile `topoalign-dra-scheduler` is wired to the extender
 # (deploy/extender/scheduler-config-dra.yaml: no managedResources, since DRA pods request no
-# extended resource). Side by side: pods unschedulable, the pair classes of the allocated
-# pair devices (status.allocation.devices.results → the device's rank), mean rank. PASS when
-# the extender's mean rank is no worse and no more pods are unschedulable; otherwise TARGET
-# MISSED with the numbers.
+# extended resource). Each over several seeds in one run (E2E_PLACEMENT_DRA_SEEDS: the pod
+# stream and the pre-occupancy differ per seed, the nodes are the same): per seed and summed,
+# pods unschedulable, the pair classes of the allocated pair devices
+# (status.allocation.devices.results → the device's rank), mean rank. PASS when the
+# extender's sums are no worse (no more unschedulable pods, pooled mean rank no worse);
+# otherwise TARGET MISSED with the numbers.
 #
-# Environment: E2E_PLACEMENT_DRA_NODES (30), E2E_PLACEMENT_DRA_PODS (240),
-# E2E_PLACEMENT_DRA_SEED (11), E2E_PLACEMENT_DRA_BATCH (20), E2E_PLACEMENT_DRA_LIFETIME (2).
+# Mixed-driver variant (issue 21, seed 001's cluster): E2E_PLACEMENT_DRA_MIXED_NODES nodes
+# whose GPUs are published by NVIDIA's DRA driver (gpu.nvidia.com, newest format with the
+# standard numaNode) and NICs by dranet (dra.net), written by the scenario; pods with seed
+# 001's claim for 1 or 2 GPUs and as many NICs without its matchAttribute (the stock
+# allocator may pick a NIC on the other NUMA node); seeded pre-occupancy of GPUs and NICs.
+# The same seeds, both schedulers: pods that got a cross-NUMA (SYS) GPU-NIC pair and pods
+# left unschedulable, per seed and summed; PASS when the extender's sums are no worse on
+# either.
+#
+# Environment: E2E_PLACEMENT_DRA_NODES (24), E2E_PLACEMENT_DRA_PODS (120 per seed),
+# E2E_PLACEMENT_DRA_SEEDS ("11 12 13 14 15"), E2E_PLACEMENT_DRA_BATCH (20),
+# E2E_PLACEMENT_DRA_LIFETIME (2), E2E_PLACEMENT_DRA_MIXED_NODES (16, 0 skips the variant),
+# E2E_PLACEMENT_DRA_MIXED_PODS (60 per seed).
 set -uo pipefail
 . "$E2E_DIR/lib/common.sh"
 . "$RUN/cluster.env"
@@ -32,35 +45,63 @@ need_topoalign_cmd driver
 need_topoalign_cmd claims
 D=$SCEN_DIR
 NS=placement-dra
-NODES=${E2E_PLACEMENT_DRA_NODES:-30}
-PODS=${E2E_PLACEMENT_DRA_PODS:-240}
-SEED=${E2E_PLACEMENT_DRA_SEED:-11}
+NODES=${E2E_PLACEMENT_DRA_NODES:-24}
+PODS=${E2E_PLACEMENT_DRA_PODS:-120}
+SEEDS=(${E2E_PLACEMENT_DRA_SEEDS:-11 12 13 14 15})
 BATCH=${E2E_PLACEMENT_DRA_BATCH:-20}
 LIFETIME=${E2E_PLACEMENT_DRA_LIFETIME:-2}
+MNODES=${E2E_PLACEMENT_DRA_MIXED_NODES:-16}
+MPODS=${E2E_PLACEMENT_DRA_MIXED_PODS:-60}
 PY=$E2E_DIR/lib/placement_dra.py
 API=(--server "https://127.0.0.1:$P_API" --ca "$RUN/pki/ca.crt" --cert "$RUN/pki/admin.crt" --key "$RUN/pki/admin.key")
 export TOPOALIGN
 make_namespace "$NS"
 
-python3 "$PY" setup --count "$NODES" --seed "$SEED" --ns "$NS" --out "$D/nodes.json" "${API[@]}" > "$D/setup.out" 2>&1 &&
-  python3 "$PY" stream --count "$PODS" --seed "$SEED" > "$D/stream.json" ||
-  { fail "placement-dra: setting up $NODES DRA nodes and the pod stream: $(tail -3 "$D/setup.out" | head -c 800)"; exit 1; }
-info "placement-dra: $NODES nodes ($(jq -r 'group_by(.profile) | map("\(length)×\(.[0].profile)") | join(" ")' "$D/nodes.json")), $PODS pods: $(jq -r 'group_by(.pairs) | map("\(length)×\(.[0].pairs)-pair") | join(" ")' "$D/stream.json"), $(jq '[.[] | select(.pxb)] | length' "$D/stream.json") of them PXB-or-better"
-
-# run_pass TAG SCHEDULER : one pass of the stream; result in $D/TAG.json
-run_pass() {
-  local t; t=$(now)
-  if ! python3 "$PY" run --nodes "$D/nodes.json" --stream "$D/stream.json" --scheduler "$2" --tag "$1" --ns "$NS" \
-    --seed "$SEED" --out "$D/$1.json" --batch "$BATCH" --lifetime "$LIFETIME" "${API[@]}" > "$D/$1.out" 2> "$D/$1.log"; then
-    fail "placement-dra: the $1 pass failed: $(tail -3 "$D/$1.log" | head -c 800)"
-    return 1
-  fi
-  info "placement-dra: $1 pass ($2) took $(since "$t") s"
-}
-
 cleanup() { python3 "$PY" cleanup "${API[@]}" > "$D/cleanup.out" 2>&1 || fail "placement-dra: cleanup: $(tail -2 "$D/cleanup.out")"; }
 
-run_pass stock default-scheduler || { cleanup; exit 1; }
+if ! python3 "$PY" setup --count "$NODES" --ns "$NS" --out "$D/nodes.json" "${API[@]}" > "$D/setup.out" 2>&1; then
+  fail "placement-dra: setting up $NODES DRA nodes: $(tail -3 "$D/setup.out" | head -c 800)"
+  cleanup
+  exit 1
+fi
+if [ "$MNODES" -gt 0 ] && ! python3 "$PY" setup-mixed --count "$MNODES" --ns "$NS" --out "$D/mixed-nodes.json" "${API[@]}" > "$D/setup-mixed.out" 2>&1; then
+  fail "placement-dra: setting up $MNODES mixed-driver nodes: $(tail -3 "$D/setup-mixed.out" | head -c 800)"
+  cleanup
+  exit 1
+fi
+for seed in "${SEEDS[@]}"; do
+  python3 "$PY" stream --count "$PODS" --seed "$seed" > "$D/stream-$seed.json" &&
+    python3 "$PY" stream-mixed --count "$MPODS" --seed "$seed" > "$D/mixed-stream-$seed.json" ||
+    { fail "placement-dra: the pod streams of seed $seed"; cleanup; exit 1; }
+done
+s0=$D/stream-${SEEDS[0]}.json
+info "placement-dra: $NODES nodes ($(jq -r 'group_by(.profile) | map("\(length)×\(.[0].profile)") | join(" ")' "$D/nodes.json")), seeds ${SEEDS[*]}, $PODS pods per seed (seed ${SEEDS[0]}: $(jq -r 'group_by(.pairs) | map("\(length)×\(.[0].pairs)-pair") | join(" ")' "$s0"), $(jq '[.[] | select(.pxb)] | length' "$s0") of them PXB-or-better)"
+[ "$MNODES" -gt 0 ] && info "placement-dra mixed-driver: $MNODES nodes ($(jq -r 'group_by(.profile) | map("\(length)×\(.[0].profile)") | join(" ")' "$D/mixed-nodes.json"), gpu.nvidia.com + dra.net slices), $MPODS pods per seed of 1 or 2 GPUs with as many NICs"
+
+# run_pass TAG SCHEDULER SEED [--mixed] : one pass of seed SEED's stream; result in $D/TAG.json
+run_pass() {
+  local t tag=$1 sched=$2 seed=$3 nodes=$D/nodes.json stream=$D/stream-$3.json
+  shift 3
+  if [ "${1:-}" = --mixed ]; then nodes=$D/mixed-nodes.json; stream=$D/mixed-stream-$seed.json; fi
+  t=$(now)
+  if ! python3 "$PY" run --nodes "$nodes" --stream "$stream" --scheduler "$sched" --tag "$tag" --ns "$NS" \
+    --seed "$seed" --out "$D/$tag.json" --batch "$BATCH" --lifetime "$LIFETIME" "$@" "${API[@]}" > "$D/$tag.out" 2> "$D/$tag.log"; then
+    fail "placement-dra: the $tag pass failed: $(tail -3 "$D/$tag.log" | head -c 800)"
+    return 1
+  fi
+  info "placement-dra: $tag pass ($sched) took $(since "$t") s"
+}
+
+# run_all PREFIX SCHEDULER : every seed's pass (and the mixed variant's)
+run_all() {
+  local seed
+  for seed in "${SEEDS[@]}"; do
+    run_pass "$1-$seed" "$2" "$seed" || return 1
+    if [ "$MNODES" -gt 0 ]; then run_pass "m$1-$seed" "$2" "$seed" --mixed || return 1; fi
+  done
+}
+
+run_all stock default-scheduler || { cleanup; exit 1; }
 
 # the extender and a second scheduler wired to it
 P_EXT=$(free_ports 1)
@@ -76,7 +117,7 @@ if ! wire_scheduler topoalign-dra-scheduler scheduler-config-dra.yaml "$P_EXT" "
 fi
 pass "placement-dra: a second kube-scheduler with profile topoalign-dra-scheduler wired to topoalign extender (deploy/extender/scheduler-config-dra.yaml, no managedResources) is up"
 
-run_pass extender topoalign-dra-scheduler || { cleanup; exit 1; }
+run_all extender topoalign-dra-scheduler || { cleanup; exit 1; }
 
 M=$D/extender-metrics.txt
 curl -s "http://127.0.0.1:$P_EXT/metrics" > "$M"
@@ -84,7 +125,7 @@ nfilter=$(metric_total "$M" topoalign_extender_requests_total 'verb="filter"')
 errs=$(http_errors "$M")
 figure "placement-dra extender calls: filter $nfilter, HTTP 4xx/5xx $errs; DRA verdicts $(metric_samples "$M" topoalign_extender_dra_verdicts_total)"
 judged=$(metric_total "$M" topoalign_extender_dra_verdicts_total 'outcome="fit"')
-bound_ext=$(jq '.stats.bound // 0' "$D/extender.json")
+bound_ext=$(jq -s 'map(.stats.bound // 0) | add' "$D"/extender-*.json "$D"/mextender-*.json 2> /dev/null || echo 0)
 if [ "$nfilter" -ge "$bound_ext" ] && [ "$judged" -gt 0 ] && [ "$errs" = 0 ]; then
   pass "placement-dra: the scheduler consulted the extender's DRA path ($nfilter filter calls for $bound_ext bound pods, $judged node verdicts 'fit', no HTTP errors)"
 else
@@ -94,5 +135,10 @@ stop_component topoalign-dra-scheduler
 stop_component extender-dra
 cleanup
 
-python3 "$PY" compare --stock "$D/stock.json" --extender "$D/extender.json" > "$D/compare.out" || { fail "placement-dra: comparing the passes"; exit 1; }
+list() { local p=$1 s out=(); for s in "${SEEDS[@]}"; do out+=("$D/$p-$s.json"); done; (IFS=,; echo "${out[*]}"); }
+python3 "$PY" compare --stock "$(list stock)" --extender "$(list extender)" > "$D/compare.out" || { fail "placement-dra: comparing the passes"; exit 1; }
 report_compare placement-dra "$D/compare.out"
+if [ "$MNODES" -gt 0 ]; then
+  python3 "$PY" compare --mixed --stock "$(list mstock)" --extender "$(list mextender)" > "$D/compare-mixed.out" || { fail "placement-dra: comparing the mixed-driver passes"; exit 1; }
+  report_compare "placement-dra mixed-driver" "$D/compare-mixed.out"
+fi

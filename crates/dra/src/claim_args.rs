@@ -182,7 +182,10 @@ mod tests {
             "spec": {"selectors": [{"cel": {"expression": "device.driver == 'dra.net'"}}]}
         }))
         .unwrap();
-        assert_eq!(m.mixed_spec(&[saved.clone()]).nic_class, "rdma-nics");
+        assert_eq!(
+            m.mixed_spec(std::slice::from_ref(&saved)).nic_class,
+            "rdma-nics"
+        );
         let named = parse(&[
             "--pairs",
             "1",

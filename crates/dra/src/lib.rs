@@ -49,6 +49,7 @@ pub mod classes;
 mod error;
 pub mod explain;
 pub mod explain_node;
+pub mod explain_pod;
 pub mod inventory;
 pub mod limits;
 pub mod mixed;

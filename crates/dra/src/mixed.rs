@@ -139,12 +139,12 @@ pub struct ForeignDevice {
 }
 
 impl ForeignDevice {
-    fn attr(&self, qualified: &str) -> Option<&DeviceAttribute> {
+    pub(crate) fn attr(&self, qualified: &str) -> Option<&DeviceAttribute> {
         let (d, n) = qualified.split_once('/')?;
         lookup(self.device.attributes.as_ref()?, &self.driver, d, n)
     }
 
-    fn string(&self, qualified: &str) -> Option<String> {
+    pub(crate) fn string(&self, qualified: &str) -> Option<String> {
         let a = self.attr(qualified)?;
         a.string
             .clone()
@@ -177,6 +177,39 @@ impl ForeignDevice {
     }
 }
 
+/// What a device of a foreign driver is to GPU–NIC pairing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DeviceRole {
+    /// A GPU (or a MIG slice of one).
+    Gpu,
+    /// A network device (an RDMA function, a netdev).
+    Nic,
+}
+
+/// Driver-domain attributes that make a device a NIC (dranet: `rdma`, `rdmaDevice`,
+/// `ifName`, `ibOnly`).
+pub const NIC_MARKS: [&str; 4] = ["rdmaDevice", "rdma", "ifName", "ibOnly"];
+/// Driver-domain attributes that make a device a GPU when it is no NIC (NVIDIA's GPU
+/// driver: `type` `gpu` or `mig`, `productName`, `uuid`).
+pub const GPU_MARKS: [&str; 2] = ["productName", "uuid"];
+
+impl ForeignDevice {
+    /// Whether the device is a GPU or a NIC, from its driver's own attributes
+    /// ([`NIC_MARKS`] first, then `type` `gpu`/`mig` or [`GPU_MARKS`]); `None` for
+    /// anything else (a channel, an IMEX daemon …).
+    pub fn role(&self) -> Option<DeviceRole> {
+        let own = |n: &str| self.attr(&format!("{}/{n}", self.driver));
+        if NIC_MARKS.iter().any(|n| own(n).is_some()) {
+            return Some(DeviceRole::Nic);
+        }
+        let typed = own("type").and_then(|a| a.string.as_deref());
+        if matches!(typed, Some("gpu" | "mig")) || GPU_MARKS.iter().any(|n| own(n).is_some()) {
+            return Some(DeviceRole::Gpu);
+        }
+        None
+    }
+}
+
 /// The drivers' own names for a device's PCI address (dranet: `pciAddress`; NVIDIA's GPU
 /// driver: `pcieBusID`), read after the standard `resource.kubernetes.io/pciBusID`.
 pub const OWN_PCI_ADDRESS: [&str; 3] = ["pciAddress", "pcieBusID", "pciBusID"];
@@ -202,12 +235,16 @@ pub fn blind_reason(gpus: &[ForeignDevice], nics: &[ForeignDevice]) -> Option<St
         let driver = devs.first().map_or("?", |d| d.driver.as_str());
         (!missing.is_empty()).then(|| {
             format!(
-                "{} of {} {what} of {driver} ({}) publish no NUMA node (read: {}, {driver}/{})",
+                "{} of {} {what} of {driver} ({}) publish no NUMA node (read: {}, {})",
                 missing.len(),
                 placed.len(),
                 sample(&missing),
                 attr::NUMA_NODE_STD,
-                OWN_NUMA.join(", {driver}/")
+                OWN_NUMA
+                    .iter()
+                    .map(|a| format!("{driver}/{a}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         })
     };
@@ -229,6 +266,19 @@ fn sample(names: &[&str]) -> String {
 
 /// The devices of `driver` on `node` (highest pool generation only).
 pub fn devices_of(slices: &[ResourceSlice], node: &str, driver: &str) -> Vec<ForeignDevice> {
+    pooled_devices_of(slices, node, driver)
+        .into_iter()
+        .map(|(_, d)| d)
+        .collect()
+}
+
+/// [`devices_of`], each device with the name of its pool (a device's identity in an
+/// allocation is driver, pool and name).
+pub fn pooled_devices_of(
+    slices: &[ResourceSlice],
+    node: &str,
+    driver: &str,
+) -> Vec<(String, ForeignDevice)> {
     let mut best: BTreeMap<String, i64> = BTreeMap::new();
     for s in slices {
         if s.spec.driver == driver && s.spec.node_name.as_deref() == Some(node) {
@@ -243,10 +293,21 @@ pub fn devices_of(slices: &[ResourceSlice], node: &str, driver: &str) -> Vec<For
                 && s.spec.node_name.as_deref() == Some(node)
                 && best.get(&s.spec.pool.name) == Some(&s.spec.pool.generation)
         })
-        .flat_map(|s| s.spec.devices.iter().flatten())
-        .map(|d| ForeignDevice {
-            driver: driver.to_string(),
-            device: d.clone(),
+        .flat_map(|s| {
+            s.spec
+                .devices
+                .iter()
+                .flatten()
+                .map(|d| (s.spec.pool.name.clone(), d))
+        })
+        .map(|(pool, d)| {
+            (
+                pool,
+                ForeignDevice {
+                    driver: driver.to_string(),
+                    device: d.clone(),
+                },
+            )
         })
         .collect()
 }
@@ -592,4 +653,60 @@ fn finish(
         strategy,
         notes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn dev(driver: &str, name: &str, attrs: serde_json::Value) -> ForeignDevice {
+        ForeignDevice {
+            driver: driver.into(),
+            device: serde_json::from_value(json!({"name": name, "attributes": attrs})).unwrap(),
+        }
+    }
+
+    #[test]
+    fn roles_and_blindness_from_the_drivers_formats() {
+        // NVIDIA's GPU driver: unqualified `type`, `uuid`, `productName`, `pcieBusID`.
+        let gpu = dev(
+            "gpu.nvidia.com",
+            "gpu-0",
+            json!({"type": {"string": "gpu"}, "uuid": {"string": "GPU-1"},
+                   "pcieBusID": {"string": "0008:06:00.0"},
+                   "resource.kubernetes.io/pcieRoot": {"string": "pci0008:00"}}),
+        );
+        let channel = dev(
+            "gpu.nvidia.com",
+            "channel-0",
+            json!({"type": {"string": "channel"}}),
+        );
+        // dranet: qualified `dra.net/…`; an IB function and an Ethernet one.
+        let ib = dev(
+            "dra.net",
+            "pci-0101-00-00-0",
+            json!({"dra.net/rdma": {"bool": true}, "dra.net/numaNode": {"int": 0},
+                   "dra.net/pciAddress": {"string": "0101:00:00.0"}}),
+        );
+        let eth = dev(
+            "dra.net",
+            "pci-7870-00-00-0",
+            json!({"dra.net/ifName": {"string": "eth0"}, "dra.net/pciAddress": {"string": "7870:00:00.0"}}),
+        );
+        assert_eq!(gpu.role(), Some(DeviceRole::Gpu));
+        assert_eq!(channel.role(), None);
+        assert_eq!(
+            (ib.role(), eth.role()),
+            (Some(DeviceRole::Nic), Some(DeviceRole::Nic))
+        );
+        assert_eq!(gpu.bdf(), Some("0008:06:00.0".parse().unwrap()));
+        assert_eq!((gpu.numa(), ib.numa(), eth.numa()), (None, Some(0), None));
+        let why = blind_reason(&[gpu], &[ib, eth]).unwrap();
+        assert_eq!(
+            why,
+            "1 of 1 GPUs of gpu.nvidia.com (gpu-0) publish no NUMA node (read: resource.kubernetes.io/numaNode, gpu.nvidia.com/numaNode, gpu.nvidia.com/numa); \
+             1 of 2 NICs of dra.net (pci-7870-00-00-0) publish no NUMA node (read: resource.kubernetes.io/numaNode, dra.net/numaNode, dra.net/numa)"
+        );
+    }
 }

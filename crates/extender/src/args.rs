@@ -39,6 +39,10 @@ pub struct ServeArgs {
     /// pods leave whole nodes to pods that need one; 0 scores pair quality alone.
     #[arg(long, default_value_t = crate::dra::CAPACITY_WEIGHT, value_parser = parse_weight)]
     pub dra_capacity_weight: f64,
+    /// DRA pods: the drivers whose ResourceSlices are judged besides topoalign.dev's
+    /// (comma-separated or repeated, e.g. gpu.nvidia.com,dra.net); default: every driver.
+    #[arg(long, value_name = "DRIVER", value_delimiter = ',', value_parser = parse_driver)]
+    pub dra_drivers: Vec<String>,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -131,6 +135,27 @@ impl ResourceArgs {
     }
 }
 
+/// A DRA driver name: a DNS subdomain (lower-case letters, digits, '-' and '.').
+fn parse_driver(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        });
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{s:?} is not a driver name (expected a DNS subdomain such as gpu.nvidia.com)"
+        ))
+    }
+}
+
 /// A weight: a finite number, 0 or more.
 fn parse_weight(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
@@ -151,6 +176,8 @@ impl ServeArgs {
             cache_size: self.cache_size,
             resources: self.resources.map()?,
             dra_capacity_weight: self.dra_capacity_weight,
+            dra_drivers: (!self.dra_drivers.is_empty())
+                .then(|| self.dra_drivers.iter().cloned().collect()),
             calls: self.limits.limits(),
         })
     }
@@ -264,5 +291,12 @@ mod tests {
         assert_eq!(calls.server.header_read_timeout, Duration::from_secs(3));
         assert_eq!(calls.server.max_connections, 64);
         assert!(Serve::try_parse_from(["x", "--max-in-flight=0"]).is_err());
+        assert_eq!(c.dra_drivers, None);
+        let d = Serve::try_parse_from(["x", "--dra-drivers", "gpu.nvidia.com,dra.net"]).unwrap();
+        let want: std::collections::BTreeSet<String> =
+            ["dra.net", "gpu.nvidia.com"].map(String::from).into();
+        assert_eq!(d.a.config().unwrap().dra_drivers, Some(want));
+        let e = Serve::try_parse_from(["x", "--dra-drivers", "GPU_nvidia"]).unwrap_err();
+        assert!(e.to_string().contains("not a driver name"), "{e}");
     }
 }

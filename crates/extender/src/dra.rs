@@ -85,6 +85,50 @@ pub enum DraVerdict {
     Reject(String),
     /// The search ran out of budget: no judgement.
     Undecided(String),
+    /// The claims can be allocated, but the devices they get publish too little to tell
+    /// their GPU–NIC pairs' class (no NUMA node, no PCI address): no judgement, never a
+    /// guess.
+    Blind(String),
+}
+
+/// The stock allocator's choice for a pod's claims on `node` (in order; each claim's
+/// devices are taken before the next is allocated): the devices, or the verdict when
+/// some claim cannot be allocated or the search runs out of `budget`.
+pub fn allocate(
+    claims: &[ResourceClaimSpec],
+    classes: &[DeviceClass],
+    slices: &[ResourceSlice],
+    node: &str,
+    allocated: &BTreeSet<DeviceId>,
+    budget: u64,
+) -> Result<Result<BTreeSet<DeviceId>, DraVerdict>, DraError> {
+    let mut free = NodeDevices::gather(slices, node)?;
+    free.mark_in_use(allocated);
+    let mut chosen = BTreeSet::new();
+    for (i, claim) in claims.iter().enumerate() {
+        let out = first_fit(claim, classes, &free, budget)?;
+        let Some(devices) = out.allocation else {
+            if out.gave_up {
+                return Ok(Err(DraVerdict::Undecided(format!(
+                    "claim {i}: no allocation found within {budget} devices tried"
+                ))));
+            }
+            return Ok(Err(DraVerdict::Reject(format!(
+                "topoalign: claim {i} cannot be allocated on the node's free devices"
+            ))));
+        };
+        let ids: BTreeSet<DeviceId> = devices
+            .iter()
+            .map(|d| DeviceId {
+                driver: d.driver.clone(),
+                pool: d.pool.clone(),
+                device: d.device.clone(),
+            })
+            .collect();
+        free.mark_in_use(&ids);
+        chosen.extend(ids);
+    }
+    Ok(Ok(chosen))
 }
 
 /// Judges `node` for a pod's claims (in order; each claim's devices are taken before
@@ -109,32 +153,10 @@ pub fn judge_with_budget(
     allocated: &BTreeSet<DeviceId>,
     budget: u64,
 ) -> Result<DraVerdict, DraError> {
-    let mut free = NodeDevices::gather(slices, node)?;
-    free.mark_in_use(allocated);
-    let mut chosen = BTreeSet::new();
-    for (i, claim) in claims.iter().enumerate() {
-        let out = first_fit(claim, classes, &free, budget)?;
-        let Some(devices) = out.allocation else {
-            if out.gave_up {
-                return Ok(DraVerdict::Undecided(format!(
-                    "claim {i}: no allocation found within {budget} devices tried"
-                )));
-            }
-            return Ok(DraVerdict::Reject(format!(
-                "topoalign: claim {i} cannot be allocated on the node's free devices"
-            )));
-        };
-        let ids: BTreeSet<DeviceId> = devices
-            .iter()
-            .map(|d| DeviceId {
-                driver: d.driver.clone(),
-                pool: d.pool.clone(),
-                device: d.device.clone(),
-            })
-            .collect();
-        free.mark_in_use(&ids);
-        chosen.extend(ids);
-    }
+    let chosen = match allocate(claims, classes, slices, node, allocated, budget)? {
+        Ok(ids) => ids,
+        Err(verdict) => return Ok(verdict),
+    };
     let pool = NodePairs::of(slices, node);
     let ours = |ids: &BTreeSet<DeviceId>| -> Vec<DeviceKey> {
         ids.iter()
@@ -236,6 +258,33 @@ pub fn capacity_penalty(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> f
 pub fn dra_score(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> i64 {
     let points = dra_points(&fit.ranks, fit.spoiled) - capacity_penalty(fit, levels, weight);
     to_priority((points + MAX_EXTENDER_PRIORITY as f64) / 2.0)
+}
+
+/// Priority bands of [`foreign_score`] by the worst GPU–NIC class the allocation gives:
+/// PHB or better, NODE (same NUMA node), SYS (cross-NUMA), each (best, worst); the
+/// neutral score (5) lies between NODE and SYS, so a node whose pairs cannot be classed
+/// goes after every same-NUMA node and before every cross-NUMA one.
+pub const FOREIGN_BANDS: [(i64, i64); 3] = [(10, 9), (8, 6), (4, 1)];
+
+/// The priority of a node for a pod whose claims use other drivers' classes
+/// ([`crate::dra_foreign`]): the extender cannot change which devices the stock allocator
+/// gives, only the node, so the class it gives comes first — the band of the worst pair
+/// ([`FOREIGN_BANDS`]; cross-NUMA worst) — and the capacity it uses up
+/// ([`capacity_penalty`] as a share of `weight`) orders nodes within the band. A claim
+/// without GPU–NIC pairs scores in the best band.
+pub fn foreign_score(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> i64 {
+    let band = match fit.ranks.iter().max() {
+        None => FOREIGN_BANDS[0],
+        Some(r) if *r <= 2 => FOREIGN_BANDS[0],
+        Some(3) => FOREIGN_BANDS[1],
+        Some(_) => FOREIGN_BANDS[2],
+    };
+    let share = if weight > 0.0 {
+        (capacity_penalty(fit, levels, weight) / weight).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    band.0 - (share * (band.0 - band.1) as f64).round() as i64
 }
 
 #[cfg(test)]
@@ -448,5 +497,31 @@ mod tests {
         let ids = allocated_ids([&claim]);
         assert_eq!(ids.len(), 1);
         assert_eq!(ids.iter().next().unwrap().device, "pair-a");
+    }
+
+    #[test]
+    fn foreign_pairs_score_by_class_first_then_capacity() {
+        let fit = |ranks: Vec<i64>, before, after| DraFit {
+            ranks,
+            spoiled: 0,
+            gpus: 1,
+            capacity_before: before,
+            capacity_after: after,
+        };
+        // Four candidates that can hold 4 pairs, one that can hold 8.
+        let levels = CapacityLevels::of([4, 4, 4, 4, 8]);
+        let node_keeps = foreign_score(&fit(vec![3], 3, 2), &levels, 50.0);
+        let node_breaks_8 = foreign_score(&fit(vec![3], 8, 7), &levels, 50.0);
+        let sys_keeps = foreign_score(&fit(vec![4], 3, 2), &levels, 50.0);
+        let phb = foreign_score(&fit(vec![2], 3, 2), &levels, 50.0);
+        assert_eq!((phb, node_keeps, node_breaks_8, sys_keeps), (10, 8, 6, 4));
+        // The worst pair decides: one cross-NUMA pair of two is cross-NUMA.
+        assert_eq!(foreign_score(&fit(vec![3, 4], 3, 2), &levels, 50.0), 4);
+        // Same-NUMA always above the neutral score, cross-NUMA always below.
+        for w in [0.0, 50.0, 1e9] {
+            assert!(foreign_score(&fit(vec![3], 8, 7), &levels, w) > crate::score::NEUTRAL_SCORE);
+            assert!(foreign_score(&fit(vec![4], 3, 2), &levels, w) < crate::score::NEUTRAL_SCORE);
+        }
+        assert_eq!(foreign_score(&fit(vec![], 3, 2), &levels, 50.0), 10);
     }
 }

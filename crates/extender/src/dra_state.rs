@@ -1,4 +1,5 @@
-//! The DRA path's view of the cluster: the `topoalign.dev` ResourceSlices by node, every
+//! The DRA path's view of the cluster: the ResourceSlices by node (`topoalign.dev`'s and
+//! the other drivers' — every driver, or those named with `--dra-drivers`), every
 //! ResourceClaim (the allocated ones hold devices), ResourceClaimTemplates and
 //! DeviceClasses, filled by the watchers in [`crate::dra_watch`] and read by the
 //! scheduler calls (never a list per request).
@@ -6,16 +7,20 @@
 //! Per call, [`DraState::resolve`] finds the pod's claims the way the scheduler does
 //! (`resourceClaimName`, or for `resourceClaimTemplateName` the generated claim named in
 //! `status.resourceClaimStatuses`, checked to be owned by the pod; while that claim is not
-//! seen yet, the template's spec), and [`DraShared::visit`] judges each candidate with
-//! [`crate::dra::judge_with_budget`] on the node's slices minus the devices other claims
-//! hold. The pod's own claims, allocated already when it is scheduled again, do not count
-//! as taken.
+//! seen yet, the template's spec), and [`DraShared::visit`] judges each candidate on the
+//! node's slices minus the devices other claims hold: claims of topoalign's classes with
+//! [`crate::dra::judge_with_budget`], claims of other drivers' classes with
+//! [`crate::dra_foreign::judge_foreign`]. The pod's own claims, allocated already when it
+//! is scheduled again, do not count as taken. The state's lock is held only to gather
+//! what each node's judgement needs (shared, not copied) and the verdict cache's only to
+//! look up and store: no lock is held across a judgement.
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{PodResourceClaim, PodResourceClaimStatus};
 use k8s_openapi::api::resource::v1::{
@@ -27,6 +32,7 @@ use topoalign_dra::{DRIVER_NAME, DeviceId};
 use crate::dra::{
     CAPACITY_WEIGHT, DraFit, DraVerdict, SEARCH_BUDGET, allocated_ids, judge_with_budget,
 };
+use crate::dra_foreign::judge_foreign;
 
 /// `(namespace, name)` of a claim or template.
 pub type ObjKey = (String, String);
@@ -42,10 +48,13 @@ struct ClaimEntry {
     held: BTreeSet<DeviceId>,
 }
 
-/// One node's slices of the driver, and a revision bumped on every change.
+/// One node's slices (every driver watched), and a revision bumped on every change.
 #[derive(Debug, Clone, Default)]
 struct NodeSlices {
-    slices: Vec<ResourceSlice>,
+    /// Shared with the judgements in flight; replaced, never changed in place.
+    slices: Arc<Vec<ResourceSlice>>,
+    /// Slices of `topoalign.dev` among them.
+    ours: usize,
     rev: u64,
 }
 
@@ -59,9 +68,12 @@ pub struct DraState {
     held: HashMap<(String, String), BTreeMap<DeviceId, ObjKey>>,
     templates: HashMap<ObjKey, Option<ResourceClaimSpec>>,
     classes: BTreeMap<String, DeviceClass>,
-    /// The classes that select the driver's devices, and their revision.
-    ours: Vec<DeviceClass>,
+    /// The classes that select the driver's devices, every class, and their revision.
+    ours: Arc<Vec<DeviceClass>>,
+    all_classes: Arc<Vec<DeviceClass>>,
     classes_rev: u64,
+    /// Drivers whose slices are kept besides `topoalign.dev`'s (`None`: every driver).
+    drivers: Option<BTreeSet<String>>,
     rev: u64,
     /// Devices the allocator's search may try per claim.
     pub budget: u64,
@@ -78,8 +90,10 @@ impl Default for DraState {
             held: HashMap::new(),
             templates: HashMap::new(),
             classes: BTreeMap::new(),
-            ours: Vec::new(),
+            ours: Arc::default(),
+            all_classes: Arc::default(),
             classes_rev: 0,
+            drivers: None,
             rev: 0,
             budget: SEARCH_BUDGET,
             capacity_weight: CAPACITY_WEIGHT,
@@ -90,7 +104,7 @@ impl Default for DraState {
 /// A pod's claims as the DRA path reads them.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PodClaims {
-    /// No `spec.resourceClaims`, or none of them uses a class of the driver: not the DRA
+    /// No `spec.resourceClaims`, or none of them uses a known DeviceClass: not the DRA
     /// path's pod.
     NotOurs,
     /// The claims cannot be judged now (neutral everywhere, never filtered): a metrics
@@ -103,8 +117,12 @@ pub enum PodClaims {
 /// The claims of one pod, ready to judge.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolved {
-    /// The specs of the claims that use the driver's classes, in pod order.
+    /// The specs of the claims that use known classes, in pod order.
     pub specs: Vec<ResourceClaimSpec>,
+    /// Whether some claim uses other drivers' classes (judged with
+    /// [`crate::dra_foreign::judge_foreign`] on every class); else every claim uses
+    /// topoalign's.
+    pub foreign: bool,
     /// The pod's own claims (their devices are not taken from it).
     pub own: BTreeSet<ObjKey>,
     /// Claims judged on their template's spec (the generated claim not seen yet).
@@ -122,6 +140,11 @@ pub enum DraNeutral {
     Budget(String),
     /// The claim or the slices could not be evaluated (unsupported CEL, bad quantity …).
     Error(String),
+    /// Other drivers' devices that publish no NUMA node or PCI address: the pairs' class
+    /// is unknown.
+    Blind(String),
+    /// The call's work budget ran out before the node was judged.
+    OverBudget,
 }
 
 impl DraNeutral {
@@ -131,14 +154,17 @@ impl DraNeutral {
             DraNeutral::NoSlices => "dra_no_slices",
             DraNeutral::Budget(_) => "dra_budget",
             DraNeutral::Error(_) => "dra_error",
+            DraNeutral::Blind(_) => "dra_blind",
+            DraNeutral::OverBudget => "dra_over_budget",
         }
     }
 
     /// Why, in words.
     pub fn why(&self) -> &str {
         match self {
-            DraNeutral::NoSlices => "no ResourceSlices of topoalign.dev on the node",
-            DraNeutral::Budget(w) | DraNeutral::Error(w) => w,
+            DraNeutral::NoSlices => "no ResourceSlices for the claims on the node",
+            DraNeutral::OverBudget => "the call's work budget ran out before the node was judged",
+            DraNeutral::Budget(w) | DraNeutral::Error(w) | DraNeutral::Blind(w) => w,
         }
     }
 }
@@ -207,8 +233,18 @@ pub fn key_of<K: kube::ResourceExt>(o: &K) -> ObjKey {
 }
 
 impl DraState {
-    /// Sets (or replaces) a slice; slices of other drivers or of no single node are
-    /// ignored.
+    /// Keeps the slices of `topoalign.dev` and of these drivers only (`None`: every
+    /// driver, the default). Set before the first slice.
+    pub fn keep_drivers(&mut self, drivers: Option<BTreeSet<String>>) {
+        self.drivers = drivers;
+    }
+
+    fn keeps(&self, driver: &str) -> bool {
+        driver == DRIVER_NAME || self.drivers.as_ref().is_none_or(|d| d.contains(driver))
+    }
+
+    /// Sets (or replaces) a slice; slices of drivers not kept ([`DraState::keep_drivers`])
+    /// or of no single node are ignored.
     pub fn apply_slice(&mut self, s: &ResourceSlice) {
         let Some(name) = s.metadata.name.clone() else {
             return;
@@ -217,14 +253,15 @@ impl DraState {
         let Some(node) = s.spec.node_name.clone() else {
             return;
         };
-        if s.spec.driver != DRIVER_NAME {
+        if !self.keeps(&s.spec.driver) {
             return;
         }
         self.rev += 1;
         let e = self.nodes.entry(node.clone()).or_default();
-        e.slices.push(s.clone());
-        e.slices
-            .sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let slices = Arc::make_mut(&mut e.slices);
+        slices.push(s.clone());
+        slices.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        e.ours += usize::from(s.spec.driver == DRIVER_NAME);
         e.rev = self.rev;
         self.slice_node.insert(name, node);
     }
@@ -236,8 +273,12 @@ impl DraState {
         };
         self.rev += 1;
         if let Some(e) = self.nodes.get_mut(&node) {
-            e.slices
-                .retain(|s| s.metadata.name.as_deref() != Some(name));
+            let slices = Arc::make_mut(&mut e.slices);
+            slices.retain(|s| s.metadata.name.as_deref() != Some(name));
+            e.ours = slices
+                .iter()
+                .filter(|s| s.spec.driver == DRIVER_NAME)
+                .count();
             e.rev = self.rev;
             if e.slices.is_empty() {
                 self.nodes.remove(&node);
@@ -353,16 +394,18 @@ impl DraState {
     }
 
     fn classes_changed(&mut self) {
-        self.ours = self
-            .classes
-            .values()
-            .filter(|c| selects_driver(c))
-            .cloned()
-            .collect();
+        self.ours = Arc::new(
+            self.classes
+                .values()
+                .filter(|c| selects_driver(c))
+                .cloned()
+                .collect(),
+        );
+        self.all_classes = Arc::new(self.classes.values().cloned().collect());
         self.classes_rev += 1;
     }
 
-    /// Nodes with slices of the driver.
+    /// Nodes with slices (of any driver kept).
     pub fn node_count(&self) -> usize {
         self.nodes.len()
     }
@@ -408,6 +451,7 @@ impl DraState {
         let (ns, uid) = (text("/metadata/namespace"), text("/metadata/uid"));
         let mut resolved = Resolved {
             specs: Vec::new(),
+            foreign: false,
             own: BTreeSet::new(),
             from_template: 0,
             hash: 0,
@@ -467,10 +511,23 @@ impl DraState {
             };
             let names = class_names(&spec);
             let ours = names.iter().filter(|n| self.is_ours(n)).count();
-            if ours == 0 {
+            let known = names
+                .iter()
+                .filter(|n| self.classes.contains_key(**n))
+                .count();
+            if known == 0 {
+                continue; // no class the cluster has: not for any driver here
+            }
+            if known < names.len() {
+                let missing: Vec<&str> = names
+                    .iter()
+                    .copied()
+                    .filter(|n| !self.classes.contains_key(*n))
+                    .collect();
+                unseen.push(format!("DeviceClass {}", missing.join(", ")));
                 continue;
             }
-            if ours < names.len() {
+            if ours > 0 && ours < names.len() {
                 return PodClaims::Unjudged(
                     "dra_mixed",
                     format!(
@@ -480,6 +537,7 @@ impl DraState {
                     ),
                 );
             }
+            resolved.foreign |= ours == 0;
             hash_json(&spec, &mut h);
             resolved.specs.push(spec);
         }
@@ -492,6 +550,7 @@ impl DraState {
         if resolved.specs.is_empty() {
             return PodClaims::NotOurs;
         }
+        resolved.foreign.hash(&mut h);
         resolved.hash = h.finish();
         PodClaims::Judge(resolved)
     }
@@ -525,45 +584,74 @@ impl DraState {
 
     /// Judges one node for a pod's claims.
     pub fn judge_node(&self, claims: &Resolved, node: &str) -> DraNode {
-        self.judge_cached(claims, node, None)
+        match self.gather(claims, node) {
+            Gathered::Done(v) => v,
+            Gathered::Job(job) => job.judge(claims),
+        }
     }
 
-    fn judge_cached(
-        &self,
-        claims: &Resolved,
-        node: &str,
-        cache: Option<&mut HashMap<(u64, u64), DraNode>>,
-    ) -> DraNode {
+    /// What judging `node` needs, shared from the state (or the verdict, when there is
+    /// nothing to judge).
+    fn gather(&self, claims: &Resolved, node: &str) -> Gathered {
         let Some(ns) = self.nodes.get(node) else {
-            return DraNode::Neutral(DraNeutral::NoSlices);
+            return Gathered::Done(DraNode::Neutral(DraNeutral::NoSlices));
         };
-        let (taken, fp) = self.taken(node, ns, &claims.own);
-        let key = (claims.hash, fp);
-        if let Some(c) = &cache
-            && let Some(v) = c.get(&key)
-        {
-            return v.clone();
+        if !claims.foreign && ns.ours == 0 {
+            return Gathered::Done(DraNode::Neutral(DraNeutral::NoSlices));
         }
-        let v = match judge_with_budget(
+        let (taken, fp) = self.taken(node, ns, &claims.own);
+        Gathered::Job(Job {
+            key: (claims.hash, fp),
+            node: node.to_string(),
+            slices: ns.slices.clone(),
+            classes: if claims.foreign {
+                self.all_classes.clone()
+            } else {
+                self.ours.clone()
+            },
+            taken,
+            budget: self.budget,
+        })
+    }
+}
+
+/// One node's judgement, ready to run with no lock held.
+struct Job {
+    /// The verdict cache key: (claims, node fingerprint).
+    key: (u64, u64),
+    node: String,
+    slices: Arc<Vec<ResourceSlice>>,
+    classes: Arc<Vec<DeviceClass>>,
+    taken: BTreeSet<DeviceId>,
+    budget: u64,
+}
+
+enum Gathered {
+    Done(DraNode),
+    Job(Job),
+}
+
+impl Job {
+    fn judge(&self, claims: &Resolved) -> DraNode {
+        let judge = if claims.foreign {
+            judge_foreign
+        } else {
+            judge_with_budget
+        };
+        match judge(
             &claims.specs,
-            &self.ours,
-            &ns.slices,
-            node,
-            &taken,
+            &self.classes,
+            &self.slices,
+            &self.node,
+            &self.taken,
             self.budget,
         ) {
             Ok(DraVerdict::Fit { fit, .. }) => DraNode::Fit(fit),
             Ok(DraVerdict::Reject(m)) => DraNode::Reject(m),
             Ok(DraVerdict::Undecided(w)) => DraNode::Neutral(DraNeutral::Budget(w)),
+            Ok(DraVerdict::Blind(w)) => DraNode::Neutral(DraNeutral::Blind(w)),
             Err(e) => DraNode::Neutral(DraNeutral::Error(e.to_string())),
-        };
-        if let Some(c) = cache {
-            if c.len() >= CACHE_LIMIT {
-                c.clear();
-            }
-            c.insert(key, v.clone());
         }
-        v
     }
 }
 
@@ -623,17 +711,61 @@ impl DraShared {
         self.read().resolve(pod)
     }
 
-    /// Calls `f(index, name, decision)` for every candidate in order.
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<(u64, u64), DraNode>> {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Calls `f(index, name, decision)` for every candidate in order. The state is read
+    /// (and the cache looked up) first, the nodes not cached are judged with no lock
+    /// held, until `deadline` (the rest pass neutral: [`DraNeutral::OverBudget`], not
+    /// cached), and their verdicts stored.
     pub fn visit<N: AsRef<str>>(
         &self,
         claims: &Resolved,
         names: &[N],
+        deadline: Option<Instant>,
         mut f: impl FnMut(usize, &str, &DraNode),
     ) {
-        let state = self.read();
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        for (i, n) in names.iter().enumerate() {
-            let v = state.judge_cached(claims, n.as_ref(), Some(&mut cache));
+        let gathered: Vec<Gathered> = {
+            let state = self.read();
+            names
+                .iter()
+                .map(|n| state.gather(claims, n.as_ref()))
+                .collect()
+        };
+        let mut verdicts: Vec<Option<DraNode>> = {
+            let cache = self.cache();
+            gathered
+                .iter()
+                .map(|g| match g {
+                    Gathered::Done(v) => Some(v.clone()),
+                    Gathered::Job(j) => cache.get(&j.key).cloned(),
+                })
+                .collect()
+        };
+        let mut fresh = Vec::new();
+        for (g, v) in gathered.iter().zip(verdicts.iter_mut()) {
+            let Gathered::Job(job) = g else { continue };
+            if v.is_some() {
+                continue;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                *v = Some(DraNode::Neutral(DraNeutral::OverBudget));
+                continue;
+            }
+            let judged = job.judge(claims);
+            fresh.push((job.key, judged.clone()));
+            *v = Some(judged);
+        }
+        if !fresh.is_empty() {
+            let mut cache = self.cache();
+            if cache.len() + fresh.len() > CACHE_LIMIT {
+                cache.clear();
+            }
+            cache.extend(fresh);
+        }
+        for (i, (n, v)) in names.iter().zip(verdicts).enumerate() {
+            let v = v.unwrap_or(DraNode::Neutral(DraNeutral::OverBudget));
             f(i, n.as_ref(), &v);
         }
     }
@@ -897,7 +1029,7 @@ mod tests {
         };
         let run = |r: &Resolved| {
             let mut out = Vec::new();
-            shared.visit(r, &["n1", "n2", "n3"], |_, n, v| {
+            shared.visit(r, &["n1", "n2", "n3"], None, |_, n, v| {
                 out.push((n.to_string(), v.clone()))
             });
             out
@@ -915,5 +1047,107 @@ mod tests {
             .apply_claim(&claim("ns", "theirs", "u9", pairs(8), "n1", &all));
         let after = run(&r);
         assert!(matches!(&after[0].1, DraNode::Reject(_)), "{:?}", after[0]);
+    }
+    /// The fixture of other drivers' slices and classes (NVIDIA's GPU driver, dranet).
+    fn foreign_state(drivers: Option<&[&str]>) -> DraState {
+        let list: Value =
+            serde_json::from_str(include_str!("../tests/fixtures/gb300-nvidia-dranet.json"))
+                .unwrap();
+        let mut st = state_with(&[("n1", "gb300-4")]);
+        st.keep_drivers(drivers.map(|d| d.iter().map(|s| s.to_string()).collect()));
+        for item in list["items"].as_array().unwrap() {
+            match item["kind"].as_str() {
+                Some("ResourceSlice") => {
+                    st.apply_slice(&serde_json::from_value(item.clone()).unwrap())
+                }
+                _ => st.apply_class(&serde_json::from_value(item.clone()).unwrap()),
+            }
+        }
+        st
+    }
+
+    fn gpu_nic_claim(class_nic: &str) -> ResourceClaimSpec {
+        serde_json::from_value(json!({"devices": {"requests": [
+            {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}},
+            {"name": "nic", "exactly": {"deviceClassName": class_nic}}]}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn claims_of_other_drivers_are_judged_on_their_slices() {
+        let mut st = foreign_state(None);
+        assert_eq!(st.node_count(), 3);
+        st.apply_claim(&claim(
+            "ns",
+            "nv",
+            "u1",
+            gpu_nic_claim("dranet.net"),
+            "n1",
+            &[],
+        ));
+        let p = pod(json!([{"name": "a", "resourceClaimName": "nv"}]), json!([]));
+        let r = resolved(&st, &p);
+        assert!(r.foreign);
+        // First fit on gb-new: GPU 0008 + NIC 0101, both NUMA 0: NODE.
+        assert!(matches!(st.judge_node(&r, "gb-new"), DraNode::Fit(f) if f.ranks == [3]));
+        // The older GPU driver publishes no NUMA node: neutral, counted as blind.
+        let v = st.judge_node(&r, "gb-old");
+        assert_eq!(v.outcome(), "dra_blind");
+        // A topoalign node has no devices of these classes: the claim cannot be allocated.
+        assert!(matches!(st.judge_node(&r, "n1"), DraNode::Reject(_)));
+        assert_eq!(
+            st.judge_node(&r, "nowhere"),
+            DraNode::Neutral(DraNeutral::NoSlices)
+        );
+        // A class the cluster does not have (yet) beside a known one: not judged.
+        st.apply_claim(&claim(
+            "ns",
+            "nv2",
+            "u1",
+            gpu_nic_claim("nope.example.com"),
+            "n1",
+            &[],
+        ));
+        let p = pod(
+            json!([{"name": "a", "resourceClaimName": "nv2"}]),
+            json!([]),
+        );
+        assert!(
+            matches!(st.resolve(&p), PodClaims::Unjudged("dra_claim_unseen", ref w) if w.contains("DeviceClass nope.example.com"))
+        );
+        // topoalign's own claims still go their way (and are not judged on slices of
+        // other drivers: a node with none of topoalign's slices is neutral).
+        st.apply_claim(&claim("ns", "mine", "u1", pairs(1), "n1", &[]));
+        let p = pod(
+            json!([{"name": "a", "resourceClaimName": "mine"}]),
+            json!([]),
+        );
+        let r = resolved(&st, &p);
+        assert!(!r.foreign);
+        assert!(matches!(st.judge_node(&r, "n1"), DraNode::Fit(_)));
+        assert_eq!(
+            st.judge_node(&r, "gb-new"),
+            DraNode::Neutral(DraNeutral::NoSlices)
+        );
+    }
+
+    #[test]
+    fn only_the_drivers_named_are_kept() {
+        // --dra-drivers gpu.nvidia.com: dranet's slices are dropped, the claim's NIC
+        // cannot be found on the node.
+        let mut st = foreign_state(Some(&["gpu.nvidia.com"]));
+        st.apply_claim(&claim(
+            "ns",
+            "nv",
+            "u1",
+            gpu_nic_claim("dranet.net"),
+            "n1",
+            &[],
+        ));
+        let p = pod(json!([{"name": "a", "resourceClaimName": "nv"}]), json!([]));
+        let r = resolved(&st, &p);
+        assert!(matches!(st.judge_node(&r, "gb-new"), DraNode::Reject(_)));
+        // topoalign.dev is always kept.
+        assert!(st.nodes.contains_key("n1"));
     }
 }

@@ -1,5 +1,7 @@
 //! The DRA path's watchers: kube-rs reflectors over `resource.k8s.io/v1` ResourceSlices
-//! (driver `topoalign.dev` only, by field selector), ResourceClaims, ResourceClaimTemplates
+//! (every driver's: claims of NVIDIA's GPU driver and dranet are judged too; the state
+//! keeps those of the drivers it is told to, [`DraState::keep_drivers`]), ResourceClaims,
+//! ResourceClaimTemplates
 //! and DeviceClasses, applied to [`DraState`]. The DRA side is ready once each has
 //! listed; a cluster without the API (or without the RBAC to read it) runs without the
 //! DRA path, said once in the log.
@@ -16,7 +18,6 @@ use kube::api::{Api, ListParams};
 use kube::runtime::reflector::{self, Store, reflector};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
-use topoalign_dra::DRIVER_NAME;
 
 use crate::dra_state::{DraShared, DraState, key_of};
 
@@ -49,7 +50,9 @@ pub async fn run(client: Client, dra: Arc<DraShared>) {
         }
     };
 
-    let cfg = watcher::Config::default().fields(&format!("spec.driver={DRIVER_NAME}"));
+    // One field selector can name one driver only: every slice is watched, the state
+    // keeps the drivers it is told to.
+    let cfg = watcher::Config::default();
     let (d, f) = (dra.clone(), done.clone());
     let t1 = tokio::spawn(watch(slices, cfg, move |ev| {
         let mut st = d.write();

@@ -14,8 +14,10 @@
 //!   [`runtime`]: the serving process (client, watchers, server, graceful shutdown);
 //! - [`cache`]: the verdict cache; [`dra`]: the DRA path's judgement (slices and claims),
 //!   [`dra_pairs`]: a node's pair devices, counters and pair capacity,
+//!   [`dra_foreign`]: claims of other drivers (NVIDIA's GPU driver, dranet) judged on the
+//!   stock allocator's choice and the devices' NUMA/PCI attributes,
 //!   [`dra_state`]: the slices, claims, templates and classes it judges on (pods with
-//!   ResourceClaims of `topoalign.dev` take this path), [`dra_watch`]: their watchers;
+//!   ResourceClaims of known DeviceClasses take this path), [`dra_watch`]: their watchers;
 //! - [`offline`] and [`synth`]: decisions on Node manifests, synthetic nodes.
 
 #[cfg(feature = "clap")]
@@ -23,6 +25,7 @@ pub mod args;
 pub mod cache;
 pub mod decide;
 pub mod dra;
+pub mod dra_foreign;
 pub mod dra_pairs;
 pub mod dra_state;
 pub mod dra_watch;

@@ -31,6 +31,9 @@ pub struct ServeConfig {
     /// DRA path: the weight of the capacity a placement uses up
     /// ([`crate::dra::capacity_penalty`]).
     pub dra_capacity_weight: f64,
+    /// DRA path: the drivers whose slices are kept besides topoalign.dev's (`None`:
+    /// every driver).
+    pub dra_drivers: Option<std::collections::BTreeSet<String>>,
     /// Limits of the scheduler calls and the server (bodies, calls in flight, work
     /// budget, timeouts, connection cap, shutdown grace).
     pub calls: CallLimits,
@@ -75,7 +78,13 @@ pub enum RunError {
 /// An API client from `kubeconfig`, else the in-cluster config, `$KUBECONFIG` or
 /// `~/.kube/config`.
 pub async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client, RunError> {
-    let config = match kubeconfig {
+    kube::Client::try_from(config(kubeconfig).await?).map_err(RunError::Client)
+}
+
+/// The client configuration [`client`] uses (its `cluster_url` names the server in
+/// messages).
+pub async fn config(kubeconfig: Option<&Path>) -> Result<kube::Config, RunError> {
+    Ok(match kubeconfig {
         Some(p) => {
             let path = p.display().to_string();
             let kc =
@@ -88,8 +97,7 @@ pub async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client, RunError>
                 .map_err(|source| RunError::Kubeconfig { path, source })?
         }
         None => kube::Config::infer().await.map_err(RunError::Infer)?,
-    };
-    kube::Client::try_from(config).map_err(RunError::Client)
+    })
 }
 
 /// Resolves on SIGINT or SIGTERM.
@@ -143,7 +151,11 @@ pub async fn run(
             source,
         })?;
     listening(listener.local_addr().unwrap_or(cfg.listen));
-    app.dra.write().capacity_weight = cfg.dra_capacity_weight;
+    {
+        let mut dra = app.dra.write();
+        dra.capacity_weight = cfg.dra_capacity_weight;
+        dra.keep_drivers(cfg.dra_drivers.clone());
+    }
     app.dra.expect_lists();
     let dra_watch = tokio::spawn(crate::dra_watch::run(client.clone(), app.dra.clone()));
     let watch = tokio::spawn(crate::watch::run(client, app.clone()));

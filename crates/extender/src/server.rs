@@ -24,7 +24,7 @@ use topoalign_probes::{BodyError, ConnStats, Probe};
 
 use crate::cache::Judged;
 use crate::decide::{CacheStats, Decider, Fresh, Seen, Verdict};
-use crate::dra::{CapacityLevels, dra_score};
+use crate::dra::{CapacityLevels, dra_score, foreign_score};
 use crate::dra_state::{DraNode, DraShared, PodClaims};
 use crate::gate::{CallLimits, Gate};
 use crate::metrics::{Metrics, label};
@@ -462,6 +462,7 @@ fn filter_call(app: &App, body: &[u8], t0: Instant, deadline: Instant) -> Respon
             &pod,
             claims,
             candidates.names(),
+            deadline,
             |i, name, v| match v {
                 Some(DraNode::Reject(m)) => w.fail(name, m, false),
                 _ => w.pass(i, name),
@@ -514,11 +515,21 @@ fn prioritize_call(app: &App, body: &[u8], t0: Instant, deadline: Instant) -> Re
     let claims = app.dra.resolve(&pod);
     if !matches!(claims, PodClaims::NotOurs) {
         // Judged first, scored against each other: the capacity a placement uses up
-        // weighs by how many candidates can still hold as many pairs.
+        // weighs by how many candidates can still hold as many pairs. Claims of other
+        // drivers score by the class the stock allocator gives first.
+        let foreign = matches!(&claims, PodClaims::Judge(r) if r.foreign);
         let mut seen: Vec<(&str, Option<DraNode>)> = Vec::with_capacity(names.len());
-        dra_visit(app, "prioritize", &pod, claims, names, |i, _, v| {
-            seen.push((names[i].as_ref(), v.cloned()));
-        });
+        dra_visit(
+            app,
+            "prioritize",
+            &pod,
+            claims,
+            names,
+            deadline,
+            |i, _, v| {
+                seen.push((names[i].as_ref(), v.cloned()));
+            },
+        );
         let levels = CapacityLevels::of(seen.iter().filter_map(|(_, v)| match v {
             Some(DraNode::Fit(f)) => Some(f.capacity_before),
             _ => None,
@@ -527,6 +538,7 @@ fn prioritize_call(app: &App, body: &[u8], t0: Instant, deadline: Instant) -> Re
         let mut w = PriorityWriter::new(names.len());
         for (name, v) in &seen {
             let score = match v {
+                Some(DraNode::Fit(f)) if foreign => foreign_score(f, &levels, weight),
                 Some(DraNode::Fit(f)) => dra_score(f, &levels, weight),
                 Some(DraNode::Reject(_)) => 0,
                 _ => NEUTRAL_SCORE,
@@ -563,6 +575,7 @@ fn dra_visit<N: AsRef<str>>(
     pod: &serde_json::Value,
     claims: PodClaims,
     names: &[N],
+    deadline: Instant,
     mut f: impl FnMut(usize, &str, Option<&DraNode>),
 ) {
     let text = |p: &str| {
@@ -584,7 +597,7 @@ fn dra_visit<N: AsRef<str>>(
             if r.from_template > 0 {
                 tracing::debug!(verb, pod = %key, claims = r.from_template, "generated claims not seen yet; judged on their templates");
             }
-            app.dra.visit(&r, names, |i, name, v| {
+            app.dra.visit(&r, names, Some(deadline), |i, name, v| {
                 note(v.outcome(), name);
                 if let DraNode::Neutral(n) = v {
                     tracing::debug!(verb, pod = %key, node = %name, why = n.why(), "node not judged");

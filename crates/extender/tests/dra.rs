@@ -1,6 +1,8 @@
 //! The DRA path through the real HTTP server on loopback: pods with claims of
 //! topoalign.dev classes are judged on the nodes' ResourceSlices (filter and prioritize),
-//! nodes without slices pass with the neutral score, and the verdicts are counted.
+//! nodes without slices pass with the neutral score, and the verdicts are counted. Pods
+//! whose claims take GPUs from NVIDIA's driver and NICs from dranet are judged on what the
+//! stock allocator gives them on each node's free devices.
 
 #![allow(clippy::unwrap_used)]
 
@@ -9,6 +11,9 @@ mod common;
 use std::sync::{Arc, RwLock};
 
 use common::http;
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
 use serde_json::{Value, json};
 use topoalign_dra::{ClaimSpec, PublishOptions, claim_template, device_classes, resource_slices};
 use topoalign_extender::decide::Decider;
@@ -144,6 +149,142 @@ async fn claims_pods_are_judged_on_slices_over_http() {
         r#"topoalign_extender_nodes_filtered_total{reason="dra_claim"} 1"#,
         r#"topoalign_extender_nodes_neutral_total{reason="dra_no_slices"} 2"#,
         r#"topoalign_extender_dra_state{what="nodes"} 3"#,
+    ] {
+        assert!(metrics.contains(want), "{want} missing in:\n{metrics}");
+    }
+    tx.send(()).unwrap();
+    server.await.unwrap().unwrap();
+}
+
+/// The fixture's slices of NVIDIA's GPU driver and dranet for `node` (copied from the
+/// fixture's node `from`), and its classes.
+fn foreign_objects(from: &str, node: &str) -> (Vec<ResourceSlice>, Vec<DeviceClass>) {
+    let list: Value =
+        serde_json::from_str(include_str!("fixtures/gb300-nvidia-dranet.json")).unwrap();
+    let (mut slices, mut classes) = (Vec::new(), Vec::new());
+    for item in list["items"].as_array().unwrap() {
+        if item["kind"] == "DeviceClass" {
+            classes.push(serde_json::from_value(item.clone()).unwrap());
+            continue;
+        }
+        if item["spec"]["nodeName"] != from {
+            continue;
+        }
+        let mut item = item.clone();
+        let name = item["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .replace(from, node);
+        item["metadata"]["name"] = json!(name);
+        item["spec"]["nodeName"] = json!(node);
+        item["spec"]["pool"]["name"] = json!(node);
+        slices.push(serde_json::from_value::<ResourceSlice>(item).unwrap());
+    }
+    (slices, classes)
+}
+
+/// An allocated claim holding `devices` (driver, device) of `node`'s pools.
+fn holding(name: &str, node: &str, devices: &[(&str, &str)]) -> ResourceClaim {
+    let results: Vec<Value> = devices
+        .iter()
+        .map(|(driver, d)| json!({"request": "r", "driver": driver, "pool": node, "device": d}))
+        .collect();
+    serde_json::from_value(json!({
+        "metadata": {"namespace": "ns", "name": name},
+        "spec": {"devices": {"requests": []}},
+        "status": {"allocation": {"devices": {"results": results}}},
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn gpu_and_nic_claims_of_other_drivers_are_judged_over_http() {
+    let app = Arc::new(App::new(
+        Arc::new(RwLock::new(ClusterState::default())),
+        Decider::new(ResourceMap::default(), 1000),
+    ));
+    {
+        let mut st = app.dra.write();
+        st.capacity_weight = 0.0;
+        for (from, node) in [
+            ("gb-new", "aligned"),
+            ("gb-new", "crossed"),
+            ("gb-new", "full"),
+            ("gb-old", "old-driver"),
+        ] {
+            let (slices, classes) = foreign_objects(from, node);
+            for c in &classes {
+                st.apply_class(c);
+            }
+            for s in &slices {
+                st.apply_slice(s);
+            }
+        }
+        // crossed: both NUMA-0 NICs held, so the allocator gives GPU 0 (NUMA 0) the
+        // NUMA-1 NIC; full: every GPU held.
+        st.apply_claim(&holding(
+            "nics",
+            "crossed",
+            &[
+                ("dra.net", "pci-0101-00-00-0"),
+                ("dra.net", "pci-0102-00-00-0"),
+            ],
+        ));
+        let gpus: Vec<(&str, &str)> = ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+            .map(|g| ("gpu.nvidia.com", g))
+            .to_vec();
+        st.apply_claim(&holding("gpus", "full", &gpus));
+        // Seed 001's claim without its matchAttribute: one GPU, one NIC.
+        let t: ResourceClaimTemplate = serde_json::from_value(json!({
+            "metadata": {"namespace": "ns", "name": "gpu-nic"},
+            "spec": {"spec": {"devices": {"requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}},
+                {"name": "nic", "exactly": {"deviceClassName": "dranet.net"}}]}}}}))
+        .unwrap();
+        st.apply_template(&t);
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(serve(listener, app.clone(), async move {
+        let _ = rx.await;
+    }));
+    let nodes = ["aligned", "crossed", "full", "old-driver", "plain"];
+
+    // The node whose GPUs are all held is dropped; the others pass (the old driver's
+    // and the node without slices are not judged, never filtered).
+    let (code, body) = http(addr, "POST", "/filter", args_on("gpu-nic", &nodes)).await;
+    assert_eq!(code, 200, "{body}");
+    let r: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        r["NodeNames"],
+        json!(["aligned", "crossed", "old-driver", "plain"])
+    );
+    assert!(
+        r["FailedNodes"]["full"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be allocated"),
+        "{body}"
+    );
+
+    // The class the allocator gives comes first: same NUMA node (NODE) in the band
+    // 8 … 6, cross-NUMA (SYS) 4 … 1, the capacity weight 0 here: the band's best. No NUMA
+    // node published, and no slices: neutral 5, between the two.
+    let scores = priorities(addr, args_on("gpu-nic", &nodes)).await;
+    let by: std::collections::BTreeMap<&str, i64> =
+        scores.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+    assert_eq!(by["aligned"], 8, "{scores:?}");
+    assert_eq!(by["crossed"], 4, "{scores:?}");
+    assert_eq!((by["full"], by["old-driver"], by["plain"]), (0, 5, 5));
+
+    let (_, metrics) = http(addr, "GET", "/metrics", vec![]).await;
+    for want in [
+        r#"topoalign_extender_dra_verdicts_total{verb="filter",outcome="fit"} 2"#,
+        r#"topoalign_extender_dra_verdicts_total{verb="filter",outcome="reject"} 1"#,
+        r#"topoalign_extender_dra_verdicts_total{verb="prioritize",outcome="dra_blind"} 1"#,
+        r#"topoalign_extender_nodes_neutral_total{reason="dra_blind"} 2"#,
+        r#"topoalign_extender_dra_state{what="nodes"} 4"#,
     ] {
         assert!(metrics.contains(want), "{want} missing in:\n{metrics}");
     }
