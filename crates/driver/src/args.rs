@@ -58,8 +58,10 @@ pub struct DriverArgs {
     /// (e.g. `60s`, `5m`, `500ms`).
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_interval)]
     pub rescan_interval: Duration,
-    /// On SIGTERM/SIGINT, how long to keep trying to delete this node's ResourceSlices.
-    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_interval)]
+    /// On SIGTERM/SIGINT, how long to keep trying to delete this node's ResourceSlices
+    /// (the default leaves room for the probe port's 2 s grace, so that the driver exits
+    /// within 10 s of the signal even while the API server is away).
+    #[arg(long, value_name = "DURATION", default_value = "7s", value_parser = parse_interval)]
     pub shutdown_timeout: Duration,
 }
 
@@ -173,7 +175,7 @@ mod tests {
         let cfg = cli.config();
         assert_eq!(cfg.source, Source::Profile("gb300-4".into()));
         assert_eq!(cfg.rescan_interval, Duration::from_secs(300));
-        assert_eq!(cfg.removal_timeout, Duration::from_secs(15));
+        assert_eq!(cfg.removal_timeout, Duration::from_secs(7));
         let plugin = cfg.plugin.unwrap();
         assert_eq!(plugin.state_dir, PathBuf::from("/p/topoalign.dev"));
         assert_eq!(plugin.cdi_dir, PathBuf::from("/var/run/cdi"));

@@ -499,9 +499,14 @@ impl Publisher {
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Result<(), DriverError> {
         self.check_version().await;
         let config = watcher::Config::default().fields(&field_selector(&self.cfg.node_name));
-        let mut events = watcher::watcher(self.slices.clone(), config)
-            .default_backoff()
-            .boxed();
+        let watch = |slices: Api<ResourceSlice>, config: watcher::Config| {
+            watcher::watcher(slices, config).default_backoff().boxed()
+        };
+        let mut events = watch(self.slices.clone(), config.clone());
+        // Whether the watch's last word was an error: its backoff grows to 30 s while the
+        // API server is away, so once a publishing round proves the server is back the
+        // watch is started afresh instead of waiting that out (readiness follows it).
+        let mut watch_broken = false;
         let mut rescan = tokio::time::interval(self.cfg.rescan_interval);
         rescan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         rescan.tick().await;
@@ -532,6 +537,7 @@ impl Publisher {
                 }
                 ev = events.next() => match ev {
                     Some(Ok(ev)) => {
+                        watch_broken = false;
                         self.health.set_watch_error(None);
                         let soon = Instant::now() + DEBOUNCE;
                         if matches!(ev, Event::InitDone) {
@@ -549,6 +555,7 @@ impl Publisher {
                         self.metrics.error("watch");
                         tracing::warn!(error = %e, "watching this node's ResourceSlices");
                         self.health.set_watch_error(Some(e.to_string()));
+                        watch_broken = true;
                     }
                     None => {
                         return Err(DriverError::Task { task: "slice watch", why: "stream ended".into() });
@@ -560,6 +567,11 @@ impl Publisher {
                             next_sync = None;
                             backoff = retry_backoff();
                             self.health.set_published();
+                            if watch_broken {
+                                tracing::info!("the API server answers again: restarting the slice watch");
+                                events = watch(self.slices.clone(), config.clone());
+                                watch_broken = false;
+                            }
                         }
                         Err(e) => {
                             let wait = backoff.next().unwrap_or(Duration::from_secs(30));

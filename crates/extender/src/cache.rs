@@ -67,6 +67,12 @@ impl Judged {
     }
 }
 
+/// Pods with more containers than this (init containers included) keep no request in
+/// their shape, so are never warmed in the background: their judgement is costly (their
+/// own calls judge the nodes they need, within their budget) and their request large (a
+/// pod of 10,000 containers holds about 11 MB), while the cache is bounded in verdicts.
+pub const WARM_MAX_CONTAINERS: usize = 64;
+
 /// No verdict recorded for a slot.
 const NONE: u32 = u32::MAX;
 
@@ -74,8 +80,9 @@ const NONE: u32 = u32::MAX;
 /// per state slot the verdict of the state it was last seen in.
 #[derive(Debug)]
 pub struct Shape {
-    /// The request (kept to re-judge changed nodes on watch events).
-    pub req: PodRequest,
+    /// The request, kept to re-judge changed nodes on watch events; `None` for pods of
+    /// more than [`WARM_MAX_CONTAINERS`] containers (never warmed).
+    pub req: Option<PodRequest>,
     distinct: Vec<Judged>,
     interned: HashMap<Verdict, u32>,
     by_key: KeyMap<u32>,
@@ -90,7 +97,8 @@ pub struct Shape {
 impl Shape {
     fn new(req: PodRequest, used_at: u64) -> Self {
         Shape {
-            req,
+            req: (req.pod.containers.len() + req.pod.init_containers.len() <= WARM_MAX_CONTAINERS)
+                .then_some(req),
             distinct: Vec::new(),
             interned: HashMap::new(),
             by_key: KeyMap::default(),
@@ -268,6 +276,31 @@ impl VerdictCache {
 mod tests {
     use super::*;
     use std::hash::BuildHasher;
+
+    fn request(containers: usize) -> PodRequest {
+        let mut cs =
+            vec![serde_json::json!({"name": "m", "resources": {"limits": {"amd.com/gpu": 2}}})];
+        for c in 1..containers {
+            cs.push(
+                serde_json::json!({"name": format!("c{c}"), "resources": {"limits": {"cpu": "1"}}}),
+            );
+        }
+        let pod = serde_json::json!({"metadata": {"name": "p", "namespace": "n"}, "spec": {"containers": cs}});
+        crate::podreq::pod_request(&pod, &topoalign_tm::ResourceMap::default())
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn only_small_pods_keep_their_request_for_warming() {
+        let mut c = VerdictCache::new(1000);
+        let (small, large) = (
+            request(WARM_MAX_CONTAINERS),
+            request(WARM_MAX_CONTAINERS + 1),
+        );
+        assert!(c.shape(&small).req.is_some());
+        assert!(c.shape(&large).req.is_none());
+        assert_eq!(c.shapes.len(), 2, "both shapes hold their verdicts");
+    }
 
     #[test]
     fn key_hasher_keeps_u64_keys_apart() {

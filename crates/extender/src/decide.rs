@@ -503,6 +503,9 @@ impl Decider {
             if shape.cost_ns > max_cost_ns {
                 continue;
             }
+            let Some(req) = &shape.req else {
+                continue;
+            };
             let mut pending = Pending::default();
             let mut seen: KeyMap<()> = KeyMap::default();
             for (key, e) in &nodes {
@@ -511,7 +514,7 @@ impl Decider {
                 }
             }
             if !pending.nodes.is_empty() {
-                plan.push((shape.req.clone(), pending));
+                plan.push((req.clone(), pending));
             }
         }
         plan

@@ -153,7 +153,62 @@ pub enum Candidates<'a> {
     /// `NodeNames` (node-cache-capable extender), borrowed from the body.
     Names(Vec<Name<'a>>),
     /// `Nodes`: the names, and the whole list to filter and echo.
-    Nodes(Vec<Name<'a>>, NodeList),
+    Nodes(Vec<Name<'a>>, RawNodeList<'a>),
+}
+
+/// A `v1.NodeList` as it came on the wire: its metadata and items left as raw JSON,
+/// borrowed from the body, so that a large list costs its bytes once (not a tree of
+/// values several times their size) and the passing items are echoed byte for byte.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RawNodeList<'a> {
+    /// `metadata`, as sent.
+    #[serde(default, borrow)]
+    pub metadata: Option<&'a RawValue>,
+    /// The nodes, as sent.
+    #[serde(default, borrow)]
+    pub items: Vec<&'a RawValue>,
+}
+
+impl PartialEq for RawNodeList<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.metadata.map(RawValue::get) == other.metadata.map(RawValue::get)
+            && self.items.len() == other.items.len()
+            && self
+                .items
+                .iter()
+                .zip(&other.items)
+                .all(|(a, b)| a.get() == b.get())
+    }
+}
+
+/// What a node item is read for: its name only.
+#[derive(Deserialize)]
+struct ItemName {
+    #[serde(default)]
+    metadata: Option<ItemMeta>,
+}
+
+#[derive(Deserialize)]
+struct ItemMeta {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+impl RawNodeList<'_> {
+    /// The names of the nodes, in order; an item without `metadata.name` is an error
+    /// naming its index.
+    pub fn names(&self) -> Result<Vec<String>, String> {
+        let missing =
+            |i: usize| format!("Nodes.items[{i}].metadata.name: missing (expected a string)");
+        self.items
+            .iter()
+            .enumerate()
+            .map(|(i, raw)| {
+                let item: ItemName = serde_json::from_str(raw.get()).map_err(|_| missing(i))?;
+                item.metadata.and_then(|m| m.name).ok_or_else(|| missing(i))
+            })
+            .collect()
+    }
 }
 
 impl<'a> Candidates<'a> {
@@ -209,7 +264,7 @@ pub fn parse_args(body: &[u8]) -> Result<(Value, Candidates<'_>), ArgsError> {
     };
     let nodes = match args.nodes {
         Some(raw) => Some(
-            serde_json::from_str::<NodeList>(raw.get())
+            serde_json::from_str::<RawNodeList<'_>>(raw.get())
                 .map_err(|e| ArgsError::Json(format!("Nodes: {e}")))?,
         ),
         None => None,
@@ -348,7 +403,7 @@ impl<'c, 'a> FilterWriter<'c, 'a> {
                 out.push(b'{');
                 if let Some(m) = &list.metadata {
                     out.extend_from_slice(b"\"metadata\":");
-                    let _ = serde_json::to_writer(&mut out, m);
+                    out.extend_from_slice(m.get().as_bytes());
                     out.push(b',');
                 }
                 out.extend_from_slice(b"\"items\":[");
@@ -357,7 +412,7 @@ impl<'c, 'a> FilterWriter<'c, 'a> {
                         out.push(b',');
                     }
                     if let Some(item) = list.items.get(*i) {
-                        let _ = serde_json::to_writer(&mut out, item);
+                        out.extend_from_slice(item.get().as_bytes());
                     }
                 }
                 out.extend_from_slice(b"]}");
