@@ -55,7 +55,7 @@ need_tools() {
   fi
 }
 
-ALL_SCENARIOS=(objects alignment shapes kubelet tm-parity speed faults placement placement-dra podresources cdi image explain gate-off)
+ALL_SCENARIOS=(objects alignment shapes kubelet tm-parity speed faults placement placement-dra podresources cdi image explain gate-off hold)
 # scenarios that run without the control plane
 NO_CLUSTER=" tm-parity image "
 

@@ -3,14 +3,10 @@
 //! loop is bounded in count and time; the bounds are generous (debug builds, a shared
 //! two-core machine): what they catch is a stall of seconds, not a slow millisecond.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use topoalign_extender::ClusterState;
 use topoalign_extender::decide::Decider;

@@ -4,13 +4,9 @@
 //! not the CPUs there is filtered. Node data in both forms: declared (labels) and the
 //! agent's NodeResourceTopology (per-NUMA `cpu` zone resources).
 
-#![allow(clippy::unwrap_used)]
-
-mod common;
-
 use std::time::SystemTime;
 
-use common::*;
+use crate::common::*;
 use serde_json::{Value, json};
 use topoalign_extender::decide::Decider;
 use topoalign_extender::keys::*;

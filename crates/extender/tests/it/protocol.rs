@@ -1,23 +1,19 @@
 //! The wire protocol against golden JSON written from the Go types' field names, and the
 //! real HTTP server on loopback: verbs, bad input, health, readiness, metrics, shutdown.
 
-#![allow(clippy::unwrap_used)]
-
-mod common;
-
 use std::sync::{Arc, RwLock};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use topoalign_extender::decide::Decider;
 use topoalign_extender::protocol::{ExtenderArgs, ExtenderFilterResult, HostPriority};
 use topoalign_extender::server::{App, serve};
 use topoalign_tm::ResourceMap;
 
-const ARGS_NAMES: &str = include_str!("fixtures/filter_args_names.json");
-const ARGS_NODES: &str = include_str!("fixtures/filter_args_nodes.json");
-const FILTER_RESULT: &str = include_str!("fixtures/filter_result.json");
-const PRIORITIZE_RESULT: &str = include_str!("fixtures/prioritize_result.json");
+const ARGS_NAMES: &str = include_str!("../fixtures/filter_args_names.json");
+const ARGS_NODES: &str = include_str!("../fixtures/filter_args_nodes.json");
+const FILTER_RESULT: &str = include_str!("../fixtures/filter_result.json");
+const PRIORITIZE_RESULT: &str = include_str!("../fixtures/prioritize_result.json");
 
 #[test]
 fn golden_types_round_trip_with_go_field_names() {

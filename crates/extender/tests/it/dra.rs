@@ -4,13 +4,9 @@
 //! whose claims take GPUs from NVIDIA's driver and NICs from dranet are judged on what the
 //! stock allocator gives them on each node's free devices.
 
-#![allow(clippy::unwrap_used)]
-
-mod common;
-
 use std::sync::{Arc, RwLock};
 
-use common::http;
+use crate::common::http;
 use k8s_openapi::api::resource::v1::{
     DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
@@ -160,7 +156,7 @@ async fn claims_pods_are_judged_on_slices_over_http() {
 /// fixture's node `from`), and its classes.
 fn foreign_objects(from: &str, node: &str) -> (Vec<ResourceSlice>, Vec<DeviceClass>) {
     let list: Value =
-        serde_json::from_str(include_str!("fixtures/gb300-nvidia-dranet.json")).unwrap();
+        serde_json::from_str(include_str!("../fixtures/gb300-nvidia-dranet.json")).unwrap();
     let (mut slices, mut classes) = (Vec::new(), Vec::new());
     for item in list["items"].as_array().unwrap() {
         if item["kind"] == "DeviceClass" {

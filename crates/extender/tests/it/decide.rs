@@ -1,10 +1,8 @@
 //! Filter and prioritize decisions on the built-in profiles, through the pure core.
 
-mod common;
-
 use std::time::{Duration, SystemTime};
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use topoalign_extender::decide::{Decider, NeutralReason};
 use topoalign_extender::nodeinfo::Interner;
