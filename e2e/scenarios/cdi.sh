@@ -30,8 +30,10 @@ need_topoalign_cmd driver
 need_topoalign_cmd claims
 CDI=${CDI_BIN:-}/cdiinject
 [ -x "$CDI" ] || { fail "cdi: $CDI not built (e2e/lib/build.sh builds it into CDI_BIN)"; exit 1; }
-unshare -m --propagation private true 2> /dev/null ||
-  { fail "cdi: 'unshare -m' is refused (run as root): cdiinject needs a private /dev with the specs' nodes"; exit 1; }
+if ! unshare -m --propagation private true 2> /dev/null; then
+  skip "cdi: 'unshare -m' is refused (uid $(id -u)): cdiinject needs a private /dev with the specs' nodes, which needs root"
+  exit 0
+fi
 
 NS=cdi
 make_namespace "$NS"
