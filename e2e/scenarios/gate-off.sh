@@ -151,7 +151,9 @@ no_gpu_twice() {
 }
 summary() { jq -c '[.allocations | group_by(.claim)[] | {(.[0].claim): (map(.gpu) | length)}] | add // {}' "$D/allocations.json"; }
 
-if wait_pod_bound "$NS" gpus-pod 30; then
+# After the API server's restart kube-scheduler's watches are refused until RBAC is loaded
+# again, and its reflectors back off: give it the time that takes (seen up to ~40 s).
+if wait_pod_bound "$NS" gpus-pod 90; then
   info "all-gpus allocated: $(claim_devices "$NS" all-gpus | tr '\n' ' ')"
 else
   fail "gate-off: the all-GPU pod was not scheduled: $(pod_scheduled_message "$NS" gpus-pod)"
