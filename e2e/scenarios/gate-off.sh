@@ -31,10 +31,19 @@ LOG=$RUN/logs/driver-gate-off.log
 mkdir -p "$D/registry" "$D/plugins" "$D/cdi" "$D/state"
 
 GATE_IS_OFF=0
+# restart_clients : kube-scheduler and the controller manager started afresh after an API
+# server restart. Their reflectors would recover by themselves, but only after backing off
+# (their watches are refused until the new server has loaded RBAC): what is tested here is
+# the driver, not how fast client-go reconnects.
+restart_clients() {
+  stop_component kube-scheduler
+  stop_component kube-controller-manager
+  start_scheduler && start_kcm
+}
 restore_apiserver() {
   if [ "$GATE_IS_OFF" = 1 ]; then
     stop_component kube-apiserver
-    start_apiserver && GATE_IS_OFF=0
+    start_apiserver && GATE_IS_OFF=0 && restart_clients
   fi
 }
 trap restore_apiserver EXIT
@@ -45,6 +54,7 @@ stop_component kube-apiserver
 GATE_IS_OFF=1
 start_apiserver "$GATE_OFF" || { fail "gate-off: kube-apiserver $GATE_OFF did not start (log: $RUN/logs/kube-apiserver.log)"; exit 1; }
 info "kube-apiserver restarted with $GATE_OFF in $(since "$t") s"
+restart_clients || { fail "gate-off: kube-scheduler or the controller manager did not restart"; exit 1; }
 K apply -f - > /dev/null << EOF || { fail "gate-off: writing the control slice"; exit 1; }
 apiVersion: resource.k8s.io/v1
 kind: ResourceSlice
@@ -185,6 +195,7 @@ stop_component kube-apiserver
 start_apiserver || { fail "gate-off: kube-apiserver did not restart with its defaults"; exit 1; }
 GATE_IS_OFF=0
 info "kube-apiserver restarted with its defaults (gate on) in $(since "$t") s"
+restart_clients || { fail "gate-off: kube-scheduler or the controller manager did not restart"; exit 1; }
 t=$(now)
 if wait_until 120 "driver ready in pairs mode" ready_pairs; then
   figure "gate-off: kube-apiserver with the gate on ready to the driver ready with pairs again: $(since "$t") s"
