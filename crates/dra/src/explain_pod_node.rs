@@ -10,7 +10,7 @@ use topoalign_topology::{Bdf, PcieClass, Topology};
 use super::{Kind, PairReport};
 use crate::DRIVER_NAME;
 use crate::attr;
-use crate::mixed::{DeviceRole, ForeignDevice, pooled_devices_of, topology_of};
+use crate::mixed::{DeviceRole, ForeignDevice, node_devices, topology_of};
 use crate::prepare::AllocatedDevice;
 
 /// A device of the node with what it is.
@@ -55,18 +55,11 @@ fn own_bdf(d: &ForeignDevice, name: &str) -> Option<Bdf> {
 
 impl NodeView {
     pub(super) fn new(slices: &[ResourceSlice], node: &str, notes: &mut Vec<String>) -> NodeView {
-        let drivers: BTreeSet<&str> = slices
-            .iter()
-            .filter(|s| s.spec.node_name.as_deref() == Some(node))
-            .map(|s| s.spec.driver.as_str())
-            .collect();
         let mut devices = BTreeMap::new();
-        for driver in drivers {
-            for (pool, dev) in pooled_devices_of(slices, node, driver) {
-                let kind = kind_of(&dev);
-                let key = (dev.driver.clone(), pool, dev.device.name.clone());
-                devices.insert(key, Known { dev, kind });
-            }
+        for (pool, dev) in node_devices(slices, node) {
+            let kind = kind_of(&dev);
+            let key = (dev.driver.clone(), pool, dev.device.name.clone());
+            devices.insert(key, Known { dev, kind });
         }
         let of = |k: Kind| -> Vec<ForeignDevice> {
             devices

@@ -272,6 +272,20 @@ pub fn devices_of(slices: &[ResourceSlice], node: &str, driver: &str) -> Vec<For
         .collect()
 }
 
+/// [`pooled_devices_of`] for every driver that publishes slices for `node`, drivers in
+/// name order.
+pub fn node_devices(slices: &[ResourceSlice], node: &str) -> Vec<(String, ForeignDevice)> {
+    let drivers: BTreeSet<&str> = slices
+        .iter()
+        .filter(|s| s.spec.node_name.as_deref() == Some(node))
+        .map(|s| s.spec.driver.as_str())
+        .collect();
+    drivers
+        .into_iter()
+        .flat_map(|driver| pooled_devices_of(slices, node, driver))
+        .collect()
+}
+
 /// [`devices_of`], each device with the name of its pool (a device's identity in an
 /// allocation is driver, pool and name).
 pub fn pooled_devices_of(

@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimSpec, ResourceSlice};
-use topoalign_dra::mixed::{DeviceRole, ForeignDevice, pooled_devices_of, topology_of};
+use topoalign_dra::mixed::{DeviceRole, ForeignDevice, node_devices, topology_of};
 use topoalign_dra::{DRIVER_NAME, DeviceId, DraError};
 use topoalign_topology::Classifier;
 
@@ -28,25 +28,18 @@ use crate::dra::{DraFit, DraVerdict, allocate};
 
 /// The devices of the node's other drivers that are GPUs or NICs, by identity.
 fn roles_on(slices: &[ResourceSlice], node: &str) -> BTreeMap<DeviceId, ForeignDevice> {
-    let drivers: BTreeSet<&str> = slices
-        .iter()
-        .filter(|s| s.spec.node_name.as_deref() == Some(node) && s.spec.driver != DRIVER_NAME)
-        .map(|s| s.spec.driver.as_str())
-        .collect();
-    let mut out = BTreeMap::new();
-    for driver in drivers {
-        for (pool, d) in pooled_devices_of(slices, node, driver) {
-            if d.role().is_some() {
-                let id = DeviceId {
-                    driver: driver.to_string(),
-                    pool,
-                    device: d.device.name.clone(),
-                };
-                out.insert(id, d);
-            }
-        }
-    }
-    out
+    node_devices(slices, node)
+        .into_iter()
+        .filter(|(_, d)| d.driver != DRIVER_NAME && d.role().is_some())
+        .map(|(pool, d)| {
+            let id = DeviceId {
+                driver: d.driver.clone(),
+                pool,
+                device: d.device.name.clone(),
+            };
+            (id, d)
+        })
+        .collect()
 }
 
 /// Pairs the node can still give: free GPUs or free NICs, whichever are fewer.
