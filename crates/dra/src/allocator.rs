@@ -10,7 +10,9 @@
 //! device of an `ExactCount` request is searched from the start of the order, which is
 //! why an unsatisfiable claim can cost a search over every ordering: [`first_fit`]
 //! counts the devices it tries and stops at a budget, as the scheduler's Filter timeout
-//! would.
+//! would. [`PreparedClaim`] is the same search for a caller that asks one claim of one
+//! node's devices many times with different devices in use (the fleet simulator): the
+//! claim is worked out once, each search is told which devices are held.
 //!
 //! Selectors are evaluated with [`crate::cel`] (the CEL subset device selectors here
 //! use); an expression outside it is an error, never a guess.
@@ -186,6 +188,11 @@ impl NodeDevices {
         }
     }
 
+    /// The devices considered, in the allocator's order (pool by pool, slice by slice).
+    pub fn ids(&self) -> impl ExactSizeIterator<Item = &DeviceId> {
+        self.devices.iter().map(|c| &c.id)
+    }
+
     /// Number of devices considered.
     pub fn len(&self) -> usize {
         self.devices.len()
@@ -210,36 +217,51 @@ pub struct Outcome {
     pub gave_up: bool,
 }
 
-struct Alt {
+/// A request as the claim states it, before it meets the node's devices.
+struct Req {
+    name: String,
+    alts: Vec<ReqAlt>,
+}
+
+/// One way to fill a request: its `exactly`, or one `firstAvailable` subrequest.
+struct ReqAlt {
     /// The name results carry (`req` or `req/sub`).
     result_name: String,
     count: usize,
     selectors: Vec<Selector>,
 }
 
-struct Req {
-    name: String,
-    alts: Vec<Alt>,
+/// One way to fill a request, worked out against the node's devices.
+#[derive(Debug, Clone)]
+struct Alt {
+    /// The name results carry (`req` or `req/sub`).
+    result_name: String,
+    count: usize,
+    /// The devices that pass the class and request selectors, in the allocator's order.
+    eligible: Vec<usize>,
+    /// The constraints that apply to it, in claim order.
+    cons: Vec<usize>,
+    /// Per constraint: whether it applies.
+    applies: Vec<bool>,
 }
 
+/// A `matchAttribute` or `distinctAttribute` constraint, worked out against the node's
+/// devices.
+#[derive(Debug, Clone)]
 struct Con {
-    requests: Option<Vec<String>>,
-    attribute: String,
     distinct: bool,
+    /// Per device: which of the attribute's distinct values it has (`None`: it does not
+    /// publish the attribute), so that equal values have equal numbers.
+    value: Vec<Option<usize>>,
 }
 
-struct Search<'a> {
-    node: &'a NodeDevices,
-    reqs: Vec<Req>,
+/// A claim worked out against one node's devices: everything the search reads that does
+/// not depend on which devices are in use.
+#[derive(Debug, Clone)]
+struct Plan {
+    /// Per request, its alternatives.
+    reqs: Vec<Vec<Alt>>,
     cons: Vec<Con>,
-    /// Per (request, alternative): which devices pass the class and request selectors.
-    eligible: Vec<Vec<Vec<bool>>>,
-    counters: Vec<i128>,
-    taken: Vec<bool>,
-    /// (request name, result name, device index)
-    chosen: Vec<(String, String, usize)>,
-    steps: u64,
-    budget: u64,
 }
 
 fn class_selectors(classes: &[DeviceClass], name: &str) -> Result<Vec<Selector>, DraError> {
@@ -272,7 +294,7 @@ fn build_req(r: &DeviceRequest, classes: &[DeviceClass]) -> Result<Req, DraError
         mode_ok(&e.allocation_mode, &r.name)?;
         let mut selectors = class_selectors(classes, &e.device_class_name)?;
         selectors.extend(parse_selectors(e.selectors.as_ref())?);
-        alts.push(Alt {
+        alts.push(ReqAlt {
             result_name: r.name.clone(),
             count: e.count.unwrap_or(1).max(0) as usize,
             selectors,
@@ -282,7 +304,7 @@ fn build_req(r: &DeviceRequest, classes: &[DeviceClass]) -> Result<Req, DraError
         mode_ok(&s.allocation_mode, &format!("{}/{}", r.name, s.name))?;
         let mut selectors = class_selectors(classes, &s.device_class_name)?;
         selectors.extend(parse_selectors(s.selectors.as_ref())?);
-        alts.push(Alt {
+        alts.push(ReqAlt {
             result_name: format!("{}/{}", r.name, s.name),
             count: s.count.unwrap_or(1).max(0) as usize,
             selectors,
@@ -305,28 +327,152 @@ fn attr_value<'a>(c: &'a Cand, qualified: &str) -> Option<&'a DeviceAttribute> {
     lookup(c.device.attributes.as_ref()?, &c.id.driver, domain, name)
 }
 
-impl Search<'_> {
-    fn applies(con: &Con, req: &str, result: &str) -> bool {
-        match &con.requests {
-            None => true,
-            Some(list) => list.iter().any(|r| r == req || r == result),
+impl Plan {
+    fn new(
+        claim: &ResourceClaimSpec,
+        classes: &[DeviceClass],
+        node: &NodeDevices,
+    ) -> Result<Plan, DraError> {
+        let dc = claim.devices.as_ref();
+        let reqs: Vec<Req> = dc
+            .and_then(|d| d.requests.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|r| build_req(r, classes))
+            .collect::<Result<_, _>>()?;
+        let most: usize = reqs
+            .iter()
+            .map(|r| r.alts.iter().map(|a| a.count).max().unwrap_or(0))
+            .sum();
+        if most > MAX_DEVICES_PER_CLAIM {
+            return Err(DraError::BadClaim(format!(
+                "the claim asks for up to {most} devices; the allocator refuses more than {MAX_DEVICES_PER_CLAIM}"
+            )));
         }
+        let stated: Vec<(Option<Vec<String>>, String, bool)> = dc
+            .and_then(|d| d.constraints.as_ref())
+            .into_iter()
+            .flatten()
+            .map(
+                |c: &DeviceConstraint| match (&c.match_attribute, &c.distinct_attribute) {
+                    (Some(a), None) => Ok((c.requests.clone(), a.clone(), false)),
+                    (None, Some(a)) => Ok((c.requests.clone(), a.clone(), true)),
+                    _ => Err(DraError::BadClaim(
+                        "a constraint needs exactly one of matchAttribute and distinctAttribute"
+                            .into(),
+                    )),
+                },
+            )
+            .collect::<Result<_, _>>()?;
+        let mut planned = Vec::with_capacity(reqs.len());
+        for r in &reqs {
+            let mut alts = Vec::with_capacity(r.alts.len());
+            for a in &r.alts {
+                let mut eligible = Vec::with_capacity(node.devices.len());
+                for (i, c) in node.devices.iter().enumerate() {
+                    let mut pass = true;
+                    for s in &a.selectors {
+                        if !s
+                            .matches(&c.id.driver, &c.device)
+                            .map_err(|e| DraError::BadClaim(e.to_string()))?
+                        {
+                            pass = false;
+                            break;
+                        }
+                    }
+                    if pass {
+                        eligible.push(i);
+                    }
+                }
+                let applies: Vec<bool> = stated
+                    .iter()
+                    .map(|(requests, _, _)| match requests {
+                        None => true,
+                        Some(list) => list.iter().any(|n| *n == r.name || *n == a.result_name),
+                    })
+                    .collect();
+                alts.push(Alt {
+                    result_name: a.result_name.clone(),
+                    count: a.count,
+                    eligible,
+                    cons: (0..applies.len()).filter(|&i| applies[i]).collect(),
+                    applies,
+                });
+            }
+            planned.push(alts);
+        }
+        let cons = stated
+            .iter()
+            .map(|(_, attribute, distinct)| {
+                let mut seen: Vec<&DeviceAttribute> = Vec::new();
+                let value = node
+                    .devices
+                    .iter()
+                    .map(|c| {
+                        let v = attr_value(c, attribute)?;
+                        Some(seen.iter().position(|w| *w == v).unwrap_or_else(|| {
+                            seen.push(v);
+                            seen.len() - 1
+                        }))
+                    })
+                    .collect();
+                Con {
+                    distinct: *distinct,
+                    value,
+                }
+            })
+            .collect();
+        Ok(Plan {
+            reqs: planned,
+            cons,
+        })
+    }
+}
+
+struct Search<'a> {
+    node: &'a NodeDevices,
+    plan: &'a Plan,
+    counters: Vec<i128>,
+    taken: Vec<bool>,
+    /// (request, alternative, device index)
+    chosen: Vec<(usize, usize, usize)>,
+    steps: u64,
+    budget: u64,
+}
+
+impl<'a> Search<'a> {
+    /// A search with the devices marked in `in_use` taken from the start and their
+    /// counters consumed, as [`NodeDevices::mark_in_use`] would.
+    fn new(node: &'a NodeDevices, plan: &'a Plan, in_use: &[bool], budget: u64) -> Self {
+        let mut s = Search {
+            node,
+            plan,
+            counters: node.available.clone(),
+            taken: vec![false; node.devices.len()],
+            chosen: Vec::new(),
+            steps: 0,
+            budget,
+        };
+        for (dev, _) in in_use.iter().enumerate().filter(|(_, used)| **used) {
+            if dev < s.taken.len() {
+                s.taken[dev] = true;
+                s.consume(dev, 1);
+            }
+        }
+        s
     }
 
-    fn constraints_ok(&self, req: &str, result: &str, dev: usize) -> bool {
-        let cand = &self.node.devices[dev];
-        for con in &self.cons {
-            if !Self::applies(con, req, result) {
-                continue;
-            }
-            let Some(v) = attr_value(cand, &con.attribute) else {
+    fn constraints_ok(&self, alt: &Alt, dev: usize) -> bool {
+        for &ci in &alt.cons {
+            let con = &self.plan.cons[ci];
+            let Some(v) = con.value[dev] else {
                 return false;
             };
-            for (r2, res2, d2) in &self.chosen {
-                if !Self::applies(con, r2, res2) {
+            for &(r2, a2, d2) in &self.chosen {
+                if !self.plan.reqs[r2][a2].applies[ci] {
                     continue;
                 }
-                let Some(w) = attr_value(&self.node.devices[*d2], &con.attribute) else {
+                let Some(w) = con.value[d2] else {
                     return false;
                 };
                 if con.distinct == (v == w) {
@@ -354,36 +500,36 @@ impl Search<'_> {
 
     /// Fills request `ri` with alternative `ai` from its `k`-th device on.
     fn fill(&mut self, ri: usize, ai: Option<usize>, k: usize) -> Option<bool> {
-        if ri == self.reqs.len() {
+        let plan = self.plan;
+        let Some(alts) = plan.reqs.get(ri) else {
             return Some(true);
-        }
+        };
         let Some(ai) = ai else {
-            for a in 0..self.reqs[ri].alts.len() {
+            for a in 0..alts.len() {
                 if self.fill(ri, Some(a), 0)? {
                     return Some(true);
                 }
             }
             return Some(false);
         };
-        if k == self.reqs[ri].alts[ai].count {
+        let alt = &alts[ai];
+        if k == alt.count {
             return self.fill(ri + 1, None, 0);
         }
-        let req = self.reqs[ri].name.clone();
-        let result = self.reqs[ri].alts[ai].result_name.clone();
-        for dev in 0..self.node.devices.len() {
-            if self.taken[dev] || !self.eligible[ri][ai][dev] {
+        for &dev in &alt.eligible {
+            if self.taken[dev] {
                 continue;
             }
             self.steps += 1;
             if self.steps > self.budget {
                 return None;
             }
-            if !self.counters_ok(dev) || !self.constraints_ok(&req, &result, dev) {
+            if !self.counters_ok(dev) || !self.constraints_ok(alt, dev) {
                 continue;
             }
             self.taken[dev] = true;
             self.consume(dev, 1);
-            self.chosen.push((req.clone(), result.clone(), dev));
+            self.chosen.push((ri, ai, dev));
             if self.fill(ri, Some(ai), k + 1)? {
                 return Some(true);
             }
@@ -403,85 +549,16 @@ pub fn first_fit(
     node: &NodeDevices,
     budget: u64,
 ) -> Result<Outcome, DraError> {
-    let dc = claim.devices.as_ref();
-    let reqs: Vec<Req> = dc
-        .and_then(|d| d.requests.as_ref())
-        .into_iter()
-        .flatten()
-        .map(|r| build_req(r, classes))
-        .collect::<Result<_, _>>()?;
-    let most: usize = reqs
-        .iter()
-        .map(|r| r.alts.iter().map(|a| a.count).max().unwrap_or(0))
-        .sum();
-    if most > MAX_DEVICES_PER_CLAIM {
-        return Err(DraError::BadClaim(format!(
-            "the claim asks for up to {most} devices; the allocator refuses more than {MAX_DEVICES_PER_CLAIM}"
-        )));
-    }
-    let cons: Vec<Con> = dc
-        .and_then(|d| d.constraints.as_ref())
-        .into_iter()
-        .flatten()
-        .map(
-            |c: &DeviceConstraint| match (&c.match_attribute, &c.distinct_attribute) {
-                (Some(a), None) => Ok(Con {
-                    requests: c.requests.clone(),
-                    attribute: a.clone(),
-                    distinct: false,
-                }),
-                (None, Some(a)) => Ok(Con {
-                    requests: c.requests.clone(),
-                    attribute: a.clone(),
-                    distinct: true,
-                }),
-                _ => Err(DraError::BadClaim(
-                    "a constraint needs exactly one of matchAttribute and distinctAttribute".into(),
-                )),
-            },
-        )
-        .collect::<Result<_, _>>()?;
-    let mut eligible = Vec::new();
-    for r in &reqs {
-        let mut per_alt = Vec::new();
-        for a in &r.alts {
-            let mut ok = Vec::with_capacity(node.devices.len());
-            for c in &node.devices {
-                let mut pass = true;
-                for s in &a.selectors {
-                    if !s
-                        .matches(&c.id.driver, &c.device)
-                        .map_err(|e| DraError::BadClaim(e.to_string()))?
-                    {
-                        pass = false;
-                        break;
-                    }
-                }
-                ok.push(pass);
-            }
-            per_alt.push(ok);
-        }
-        eligible.push(per_alt);
-    }
-    let mut s = Search {
-        node,
-        reqs,
-        cons,
-        eligible,
-        counters: node.available.clone(),
-        taken: vec![false; node.devices.len()],
-        chosen: Vec::new(),
-        steps: 0,
-        budget,
-    };
+    let plan = Plan::new(claim, classes, node)?;
+    let mut s = Search::new(node, &plan, &[], budget);
     let found = s.fill(0, None, 0);
     let allocation = (found == Some(true)).then(|| {
         s.chosen
             .iter()
-            .map(|(_, result, d)| {
-                let id = &node.devices[*d].id;
+            .map(|&(ri, ai, d)| {
+                let id = &node.devices[d].id;
                 AllocatedDevice {
-                    request: result.clone(),
+                    request: plan.reqs[ri][ai].result_name.clone(),
                     driver: id.driver.clone(),
                     pool: id.pool.clone(),
                     device: id.device.clone(),
@@ -494,4 +571,61 @@ pub fn first_fit(
         steps: s.steps,
         gave_up: found.is_none(),
     })
+}
+
+/// What [`PreparedClaim::search`] found: [`Outcome`] with each device as its place in
+/// [`NodeDevices::ids`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The first full solution, one device per place the claim asks for, in request
+    /// order; `None` when there is none (or the budget ran out first).
+    pub devices: Option<Vec<usize>>,
+    /// Devices tried.
+    pub steps: u64,
+    /// True when the search stopped at the budget without an answer.
+    pub gave_up: bool,
+}
+
+/// A claim worked out once against one node's devices, for a caller that asks it of the
+/// same devices many times with different devices in use (the fleet simulator: one per
+/// node type and claim size). [`PreparedClaim::search`] with devices in use is
+/// [`first_fit`] after [`NodeDevices::mark_in_use`] of the same devices: the same
+/// devices, the same steps, the same verdict.
+#[derive(Debug, Clone)]
+pub struct PreparedClaim {
+    node: NodeDevices,
+    plan: Plan,
+}
+
+impl PreparedClaim {
+    /// Checks `claim` as [`first_fit`] does (the same errors) and works out its requests,
+    /// selectors and constraints against `node`'s devices.
+    pub fn new(
+        claim: &ResourceClaimSpec,
+        classes: &[DeviceClass],
+        node: &NodeDevices,
+    ) -> Result<PreparedClaim, DraError> {
+        Ok(PreparedClaim {
+            plan: Plan::new(claim, classes, node)?,
+            node: node.clone(),
+        })
+    }
+
+    /// The devices the claim was prepared against.
+    pub fn node(&self) -> &NodeDevices {
+        &self.node
+    }
+
+    /// Runs the allocator's search with the devices at the places `in_use` marks true
+    /// (places in [`NodeDevices::ids`] order; places past its end are free) held by
+    /// other claims, trying at most `budget` devices.
+    pub fn search(&self, in_use: &[bool], budget: u64) -> Found {
+        let mut s = Search::new(&self.node, &self.plan, in_use, budget);
+        let found = s.fill(0, None, 0);
+        Found {
+            devices: (found == Some(true)).then(|| s.chosen.iter().map(|c| c.2).collect()),
+            steps: s.steps,
+            gave_up: found.is_none(),
+        }
+    }
 }

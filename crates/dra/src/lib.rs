@@ -58,7 +58,7 @@ pub mod prepare;
 pub mod slice_file;
 pub mod slices;
 
-pub use allocator::{DeviceId, NodeDevices, Outcome, first_fit};
+pub use allocator::{DeviceId, Found, NodeDevices, Outcome, PreparedClaim, first_fit};
 pub use cdi::{
     CdiDevice, CdiPlan, CdiSpec, ComposedCdi, ContainerEdits, DeviceNode, NetDevice, cdi_device_id,
     compose_cdi,

@@ -1,31 +1,33 @@
-//! Kubernetes DRA (resource.k8s.io/v1) allocation as the scheduler does it: devices
-//! published in ResourceSlices (by PCI address, as a driver lists them), a ResourceClaim
-//! with one request per GPU/NIC pair and a `matchAttribute` constraint per pair, and the
-//! structured-parameters allocator's search: requests in order, devices in pool → slice
-//! → device order, the first full solution wins (backtracking, no scoring), with a
-//! search budget standing in for the scheduler's Filter timeout.
+//! The `dra-first-fit` policy: Kubernetes DRA (resource.k8s.io/v1) as the stock drivers
+//! and the scheduler do it, decided by the one model of the allocator,
+//! [`topoalign_dra::first_fit`] (the one the extender judges with, `claims --explain`
+//! shows and the e2e checks against kube-scheduler).
+//!
+//! A node's GPUs and NICs are published as two stock drivers publish them: one
+//! ResourceSlice each, devices by PCI address, with the standard `pciBusID`, `pcieRoot`
+//! and (when the kernel knows it) `numaNode` attributes. A pod's claim has one request per
+//! GPU and per NIC and a `matchAttribute` per pair. The claim is worked out once per node
+//! type and size ([`PreparedClaim`]) and searched with the node's devices in use, which is
+//! `first_fit` after `mark_in_use`: requests in order, devices in pool → slice → device
+//! order, the first full solution wins (backtracking, no scoring), within a search budget
+//! standing in for the scheduler's Filter timeout.
 
+use k8s_openapi::api::resource::v1::{
+    Device, DeviceAttribute, DeviceClaim, DeviceClass, DeviceConstraint, DeviceRequest,
+    ExactDeviceRequest, ResourceClaimSpec, ResourcePool, ResourceSlice, ResourceSliceSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
-use thiserror::Error;
+use topoalign_dra::limits::MAX_DEVICES_PER_CLAIM;
+use topoalign_dra::mixed::{MixedSpec, stand_in_classes};
+use topoalign_dra::{NodeDevices, PreparedClaim, attr};
+use topoalign_topology::GpuVendor;
 
+use crate::error::FleetError;
 use crate::node::{NodeModel, NodeState};
 
-/// The standard attribute naming a device's PCIe root complex.
-pub const PCIE_ROOT: &str = "resource.kubernetes.io/pcieRoot";
-/// The standard attribute naming a device's NUMA node (KEP-6072).
-pub const NUMA_NODE: &str = "resource.kubernetes.io/numaNode";
-/// The standard attribute with a device's PCI address.
-pub const PCI_BUS_ID: &str = "resource.kubernetes.io/pciBusID";
-
-/// Which device class a request asks for (the `deviceClassName`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DeviceClass {
-    /// A GPU.
-    Gpu,
-    /// A NIC function (VF or PF).
-    Nic,
-}
+/// The NIC driver's name (dranet).
+pub const NIC_DRIVER: &str = "dra.net";
 
 /// The attribute a pair's `matchAttribute` constraint names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -41,355 +43,287 @@ pub enum MatchOn {
 }
 
 impl MatchOn {
+    /// Both, in the order [`DraNode`] keeps its claims.
+    const ALL: [MatchOn; 2] = [MatchOn::PcieRoot, MatchOn::NumaNode];
+
+    /// The place in [`MatchOn::ALL`].
+    fn index(self) -> usize {
+        match self {
+            MatchOn::PcieRoot => 0,
+            MatchOn::NumaNode => 1,
+        }
+    }
+
     /// The fully qualified attribute name.
     pub fn attribute(self) -> &'static str {
         match self {
-            MatchOn::PcieRoot => PCIE_ROOT,
-            MatchOn::NumaNode => NUMA_NODE,
+            MatchOn::PcieRoot => attr::PCIE_ROOT,
+            MatchOn::NumaNode => attr::NUMA_NODE_STD,
         }
     }
 }
 
-/// An attribute value (DRA allows bool/int/string/version; we need two).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum AttrValue {
-    /// A string attribute.
-    String(String),
-    /// An int attribute.
-    Int(i64),
-}
-
-/// One published device.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Device {
-    /// Device name within the pool (`gpu-0`, `nic-3`).
-    pub name: String,
-    /// Its class.
-    pub class: DeviceClass,
-    /// Position in [`NodeModel::gpus`] or [`NodeModel::nics`].
-    pub position: usize,
-    /// Attributes (name, value), in publication order.
-    pub attributes: Vec<(String, AttrValue)>,
-}
-
-impl Device {
-    /// The value of an attribute, if published.
-    pub fn attribute(&self, name: &str) -> Option<&AttrValue> {
-        self.attributes
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v)
-    }
-}
-
-/// One ResourceSlice (a driver's devices on one node).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ResourceSlice {
-    /// The driver.
-    pub driver: String,
-    /// The pool (the node).
-    pub pool: String,
-    /// Devices, by PCI address.
-    pub devices: Vec<Device>,
-}
-
-/// Publishes a node's GPUs and NICs as two drivers would: one slice each, devices by PCI
-/// address, with `pcieRoot`, `pciBusID` and (when the kernel knows it) `numaNode`.
-pub fn publish(model: &NodeModel, pool: &str) -> Vec<ResourceSlice> {
+/// The GPU driver (and its DeviceClass) of a node: the vendor's.
+pub fn gpu_driver(model: &NodeModel) -> &'static str {
     let topo = &*model.topology;
-    let attrs = |pci: usize| {
-        let dev = &topo.pci[pci];
-        let mut a = vec![(
-            PCI_BUS_ID.to_string(),
-            AttrValue::String(dev.bdf.to_string()),
-        )];
-        if let Some(root) = topo.pcie_root(pci) {
-            a.push((PCIE_ROOT.to_string(), AttrValue::String(root)));
-        }
-        // Not published for numa_node -1 (KEP-6072).
-        if let Some(numa) = dev.numa_node {
-            a.push((NUMA_NODE.to_string(), AttrValue::Int(i64::from(numa))));
-        }
-        a
-    };
-    let gpu_driver = match topo.gpus.first().map(|g| g.vendor) {
-        Some(topoalign_topology::GpuVendor::Amd) => "gpu.amd.com",
-        Some(topoalign_topology::GpuVendor::Intel) => "gpu.intel.com",
+    match topo.gpus.first().map(|g| g.vendor) {
+        Some(GpuVendor::Amd) => "gpu.amd.com",
+        Some(GpuVendor::Intel) => "gpu.intel.com",
         _ => "gpu.nvidia.com",
+    }
+}
+
+/// Publishes a node's GPUs (`gpu-N`) and NICs (`nic-N`, N their positions in
+/// [`NodeModel::gpus`] and [`NodeModel::nics`]) as two drivers would: one slice each in
+/// the pool `node`, devices by PCI address, with `pciBusID`, `pcieRoot` and (not for NUMA
+/// node -1, KEP-6072) `numaNode`.
+pub fn publish(model: &NodeModel, node: &str) -> Vec<ResourceSlice> {
+    let topo = &*model.topology;
+    let string = |s: String| DeviceAttribute {
+        string: Some(s),
+        ..Default::default()
     };
-    let devices = |class: DeviceClass, prefix: &str, pcis: Vec<usize>| -> Vec<Device> {
-        pcis.into_iter()
-            .enumerate()
-            .map(|(pos, pci)| Device {
-                name: format!("{prefix}-{pos}"),
-                class,
-                position: pos,
-                attributes: attrs(pci),
-            })
-            .collect()
+    let device = |name: String, pci: usize| {
+        let dev = &topo.pci[pci];
+        let mut attributes = std::collections::BTreeMap::new();
+        attributes.insert(attr::PCI_BUS_ID.to_string(), string(dev.bdf.to_string()));
+        if let Some(root) = topo.pcie_root(pci) {
+            attributes.insert(attr::PCIE_ROOT.to_string(), string(root));
+        }
+        if let Some(numa) = dev.numa_node {
+            let numa = DeviceAttribute {
+                int: Some(i64::from(numa)),
+                ..Default::default()
+            };
+            attributes.insert(attr::NUMA_NODE_STD.to_string(), numa);
+        }
+        Device {
+            name,
+            attributes: Some(attributes),
+            ..Default::default()
+        }
     };
-    let gpus = devices(
-        DeviceClass::Gpu,
-        "gpu",
-        model.gpus.iter().map(|&g| topo.gpus[g].pci).collect(),
-    );
-    let nics = devices(
-        DeviceClass::Nic,
-        "nic",
-        model.nics.iter().map(|&n| topo.nics[n].pci).collect(),
-    );
-    vec![
-        ResourceSlice {
-            driver: gpu_driver.to_string(),
-            pool: pool.to_string(),
-            devices: gpus,
+    let slice = |driver: &str, devices: Vec<Device>| ResourceSlice {
+        metadata: ObjectMeta {
+            name: Some(format!("{node}-{driver}")),
+            ..Default::default()
         },
-        ResourceSlice {
-            driver: "dra.net".to_string(),
-            pool: pool.to_string(),
-            devices: nics,
+        spec: ResourceSliceSpec {
+            driver: driver.to_string(),
+            node_name: Some(node.to_string()),
+            pool: ResourcePool {
+                name: node.to_string(),
+                generation: 1,
+                resource_slice_count: 1,
+            },
+            devices: Some(devices),
+            ..Default::default()
         },
-    ]
-}
-
-/// One request of a claim (`exactly`, ExactCount).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Request {
-    /// Request name.
-    pub name: String,
-    /// Device class.
-    pub class: DeviceClass,
-    /// How many devices.
-    pub count: u32,
-}
-
-/// A `matchAttribute` constraint over some requests (indices into the claim's requests).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Constraint {
-    /// The requests it binds.
-    pub requests: Vec<usize>,
-    /// The attribute that must be equal on all their devices.
-    pub attribute: MatchOn,
-}
-
-/// A ResourceClaim's device requests and constraints.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Claim {
-    /// Requests, in order.
-    pub requests: Vec<Request>,
-    /// Constraints.
-    pub constraints: Vec<Constraint>,
-}
-
-impl Claim {
-    /// The claim a topology-minded user writes for `pairs` GPU+NIC pairs: requests
-    /// `gpu-i` and `nic-i` (count 1 each) and one `matchAttribute` per pair.
-    pub fn pairs(pairs: u32, on: MatchOn) -> Claim {
-        let mut requests = Vec::new();
-        let mut constraints = Vec::new();
-        for i in 0..pairs as usize {
-            requests.push(Request {
-                name: format!("gpu-{i}"),
-                class: DeviceClass::Gpu,
-                count: 1,
-            });
-            requests.push(Request {
-                name: format!("nic-{i}"),
-                class: DeviceClass::Nic,
-                count: 1,
-            });
-            constraints.push(Constraint {
-                requests: vec![2 * i, 2 * i + 1],
-                attribute: on,
-            });
-        }
-        Claim {
-            requests,
-            constraints,
-        }
-    }
-}
-
-/// One allocated device (`status.allocation.devices.results[]`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AllocationResult {
-    /// Index of the request in the claim.
-    pub request: usize,
-    /// Index of the slice.
-    pub slice: usize,
-    /// Index of the device in the slice.
-    pub device: usize,
-}
-
-/// Why the allocator gave up without an answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
-pub enum DraError {
-    /// The search looked at more candidate devices than its budget allows.
-    #[error("allocation search exceeded its budget of {0} steps")]
-    BudgetExceeded(u64),
-}
-
-/// The search state of one allocation.
-struct Search<'a> {
-    slices: &'a [ResourceSlice],
-    claim: &'a Claim,
-    /// Slots to fill: one per device wanted, as request indices.
-    slots: Vec<usize>,
-    /// Chosen (slice, device) per filled slot.
-    chosen: Vec<(usize, usize)>,
-    /// Per constraint: the value fixed so far and how many chosen devices fixed it.
-    fixed: Vec<(Option<AttrValue>, usize)>,
-    taken: &'a dyn Fn(DeviceClass, usize) -> bool,
-    steps: u64,
-    budget: u64,
-}
-
-impl Search<'_> {
-    fn run(&mut self) -> Result<bool, DraError> {
-        let slot = self.chosen.len();
-        let Some(&req_idx) = self.slots.get(slot) else {
-            return Ok(true);
-        };
-        let req = &self.claim.requests[req_idx];
-        for s in 0..self.slices.len() {
-            for d in 0..self.slices[s].devices.len() {
-                let dev = &self.slices[s].devices[d];
-                if dev.class != req.class {
-                    continue;
-                }
-                self.steps += 1;
-                if self.steps > self.budget {
-                    return Err(DraError::BudgetExceeded(self.budget));
-                }
-                if (self.taken)(dev.class, dev.position) || self.chosen.contains(&(s, d)) {
-                    continue;
-                }
-                let Some(applied) = self.apply(req_idx, dev) else {
-                    continue;
-                };
-                self.chosen.push((s, d));
-                if self.run()? {
-                    return Ok(true);
-                }
-                self.chosen.pop();
-                self.undo(&applied);
-            }
-        }
-        Ok(false)
-    }
-
-    /// Checks the constraints naming `req_idx` against `dev`; on success records the
-    /// values and returns the touched constraints.
-    fn apply(&mut self, req_idx: usize, dev: &Device) -> Option<Vec<usize>> {
-        let mut touched = Vec::new();
-        for (ci, c) in self.claim.constraints.iter().enumerate() {
-            if !c.requests.contains(&req_idx) {
-                continue;
-            }
-            let value = dev.attribute(c.attribute.attribute())?;
-            if let (Some(v), _) = &self.fixed[ci]
-                && v != value
-            {
-                return None;
-            }
-            touched.push(ci);
-        }
-        for &ci in &touched {
-            let c = &self.claim.constraints[ci];
-            if let Some(v) = dev.attribute(c.attribute.attribute()) {
-                let slot = &mut self.fixed[ci];
-                slot.0.get_or_insert_with(|| v.clone());
-                slot.1 += 1;
-            }
-        }
-        Some(touched)
-    }
-
-    fn undo(&mut self, touched: &[usize]) {
-        for &ci in touched {
-            let slot = &mut self.fixed[ci];
-            slot.1 -= 1;
-            if slot.1 == 0 {
-                slot.0 = None;
-            }
-        }
-    }
-}
-
-/// Allocates `claim` from `slices`, skipping devices for which `taken(class, position)`
-/// is true. `Ok(None)`: no solution exists. `Err`: the budget ran out first.
-pub fn allocate(
-    slices: &[ResourceSlice],
-    claim: &Claim,
-    taken: &dyn Fn(DeviceClass, usize) -> bool,
-    budget: u64,
-) -> Result<Option<Vec<AllocationResult>>, DraError> {
-    let slots = claim
-        .requests
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| std::iter::repeat_n(i, r.count as usize))
+    };
+    let gpus = (model.gpus.iter().enumerate())
+        .map(|(pos, &g)| device(format!("gpu-{pos}"), topo.gpus[g].pci))
         .collect();
-    let mut search = Search {
-        slices,
-        claim,
-        slots,
-        chosen: Vec::new(),
-        fixed: vec![(None, 0); claim.constraints.len()],
-        taken,
-        steps: 0,
-        budget,
-    };
-    if !search.run()? {
-        return Ok(None);
-    }
-    Ok(Some(
-        search
-            .slots
-            .iter()
-            .zip(&search.chosen)
-            .map(|(&request, &(slice, device))| AllocationResult {
-                request,
-                slice,
-                device,
-            })
-            .collect(),
-    ))
+    let nics = (model.nics.iter().enumerate())
+        .map(|(pos, &n)| device(format!("nic-{pos}"), topo.nics[n].pci))
+        .collect();
+    vec![slice(gpu_driver(model), gpus), slice(NIC_DRIVER, nics)]
 }
 
-/// GPU positions and NIC positions of an allocation, in claim order.
-pub type PairPositions = (Vec<usize>, Vec<usize>);
+/// The DeviceClasses of the two drivers, named after them, each selecting its driver's
+/// devices (`device.driver == "…"`).
+pub fn classes(model: &NodeModel) -> Vec<DeviceClass> {
+    let gpu = gpu_driver(model).to_string();
+    stand_in_classes(&MixedSpec {
+        node: String::new(),
+        pairs: 0,
+        nics_per_gpu: 1,
+        gpu_class: gpu.clone(),
+        gpu_driver: gpu,
+        nic_class: NIC_DRIVER.to_string(),
+        nic_driver: NIC_DRIVER.to_string(),
+    })
+}
 
-/// Allocates `pairs` GPU+NIC pairs on a node in `state`: GPU and NIC positions, in
-/// claim order.
-pub fn allocate_pairs(
-    slices: &[ResourceSlice],
-    state: &NodeState,
-    pairs: u32,
-    on: MatchOn,
-    budget: u64,
-) -> Result<Option<PairPositions>, DraError> {
-    let claim = Claim::pairs(pairs, on);
-    let taken = |class: DeviceClass, pos: usize| match class {
-        DeviceClass::Gpu => state.gpu_used.get(pos).copied().unwrap_or(true),
-        DeviceClass::Nic => state.nic_used.get(pos).copied().unwrap_or(true),
+/// The claim a topology-minded user writes for `pairs` GPU+NIC pairs: requests `gpu-i`
+/// (class `gpu_class`) and `nic-i` ([`NIC_DRIVER`]), one device each, and one
+/// `matchAttribute` per pair.
+pub fn pairs_claim(pairs: u32, on: MatchOn, gpu_class: &str) -> ResourceClaimSpec {
+    let request = |name: String, class: &str| DeviceRequest {
+        name,
+        exactly: Some(ExactDeviceRequest {
+            device_class_name: class.to_string(),
+            count: Some(1),
+            allocation_mode: Some("ExactCount".into()),
+            ..Default::default()
+        }),
+        first_available: None,
     };
-    let Some(results) = allocate(slices, &claim, &taken, budget)? else {
-        return Ok(None);
-    };
-    let mut gpus = Vec::new();
-    let mut nics = Vec::new();
-    for r in results {
-        let dev = &slices[r.slice].devices[r.device];
-        match dev.class {
-            DeviceClass::Gpu => gpus.push(dev.position),
-            DeviceClass::Nic => nics.push(dev.position),
-        }
+    let mut requests = Vec::new();
+    let mut constraints = Vec::new();
+    for i in 0..pairs {
+        requests.push(request(format!("gpu-{i}"), gpu_class));
+        requests.push(request(format!("nic-{i}"), NIC_DRIVER));
+        constraints.push(DeviceConstraint {
+            match_attribute: Some(on.attribute().to_string()),
+            requests: Some(vec![format!("gpu-{i}"), format!("nic-{i}")]),
+            distinct_attribute: None,
+        });
     }
-    Ok(Some((gpus, nics)))
+    ResourceClaimSpec {
+        devices: Some(DeviceClaim {
+            requests: Some(requests),
+            constraints: Some(constraints),
+            ..Default::default()
+        }),
+    }
+}
+
+/// A device of the node: a GPU or a NIC, by its position in [`NodeModel::gpus`] or
+/// [`NodeModel::nics`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Gpu(usize),
+    Nic(usize),
+}
+
+/// What the allocator did with a pod's claim on one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Allocation {
+    /// The first full solution: GPU and NIC positions, in claim order.
+    Pairs {
+        /// GPU positions.
+        gpus: Vec<usize>,
+        /// NIC positions.
+        nics: Vec<usize>,
+    },
+    /// No solution on this node's free devices.
+    NoFit,
+    /// The search tried `budget` devices without an answer.
+    BudgetExceeded,
+}
+
+/// A node type as the allocator sees it, built once: its published devices and, per
+/// [`MatchOn`] and claim size (1 pair up to one per GPU, within the allocator's limit of
+/// [`MAX_DEVICES_PER_CLAIM`] devices), the pairs claim worked out against them.
+#[derive(Debug, Clone)]
+pub struct DraNode {
+    /// The devices, as [`NodeDevices::gather`] finds them in [`publish`]'s slices.
+    devices: NodeDevices,
+    /// The DeviceClasses the claims name.
+    classes: Vec<DeviceClass>,
+    /// The GPU driver's class.
+    gpu_class: String,
+    /// Per device, in [`NodeDevices::ids`] order: which GPU or NIC it is.
+    places: Vec<Place>,
+    /// Per GPU position, its place in [`NodeDevices::ids`] order; the same per NIC.
+    gpu_index: Vec<usize>,
+    nic_index: Vec<usize>,
+    /// Per [`MatchOn::ALL`], the claims of 1, 2, … pairs.
+    claims: [Vec<PreparedClaim>; 2],
+}
+
+impl DraNode {
+    /// Publishes `model` as the pool `node` and prepares its claims.
+    pub fn new(model: &NodeModel, node: &str) -> Result<DraNode, FleetError> {
+        let devices = NodeDevices::gather(&publish(model, node), node)?;
+        let gpu_driver = gpu_driver(model);
+        let mut places = Vec::with_capacity(devices.len());
+        let mut gpu_index = vec![None; model.gpus.len()];
+        let mut nic_index = vec![None; model.nics.len()];
+        for (i, id) in devices.ids().enumerate() {
+            let place = match id.device.split_once('-') {
+                Some(("gpu", n)) if id.driver == gpu_driver => n.parse().ok().map(Place::Gpu),
+                Some(("nic", n)) if id.driver == NIC_DRIVER => n.parse().ok().map(Place::Nic),
+                _ => None,
+            };
+            let slot = match place {
+                Some(Place::Gpu(p)) => gpu_index.get_mut(p),
+                Some(Place::Nic(p)) => nic_index.get_mut(p),
+                None => None,
+            };
+            let (Some(place), Some(slot)) = (place, slot) else {
+                return Err(unpublished(model, format!("device {id:?}")));
+            };
+            *slot = Some(i);
+            places.push(place);
+        }
+        let every = |index: Vec<Option<usize>>| index.into_iter().collect::<Option<Vec<_>>>();
+        let (Some(gpu_index), Some(nic_index)) = (every(gpu_index), every(nic_index)) else {
+            return Err(unpublished(model, "a GPU or NIC".to_string()));
+        };
+        let mut node = DraNode {
+            devices,
+            classes: classes(model),
+            gpu_class: gpu_driver.to_string(),
+            places,
+            gpu_index,
+            nic_index,
+            claims: [Vec::new(), Vec::new()],
+        };
+        let most = model.gpus.len().min(MAX_DEVICES_PER_CLAIM / 2);
+        for on in MatchOn::ALL {
+            node.claims[on.index()] = (1..=most as u32)
+                .map(|pairs| node.prepare(pairs, on))
+                .collect::<Result<_, _>>()?;
+        }
+        Ok(node)
+    }
+
+    fn prepare(&self, pairs: u32, on: MatchOn) -> Result<PreparedClaim, FleetError> {
+        let claim = pairs_claim(pairs, on, &self.gpu_class);
+        Ok(PreparedClaim::new(&claim, &self.classes, &self.devices)?)
+    }
+
+    /// Allocates `pairs` GPU+NIC pairs matched on `on` from the devices free in `state`,
+    /// trying at most `budget` devices.
+    pub fn allocate(
+        &self,
+        state: &NodeState,
+        pairs: u32,
+        on: MatchOn,
+        budget: u64,
+    ) -> Result<Allocation, FleetError> {
+        let prepared;
+        let claim = match (pairs as usize).checked_sub(1) {
+            Some(i) if i < self.claims[on.index()].len() => &self.claims[on.index()][i],
+            _ => {
+                prepared = self.prepare(pairs, on)?;
+                &prepared
+            }
+        };
+        let mut in_use = vec![false; self.places.len()];
+        let used = |flags: &[bool], index: &[usize], in_use: &mut [bool]| {
+            for (&u, &i) in flags.iter().zip(index) {
+                in_use[i] = u;
+            }
+        };
+        used(&state.gpu_used, &self.gpu_index, &mut in_use);
+        used(&state.nic_used, &self.nic_index, &mut in_use);
+        let found = claim.search(&in_use, budget);
+        let Some(devices) = found.devices else {
+            return Ok(if found.gave_up {
+                Allocation::BudgetExceeded
+            } else {
+                Allocation::NoFit
+            });
+        };
+        let mut gpus = Vec::with_capacity(pairs as usize);
+        let mut nics = Vec::with_capacity(pairs as usize);
+        for d in devices {
+            match self.places[d] {
+                Place::Gpu(p) => gpus.push(p),
+                Place::Nic(p) => nics.push(p),
+            }
+        }
+        Ok(Allocation::Pairs { gpus, nics })
+    }
+}
+
+fn unpublished(model: &NodeModel, what: String) -> FleetError {
+    FleetError::UnusableNode {
+        profile: model.topology.name.clone(),
+        reason: format!("{what} does not map to one published device"),
+    }
 }
 
 #[cfg(test)]
@@ -398,34 +332,44 @@ mod tests {
     use crate::testing::model;
     use topoalign_topology::PcieClass;
 
+    fn string(s: &str) -> Option<DeviceAttribute> {
+        Some(DeviceAttribute {
+            string: Some(s.to_string()),
+            ..Default::default()
+        })
+    }
+
+    fn pairs(a: Allocation) -> (Vec<usize>, Vec<usize>) {
+        match a {
+            Allocation::Pairs { gpus, nics } => (gpus, nics),
+            other => panic!("expected pairs, got {other:?}"),
+        }
+    }
+
     #[test]
     fn publishes_standard_attributes_in_address_order() {
         let m = model("mi300x-8");
         let slices = publish(&m, "node-0");
         assert_eq!(slices.len(), 2);
-        assert_eq!(slices[0].driver, "gpu.amd.com");
-        assert_eq!(slices[0].devices.len(), 8);
-        assert_eq!(slices[1].devices.len(), 32);
-        let g0 = &slices[0].devices[0];
-        assert_eq!(
-            g0.attribute(PCI_BUS_ID),
-            Some(&AttrValue::String("0000:11:00.0".into()))
-        );
-        assert_eq!(
-            g0.attribute(PCIE_ROOT),
-            Some(&AttrValue::String("pci0000:08".into()))
-        );
-        assert_eq!(g0.attribute(NUMA_NODE), Some(&AttrValue::Int(0)));
+        assert_eq!(slices[0].spec.driver, "gpu.amd.com");
+        assert_eq!(slices[1].spec.driver, NIC_DRIVER);
+        let gpus = slices[0].spec.devices.as_deref().unwrap();
+        assert_eq!(gpus.len(), 8);
+        assert_eq!(slices[1].spec.devices.as_deref().unwrap().len(), 32);
+        let g0 = gpus[0].attributes.as_ref().unwrap();
+        assert_eq!(g0.get(attr::PCI_BUS_ID).cloned(), string("0000:11:00.0"));
+        assert_eq!(g0.get(attr::PCIE_ROOT).cloned(), string("pci0000:08"));
+        assert_eq!(g0[attr::NUMA_NODE_STD].int, Some(0));
+        let gpu_class = classes(&m);
+        assert_eq!(gpu_class[0].metadata.name.as_deref(), Some("gpu.amd.com"));
     }
 
     #[test]
     fn pcie_root_pairs_are_pix_on_mi300x() {
         let m = model("mi300x-8");
-        let slices = publish(&m, "n");
+        let node = DraNode::new(&m, "n").unwrap();
         let s = NodeState::new(&m);
-        let (g, n) = allocate_pairs(&slices, &s, 4, MatchOn::PcieRoot, 10_000)
-            .unwrap()
-            .unwrap();
+        let (g, n) = pairs(node.allocate(&s, 4, MatchOn::PcieRoot, 10_000).unwrap());
         assert_eq!(g, vec![0, 1, 2, 3]);
         // First fit: the first VF under each GPU's root.
         assert_eq!(n, vec![0, 4, 8, 12]);
@@ -435,62 +379,110 @@ mod tests {
     #[test]
     fn numa_match_takes_the_first_vfs_of_the_node() {
         let m = model("mi300x-8");
-        let slices = publish(&m, "n");
+        let node = DraNode::new(&m, "n").unwrap();
         let s = NodeState::new(&m);
-        let (g, n) = allocate_pairs(&slices, &s, 4, MatchOn::NumaNode, 10_000)
-            .unwrap()
-            .unwrap();
+        let (g, n) = pairs(node.allocate(&s, 4, MatchOn::NumaNode, 10_000).unwrap());
         assert_eq!(g, vec![0, 1, 2, 3]);
         // All four VFs of PF0: the packed choice, one PIX and three NODE pairs.
         assert_eq!(n, vec![0, 1, 2, 3]);
-        let pairs = m.pairs(&g, &n);
-        assert_eq!(pairs.iter().filter(|p| p.gdr).count(), 1);
+        let p = m.pairs(&g, &n);
+        assert_eq!(p.iter().filter(|p| p.gdr).count(), 1);
     }
 
     #[test]
     fn backtracks_past_a_gpu_whose_root_has_no_free_nic() {
         let m = model("mi300x-8");
-        let slices = publish(&m, "n");
+        let node = DraNode::new(&m, "n").unwrap();
         let mut s = NodeState::new(&m);
         // Use up the four VFs under GPU0's root.
         for v in 0..4 {
             s.nic_used[v] = true;
         }
-        let (g, n) = allocate_pairs(&slices, &s, 1, MatchOn::PcieRoot, 10_000)
-            .unwrap()
-            .unwrap();
-        assert_eq!((g, n), (vec![1], vec![4]));
+        let got = node.allocate(&s, 1, MatchOn::PcieRoot, 10_000).unwrap();
+        assert_eq!(pairs(got), (vec![1], vec![4]));
+        // Devices in use are skipped: GPU1 held, the pair is GPU2 and its first VF.
+        s.gpu_used[1] = true;
+        let got = node.allocate(&s, 1, MatchOn::PcieRoot, 10_000).unwrap();
+        assert_eq!(pairs(got), (vec![2], vec![8]));
     }
 
     #[test]
     fn no_solution_when_gpus_and_nics_never_share_a_root() {
         // GB300: GPUs in domains 0008.., NICs in 0101..: pcieRoot never matches (seed 001).
         let m = model("gb300-4");
-        let slices = publish(&m, "n");
+        let node = DraNode::new(&m, "n").unwrap();
         let s = NodeState::new(&m);
+        let got = node.allocate(&s, 1, MatchOn::PcieRoot, 10_000).unwrap();
+        assert_eq!(got, Allocation::NoFit);
+        let got = node.allocate(&s, 2, MatchOn::NumaNode, 10_000).unwrap();
+        assert!(matches!(got, Allocation::Pairs { .. }), "{got:?}");
+    }
+
+    #[test]
+    fn the_budget_counts_free_devices_only_and_stops_a_hopeless_search() {
+        let m = model("mi300x-8");
+        let node = DraNode::new(&m, "n").unwrap();
+        let mut s = NodeState::new(&m);
+        // Only the VFs under GPU7's root left: 2 pairs cannot match.
+        for v in 0..28 {
+            s.nic_used[v] = true;
+        }
+        let full = node.allocate(&s, 2, MatchOn::PcieRoot, 1_000_000).unwrap();
+        assert_eq!(full, Allocation::NoFit);
+        // The search tries the 8 GPUs and, under each, the 4 free VFs (never the 28
+        // held ones): 8 × (1 + 4) for the first pair, and for GPU7 + its VF the second
+        // pair's 7 GPUs × (1 + 3) on each of 4 VFs.
+        let steps = 8 * 5 + 4 * 7 * 4;
         assert_eq!(
-            allocate_pairs(&slices, &s, 1, MatchOn::PcieRoot, 10_000).unwrap(),
-            None
+            node.allocate(&s, 2, MatchOn::PcieRoot, steps).unwrap(),
+            Allocation::NoFit
         );
-        assert!(
-            allocate_pairs(&slices, &s, 2, MatchOn::NumaNode, 10_000)
-                .unwrap()
-                .is_some()
+        assert_eq!(
+            node.allocate(&s, 2, MatchOn::PcieRoot, steps - 1).unwrap(),
+            Allocation::BudgetExceeded
         );
     }
 
     #[test]
-    fn budget_stops_a_hopeless_search() {
+    fn the_prepared_search_is_first_fit_after_mark_in_use() {
+        use std::collections::BTreeSet;
         let m = model("mi300x-8");
-        let slices = publish(&m, "n");
+        let node = DraNode::new(&m, "n").unwrap();
         let mut s = NodeState::new(&m);
-        // Leave GPUs free but only NICs under root of GPU7: 8 pairs cannot match.
-        for v in 0..28 {
+        for v in [0, 1, 5, 9, 12, 13, 14, 15] {
             s.nic_used[v] = true;
         }
-        let r = allocate_pairs(&slices, &s, 4, MatchOn::PcieRoot, 500);
-        assert_eq!(r, Err(DraError::BudgetExceeded(500)));
-        let r = allocate_pairs(&slices, &s, 2, MatchOn::PcieRoot, 1_000_000).unwrap();
-        assert_eq!(r, None);
+        s.gpu_used[2] = true;
+        let mut free = node.devices.clone();
+        let ids = node.devices.ids();
+        let held: BTreeSet<_> = ids
+            .zip(&node.places)
+            .filter(|(_, p)| match **p {
+                Place::Gpu(g) => s.gpu_used[g],
+                Place::Nic(n) => s.nic_used[n],
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        free.mark_in_use(&held);
+        for on in MatchOn::ALL {
+            for n in 1..=7 {
+                let claim = pairs_claim(n, on, "gpu.amd.com");
+                let out = topoalign_dra::first_fit(&claim, &node.classes, &free, 100_000).unwrap();
+                let want: Option<(Vec<usize>, Vec<usize>)> = out.allocation.map(|a| {
+                    let pos = |d: &str| d[4..].parse::<usize>().unwrap();
+                    let gpus = a.iter().filter(|d| d.device.starts_with("gpu-"));
+                    let nics = a.iter().filter(|d| d.device.starts_with("nic-"));
+                    (
+                        gpus.map(|d| pos(&d.device)).collect(),
+                        nics.map(|d| pos(&d.device)).collect(),
+                    )
+                });
+                let got = match node.allocate(&s, n, on, 100_000).unwrap() {
+                    Allocation::Pairs { gpus, nics } => Some((gpus, nics)),
+                    _ => None,
+                };
+                assert_eq!(got, want, "{on:?} {n} pairs");
+            }
+        }
     }
 }

@@ -40,6 +40,11 @@ pub enum FleetError {
     /// The planner refused its input (a bug in how the fleet drives it).
     #[error("planner: {0}")]
     Planner(String),
+    /// The DRA model refused the slices or a claim the `dra-first-fit` policy wrote (a
+    /// claim of more devices than the allocator hands out, or a bug in how the fleet
+    /// drives it).
+    #[error("DRA allocator model: {0}")]
+    Dra(#[from] topoalign_dra::DraError),
 }
 
 impl FleetError {

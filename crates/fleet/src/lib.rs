@@ -12,12 +12,11 @@
 //!
 //! On each node, `blind` and `tm-restricted` are decided by the kubelet model of
 //! `topoalign_tm` ([`kubelet`]), `topoalign` by the planner of `topoalign_plan` (one per
-//! node type), `dra-first-fit` by [`dra`]; [`svg`] draws the report with
-//! `topoalign_render::chart`.
-//!
-//! [`dra`] is a faithful model of the DRA structured-parameters allocator (first full
-//! solution in slice/device order, backtracking, no scoring). Every random choice comes
-//! from [`rng::Rng`] (PCG-64) seeded by the user: same seed, same numbers.
+//! node type), `dra-first-fit` by the one model of the DRA structured-parameters
+//! allocator, `topoalign_dra::first_fit` (first full solution in pool/slice/device order,
+//! backtracking, no scoring), on the node's devices as [`dra`] publishes them; [`svg`]
+//! draws the report with `topoalign_render::chart`. Every random choice comes from
+//! [`rng::Rng`] (PCG-64) seeded by the user: same seed, same numbers.
 
 #[cfg(feature = "clap")]
 pub mod args;

@@ -1,6 +1,7 @@
 //! What each policy does on one node: [`NodeKind::place`] returns the devices a pod gets
 //! there, or why it gets none. `blind` and `tm-restricted` ask the kubelet model
-//! ([`crate::kubelet`]), `dra-first-fit` the DRA allocator ([`crate::dra`]), `topoalign`
+//! ([`crate::kubelet`]), `dra-first-fit` the DRA allocator
+//! ([`topoalign_dra::first_fit`], through [`crate::dra`]), `topoalign`
 //! the planner ([`topoalign_plan`]).
 
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::sync::Arc;
 use topoalign_plan::{CostKey, NicCount, NicRole, PlanError, Planner, Request, Usage};
 use topoalign_topology::{GpuNicPath, Topology};
 
-use crate::dra::{self, MatchOn, ResourceSlice};
+use crate::dra::{Allocation, DraNode, MatchOn};
 use crate::error::FleetError;
 use crate::kubelet::{Admission, KubeletNode, KubeletPolicy};
 use crate::node::{Assignment, NodeModel, NodeState};
@@ -47,13 +48,13 @@ pub struct PlaceOptions {
 }
 
 /// A node type with what every policy needs, built once per type: the model, the DRA
-/// slices, the kubelet model and the planner.
+/// devices and claims, the kubelet model and the planner.
 #[derive(Debug)]
 pub struct NodeKind<'t> {
     /// The node model.
     pub model: NodeModel,
-    /// The devices as a DRA driver publishes them.
-    pub slices: Vec<ResourceSlice>,
+    /// The devices as the stock DRA drivers publish them, with the claims prepared.
+    pub dra: DraNode,
     /// The kubelet (Topology Manager, device and CPU managers).
     pub kubelet: KubeletNode,
     /// The joint planner.
@@ -65,7 +66,7 @@ impl<'t> NodeKind<'t> {
     pub fn new(topology: &'t Arc<Topology>) -> Result<Self, FleetError> {
         let model = NodeModel::new(Arc::clone(topology))?;
         Ok(NodeKind {
-            slices: dra::publish(&model, &topology.name),
+            dra: DraNode::new(&model, &topology.name)?,
             kubelet: KubeletNode::new(&model),
             planner: Planner::new(topology),
             model,
@@ -98,23 +99,25 @@ impl<'t> NodeKind<'t> {
         match policy {
             Policy::Blind => kubelet(KubeletPolicy::Blind, rng),
             Policy::TmRestricted => kubelet(KubeletPolicy::Restricted, rng),
-            Policy::DraFirstFit => Ok(self.dra(state, pod, opts)),
+            Policy::DraFirstFit => self.dra(state, pod, opts),
             Policy::Topoalign => self.plan(state, pod),
         }
     }
 
     /// DRA first fit: the claim's pairs, CPUs from the shared pool.
-    fn dra(&self, state: &NodeState, pod: &PodArrival, opts: PlaceOptions) -> Attempt {
-        match dra::allocate_pairs(
-            &self.slices,
-            state,
-            pod.gpus,
-            opts.dra_match,
-            opts.dra_budget,
-        ) {
-            Err(_) => Attempt::BudgetExceeded,
-            Ok(None) => Attempt::NoFit,
-            Ok(Some((gpus, nics))) => Attempt::Fit {
+    fn dra(
+        &self,
+        state: &NodeState,
+        pod: &PodArrival,
+        opts: PlaceOptions,
+    ) -> Result<Attempt, FleetError> {
+        let found = self
+            .dra
+            .allocate(state, pod.gpus, opts.dra_match, opts.dra_budget)?;
+        Ok(match found {
+            Allocation::BudgetExceeded => Attempt::BudgetExceeded,
+            Allocation::NoFit => Attempt::NoFit,
+            Allocation::Pairs { gpus, nics } => Attempt::Fit {
                 pairs: self.model.pairs(&gpus, &nics),
                 assignment: Assignment {
                     gpus,
@@ -124,7 +127,7 @@ impl<'t> NodeKind<'t> {
                 },
                 cost: None,
             },
-        }
+        })
     }
 
     /// The planner's optimal plan against the node's usage (reserved CPUs count as used).

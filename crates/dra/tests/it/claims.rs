@@ -8,9 +8,9 @@ use topoalign_dra::allocator::NodeDevices;
 use topoalign_dra::explain::{mark_usage, resolve_with};
 use topoalign_dra::mixed::stand_in_classes;
 use topoalign_dra::{
-    ClaimShape, ClaimSpec, DraError, Inventory, MixedSpec, MixedStrategy, PublishOptions,
-    claim_spec, claim_template, device_classes, explain, first_fit, mixed_claim, resource_claim,
-    slices_for,
+    ClaimShape, ClaimSpec, DraError, Inventory, MixedSpec, MixedStrategy, PreparedClaim,
+    PublishOptions, claim_spec, claim_template, device_classes, explain, first_fit, mixed_claim,
+    resource_claim, slices_for,
 };
 use topoalign_plan::{NicCount, NicRole, Request, Usage};
 use topoalign_profiles as profiles;
@@ -212,6 +212,57 @@ fn unsatisfiable_pair_claim_on_mi300x_is_refused_after_a_bounded_search() {
         "FIGURE unsatisfiable 8 pairs on half-used mi300x-8: {} devices tried",
         out.steps
     );
+}
+
+/// A claim prepared once and searched with devices in use is `first_fit` after
+/// `mark_in_use` of the same devices: the same devices, steps and verdict, budget or not
+/// (pair devices consume counters, so a held pair also holds its GPU and NIC function).
+#[test]
+fn a_prepared_claim_searches_as_first_fit_after_mark_in_use() {
+    let mut rng = crate::common::Rng::new(25);
+    let mut gave_up = 0;
+    for profile in profiles::NAMES {
+        let nd = node(profile);
+        let full = NodeDevices::gather(&nd.slices, "n1").unwrap();
+        let ids: Vec<_> = full.ids().cloned().collect();
+        for n in 1..=nd.topo.gpus.len() as u32 {
+            let mut strict = spec(n);
+            strict.distinct_nics = true;
+            for s in [spec(n), strict] {
+                let claim = claim_spec(&s).unwrap();
+                let prepared = PreparedClaim::new(&claim, &device_classes(), &full).unwrap();
+                for density in [0, 20, 50] {
+                    let in_use: Vec<bool> = ids.iter().map(|_| rng.below(100) < density).collect();
+                    let held = (ids.iter().zip(&in_use))
+                        .filter(|(_, u)| **u)
+                        .map(|(id, _)| id.clone())
+                        .collect();
+                    let mut free = full.clone();
+                    free.mark_in_use(&held);
+                    for budget in [10, 200, BUDGET] {
+                        let want = first_fit(&claim, &device_classes(), &free, budget).unwrap();
+                        let got = prepared.search(&in_use, budget);
+                        let named = got.devices.map(|d| {
+                            d.into_iter()
+                                .map(|i| ids[i].device.clone())
+                                .collect::<Vec<_>>()
+                        });
+                        let want_named = (want.allocation.as_ref())
+                            .map(|a| a.iter().map(|r| r.device.clone()).collect::<Vec<_>>());
+                        let what = format!("{profile} {n} pairs {density}% held, budget {budget}");
+                        assert_eq!(named, want_named, "{what}");
+                        assert_eq!(
+                            (got.steps, got.gave_up),
+                            (want.steps, want.gave_up),
+                            "{what}"
+                        );
+                        gave_up += usize::from(got.gave_up);
+                    }
+                }
+            }
+        }
+    }
+    assert!(gave_up > 0, "no search ran out of budget");
 }
 
 #[test]
