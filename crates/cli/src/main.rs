@@ -55,6 +55,8 @@ enum Command {
     Agent(Box<cmd::agent::Args>),
     /// Explain a running pod's devices against the live cluster: pairs, classes, the best free choice.
     Explain(cmd::explain::Args),
+    /// MIG geometry: plan GPU instances with explicit placements for a request mix.
+    Mig(cmd::mig::Args),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
         Command::Extender(a) => cmd::extender::run(*a),
         Command::Agent(a) => cmd::agent::run(*a),
         Command::Explain(a) => cmd::explain::run(a),
+        Command::Mig(a) => cmd::mig::run(a),
     };
     match result {
         Ok(code) => code,

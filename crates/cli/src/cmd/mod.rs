@@ -11,6 +11,7 @@ pub mod extender;
 pub mod kubelet_config;
 pub mod lint;
 pub mod matrix;
+pub mod mig;
 pub mod plan;
 pub mod profile;
 pub mod simulate;

@@ -15,6 +15,7 @@ mod extender;
 mod kubelet_config;
 mod lint;
 mod matrix;
+mod mig;
 mod plan;
 mod profile;
 mod simulate;

@@ -1,0 +1,49 @@
+//! MIG geometry for NVIDIA GPUs: the profile table of each model, the placement rules,
+//! and a planner that turns a request mix into explicit per-GPU placements.
+//!
+//! Pure: no I/O. Facts from `../shared/REFERENCE.md` §11 (8 memory slices, 7 SM slices,
+//! the start slots and GI profile IDs of each profile shape, the profile names of each
+//! model).
+//!
+//! - [`model`]: [`Shape`]s and [`Model`]s ([`lookup`]).
+//! - [`geometry`]: [`validate`] a GPU's instances by the rules.
+//! - [`mix`]: a [`Mix`] of instances and the `PROFILE=COUNT,…` form ([`parse_mix`]).
+//! - [`capacity`]: whether a mix fits on N GPUs, exactly, in constant time.
+//! - [`configs`]: every valid single-GPU layout and the planner's menu.
+//! - [`planner`]: [`plan`] a request (one node or a fleet).
+//! - [`pods`]: the pod form, each pod's mix on one node ([`pods::plan_pods`]).
+//! - [`export`]: `nvidia-smi mig` commands and mig-parted configs.
+//! - [`mod@read_state`]: a host's MIG state from saved `nvidia-smi` output ([`read_list`],
+//!   [`read_lgi`], [`read_lci`], [`read_lgipp`]; errors in [`read_table`]).
+
+pub mod capacity;
+pub mod configs;
+pub mod export;
+pub mod geometry;
+pub mod mix;
+pub mod model;
+pub mod planner;
+pub mod pods;
+pub mod read_lci;
+pub mod read_lgi;
+pub mod read_lgipp;
+pub mod read_list;
+pub mod read_state;
+pub mod read_table;
+
+#[cfg(test)]
+mod brute;
+#[cfg(test)]
+mod exhaustive;
+#[cfg(test)]
+mod read_state_tests;
+
+pub use geometry::{GeometryError, Placement, validate};
+pub use mix::{Mix, MixError, ProfileCounts, parse_mix};
+pub use model::{MODELS, Model, ModelError, Shape, lookup};
+pub use planner::{GpuPlan, Plan, PlanError, Request, plan};
+pub use pods::{Pod, PodError, PodPlacement, PodsFile, plan_pods, resolve_pods};
+pub use read_state::{
+    ComputeInstance, GpuInstance, MigGpu, MigOutputs, MigState, model_for_name, read_state,
+};
+pub use read_table::{ReadError, SavedOutput};
