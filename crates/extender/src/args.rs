@@ -36,7 +36,8 @@ pub struct ServeArgs {
     pub resources: ResourceArgs,
     /// DRA pods: points taken from a node for the capacity the pod would use up there
     /// (divided by the candidate nodes that can still hold as many pairs), so that small
-    /// pods leave whole nodes to pods that need one; 0 scores pair quality alone.
+    /// pods leave halves and quarters of nodes to pods that need one; 0 scores pair
+    /// quality alone.
     #[arg(long, default_value_t = crate::dra::CAPACITY_WEIGHT, value_parser = parse_weight)]
     pub dra_capacity_weight: f64,
     /// DRA pods: the drivers whose ResourceSlices are judged besides topoalign.dev's

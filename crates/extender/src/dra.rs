@@ -9,13 +9,13 @@
 //! - Prioritize ([`dra_score`]): the pair classes the allocation reaches (PIX 1, PXB 0.75,
 //!   PHB 0.5, NODE 0.25), minus the good pairs it spoils (free GPUs that had a free
 //!   PXB-or-better pair before and have none after, without being taken), minus the
-//!   capacity it uses up ([`capacity_penalty`]): a node that can hold a claim of 8 pairs
-//!   and would hold only 7 after a 1-pair pod loses its place for the 8-pair pods, which
-//!   costs more the fewer of the candidate nodes can still hold 8. So small pods fill
-//!   nodes that are already in use, or nodes whose pairs are worse but too few for the
-//!   big pods, before they break up the last whole nodes (measured in the `placement-dra`
-//!   end-to-end scenario: fewer pods left unschedulable than the stock scheduler, pairs
-//!   still better).
+//!   capacity it uses up ([`capacity_penalty`]): a node of 8 pairs that can hold a claim
+//!   of 4 and would hold only 3 after a 1-pair pod loses its place for the 4-pair pods,
+//!   which costs more the fewer of the candidate nodes can still hold 4. So small pods
+//!   fill nodes that are already in use before they break up the last halves and
+//!   quarters; whole nodes are not held empty for whole-node claims (measured on the
+//!   `placement-dra` stream offline, `tests/it/replay.rs`, and end to end: fewer pods left
+//!   unschedulable than the stock scheduler, pairs better).
 
 use std::collections::BTreeSet;
 
@@ -69,6 +69,9 @@ pub struct DraFit {
     pub capacity_before: usize,
     /// … and after it.
     pub capacity_after: usize,
+    /// … and with nothing allocated: the whole node ([`capacity_penalty`] keeps no room
+    /// for claims of the whole node).
+    pub capacity_whole: usize,
 }
 
 /// A DRA judgement of one node.
@@ -184,6 +187,7 @@ pub fn judge_with_budget(
             gpus,
             capacity_before: pool.capacity(&before),
             capacity_after: pool.capacity(&after),
+            capacity_whole: pool.capacity(&pool.left(std::iter::empty::<&DeviceKey>())),
         },
         devices: chosen,
     })
@@ -240,14 +244,20 @@ impl CapacityLevels {
 }
 
 /// The capacity an allocation uses up: for each level (1, 2, 4, 8 … pairs) that the node
-/// could hold before and cannot after, and that is larger than the GPUs the pod takes,
-/// `weight / (candidates that can hold that level)`. Levels no larger than the pod are not
-/// counted: any node the pod goes to gives up that much. A pod taking a whole node, or
-/// the rest of a node, uses up nothing beyond itself.
+/// could hold before and cannot after, that is larger than the GPUs the pod takes and
+/// smaller than the whole node, `weight / (candidates that can hold that level)`. Levels
+/// no larger than the pod are not counted: any node the pod goes to gives up that much. A
+/// pod taking a whole node, or the rest of a node, uses up nothing beyond itself.
+///
+/// The whole node is not kept: holding a node empty for claims of all its pairs turns
+/// away a node's worth of smaller pods each time, and whole-node claims are served by
+/// nodes as they empty (measured on the `placement-dra` stream, replayed offline in the
+/// crate's integration tests: keeping whole nodes left more pods unschedulable than the
+/// stock scheduler, keeping halves and quarters fewer).
 pub fn capacity_penalty(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> f64 {
     let (before, after) = (fit.capacity_before, fit.capacity_after);
     levels_up_to(before)
-        .filter(|l| *l > after && *l > fit.gpus)
+        .filter(|l| *l > after && *l > fit.gpus && *l < fit.capacity_whole)
         .map(|l| weight / levels.holding(l).max(1) as f64)
         .sum()
 }
@@ -394,7 +404,7 @@ mod tests {
     }
 
     #[test]
-    fn small_pods_fill_used_nodes_before_breaking_up_whole_ones() {
+    fn small_pods_keep_halves_and_quarters_but_not_whole_nodes() {
         let classes = device_classes();
         let mi = slices("mi300x-8", "n1");
         let gb = slices("gb300-4", "n2");
@@ -408,9 +418,30 @@ mod tests {
         let (used_mi, _) = judge_fit(&mi, "n1", 1, &half);
         let (free_gb, _) = judge_fit(&gb, "n2", 1, &none);
         let (free_mi, _) = judge_fit(&mi, "n1", 1, &none);
-        assert_eq!((used_mi.capacity_before, used_mi.capacity_after), (4, 3));
-        assert_eq!((free_gb.capacity_before, free_gb.capacity_after), (4, 3));
-        assert_eq!((free_mi.capacity_before, free_mi.capacity_after), (8, 7));
+        assert_eq!(
+            (
+                used_mi.capacity_before,
+                used_mi.capacity_after,
+                used_mi.capacity_whole
+            ),
+            (4, 3, 8)
+        );
+        assert_eq!(
+            (
+                free_gb.capacity_before,
+                free_gb.capacity_after,
+                free_gb.capacity_whole
+            ),
+            (4, 3, 4)
+        );
+        assert_eq!(
+            (
+                free_mi.capacity_before,
+                free_mi.capacity_after,
+                free_mi.capacity_whole
+            ),
+            (8, 7, 8)
+        );
         let levels = CapacityLevels::of([4, 4, 8]);
         assert_eq!(
             (
@@ -421,31 +452,29 @@ mod tests {
             ),
             (3, 3, 3, 1)
         );
-        // Breaking up the only node that holds 8 costs the whole weight; a level 4 that
-        // three nodes have, a third of it.
+        // Breaking up a half (4 of 8 pairs) that three nodes have costs a third of the
+        // weight; a whole node is not kept, even the last one that holds 8.
         let w = CAPACITY_WEIGHT;
-        assert_eq!(capacity_penalty(&free_mi, &levels, w), w);
+        assert_eq!(capacity_penalty(&free_mi, &levels, w), 0.0);
+        assert_eq!(capacity_penalty(&free_gb, &levels, w), 0.0);
         assert_eq!(capacity_penalty(&used_mi, &levels, w), w / 3.0);
         let score = |f: &DraFit| dra_score(f, &levels, w);
         assert_eq!(dra_points(&free_mi.ranks, 0), 10.0);
         assert_eq!(dra_points(&free_gb.ranks, 0), 2.5);
-        // 10 - 50 and 2.5 - 16.7: both below -10; 10 - 16.7 → (10 - 6.7) / 2.
-        assert_eq!(
-            score(&free_mi),
-            0,
-            "the last whole mi300x-8 is kept for 8-pair pods"
-        );
-        assert_eq!(score(&free_gb), 0);
+        // 10 - 16.7 → (10 - 6.7) / 2; NODE pairs on the free gb300-4 → (2.5 + 10) / 2.
+        assert_eq!(score(&free_mi), 10);
+        assert_eq!(score(&free_gb), 6);
         assert_eq!(score(&used_mi), 2);
-        // With three nodes of 8 pairs, breaking one up still costs more than a level 4
-        // that five nodes have: 10 - 16.7 vs 10 - 10.
-        let many = CapacityLevels::of([4, 4, 8, 8, 8]);
-        assert_eq!(
-            (dra_score(&free_mi, &many, w), dra_score(&used_mi, &many, w)),
-            (2, 5)
-        );
+        // The more nodes hold the half, the less breaking one up costs: 10 - 10.
+        let many = CapacityLevels::of([4, 4, 4, 8, 8]);
+        assert_eq!(dra_score(&used_mi, &many, w), 5);
+        // A pod on a node with 5 pairs left keeps its half: nothing used up.
+        let (_, three) = judge_fit(&mi, "n1", 3, &none);
+        let (five, _) = judge_fit(&mi, "n1", 1, &three);
+        assert_eq!((five.capacity_before, five.capacity_after), (5, 4));
+        assert_eq!(capacity_penalty(&five, &levels, w), 0.0);
         // Without a weight, pair quality alone.
-        assert_eq!(dra_score(&free_mi, &levels, 0.0), 10);
+        assert_eq!(dra_score(&used_mi, &levels, 0.0), 10);
         // A pod that fills a node, or takes a whole node, uses up nothing beyond itself.
         let (all, _) = judge_fit(&mi, "n1", 8, &none);
         assert_eq!(all.gpus, 8);
@@ -459,15 +488,18 @@ mod tests {
             gpus: 2,
             capacity_before: 3,
             capacity_after: 1,
+            capacity_whole: 8,
         };
         assert_eq!(capacity_penalty(&three, &levels, w), 0.0);
-        // A NIC held taking two pairs' worth: the levels above the pod are counted.
+        // A NIC held taking two pairs' worth on a node of 16: the levels above the pod
+        // and below the whole node are counted.
         let nics = DraFit {
             ranks: vec![],
             spoiled: 0,
             gpus: 0,
             capacity_before: 8,
             capacity_after: 6,
+            capacity_whole: 16,
         };
         assert_eq!(capacity_penalty(&nics, &CapacityLevels::of([8]), 1.0), 1.0);
         // NODE pairs on a node in use (3 pairs → 2): (2.5 + 10) / 2.
@@ -507,19 +539,20 @@ mod tests {
             gpus: 1,
             capacity_before: before,
             capacity_after: after,
+            capacity_whole: 8,
         };
-        // Four candidates that can hold 4 pairs, one that can hold 8.
-        let levels = CapacityLevels::of([4, 4, 4, 4, 8]);
+        // Four candidates that can hold 2 pairs, one that can hold 4 (of its 8).
+        let levels = CapacityLevels::of([2, 2, 2, 2, 4]);
         let node_keeps = foreign_score(&fit(vec![3], 3, 2), &levels, 50.0);
-        let node_breaks_8 = foreign_score(&fit(vec![3], 8, 7), &levels, 50.0);
+        let node_breaks_4 = foreign_score(&fit(vec![3], 4, 3), &levels, 50.0);
         let sys_keeps = foreign_score(&fit(vec![4], 3, 2), &levels, 50.0);
         let phb = foreign_score(&fit(vec![2], 3, 2), &levels, 50.0);
-        assert_eq!((phb, node_keeps, node_breaks_8, sys_keeps), (10, 8, 6, 4));
+        assert_eq!((phb, node_keeps, node_breaks_4, sys_keeps), (10, 8, 6, 4));
         // The worst pair decides: one cross-NUMA pair of two is cross-NUMA.
         assert_eq!(foreign_score(&fit(vec![3, 4], 3, 2), &levels, 50.0), 4);
         // Same-NUMA always above the neutral score, cross-NUMA always below.
         for w in [0.0, 50.0, 1e9] {
-            assert!(foreign_score(&fit(vec![3], 8, 7), &levels, w) > crate::score::NEUTRAL_SCORE);
+            assert!(foreign_score(&fit(vec![3], 4, 3), &levels, w) > crate::score::NEUTRAL_SCORE);
             assert!(foreign_score(&fit(vec![4], 3, 2), &levels, w) < crate::score::NEUTRAL_SCORE);
         }
         assert_eq!(foreign_score(&fit(vec![], 3, 2), &levels, 50.0), 10);

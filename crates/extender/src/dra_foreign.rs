@@ -119,6 +119,7 @@ pub fn judge_foreign(
             gpus: gpus.len(),
             capacity_before: capacity(&devices, allocated),
             capacity_after: capacity(&devices, &after),
+            capacity_whole: capacity(&devices, &BTreeSet::new()),
         },
         devices: chosen,
     })

@@ -30,9 +30,11 @@ use serde_json::Value;
 use topoalign_dra::{DRIVER_NAME, DeviceId};
 
 use crate::dra::{
-    CAPACITY_WEIGHT, DraFit, DraVerdict, SEARCH_BUDGET, allocated_ids, judge_with_budget,
+    CAPACITY_WEIGHT, CapacityLevels, DraFit, DraVerdict, SEARCH_BUDGET, allocated_ids, dra_score,
+    foreign_score, judge_with_budget,
 };
 use crate::dra_foreign::judge_foreign;
+use crate::score::NEUTRAL_SCORE;
 
 /// `(namespace, name)` of a claim or template.
 pub type ObjKey = (String, String);
@@ -190,6 +192,27 @@ impl DraNode {
             DraNode::Neutral(n) => n.label(),
         }
     }
+}
+
+/// The priorities of a pod's candidates (in order) from their DRA verdicts, scored
+/// against each other: the capacity a placement uses up weighs by how many candidates can
+/// still hold as many pairs ([`CapacityLevels`]); claims of other drivers (`foreign`)
+/// score by the class the stock allocator gives first ([`foreign_score`]), topoalign's
+/// by [`dra_score`]. A rejected node scores 0, a node not judged the neutral score.
+pub fn priorities(verdicts: &[Option<&DraNode>], foreign: bool, weight: f64) -> Vec<i64> {
+    let levels = CapacityLevels::of(verdicts.iter().filter_map(|v| match v {
+        Some(DraNode::Fit(f)) => Some(f.capacity_before),
+        _ => None,
+    }));
+    verdicts
+        .iter()
+        .map(|v| match v {
+            Some(DraNode::Fit(f)) if foreign => foreign_score(f, &levels, weight),
+            Some(DraNode::Fit(f)) => dra_score(f, &levels, weight),
+            Some(DraNode::Reject(_)) => 0,
+            _ => NEUTRAL_SCORE,
+        })
+        .collect()
 }
 
 fn hash_json<T: serde::Serialize>(v: &T, h: &mut DefaultHasher) {

@@ -24,13 +24,11 @@ use topoalign_probes::{BodyError, ConnStats, Probe};
 
 use crate::cache::Judged;
 use crate::decide::{CacheStats, Decider, Fresh, Seen, Verdict};
-use crate::dra::{CapacityLevels, dra_score, foreign_score};
-use crate::dra_state::{DraNode, DraShared, PodClaims};
+use crate::dra_state::{DraNode, DraShared, PodClaims, priorities};
 use crate::gate::{CallLimits, Gate};
 use crate::metrics::{Metrics, label};
 use crate::podreq::pod_request;
 use crate::protocol::{FilterWriter, PriorityWriter, parse_args};
-use crate::score::NEUTRAL_SCORE;
 use crate::state::{ClusterState, NodeView};
 
 /// Everything the handlers share.
@@ -530,19 +528,10 @@ fn prioritize_call(app: &App, body: &[u8], t0: Instant, deadline: Instant) -> Re
                 seen.push((names[i].as_ref(), v.cloned()));
             },
         );
-        let levels = CapacityLevels::of(seen.iter().filter_map(|(_, v)| match v {
-            Some(DraNode::Fit(f)) => Some(f.capacity_before),
-            _ => None,
-        }));
         let weight = app.dra.read().capacity_weight;
+        let verdicts: Vec<Option<&DraNode>> = seen.iter().map(|(_, v)| v.as_ref()).collect();
         let mut w = PriorityWriter::new(names.len());
-        for (name, v) in &seen {
-            let score = match v {
-                Some(DraNode::Fit(f)) if foreign => foreign_score(f, &levels, weight),
-                Some(DraNode::Fit(f)) => dra_score(f, &levels, weight),
-                Some(DraNode::Reject(_)) => 0,
-                _ => NEUTRAL_SCORE,
-            };
+        for ((name, _), score) in seen.iter().zip(priorities(&verdicts, foreign, weight)) {
             w.push(name, score);
         }
         return finish(app, "prioritize", t0, w.finish());

@@ -112,17 +112,41 @@ async fn claims_pods_are_judged_on_slices_over_http() {
         ]
     );
 
-    // With a capacity weight, breaking up a node that can give 8 pairs costs the weight
-    // over the candidates that can: 10 - 10/1 = 0 → 5 (halved onto 0..10) with one such
-    // candidate, 10 - 10/2 = 5 → 7.5 → 8 with two. gb300-4 (4 pairs, NODE) breaks up a
-    // node that can give 4: 2.5 - 10/2 → 4 with two such candidates, 2.5 - 10/3 → 5 with
-    // three.
-    app.dra.write().capacity_weight = 10.0;
+    // With a capacity weight, breaking up half a node (4 of mi300x-8's 8 pairs, the other
+    // four GPUs held) costs the weight over the candidates that can give 4: 10 - 30/2 = -5
+    // → 3 (halved onto 0..10) with two such candidates, 10 - 30/3 = 0 → 5 with three. A
+    // whole node is not kept: the free mi300x-8 and gb300-4 pay nothing (10, and NODE
+    // pairs (2.5 + 10) / 2 → 6).
+    let topo = topoalign_profiles::get("mi300x-8").unwrap();
+    let gpus: Vec<String> = resource_slices(&topo, "mi", &PublishOptions::default())
+        .unwrap()
+        .iter()
+        .flat_map(|s| s.spec.devices.iter().flatten())
+        .filter(|d| {
+            d.attributes
+                .as_ref()
+                .and_then(|a| a.get("type"))
+                .and_then(|a| a.string.as_deref())
+                == Some("gpu")
+        })
+        .map(|d| d.name.clone())
+        .take(4)
+        .collect();
+    let held: Vec<(&str, &str)> = gpus.iter().map(|g| ("topoalign.dev", g.as_str())).collect();
+    {
+        let mut st = app.dra.write();
+        st.apply_claim(&holding("half", "mi", &held));
+        st.capacity_weight = 30.0;
+    }
     let one = priorities(addr, args_on("pairs-2", &["mi", "gb"])).await;
     let two = priorities(addr, args_on("pairs-2", &["mi", "mi2", "gb"])).await;
-    assert_eq!((one[0].1, one[1].1), (5, 4), "{one:?}");
-    assert_eq!((two[0].1, two[1].1, two[2].1), (8, 8, 5), "{two:?}");
-    app.dra.write().capacity_weight = 0.0;
+    assert_eq!((one[0].1, one[1].1), (3, 6), "{one:?}");
+    assert_eq!((two[0].1, two[1].1, two[2].1), (5, 10, 6), "{two:?}");
+    {
+        let mut st = app.dra.write();
+        st.delete_claim(&("ns".to_string(), "half".to_string()));
+        st.capacity_weight = 0.0;
+    }
 
     // A template not in the watch cache: every node neutral, nothing filtered.
     let (_, body) = http(addr, "POST", "/filter", args("unknown")).await;

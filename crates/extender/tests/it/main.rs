@@ -7,4 +7,5 @@ mod cpu;
 mod decide;
 mod dra;
 mod protocol;
+mod replay;
 mod responsive;
