@@ -138,8 +138,9 @@ fn what_fits(req: &Request, total: u64) -> (Mix, Vec<String>) {
             let short = want - k;
             let before = kept.named(req.model);
             reasons.push(if u64::from(want) > cap {
+                let verb = if total == 1 { "holds" } else { "hold" };
                 let mut r = format!(
-                    "{short} × {name}: {gpus} hold at most {cap} × {name} ({per} per GPU), {want} wanted"
+                    "{short} × {name}: {gpus} {verb} at most {cap} × {name} ({per} per GPU), {want} wanted"
                 );
                 if u64::from(k) < cap {
                     r += &format!(
