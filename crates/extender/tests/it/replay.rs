@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use topoalign_dra::{
     ClaimSpec, DeviceId, PublishOptions, claim_spec, device_classes, resource_slices,
 };
-use topoalign_extender::dra::{CAPACITY_WEIGHT, DraVerdict, allocate, judge};
+use topoalign_extender::dra::{CAPACITY_WEIGHT, DraVerdict, allocate, judge_with_budget};
 use topoalign_extender::dra_foreign::judge_foreign;
 use topoalign_extender::dra_state::{DraNode, priorities};
 use topoalign_tm::rng::Rng;
@@ -276,13 +276,14 @@ fn pass(c: &Cluster, seed: u64, pods: usize, lifetime: usize, policy: Policy) ->
             let pod = b * BATCH + j;
             let spec = [claim(c.mixed, *size, *pxb)];
             let taken: BTreeSet<DeviceId> = held.values().flatten().cloned().collect();
-            let feasible: Vec<usize> = (0..c.nodes.len())
-                .filter(|i| {
-                    let n = &c.nodes[*i];
-                    matches!(
-                        allocate(&spec, &c.classes, &n.slices, &n.name, &taken, BUDGET),
-                        Ok(Ok(_))
-                    )
+            // Each node where the claim can be allocated, with the devices it would get.
+            let mut feasible: Vec<(usize, BTreeSet<DeviceId>)> = (0..c.nodes.len())
+                .filter_map(|i| {
+                    let n = &c.nodes[i];
+                    match allocate(&spec, &c.classes, &n.slices, &n.name, &taken, BUDGET) {
+                        Ok(Ok(devs)) => Some((i, devs)),
+                        _ => None,
+                    }
                 })
                 .collect();
             if feasible.is_empty() {
@@ -290,12 +291,16 @@ fn pass(c: &Cluster, seed: u64, pods: usize, lifetime: usize, policy: Policy) ->
                 continue;
             }
             let chosen = match policy {
-                Policy::Stock => feasible[pick.below(feasible.len())],
+                Policy::Stock => pick.below(feasible.len()),
                 Policy::Extender => {
-                    let judge_node = if c.mixed { judge_foreign } else { judge_budget };
+                    let judge_node = if c.mixed {
+                        judge_foreign
+                    } else {
+                        judge_with_budget
+                    };
                     let verdicts: Vec<DraNode> = feasible
                         .iter()
-                        .map(|i| {
+                        .map(|(i, _)| {
                             let n = &c.nodes[*i];
                             match judge_node(&spec, &c.classes, &n.slices, &n.name, &taken, BUDGET)
                             {
@@ -307,20 +312,13 @@ fn pass(c: &Cluster, seed: u64, pods: usize, lifetime: usize, policy: Policy) ->
                     let refs: Vec<Option<&DraNode>> = verdicts.iter().map(Some).collect();
                     let scores = priorities(&refs, c.mixed, CAPACITY_WEIGHT);
                     let best = scores.iter().copied().max().unwrap_or(0);
-                    let top: Vec<usize> = feasible
-                        .iter()
-                        .zip(&scores)
-                        .filter(|(_, s)| **s == best)
-                        .map(|(i, _)| *i)
-                        .collect();
+                    let top: Vec<usize> =
+                        (0..feasible.len()).filter(|k| scores[*k] == best).collect();
                     top[pick.below(top.len())]
                 }
             };
-            let n = &c.nodes[chosen];
-            let Ok(Ok(devs)) = allocate(&spec, &c.classes, &n.slices, &n.name, &taken, BUDGET)
-            else {
-                unreachable!("{} was feasible", n.name)
-            };
+            let (at, devs) = feasible.swap_remove(chosen);
+            let n = &c.nodes[at];
             let (mut gpu_numa, mut nic_numa) = (Vec::new(), BTreeSet::new());
             for d in &devs {
                 match n.devs.get(d) {
@@ -348,17 +346,6 @@ fn pass(c: &Cluster, seed: u64, pods: usize, lifetime: usize, policy: Policy) ->
         });
     }
     out
-}
-
-fn judge_budget(
-    claims: &[ResourceClaimSpec],
-    classes: &[DeviceClass],
-    slices: &[ResourceSlice],
-    node: &str,
-    allocated: &BTreeSet<DeviceId>,
-    _budget: u64,
-) -> Result<DraVerdict, topoalign_dra::DraError> {
-    judge(claims, classes, slices, node, allocated)
 }
 
 /// Both policies over `seeds`, pods leaving `lifetime` batches after theirs: (stock,
