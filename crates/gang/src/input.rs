@@ -27,24 +27,30 @@ pub fn field_path(path: &serde_path_to_error::Path) -> String {
     for s in path.iter() {
         match s {
             Segment::Seq { index } => out.push_str(&format!("[{index}]")),
-            Segment::Map { key } | Segment::Enum { variant: key } => {
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                let plain = !key.is_empty()
-                    && key
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-                if plain {
-                    out.push_str(key);
-                } else {
-                    out.push_str(&format!("{key:?}"));
-                }
-            }
+            Segment::Map { key } | Segment::Enum { variant: key } => out = child(&out, key),
             Segment::Unknown => out.push('?'),
         }
     }
     if out.is_empty() { ".".into() } else { out }
+}
+
+/// `parent.key`, the key quoted unless it is a plain identifier (`nics."0000:0c:00.0"`,
+/// `nics.mlx5_0`); `key` alone under the root.
+pub fn child(parent: &str, key: &str) -> String {
+    let plain = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    let key = if plain {
+        key.to_string()
+    } else {
+        format!("{key:?}")
+    };
+    if parent.is_empty() || parent == "." {
+        key
+    } else {
+        format!("{parent}.{key}")
+    }
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ use serde::Deserialize;
 use topoalign_topology::{Bdf, Topology};
 
 use crate::GangError;
-use crate::input::parse;
+use crate::input::{child, parse};
 
 /// The rule name of "the NIC nearest GPU i is rail i".
 pub const RULE_NEAREST_GPU: &str = "nearest-gpu";
@@ -143,7 +143,7 @@ pub fn parse_rail_source(text: &str, file: &str) -> Result<RailSource, GangError
             }
             let mut out = Vec::new();
             for (key, rail) in map {
-                let path = format!("nics.{key:?}");
+                let path = child("nics", &key);
                 in_range(path.clone(), rail)?;
                 let nic = if key.contains(':') {
                     NicKey::Pci(key.parse().map_err(|e| {
@@ -208,7 +208,7 @@ pub fn nic_rails(topo: &Topology, src: &RailSource) -> Result<NicRails, GangErro
     let (rails, source) = match &src.kind {
         RailKind::Map(entries) => {
             for (key, nic, rail) in entries {
-                let path = format!("nics.{key:?}");
+                let path = child("nics", key);
                 let n = find_nic(topo, nic).ok_or_else(|| {
                     let known: Vec<String> = (0..topo.nics.len())
                         .filter(|&n| !topo.nics[n].is_vf())
