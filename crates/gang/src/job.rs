@@ -308,3 +308,19 @@ pub fn fit_fleet(job: &mut Job, nodes: &[NodeLabels], file: &str) -> Result<(), 
     job.sizes = Some(sizes);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodes_needed_rounds_up() {
+        let text = "name: j\npods: 5\npairsPerPod: 2\npodsPerNode: 2\ndomain: {level: leaf}\n";
+        let j = parse_job(text, "j.yaml").unwrap();
+        assert_eq!(j.nodes_needed(), 3);
+        let sizes = BTreeMap::from([("a".to_string(), 2), ("b".to_string(), 3)]);
+        assert!(check_fits(&j, &sizes).is_ok());
+        let e = check_fits(&j, &BTreeMap::from([("a".to_string(), 2)])).unwrap_err();
+        assert!(e.to_string().contains("needs 3 nodes"), "{e}");
+    }
+}

@@ -339,3 +339,25 @@ fn find_nic(topo: &Topology, key: &NicKey) -> Option<usize> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_map_reads_keys_as_addresses_or_names() {
+        let src = parse_rail_source(
+            "rails: 4\nnics: {\"0c:00.0\": 0, mlx5_1: 1}\nshared: [1]\n",
+            "r.yaml",
+        )
+        .unwrap();
+        let RailKind::Map(entries) = &src.kind else {
+            panic!("{src:?}")
+        };
+        assert_eq!(entries[0].1, NicKey::Pci(Bdf::new(0, 0x0c, 0, 0)));
+        assert_eq!(entries[1].1, NicKey::Name("mlx5_1".into()));
+        assert_eq!(src.shared, BTreeSet::from([1]));
+        let rule = parse_rail_source("{\"rule\": \"nearest-gpu\"}", "r.json").unwrap();
+        assert_eq!((rule.kind, rule.rails), (RailKind::NearestGpu, None));
+    }
+}
