@@ -168,7 +168,7 @@ pub fn known_keys() -> Vec<String> {
 
 /// The key for `level` among a node's labels, by precedence: the first of
 /// [`Level::keys`] the node carries, with its value.
-pub fn lookup<'a>(level: Level, labels: &'a BTreeMap<String, String>) -> Option<(String, &'a str)> {
+pub fn lookup(level: Level, labels: &BTreeMap<String, String>) -> Option<(String, &str)> {
     level
         .keys()
         .into_iter()

@@ -3,6 +3,8 @@
 //! against the upstream APIs, and the rail-pinned claim run through the DRA allocator
 //! model on published slices.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod allocation;
 mod dialects;
 mod jobs;
