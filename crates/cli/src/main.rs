@@ -57,6 +57,8 @@ enum Command {
     Explain(cmd::explain::Args),
     /// MIG geometry: plan GPU instances with explicit placements for a request mix.
     Mig(cmd::mig::Args),
+    /// A multi-node job as Workload/PodGroup, Kueue or Volcano manifests, its pods on one rail set.
+    Gang(cmd::gang::Args),
 }
 
 fn main() -> ExitCode {
@@ -81,6 +83,7 @@ fn main() -> ExitCode {
         Command::Agent(a) => cmd::agent::run(*a),
         Command::Explain(a) => cmd::explain::run(a),
         Command::Mig(a) => cmd::mig::run(a),
+        Command::Gang(a) => cmd::gang::run(a),
     };
     match result {
         Ok(code) => code,

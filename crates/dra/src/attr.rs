@@ -62,6 +62,11 @@ pub const NIC: &str = "nic";
 pub const GPU_PCI_BUS_ID: &str = "gpuPciBusID";
 /// Driver domain, pairs: the NIC's (PF's) PCI address (string).
 pub const NIC_PCI_BUS_ID: &str = "nicPciBusID";
+/// Driver domain: the rail of a NIC (int, 0 = rail 0), on NIC devices and on pairs (their
+/// NIC's). On a rail-optimized fabric every node's NIC on rail `r` reaches its peers
+/// through leaf switch `r`, so pods of one job must use the same rails. Published only
+/// when the node's rail source says (an operator map or a stated rule), never guessed.
+pub const RAIL: &str = "rail";
 
 /// Capacity: GPU memory (bytes, as a quantity such as `196608Mi`).
 pub const CAP_MEMORY: &str = "memory";

@@ -213,6 +213,10 @@ pub struct PhysicalNic {
     pub bandwidth_bps: Option<u64>,
     /// The counter set holding its counter.
     pub counter_set: String,
+    /// Its rail ([`crate::attr::RAIL`]), set by [`Inventory::set_rails`]; `None` without a
+    /// rail source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rail: Option<u32>,
 }
 
 /// A GPU with a physical NIC at `max_pair_class` or better.
@@ -472,6 +476,7 @@ impl Inventory {
                     link_layer: head.link_layer().map(|l| l.as_sysfs().to_string()),
                     bandwidth_bps,
                     counter_set: String::new(),
+                    rail: None,
                 }
             })
             .collect();

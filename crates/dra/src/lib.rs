@@ -55,6 +55,7 @@ pub mod limits;
 pub mod mixed;
 pub mod names;
 pub mod prepare;
+pub mod rails;
 pub mod slice_file;
 pub mod slices;
 

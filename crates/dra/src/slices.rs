@@ -217,6 +217,7 @@ fn nic_attrs(a: &mut Attrs, n: &PhysicalNic) -> Result<(), DraError> {
     a.opt_string(attr::RDMA_DEVICE, n.rdma_device.clone())?;
     a.bool(attr::IB_ONLY, n.ib_only);
     a.opt_string(attr::LINK_LAYER, n.link_layer.clone())?;
+    a.opt_int(attr::RAIL, n.rail);
     Ok(())
 }
 

@@ -8,6 +8,7 @@ pub mod draw;
 pub mod driver;
 pub mod explain;
 pub mod extender;
+pub mod gang;
 pub mod kubelet_config;
 pub mod lint;
 pub mod matrix;

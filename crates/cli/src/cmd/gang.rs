@@ -1,0 +1,55 @@
+//! `topoalign gang`: a multi-node job (pods × GPU+NIC pairs, class, rails, domain level)
+//! as manifests for the engine that places the gang, every pod's claim pinned to the
+//! job's rails.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use topoalign_gang::{Dialect, fit_fleet, manifests, parse_job, parse_nodes, summary_table};
+
+use crate::output::{Format, print_structured, print_yaml_stream, write_stdout};
+
+/// Arguments.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  topoalign gang --job deploy/gang/job.yaml\n  topoalign gang --job deploy/gang/job.yaml --dialect kueue -o table\n  topoalign gang --job deploy/gang/job.yaml --dialect volcano -o json\n\nThe job file: name, pods, pairsPerPod, class (PIX|PXB|PHB|NODE), sameRails, rails, podsPerNode,\ndomain {level|key, mode, sizes, volcanoTier}, queue, image, command (see deploy/gang/job.yaml).\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
+)]
+pub struct Args {
+    /// The job description (YAML or JSON).
+    #[arg(long, value_name = "FILE")]
+    job: PathBuf,
+    /// The engine whose objects are written.
+    #[arg(long, value_enum, default_value_t = Dialect::Kube)]
+    dialect: Dialect,
+    /// The fleet's nodes (`kubectl get nodes -o yaml`): the domain key is chosen from
+    /// their labels and a gang larger than every domain is refused.
+    #[arg(long, value_name = "FILE")]
+    nodes: Option<PathBuf>,
+    /// Output format: yaml (default, a stream that applies as is), json (a List) or table.
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Yaml)]
+    output: Format,
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let file = args.job.display().to_string();
+    let text = std::fs::read_to_string(&args.job).with_context(|| format!("reading {file}"))?;
+    let mut job = parse_job(&text, &file)?;
+    if let Some(path) = &args.nodes {
+        let nodes_file = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {nodes_file}"))?;
+        fit_fleet(&mut job, &parse_nodes(&text, &nodes_file)?, &nodes_file)?;
+    }
+    let m = manifests(&job, args.dialect)?;
+    match args.output {
+        Format::Table => write_stdout(&summary_table(&m.summary))?,
+        Format::Yaml => print_yaml_stream(&m.objects)?,
+        Format::Json => print_structured(
+            &serde_json::json!({"apiVersion": "v1", "kind": "List", "items": m.objects}),
+            Format::Json,
+        )?,
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,101 @@
+//! Typed errors of the gang model. Each names the file (or what stands for it) and the
+//! field, and says what was expected.
+
+use thiserror::Error;
+
+/// Everything that can go wrong reading a rail source, a job description or a node list,
+/// or turning a job into manifests.
+#[derive(Debug, Error)]
+pub enum GangError {
+    /// The text is not YAML or JSON at all.
+    #[error("{file}: not YAML or JSON: {source}")]
+    Syntax {
+        /// The file (or `-`).
+        file: String,
+        /// The parser's error.
+        #[source]
+        source: Box<serde_saphyr::Error>,
+    },
+    /// A field with the wrong type, an unknown field or a missing one.
+    #[error("{file}: {path}: {source}")]
+    Shape {
+        /// The file.
+        file: String,
+        /// The field path (`domain.level`, `nics."0000:0c:00.0"`); `.` for the root.
+        path: String,
+        /// The reader's complaint.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A field that reads but whose value cannot be used.
+    #[error("{file}: {field}: {why}")]
+    Field {
+        /// The file.
+        file: String,
+        /// The field path.
+        field: String,
+        /// What is wrong and what was expected.
+        why: String,
+    },
+    /// A domain label key that no known source writes.
+    #[error("{file}: {field}: unknown domain label key {key:?}; known keys: {known}")]
+    UnknownKey {
+        /// The file.
+        file: String,
+        /// The field path.
+        field: String,
+        /// The key given.
+        key: String,
+        /// The known keys (for the level, when one is given), comma-separated.
+        known: String,
+    },
+    /// A rail source that does not fit the node's NICs.
+    #[error("{file}: {field}: {why}")]
+    Rails {
+        /// The rail source file.
+        file: String,
+        /// The field path (`nics.mlx5_0`, `rule`).
+        field: String,
+        /// What conflicts.
+        why: String,
+    },
+    /// The gang needs more nodes than any domain has.
+    #[error(
+        "gang {job:?} needs {needed} nodes ({pods} pods, {per_node} per node) in one {level} domain, but the largest ({largest}) has {largest_size} nodes"
+    )]
+    TooLarge {
+        /// The job.
+        job: String,
+        /// Nodes the gang needs.
+        needed: u32,
+        /// Pods of the gang.
+        pods: u32,
+        /// Pods per node.
+        per_node: u32,
+        /// The domain level.
+        level: String,
+        /// The largest domain's name (label value).
+        largest: String,
+        /// Its size in nodes.
+        largest_size: u32,
+    },
+    /// No node of the fleet carries a label for the domain level.
+    #[error("{file}: no node carries a label for domain level {level} (looked for {keys})")]
+    NoDomainLabel {
+        /// The node list file.
+        file: String,
+        /// The level.
+        level: String,
+        /// The keys looked for.
+        keys: String,
+    },
+    /// The claim could not be built.
+    #[error("claim for job {job:?}: {source}")]
+    Claim {
+        /// The job.
+        job: String,
+        /// The DRA model's error.
+        #[source]
+        source: topoalign_dra::DraError,
+    },
+}
