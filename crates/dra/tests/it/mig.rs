@@ -407,3 +407,94 @@ fn a_layout_of_another_node_is_refused_at_publish() {
     let slices = slices_for(&inv, "n1", 1).unwrap();
     assert_eq!(crate::common::check_limits(&slices), Ok(()));
 }
+
+fn alloc(device: &str) -> topoalign_dra::AllocatedDevice {
+    topoalign_dra::AllocatedDevice {
+        request: "mig".into(),
+        driver: "topoalign.dev".into(),
+        pool: "n1".into(),
+        device: device.into(),
+    }
+}
+
+/// Prepare, the last gate: a held whole GPU keeps its instances, a held instance keeps
+/// its whole GPU; instances of one GPU go to different claims.
+#[test]
+fn prepare_keeps_whole_gpus_and_their_instances_apart() {
+    use topoalign_dra::{Holdings, prepare_allocation};
+    let nd = mixed_node();
+    let gpu0 = "gpu-0000-1b-00-0";
+    let (m0, m1) = (&nd.inv.migs[0].name, &nd.inv.migs[1].name);
+    let mut held = Holdings::default();
+    let first = prepare_allocation(&nd.inv, "n1", &[alloc(m0)], &held).unwrap();
+    assert_eq!(first[0].mig.as_ref().unwrap().instance.profile, "1g.10gb");
+    assert!(first[0].gpu.is_none(), "an instance does not take its GPU");
+    held.add("claim-a", &first);
+    // Another instance of GPU 0: fine.
+    prepare_allocation(&nd.inv, "n1", &[alloc(m1)], &held).unwrap();
+    // The whole GPU 0: memory slice 0 is claim-a's.
+    let e = prepare_allocation(&nd.inv, "n1", &[alloc(gpu0)], &held)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("memory slice 0") && e.contains("claim-a"), "{e}");
+    // The other way round.
+    let mut held = Holdings::default();
+    let whole = prepare_allocation(&nd.inv, "n1", &[alloc(gpu0)], &held).unwrap();
+    held.add("claim-b", &whole);
+    let e = prepare_allocation(&nd.inv, "n1", &[alloc(m1)], &held)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("claim-b"), "{e}");
+}
+
+/// A MIG pair's CDI: the parent's device nodes, the NIC's, `UCX_NET_DEVICES` and no
+/// NCCL variable; the instance's UUID for the NVIDIA hook.
+#[test]
+fn a_mig_pair_claim_gets_ucx_variables_and_no_nccl_ones() {
+    use topoalign_dra::{CdiPlan, Holdings, compose_cdi, prepare_allocation};
+    let topo = profiles::get("dgx-h100").unwrap();
+    let mut state = mixed_state();
+    state.gpus[0].instances[0].mig_devices = vec![topoalign_mig::read_list::MigDevice {
+        line: 2,
+        profile: "1g.10gb".into(),
+        device: 0,
+        uuid: "MIG-0a6e3c51-2b7d-5e48-9f13-6d2c8b4a7e01".into(),
+    }];
+    let opts = PublishOptions {
+        mig: NodeMig::join(&topo, &state).unwrap(),
+        ..Default::default()
+    };
+    let inv = Inventory::new(&topo, &opts);
+    let pair = inv
+        .mig_pairs
+        .iter()
+        .find(|p| inv.migs[p.mig].instance.uuid.is_some())
+        .unwrap();
+    let prepared =
+        prepare_allocation(&inv, "n1", &[alloc(&pair.name)], &Holdings::default()).unwrap();
+    let vendor = BTreeMap::new();
+    let plan = CdiPlan {
+        vendor_ids: &vendor,
+        nvidia_node: true,
+    };
+    let cdi = compose_cdi("uid-1", &prepared, &plan);
+    let spec = cdi.spec.unwrap();
+    let env = &spec.container_edits.env;
+    assert!(
+        env.iter().any(|e| e == "UCX_NET_DEVICES=mlx5_0:1"),
+        "{env:?}"
+    );
+    assert!(!env.iter().any(|e| e.starts_with("NCCL_")), "{env:?}");
+    assert!(
+        env.iter()
+            .any(|e| e == "NVIDIA_VISIBLE_DEVICES=MIG-0a6e3c51-2b7d-5e48-9f13-6d2c8b4a7e01"),
+        "{env:?}"
+    );
+    let nodes: Vec<&str> = spec.devices[0]
+        .container_edits
+        .device_nodes
+        .iter()
+        .map(|n| n.path.as_str())
+        .collect();
+    assert!(nodes.contains(&"/dev/nvidia0"), "{nodes:?}");
+}
