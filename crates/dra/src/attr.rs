@@ -68,6 +68,24 @@ pub const NIC_PCI_BUS_ID: &str = "nicPciBusID";
 /// when the node's rail source says (an operator map or a stated rule), never guessed.
 pub const RAIL: &str = "rail";
 
+/// Driver domain, MIG devices and MIG pairs: the MIG profile (`1g.10gb`) (string).
+pub const PROFILE: &str = "profile";
+/// Driver domain, MIG devices and MIG pairs: the parent GPU's UUID (string).
+pub const PARENT_UUID: &str = "parentUUID";
+/// Driver domain, MIG devices and MIG pairs: the instance's `MIG-…` UUID, when known
+/// (string).
+pub const UUID: &str = "uuid";
+/// Driver domain, MIG devices and MIG pairs: the first memory slice of the instance
+/// (int).
+pub const MIG_START: &str = "migStart";
+/// Driver domain, MIG devices and MIG pairs: memory slices of the instance (int).
+pub const MEMORY_SLICES: &str = "memorySlices";
+/// Driver domain, GPUs, pairs and MIG devices of a MIG-enabled GPU: `true` (bool).
+/// Absent on GPUs without MIG mode. A whole GPU in MIG mode gives CUDA no device of
+/// its own; its devices are published after every other GPU's, so first fit takes it
+/// last.
+pub const MIG_ENABLED: &str = "migEnabled";
+
 /// Capacity: GPU memory (bytes, as a quantity such as `196608Mi`).
 pub const CAP_MEMORY: &str = "memory";
 /// Capacity: NIC bandwidth in bits per second (a quantity such as `400G`).

@@ -125,6 +125,9 @@ pub fn cdi_file_name(claim_uid: &str) -> String {
 pub const ENV_NCCL_IB_HCA: &str = "NCCL_IB_HCA";
 /// See [`ENV_NCCL_IB_HCA`].
 pub const ENV_GPU_NIC_MAP: &str = "TOPOALIGN_GPU_NIC_MAP";
+/// UCX's list of network devices (`mlx5_0:1,mlx5_3:1`), written instead of
+/// [`ENV_NCCL_IB_HCA`] on a claim with a MIG instance (NCCL does not run on MIG).
+pub const ENV_UCX_NET_DEVICES: &str = "UCX_NET_DEVICES";
 /// What the NVIDIA runtime hook (legacy mode) reads to choose GPUs; see [`compose_cdi`].
 pub const ENV_NVIDIA_VISIBLE_DEVICES: &str = "NVIDIA_VISIBLE_DEVICES";
 
@@ -162,7 +165,17 @@ fn nvidia_visible(devices: &[PreparedDevice], plan: &CdiPlan<'_>) -> String {
         .filter_map(|d| d.gpu.as_ref())
         .filter(|g| g.vendor == "nvidia" && !plan.vendor_ids.contains_key(&g.bdf))
         .collect();
-    let uuids: Option<Vec<&str>> = uncovered.iter().map(|g| g.uuid.as_deref()).collect();
+    // A MIG instance by its `MIG-…` UUID (the hook's form for an instance).
+    let uuids: Option<Vec<&str>> = uncovered
+        .iter()
+        .map(|g| g.uuid.as_deref())
+        .chain(
+            devices
+                .iter()
+                .filter_map(|d| d.mig.as_ref())
+                .map(|m| m.instance.uuid.as_deref()),
+        )
+        .collect();
     match uuids {
         Some(u) if !u.is_empty() => u.join(","),
         _ => "void".into(),
@@ -186,6 +199,11 @@ pub fn compose_cdi(claim_uid: &str, devices: &[PreparedDevice], plan: &CdiPlan<'
             && !plan.vendor_ids.contains_key(&g.bdf)
         {
             nodes.extend(g.device_nodes.iter().map(String::as_str));
+        }
+        // A MIG instance: its parent's nodes (the vendor's whole-GPU device would give
+        // the whole GPU). Its `/dev/nvidia-caps` nodes are not written yet.
+        if let Some(m) = &d.mig {
+            nodes.extend(m.parent.device_nodes.iter().map(String::as_str));
         }
         if let Some(f) = &d.nic_function {
             nodes.extend(f.device_nodes.iter().map(String::as_str));
@@ -211,7 +229,14 @@ pub fn compose_cdi(claim_uid: &str, devices: &[PreparedDevice], plan: &CdiPlan<'
         }
         own.push(edits);
     }
-    if !hcas.is_empty() {
+    // NCCL does not run on MIG (REFERENCE §11): a claim with a MIG instance names its
+    // NICs for UCX instead.
+    let mig_claim = devices.iter().any(|d| d.mig.is_some());
+    if !hcas.is_empty() && mig_claim {
+        shared
+            .env
+            .push(format!("{ENV_UCX_NET_DEVICES}={}", hcas.join(",")));
+    } else if !hcas.is_empty() {
         shared.env.push(format!(
             "{ENV_NCCL_IB_HCA}={}",
             format_args!("={}", hcas.join(","))
@@ -222,9 +247,10 @@ pub fn compose_cdi(claim_uid: &str, devices: &[PreparedDevice], plan: &CdiPlan<'
             .env
             .push(format!("{ENV_GPU_NIC_MAP}={}", map.join(",")));
     }
-    let nvidia_claim = devices
-        .iter()
-        .any(|d| d.gpu.as_ref().is_some_and(|g| g.vendor == "nvidia"));
+    let nvidia_claim = devices.iter().any(|d| {
+        d.gpu.as_ref().is_some_and(|g| g.vendor == "nvidia")
+            || d.mig.as_ref().is_some_and(|m| m.parent.vendor == "nvidia")
+    });
     if plan.nvidia_node || nvidia_claim {
         shared.env.push(format!(
             "{ENV_NVIDIA_VISIBLE_DEVICES}={}",

@@ -8,14 +8,35 @@ use k8s_openapi::api::resource::v1::DeviceClass;
 use topoalign_topology::PcieClass;
 
 use crate::mixed::class_for;
-use crate::{ClaimShape, ClaimSpec, MixedSpec};
+use crate::{ClaimShape, ClaimSpec, MigClaimSpec, MixedSpec};
 
 /// The claim `topoalign claims` writes, as flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ClaimArgs {
     /// N: GPUs, each with its own NIC(s).
-    #[arg(long, value_name = "N")]
-    pub pairs: u32,
+    #[arg(
+        long,
+        value_name = "N",
+        required_unless_present = "mig",
+        conflicts_with = "mig"
+    )]
+    pub pairs: Option<u32>,
+    /// MIG instances of this profile (`1g.10gb`) instead of GPUs: `--count` of them,
+    /// each alone or, with `--with-nic`, with a NIC function of its GPU's (MIG×NIC pairs,
+    /// best class first; for UCX/NIXL transfers: NCCL does not run on MIG).
+    #[arg(
+        long,
+        value_name = "PROFILE",
+        requires = "count",
+        conflicts_with_all = ["ladder", "require_gdr", "distinct_nics", "from_slices", "explain"]
+    )]
+    pub mig: Option<String>,
+    /// With --mig: how many instances.
+    #[arg(long, value_name = "N", requires = "mig")]
+    pub count: Option<u32>,
+    /// With --mig: each instance with its own NIC function (MIG×NIC pair devices).
+    #[arg(long, requires = "mig")]
+    pub with_nic: bool,
     /// Object name (default `gpu-nic-pairs-N`).
     #[arg(long)]
     pub name: Option<String>,
@@ -88,24 +109,53 @@ pub enum MaxClassError {
 }
 
 impl ClaimArgs {
-    /// The object's name: `--name`, else `gpu-nic-pairs-N`.
+    /// The object's name: `--name`, else `gpu-nic-pairs-N`, `mig-<profile>-N` or
+    /// `mig-nic-pairs-<profile>-N` (`mig-1g10gb-7`).
     pub fn object_name(&self) -> String {
-        (self.name.clone()).unwrap_or_else(|| format!("gpu-nic-pairs-{}", self.pairs))
+        if let Some(name) = &self.name {
+            return name.clone();
+        }
+        match &self.mig {
+            Some(profile) => format!(
+                "mig-{}{}-{}",
+                if self.with_nic { "nic-pairs-" } else { "" },
+                crate::names::profile_label(profile),
+                self.count.unwrap_or(0)
+            ),
+            None => format!("gpu-nic-pairs-{}", self.pairs.unwrap_or(0)),
+        }
     }
 
-    /// The claim on this project's driver.
-    pub fn spec(&self) -> Result<ClaimSpec, MaxClassError> {
+    fn max_rank(&self) -> Result<Option<u32>, MaxClassError> {
         let max_class = self.max_class.as_deref().map(str::parse::<PcieClass>);
         let max_class = max_class.transpose().map_err(MaxClassError::Unknown)?;
         if max_class == Some(PcieClass::Sys) {
             return Err(MaxClassError::Sys);
         }
+        Ok(max_class.map(PcieClass::rank))
+    }
+
+    /// The MIG claim, when `--mig` is given.
+    pub fn mig_spec(&self) -> Result<Option<MigClaimSpec>, MaxClassError> {
+        let Some(profile) = &self.mig else {
+            return Ok(None);
+        };
+        Ok(Some(MigClaimSpec {
+            profile: profile.clone(),
+            count: self.count.unwrap_or(0),
+            with_nic: self.with_nic,
+            max_rank: self.max_rank()?,
+        }))
+    }
+
+    /// The claim on this project's driver.
+    pub fn spec(&self) -> Result<ClaimSpec, MaxClassError> {
         Ok(ClaimSpec {
             name: self.object_name(),
             namespace: self.namespace.clone(),
-            pairs: self.pairs,
+            pairs: self.pairs.unwrap_or(0),
             nics_per_gpu: self.nics_per_gpu,
-            max_rank: max_class.map(PcieClass::rank),
+            max_rank: self.max_rank()?,
             require_gdr: self.require_gdr,
             distinct_nics: self.distinct_nics,
             shape: match self.ladder {
@@ -120,7 +170,7 @@ impl ClaimArgs {
     pub fn mixed_spec(&self, classes: &[DeviceClass]) -> MixedSpec {
         MixedSpec {
             node: self.node.clone().unwrap_or_default(),
-            pairs: self.pairs,
+            pairs: self.pairs.unwrap_or(0),
             nics_per_gpu: self.nics_per_gpu,
             gpu_class: (self.gpu_class.clone())
                 .unwrap_or_else(|| class_for(&self.gpu_driver, classes)),
@@ -197,5 +247,36 @@ mod tests {
             "x",
         ]);
         assert_eq!(named.mixed_spec(&[saved]).nic_class, "x", "the flag wins");
+    }
+
+    #[test]
+    fn mig_flags_become_a_mig_spec() {
+        let a = parse(&["--mig", "1g.10gb", "--count", "7"]);
+        assert_eq!(a.object_name(), "mig-1g10gb-7");
+        let s = a.mig_spec().unwrap().unwrap();
+        assert_eq!(
+            (s.profile.as_str(), s.count, s.with_nic),
+            ("1g.10gb", 7, false)
+        );
+        let a = parse(&[
+            "--mig",
+            "3g.40gb",
+            "--count",
+            "2",
+            "--with-nic",
+            "--max-class",
+            "PIX",
+        ]);
+        assert_eq!(a.object_name(), "mig-nic-pairs-3g40gb-2");
+        assert_eq!(a.mig_spec().unwrap().unwrap().max_rank, Some(0));
+        assert!(parse(&["--pairs", "2"]).mig_spec().unwrap().is_none());
+        for bad in [
+            &["claims", "--mig", "1g.10gb"][..],
+            &["claims", "--mig", "1g.10gb", "--count", "1", "--pairs", "1"],
+            &["claims", "--count", "1"],
+            &["claims"],
+        ] {
+            assert!(parse_args(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -52,6 +52,9 @@ pub enum DraError {
         /// What is missing.
         why: String,
     },
+    /// A MIG state that does not fit the node's topology.
+    #[error(transparent)]
+    Mig(#[from] crate::mig::MigJoinError),
     /// The planner could not answer (used by the mixed-driver claim writer).
     #[error("planner: {0}")]
     Plan(String),

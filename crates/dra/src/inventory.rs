@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use topoalign_topology::{Bdf, GpuNicPath, GpuVendor, PcieClass, Sriov, Topology};
 
+use crate::mig::{MigEntry, MigPairEntry, NodeMig};
 use crate::names;
 
 /// [`PairsPerGpu::Auto`] budgets the pairs of a node without VFs when the GPUs can
@@ -35,6 +36,9 @@ pub struct PublishOptions {
     pub pair_devices: bool,
     /// How many pair devices each GPU gets (default [`PairsPerGpu::Auto`]).
     pub pairs_per_gpu: PairsPerGpu,
+    /// The node's MIG instances (default none): each instance is published as a MIG
+    /// device and paired with its parent's NICs ([`crate::mig`]).
+    pub mig: NodeMig,
 }
 
 /// How many pair devices each GPU gets.
@@ -94,6 +98,7 @@ impl Default for PublishOptions {
             plain_devices: true,
             pair_devices: true,
             pairs_per_gpu: PairsPerGpu::Auto,
+            mig: NodeMig::default(),
         }
     }
 }
@@ -108,6 +113,11 @@ pub enum DeviceKind {
     Nic,
     /// One GPU with one function of one physical NIC.
     Pair,
+    /// One MIG instance of a GPU.
+    Mig,
+    /// One MIG instance with one function of one physical NIC its parent pairs with.
+    #[serde(rename = "mig-pair")]
+    MigPair,
 }
 
 impl DeviceKind {
@@ -117,6 +127,8 @@ impl DeviceKind {
             DeviceKind::Gpu => "gpu",
             DeviceKind::Nic => "nic",
             DeviceKind::Pair => "pair",
+            DeviceKind::Mig => "mig",
+            DeviceKind::MigPair => "mig-pair",
         }
     }
 }
@@ -153,8 +165,13 @@ pub struct GpuEntry {
     pub fabric_domain: Option<u32>,
     /// Character devices a container needs for it (control nodes included).
     pub device_nodes: Vec<String>,
-    /// The counter set holding its counter.
+    /// The counter set holding its counter (a MIG-enabled GPU's own set,
+    /// [`names::mig_counter_set`]).
     pub counter_set: String,
+    /// In MIG mode with instances ([`crate::mig`]): the whole GPU consumes every memory
+    /// and SM slice of its counter set.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mig_enabled: bool,
 }
 
 /// One function (PF or VF) of a physical NIC.
@@ -241,7 +258,8 @@ pub struct CounterUse {
     pub set: String,
     /// Counter name (the GPU's or NIC's device name).
     pub counter: String,
-    /// Amount consumed (always 1: one GPU, one NIC function).
+    /// Amount consumed (1: one GPU, one NIC function, one memory slice; SM slices: the
+    /// instance's).
     pub amount: u32,
 }
 
@@ -261,6 +279,26 @@ pub enum DeviceRef<'a> {
         /// Its physical NIC.
         nic: &'a PhysicalNic,
     },
+    /// A MIG instance.
+    Mig {
+        /// The instance.
+        mig: &'a MigEntry,
+        /// Its parent GPU.
+        gpu: &'a GpuEntry,
+    },
+    /// A MIG instance with a NIC.
+    MigPair {
+        /// The MIG pair.
+        pair: &'a MigPairEntry,
+        /// The instance.
+        mig: &'a MigEntry,
+        /// Its parent's pair with the NIC (the class, NCCL path, GDR).
+        parent_pair: &'a PairEntry,
+        /// Its parent GPU.
+        gpu: &'a GpuEntry,
+        /// Its physical NIC.
+        nic: &'a PhysicalNic,
+    },
 }
 
 impl<'a> DeviceRef<'a> {
@@ -270,6 +308,8 @@ impl<'a> DeviceRef<'a> {
             DeviceRef::Gpu(_) => DeviceKind::Gpu,
             DeviceRef::Nic(_) => DeviceKind::Nic,
             DeviceRef::Pair { .. } => DeviceKind::Pair,
+            DeviceRef::Mig { .. } => DeviceKind::Mig,
+            DeviceRef::MigPair { .. } => DeviceKind::MigPair,
         }
     }
 
@@ -279,45 +319,74 @@ impl<'a> DeviceRef<'a> {
             DeviceRef::Gpu(g) => &g.name,
             DeviceRef::Nic(n) => &n.name,
             DeviceRef::Pair { pair, .. } => &pair.name,
+            DeviceRef::Mig { mig, .. } => &mig.name,
+            DeviceRef::MigPair { pair, .. } => &pair.name,
         }
     }
 
-    /// The GPU it takes, if any.
+    /// The whole GPU it takes, if any (a MIG instance takes none: see
+    /// [`DeviceRef::mig`]).
     pub fn gpu(&self) -> Option<&'a GpuEntry> {
         match self {
             DeviceRef::Gpu(g) => Some(g),
             DeviceRef::Pair { gpu, .. } => Some(gpu),
-            DeviceRef::Nic(_) => None,
+            DeviceRef::Nic(_) | DeviceRef::Mig { .. } | DeviceRef::MigPair { .. } => None,
         }
+    }
+
+    /// The MIG instance it takes, with its parent GPU, if any.
+    pub fn mig(&self) -> Option<(&'a MigEntry, &'a GpuEntry)> {
+        match self {
+            DeviceRef::Mig { mig, gpu } | DeviceRef::MigPair { mig, gpu, .. } => Some((mig, gpu)),
+            _ => None,
+        }
+    }
+
+    /// The GPU it sits on: the GPU it takes or its MIG instance's parent.
+    pub fn parent_gpu(&self) -> Option<&'a GpuEntry> {
+        self.gpu().or_else(|| self.mig().map(|(_, g)| g))
     }
 
     /// The physical NIC it takes one function of, if any.
     pub fn nic(&self) -> Option<&'a PhysicalNic> {
         match self {
             DeviceRef::Nic(n) => Some(n),
-            DeviceRef::Pair { nic, .. } => Some(nic),
-            DeviceRef::Gpu(_) => None,
+            DeviceRef::Pair { nic, .. } | DeviceRef::MigPair { nic, .. } => Some(nic),
+            DeviceRef::Gpu(_) | DeviceRef::Mig { .. } => None,
         }
     }
 
-    /// Every PCI address it stands for (the NIC's PF; the function is chosen at prepare).
+    /// Every PCI address it stands for (the NIC's PF; the function is chosen at prepare;
+    /// a MIG instance's parent).
     pub fn bdfs(&self) -> Vec<Bdf> {
-        self.gpu()
+        self.parent_gpu()
             .map(|g| g.bdf)
             .into_iter()
             .chain(self.nic().map(|n| n.bdf))
             .collect()
     }
 
-    /// The counters it consumes (one per GPU, one function of one NIC).
+    /// The counters it consumes: a GPU's counter (every memory and SM slice of a
+    /// MIG-enabled GPU), a MIG instance's slices, one function of one NIC.
     pub fn counters(&self) -> Vec<CounterUse> {
         let mut out = Vec::new();
         if let Some(g) = self.gpu() {
-            out.push(CounterUse {
-                set: g.counter_set.clone(),
-                counter: g.name.clone(),
-                amount: 1,
-            });
+            if g.mig_enabled {
+                out.extend(mig_counters(
+                    g,
+                    0..crate::mig::MEMORY_SLICES,
+                    crate::mig::SM_SLICES,
+                ));
+            } else {
+                out.push(CounterUse {
+                    set: g.counter_set.clone(),
+                    counter: g.name.clone(),
+                    amount: 1,
+                });
+            }
+        }
+        if let Some((m, g)) = self.mig() {
+            out.extend(mig_counters(g, m.instance.slices(), m.instance.sm_slices));
         }
         if let Some(n) = self.nic() {
             out.push(CounterUse {
@@ -328,6 +397,31 @@ impl<'a> DeviceRef<'a> {
         }
         out
     }
+}
+
+/// The counters of a MIG-enabled GPU's set that `slices` and `sm` SM slices take.
+fn mig_counters(
+    g: &GpuEntry,
+    slices: impl Iterator<Item = u8>,
+    sm: u8,
+) -> impl Iterator<Item = CounterUse> {
+    let set = g.counter_set.clone();
+    slices
+        .map(crate::mig::memory_slice_counter)
+        .chain(std::iter::once(crate::mig::COUNTER_SM_SLICES.to_string()))
+        .zip(std::iter::repeat(set))
+        .map(move |(counter, set)| {
+            let amount = if counter == crate::mig::COUNTER_SM_SLICES {
+                u32::from(sm)
+            } else {
+                1
+            };
+            CounterUse {
+                set,
+                counter,
+                amount,
+            }
+        })
 }
 
 /// Every device a node publishes, with what the plugin needs to prepare it.
@@ -341,6 +435,12 @@ pub struct Inventory {
     /// Pairs, best first: by NCCL preference (GDR, class, path), then GPU and NIC address.
     /// Empty when pair devices are not published ([`PublishOptions::pair_devices`]).
     pub pairs: Vec<PairEntry>,
+    /// MIG instances of MIG-enabled GPUs, GPU by GPU in address order, by start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub migs: Vec<MigEntry>,
+    /// MIG instances with NICs: best class first, then GPU by GPU, instance by instance.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mig_pairs: Vec<MigPairEntry>,
     /// Whether plain GPU and NIC devices are published.
     pub plain_devices: bool,
     #[serde(skip)]
@@ -400,6 +500,7 @@ impl Inventory {
                     fabric_domain: fabric[i],
                     device_nodes: g.device_nodes(),
                     counter_set: String::new(),
+                    mig_enabled: opts.mig.gpu(bdf).is_some_and(|l| !l.instances.is_empty()),
                 }
             })
             .collect();
@@ -541,8 +642,15 @@ impl Inventory {
         }
 
         // Counter sets: GPU counters first, then NIC counters, 32 per set.
-        for (i, g) in gpus.iter_mut().enumerate() {
-            g.counter_set = format!("gpus-{}", i / SET_SIZE);
+        // A MIG-enabled GPU has a set of its own instead.
+        let mut plain = 0;
+        for g in &mut gpus {
+            if g.mig_enabled {
+                g.counter_set = names::mig_counter_set(g.bdf);
+            } else {
+                g.counter_set = format!("gpus-{}", plain / SET_SIZE);
+                plain += 1;
+            }
         }
         for (i, n) in nics.iter_mut().enumerate() {
             n.counter_set = format!("nics-{}", i / SET_SIZE);
@@ -609,13 +717,27 @@ impl Inventory {
                 });
             }
         }
+        // Whole-GPU pairs of MIG-enabled GPUs last (first fit takes them last).
         pairs.sort_by(|a, b| {
-            (a.path.preference(), gpus[a.gpu].bdf, nics[a.nic].bdf).cmp(&(
-                b.path.preference(),
-                gpus[b.gpu].bdf,
-                nics[b.nic].bdf,
-            ))
+            (
+                gpus[a.gpu].mig_enabled,
+                a.path.preference(),
+                gpus[a.gpu].bdf,
+                nics[a.nic].bdf,
+            )
+                .cmp(&(
+                    gpus[b.gpu].mig_enabled,
+                    b.path.preference(),
+                    gpus[b.gpu].bdf,
+                    nics[b.nic].bdf,
+                ))
         });
+        let migs = crate::mig::entries(&gpus, &opts.mig);
+        let mig_pairs = if opts.pair_devices {
+            crate::mig::pair_entries(&gpus, &nics, &pairs, &migs)
+        } else {
+            Vec::new()
+        };
 
         let mut by_name = BTreeMap::new();
         for (i, g) in gpus.iter().enumerate() {
@@ -627,10 +749,18 @@ impl Inventory {
         for (i, p) in pairs.iter().enumerate() {
             by_name.insert(p.name.clone(), (DeviceKind::Pair, i));
         }
+        for (i, m) in migs.iter().enumerate() {
+            by_name.insert(m.name.clone(), (DeviceKind::Mig, i));
+        }
+        for (i, p) in mig_pairs.iter().enumerate() {
+            by_name.insert(p.name.clone(), (DeviceKind::MigPair, i));
+        }
         Inventory {
             gpus,
             nics,
             pairs,
+            migs,
+            mig_pairs,
             // Without pairs, plain devices are all there is.
             plain_devices: opts.plain_devices || !opts.pair_devices,
             by_name,
@@ -650,6 +780,25 @@ impl Inventory {
                     pair,
                     gpu: self.gpus.get(pair.gpu)?,
                     nic: self.nics.get(pair.nic)?,
+                })
+            }
+            DeviceKind::Mig if self.plain_devices => {
+                let mig = self.migs.get(i)?;
+                Some(DeviceRef::Mig {
+                    mig,
+                    gpu: self.gpus.get(mig.gpu)?,
+                })
+            }
+            DeviceKind::MigPair => {
+                let pair = self.mig_pairs.get(i)?;
+                let mig = self.migs.get(pair.mig)?;
+                let parent_pair = self.pairs.get(pair.pair)?;
+                Some(DeviceRef::MigPair {
+                    pair,
+                    mig,
+                    parent_pair,
+                    gpu: self.gpus.get(mig.gpu)?,
+                    nic: self.nics.get(parent_pair.nic)?,
                 })
             }
             _ => None,
@@ -679,7 +828,9 @@ impl Inventory {
     }
 
     /// Every published device in slice order: pairs (best first), then plain GPUs, then
-    /// plain NICs.
+    /// plain NICs; on a node with MIG, then MIG pairs (best first, GPU by GPU) and MIG
+    /// instances (GPU by GPU), and the whole GPUs of MIG-enabled GPUs and their pairs
+    /// after the others of their kind.
     pub fn devices(&self) -> Vec<DeviceRef<'_>> {
         let mut out: Vec<DeviceRef<'_>> = self
             .pairs
@@ -687,9 +838,13 @@ impl Inventory {
             .filter_map(|p| self.device(&p.name))
             .collect();
         if self.plain_devices {
-            out.extend(self.gpus.iter().map(DeviceRef::Gpu));
+            let (mig, whole): (Vec<&GpuEntry>, Vec<&GpuEntry>) =
+                self.gpus.iter().partition(|g| g.mig_enabled);
+            out.extend(whole.into_iter().chain(mig).map(DeviceRef::Gpu));
             out.extend(self.nics.iter().map(DeviceRef::Nic));
         }
+        out.extend(self.mig_pairs.iter().filter_map(|p| self.device(&p.name)));
+        out.extend(self.migs.iter().filter_map(|m| self.device(&m.name)));
         out
     }
 }

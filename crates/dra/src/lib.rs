@@ -10,7 +10,10 @@
 //!   physical NIC whose value is its number of functions) in slices of their own, then
 //!   pairs (best first), GPUs and NICs, split within the API limits ([`limits`]).
 //! - [`device_classes`]: `gpu.topoalign.dev`, `nic.topoalign.dev`,
-//!   `gpu-nic-pair.topoalign.dev`.
+//!   `gpu-nic-pair.topoalign.dev`; [`mig_device_classes`]: `mig.topoalign.dev`,
+//!   `mig-nic-pair.topoalign.dev`.
+//! - [`mig`]: static MIG: a node's MIG instances ([`NodeMig`]) published as MIG devices
+//!   and MIG×NIC pairs with per-GPU memory-slice counters; [`mig_claim_spec`] claims them.
 //! - [`claim_template`] / [`resource_claim`]: "N GPUs, each with its own NIC".
 //! - [`prepare_allocation`] and [`compose_cdi`]: what the kubelet plugin checks and writes;
 //!   [`vendor_gpu_ids`]: each allocated GPU's device in the vendor's CDI spec.
@@ -52,6 +55,8 @@ pub mod explain_node;
 pub mod explain_pod;
 pub mod inventory;
 pub mod limits;
+pub mod mig;
+pub mod mig_claims;
 pub mod mixed;
 pub mod names;
 pub mod prepare;
@@ -66,13 +71,17 @@ pub use cdi::{
 };
 pub use cdi_vendor::{VendorCdiError, VendorSpec, parse_vendor_spec, vendor_gpu_ids};
 pub use claims::{ClaimShape, ClaimSpec, claim_spec, claim_template, resource_claim};
-pub use classes::{CLASS_GPU, CLASS_NIC, CLASS_PAIR, device_classes};
+pub use classes::{
+    CLASS_GPU, CLASS_MIG, CLASS_MIG_PAIR, CLASS_NIC, CLASS_PAIR, device_classes, mig_device_classes,
+};
 pub use error::{AllocationError, DraError};
 pub use explain::{Explanation, explain};
 pub use inventory::{
     CounterUse, DeviceKind, DeviceRef, GpuEntry, Inventory, NicFunction, PairEntry, PairsPerGpu,
     PhysicalNic, PublishOptions,
 };
+pub use mig::{MigEntry, MigGpuLayout, MigInstance, MigJoinError, MigPairEntry, NodeMig};
+pub use mig_claims::{MigClaimSpec, mig_claim_spec};
 pub use mixed::{MixedClaim, MixedSpec, MixedStrategy, mixed_claim};
 pub use prepare::{AllocatedDevice, Holdings, PreparedDevice, PreparedGpu, prepare_allocation};
 pub use slices::{counter_sets, resource_slices, slices_for};

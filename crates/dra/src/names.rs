@@ -27,6 +27,44 @@ pub fn pair_device(gpu: Bdf, nic: Bdf) -> String {
     format!("pair-{}-{}", bdf_label(gpu), bdf_label(nic))
 }
 
+/// A MIG profile as a DNS-label part: lower-case letters and digits only
+/// (`1g.10gb+me` → `1g10gbme`).
+pub fn profile_label(profile: &str) -> String {
+    profile
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// The device name of a MIG instance: its parent's name, then the NVIDIA DRA driver's
+/// suffix `mig-<profile without dots>-<GI profile ID>-<start>`:
+/// `gpu-0000-1b-00-0-mig-1g10gb-19-0` (at most 36 characters).
+pub fn mig_device(gpu: Bdf, profile: &str, profile_id: u32, start: u8) -> String {
+    format!(
+        "{}-mig-{}-{profile_id}-{start}",
+        gpu_device(gpu),
+        profile_label(profile)
+    )
+}
+
+/// The device name of a MIG instance paired with a NIC:
+/// `pair-0000-1b-00-0-mig-1g10gb-19-0-0000-18-00-0` (at most 50 characters).
+pub fn mig_pair_device(gpu: Bdf, profile: &str, profile_id: u32, start: u8, nic: Bdf) -> String {
+    format!(
+        "pair-{}-mig-{}-{profile_id}-{start}-{}",
+        bdf_label(gpu),
+        profile_label(profile),
+        bdf_label(nic)
+    )
+}
+
+/// The counter set of a MIG-enabled GPU: `gpu-0000-1b-00-0-counter-set` (the NVIDIA
+/// DRA driver's `gpu-<minor>-counter-set`, named by address like every other name here).
+pub fn mig_counter_set(gpu: Bdf) -> String {
+    format!("{}-counter-set", gpu_device(gpu))
+}
+
 /// Why `s` is not a DNS label (RFC 1123: 1–63 of `[a-z0-9-]`, alphanumeric at both
 /// ends), or `None` when it is one.
 pub fn dns_label_problem(s: &str) -> Option<String> {
@@ -83,6 +121,22 @@ mod tests {
         }
         assert_eq!(gpu_device(g), "gpu-0101-3b-1f-7");
         assert_eq!(pair_device(g, n), "pair-0101-3b-1f-7-ffff-ff-1f-7");
+        // The longest profile names of every model stay inside a label.
+        for m in topoalign_mig::MODELS {
+            for p in m.profile_names() {
+                for name in [
+                    mig_device(g, p, 20, 6),
+                    mig_pair_device(g, p, 20, 6, n),
+                    mig_counter_set(g),
+                ] {
+                    assert_eq!(dns_label_problem(&name), None, "{name}");
+                }
+            }
+        }
+        assert_eq!(
+            mig_device(g, "1g.10gb+me", 20, 3),
+            "gpu-0101-3b-1f-7-mig-1g10gbme-20-3"
+        );
     }
 
     #[test]

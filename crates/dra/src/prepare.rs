@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use topoalign_topology::{Bdf, PcieClass};
 
 use crate::inventory::{DeviceKind, GpuEntry, Inventory, NicFunction};
+use crate::mig::MigInstance;
 use crate::{AllocationError, DRIVER_NAME};
 
 /// One entry of `status.allocation.devices.results`, reduced to what prepare needs.
@@ -93,6 +94,19 @@ pub struct PreparedDevice {
     pub nic_function: Option<NicFunction>,
     /// For pairs: the pair's class.
     pub class: Option<PcieClass>,
+    /// The MIG instance it gives, if any (a MIG device or MIG pair).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig: Option<PreparedMig>,
+}
+
+/// The MIG part of a prepared device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreparedMig {
+    /// The instance.
+    pub instance: MigInstance,
+    /// Its parent GPU.
+    pub parent: PreparedGpu,
 }
 
 /// The GPU part of a prepared device.
@@ -134,6 +148,17 @@ pub fn prepare_allocation(
     held: &Holdings,
 ) -> Result<Vec<PreparedDevice>, AllocationError> {
     let mut gpus_here: BTreeMap<Bdf, String> = BTreeMap::new();
+    // (GPU, memory slice) → the device taking it, in other claims and in this one: a
+    // MIG instance takes its slices, a whole MIG-enabled GPU all of them.
+    let mut slices_held: BTreeMap<(Bdf, u8), String> = BTreeMap::new();
+    for (device, claim) in &held.devices {
+        if let Some(dev) = inv.device(device) {
+            for cell in mig_cells(&dev) {
+                slices_held.insert(cell, format!("held by claim {claim}"));
+            }
+        }
+    }
+    let mut slices_here: BTreeMap<(Bdf, u8), String> = BTreeMap::new();
     let mut fns_here: BTreeMap<Bdf, String> = BTreeMap::new();
     let mut out = Vec::new();
     for (index, r) in results.iter().enumerate() {
@@ -180,6 +205,37 @@ pub fn prepare_allocation(
             }
             None => None,
         };
+        for cell in mig_cells(&dev) {
+            let holder = match (slices_here.get(&cell), slices_held.get(&cell)) {
+                (Some(other), _) => Some(format!("used by device {other:?} of this claim")),
+                (None, Some(h)) => Some(h.clone()),
+                (None, None) => None,
+            };
+            if let Some(holder) = holder {
+                return Err(AllocationError::GpuTaken {
+                    device: r.device.clone(),
+                    gpu: format!("{} memory slice {}", cell.0, cell.1),
+                    holder,
+                });
+            }
+        }
+        if let Some((_, g)) = dev.mig() {
+            // A whole GPU held elsewhere takes every instance of it.
+            if let Some(holder) = gpus_here
+                .get(&g.bdf)
+                .map(|d| format!("used by device {d:?} of this claim"))
+                .or_else(|| held.gpus.get(&g.bdf).map(|c| format!("held by claim {c}")))
+            {
+                return Err(AllocationError::GpuTaken {
+                    device: r.device.clone(),
+                    gpu: g.bdf.to_string(),
+                    holder,
+                });
+            }
+        }
+        for cell in mig_cells(&dev) {
+            slices_here.insert(cell, r.device.clone());
+        }
         // The device itself (a NIC whose other functions are free): once per claim.
         if let Some(claim) = held.devices.get(&r.device) {
             return Err(AllocationError::DeviceTaken {
@@ -219,6 +275,9 @@ pub fn prepare_allocation(
         };
         let class = match dev {
             crate::inventory::DeviceRef::Pair { pair, .. } => Some(pair.path.class),
+            crate::inventory::DeviceRef::MigPair { parent_pair, .. } => {
+                Some(parent_pair.path.class)
+            }
             _ => None,
         };
         out.push(PreparedDevice {
@@ -229,7 +288,23 @@ pub fn prepare_allocation(
             nic: dev.nic().map(|n| n.name.clone()),
             nic_function,
             class,
+            mig: dev.mig().map(|(m, g)| PreparedMig {
+                instance: m.instance.clone(),
+                parent: PreparedGpu::from(g),
+            }),
         });
     }
     Ok(out)
+}
+
+/// The (GPU, memory slice) cells a device takes: its MIG instance's slices, or every
+/// slice of a whole MIG-enabled GPU; none otherwise.
+fn mig_cells(dev: &crate::inventory::DeviceRef<'_>) -> Vec<(Bdf, u8)> {
+    if let Some((m, g)) = dev.mig() {
+        return m.instance.slices().map(|s| (g.bdf, s)).collect();
+    }
+    match dev.gpu() {
+        Some(g) if g.mig_enabled => (0..crate::mig::MEMORY_SLICES).map(|s| (g.bdf, s)).collect(),
+        _ => Vec::new(),
+    }
 }

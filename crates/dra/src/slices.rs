@@ -13,9 +13,10 @@ use topoalign_topology::Topology;
 
 use crate::inventory::{DeviceRef, GpuEntry, Inventory, PhysicalNic, PublishOptions};
 use crate::limits::{
-    MAX_ATTRIBUTES_AND_CAPACITIES, MAX_COUNTER_SETS_PER_SLICE, MAX_DEVICES_PER_SLICE_WITH_COUNTERS,
-    MAX_STRING_ATTRIBUTE,
+    MAX_ATTRIBUTES_AND_CAPACITIES, MAX_CONSUMES_COUNTERS_PER_DEVICE, MAX_COUNTER_SETS_PER_SLICE,
+    MAX_DEVICES_PER_SLICE_WITH_COUNTERS, MAX_STRING_ATTRIBUTE,
 };
+use crate::mig::MigEntry;
 use crate::{DRIVER_NAME, DraError, attr, names};
 
 /// The label every slice carries so that a driver can list its own:
@@ -32,6 +33,13 @@ pub fn resource_slices(
     node_name: &str,
     opts: &PublishOptions,
 ) -> Result<Vec<ResourceSlice>, DraError> {
+    for g in &opts.mig.gpus {
+        if topo.gpu_index(g.bdf).is_none() {
+            return Err(DraError::Mig(crate::mig::MigJoinError::NotInTopology {
+                bdf: g.bdf,
+            }));
+        }
+    }
     let inv = Inventory::new(topo, opts);
     slices_for(&inv, node_name, opts.generation)
 }
@@ -108,7 +116,8 @@ pub fn slices_for(
 }
 
 /// The counter sets: one counter per GPU (value 1), one per physical NIC (value = its
-/// number of functions), 32 per set, GPU sets first.
+/// number of functions), 32 per set, GPU sets first; a MIG-enabled GPU has a set of its
+/// own instead, in GPU order: `memory-slice-0..7` (1 each) and `sm-slices` (7).
 pub fn counter_sets(inv: &Inventory) -> Vec<CounterSet> {
     let mut sets: BTreeMap<String, BTreeMap<String, Counter>> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
@@ -124,7 +133,18 @@ pub fn counter_sets(inv: &Inventory) -> Vec<CounterSet> {
         );
     };
     for g in &inv.gpus {
-        put(&g.counter_set, &g.name, 1);
+        if g.mig_enabled {
+            for i in 0..crate::mig::MEMORY_SLICES {
+                put(&g.counter_set, &crate::mig::memory_slice_counter(i), 1);
+            }
+            put(
+                &g.counter_set,
+                crate::mig::COUNTER_SM_SLICES,
+                usize::from(crate::mig::SM_SLICES),
+            );
+        } else {
+            put(&g.counter_set, &g.name, 1);
+        }
     }
     for n in &inv.nics {
         put(&n.counter_set, &n.name, n.functions.len());
@@ -200,6 +220,9 @@ impl Attrs {
 }
 
 fn gpu_attrs(a: &mut Attrs, g: &GpuEntry) -> Result<(), DraError> {
+    if g.mig_enabled {
+        a.bool(attr::MIG_ENABLED, true);
+    }
     a.string(attr::VENDOR, g.vendor.to_string())?;
     a.opt_string(attr::MODEL, g.model.clone())?;
     a.opt_int(attr::NUMA_NODE, g.numa_node);
@@ -218,6 +241,16 @@ fn nic_attrs(a: &mut Attrs, n: &PhysicalNic) -> Result<(), DraError> {
     a.bool(attr::IB_ONLY, n.ib_only);
     a.opt_string(attr::LINK_LAYER, n.link_layer.clone())?;
     a.opt_int(attr::RAIL, n.rail);
+    Ok(())
+}
+
+/// A MIG instance's own attributes, on MIG devices and MIG pairs.
+fn mig_attrs(a: &mut Attrs, m: &MigEntry, g: &GpuEntry) -> Result<(), DraError> {
+    a.string(attr::PROFILE, m.instance.profile.clone())?;
+    a.opt_string(attr::PARENT_UUID, g.uuid.clone())?;
+    a.opt_string(attr::UUID, m.instance.uuid.clone())?;
+    a.int(attr::MIG_START, m.instance.start);
+    a.int(attr::MEMORY_SLICES, m.instance.size);
     Ok(())
 }
 
@@ -287,6 +320,31 @@ pub fn device(d: &DeviceRef<'_>) -> Result<Device, DraError> {
             put_cap(attr::CAP_MEMORY, memory(gpu));
             put_cap(attr::CAP_BANDWIDTH, bandwidth(nic));
         }
+        DeviceRef::Mig { mig, gpu } => {
+            // An instance sits where its parent sits: the parent's PCI attributes.
+            gpu_attrs(&mut a, gpu)?;
+            mig_attrs(&mut a, mig, gpu)?;
+            a.string(attr::PCI_BUS_ID, gpu.bdf.to_string())?;
+            a.opt_string(attr::PCIE_ROOT, gpu.pcie_root.clone())?;
+            a.opt_int(attr::NUMA_NODE_STD, gpu.numa_node);
+        }
+        DeviceRef::MigPair {
+            mig,
+            parent_pair,
+            gpu,
+            nic,
+            ..
+        } => {
+            gpu_attrs(&mut a, gpu)?;
+            nic_attrs(&mut a, nic)?;
+            mig_attrs(&mut a, mig, gpu)?;
+            a.string(attr::CLASS, parent_pair.path.class.as_str())?;
+            a.int(attr::RANK, parent_pair.path.class.rank());
+            a.bool(attr::GDR, parent_pair.path.gdr);
+            a.string(attr::GPU_PCI_BUS_ID, gpu.bdf.to_string())?;
+            a.string(attr::NIC_PCI_BUS_ID, nic.bdf.to_string())?;
+            put_cap(attr::CAP_BANDWIDTH, bandwidth(nic));
+        }
     }
     if a.map.len() + cap.len() > MAX_ATTRIBUTES_AND_CAPACITIES {
         return Err(DraError::TooLarge(format!(
@@ -311,6 +369,13 @@ pub fn device(d: &DeviceRef<'_>) -> Result<Device, DraError> {
                 ..Default::default()
             }),
         }
+    }
+    if consumes.len() > MAX_CONSUMES_COUNTERS_PER_DEVICE {
+        return Err(DraError::TooLarge(format!(
+            "device {} would consume counters of {} sets, the API allows {MAX_CONSUMES_COUNTERS_PER_DEVICE}",
+            d.name(),
+            consumes.len()
+        )));
     }
     Ok(Device {
         name: d.name().to_string(),

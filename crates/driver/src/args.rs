@@ -12,10 +12,14 @@ use topoalign_kubelet_plugin::{FaultPoint, PluginArgs};
 use topoalign_render::format::Format;
 
 use crate::logging::LogFormat;
+use crate::mig_source::MigSource;
 use crate::runtime::DriverConfig;
 
 /// Arguments of `topoalign driver`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  topoalign driver --node-name n1 --profile dgx-h100 --dry-run\n  topoalign driver --node-name n1 --profile dgx-h100 --mig-want 1g.10gb=14,4g.40gb=1,3g.40gb=1 --dry-run -o table"
+)]
 pub struct DriverArgs {
     /// This node's name: `spec.nodeName` and pool name of its ResourceSlices.
     #[arg(long, value_name = "N")]
@@ -32,6 +36,16 @@ pub struct DriverArgs {
     /// the scheduler's search for an unsatisfiable claim short.
     #[arg(long, value_name = "auto|all|N", default_value = "auto")]
     pub pairs_per_gpu: PairsPerGpu,
+    /// Static MIG: a directory of this node's saved `nvidia-smi` outputs, any of
+    /// `list.txt` (`nvidia-smi -L`), `lgi.txt` (`nvidia-smi mig -lgi`), `lci.txt`
+    /// (`mig -lci`), `lgipp.txt` (`mig -lgipp`). Its GPU instances are published as MIG
+    /// devices and MIG×NIC pairs.
+    #[arg(long, value_name = "DIR", conflicts_with = "mig_want")]
+    pub mig_state: Option<PathBuf>,
+    /// Static MIG without hardware: the instances `topoalign mig plan --want` places on
+    /// the node's GPUs (`1g.10gb=14,3g.40gb=2`), published as if created so.
+    #[arg(long, value_name = "PROFILE=COUNT,...")]
+    pub mig_want: Option<String>,
     /// Fault testing only: abort at this write step of prepare/unprepare
     /// (`checkpoint-created` … `cdi-renamed`, `cdi-removed`).
     #[arg(long, value_name = "STEP", hide = true)]
@@ -71,7 +85,17 @@ impl DriverArgs {
         self.topology.source(Source::host())
     }
 
-    /// Which devices are published.
+    /// Where the MIG instances come from.
+    pub fn mig_source(&self) -> MigSource {
+        match (&self.mig_state, &self.mig_want) {
+            (Some(dir), _) => MigSource::State(dir.clone()),
+            (None, Some(want)) => MigSource::Want(want.clone()),
+            (None, None) => MigSource::None,
+        }
+    }
+
+    /// Which devices are published (MIG instances aside: [`Self::mig_source`] gives them,
+    /// once the topology is known).
     pub fn publish_options(&self) -> PublishOptions {
         PublishOptions {
             pairs_per_gpu: self.pairs_per_gpu,

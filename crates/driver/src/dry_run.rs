@@ -20,7 +20,8 @@ pub enum DriverObject {
     ResourceSlice(ResourceSlice),
 }
 
-/// The DeviceClasses, then the node's ResourceSlices (pool generation 1).
+/// The DeviceClasses (the MIG classes too where the node has MIG instances), then the
+/// node's ResourceSlices (pool generation 1).
 pub fn objects(
     topo: &Topology,
     node_name: &str,
@@ -31,8 +32,14 @@ pub fn objects(
         ..options.clone()
     };
     let slices = topoalign_dra::resource_slices(topo, node_name, &opts)?;
+    let mig_classes = if opts.mig.is_empty() {
+        Vec::new()
+    } else {
+        topoalign_dra::mig_device_classes()
+    };
     Ok(topoalign_dra::device_classes()
         .into_iter()
+        .chain(mig_classes)
         .map(DriverObject::DeviceClass)
         .chain(slices.into_iter().map(DriverObject::ResourceSlice))
         .collect())

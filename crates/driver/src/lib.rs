@@ -7,6 +7,7 @@
 //!   check that the API server kept the counters pair devices rely on.
 //! * [`claims`]: the kubelet plugin's claim source, reading ResourceClaims with kube-rs.
 //! * [`dry_run`]: every object the driver would create, for `--dry-run`.
+//! * [`mig_source`]: static MIG instances from saved `nvidia-smi` output or a planned mix.
 //! * [`http`]: `/healthz`, `/readyz`, `/metrics`; [`metrics`]: the Prometheus metrics.
 //! * [`logging`]: the log format and default filter (the binary installs the subscriber).
 //! * `args` (feature `clap`): `topoalign driver`'s flags, each defined once.
@@ -26,6 +27,7 @@ mod error;
 pub mod http;
 pub mod logging;
 pub mod metrics;
+pub mod mig_source;
 pub mod publisher;
 pub mod readback;
 pub mod runtime;

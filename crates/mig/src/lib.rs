@@ -15,6 +15,7 @@
 //! - [`export`]: `nvidia-smi mig` commands and mig-parted configs.
 //! - [`mod@read_state`]: a host's MIG state from saved `nvidia-smi` output ([`read_list`],
 //!   [`read_lgi`], [`read_lci`], [`read_lgipp`]; errors in [`read_table`]).
+//! - [`synth`]: a MIG state without hardware, from placements or a plan.
 
 pub mod capacity;
 pub mod configs;
@@ -30,6 +31,7 @@ pub mod read_lgipp;
 pub mod read_list;
 pub mod read_state;
 pub mod read_table;
+pub mod synth;
 
 #[cfg(test)]
 mod brute;
@@ -47,3 +49,4 @@ pub use read_state::{
     ComputeInstance, GpuInstance, MigGpu, MigOutputs, MigState, model_for_name, read_state,
 };
 pub use read_table::{ReadError, SavedOutput};
+pub use synth::{state_from_placements, state_from_plan};

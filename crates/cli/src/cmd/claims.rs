@@ -14,7 +14,7 @@ use topoalign_dra::claim_text::{claim_object, claim_table};
 use topoalign_dra::explain::Explanation;
 use topoalign_dra::explain_node::{SimulatedNode, explain_mixed, own_request};
 use topoalign_dra::slice_file::parse_slice_file;
-use topoalign_dra::{claim_spec, mixed_claim};
+use topoalign_dra::{claim_spec, mig_claim_spec, mixed_claim};
 
 use crate::cmd::plan::read_usage;
 use crate::output::{Format, print_structured, write_stdout};
@@ -23,7 +23,7 @@ use crate::source::{TopologyArgs, load};
 /// Arguments.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  topoalign claims --pairs 4 --max-class PXB\n  topoalign claims --pairs 2 --profile mi300x-8 --explain -o table\n  topoalign claims --pairs 1 --from-slices slices.yaml --node n1 --profile gb300-4\n\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
+    after_help = "Examples:\n  topoalign claims --pairs 4 --max-class PXB\n  topoalign claims --pairs 2 --profile mi300x-8 --explain -o table\n  topoalign claims --pairs 1 --from-slices slices.yaml --node n1 --profile gb300-4\n  topoalign claims --mig 1g.10gb --count 7\n  topoalign claims --mig 3g.40gb --count 2 --with-nic\n\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
 )]
 pub struct Args {
     #[command(flatten)]
@@ -71,6 +71,9 @@ type Claim = (ResourceClaimSpec, Option<Explanation>);
 
 /// The claim on this project's driver, explained on the topology's simulated slices.
 fn own(args: &Args) -> anyhow::Result<Claim> {
+    if let Some(mig) = args.claim.mig_spec()? {
+        return Ok((mig_claim_spec(&mig)?, None));
+    }
     let spec = args.claim.spec()?;
     let claim = claim_spec(&spec)?;
     if !args.claim.explain {

@@ -6,7 +6,9 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
+use topoalign_dra::PublishOptions;
 use topoalign_driver::dry_run;
+use topoalign_driver::mig_source::MigSource;
 
 use crate::output::{Format, print_structured, print_yaml_stream, with_errors, write_stdout};
 use crate::source::load;
@@ -20,14 +22,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return with_errors(args.format, || dry(&args));
     }
     let what = args.source().describe();
-    topoalign_driver::run_blocking(args.config())
+    let mut config = args.config();
+    if args.mig_source() != MigSource::None {
+        // The MIG layout is joined to the topology once, at start.
+        let d = load(&args.topology, args.source())?;
+        config.options.mig = args.mig_source().layout(&d.topology)?;
+    }
+    topoalign_driver::run_blocking(config)
         .with_context(|| format!("driver for node {:?} ({what})", args.node_name))?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn dry(args: &Args) -> anyhow::Result<ExitCode> {
     let d = load(&args.topology, args.source())?;
-    let objects = dry_run::objects(&d.topology, &args.node_name, &args.publish_options())
+    let options = PublishOptions {
+        mig: args.mig_source().layout(&d.topology)?,
+        ..args.publish_options()
+    };
+    let objects = dry_run::objects(&d.topology, &args.node_name, &options)
         .with_context(|| format!("node {:?}", args.node_name))?;
     match args.format {
         Format::Yaml => print_yaml_stream(&objects)?,

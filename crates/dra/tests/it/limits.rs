@@ -20,6 +20,7 @@ proptest! {
                 1 => PairsPerGpu::All,
                 k => PairsPerGpu::AtMost(k - 1),
             },
+            mig: Default::default(),
         };
         let slices = resource_slices(&topo, "node-a.example.com", &opts).unwrap();
         prop_assert_eq!(crate::common::check_limits(&slices), Ok(()));

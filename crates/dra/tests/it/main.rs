@@ -7,6 +7,7 @@ mod claims;
 mod common;
 mod deploy;
 mod limits;
+mod mig;
 mod prepare;
 mod roce;
 mod slices;
