@@ -829,18 +829,26 @@ impl Inventory {
 
     /// Every published device in slice order: pairs (best first), then plain GPUs, then
     /// plain NICs; on a node with MIG, then MIG pairs (best first, GPU by GPU) and MIG
-    /// instances (GPU by GPU), and the whole GPUs of MIG-enabled GPUs and their pairs
-    /// after the others of their kind.
+    /// instances (GPU by GPU).
+    ///
+    /// A GPU in MIG mode is published through its instances only (static MIG): CUDA
+    /// sees no device on the whole GPU, so neither it nor its whole-GPU pairs are
+    /// offered. Their names still resolve ([`Inventory::device`]), so prepare can name
+    /// what an allocation written by hand got wrong.
     pub fn devices(&self) -> Vec<DeviceRef<'_>> {
         let mut out: Vec<DeviceRef<'_>> = self
             .pairs
             .iter()
+            .filter(|p| !self.gpus[p.gpu].mig_enabled)
             .filter_map(|p| self.device(&p.name))
             .collect();
         if self.plain_devices {
-            let (mig, whole): (Vec<&GpuEntry>, Vec<&GpuEntry>) =
-                self.gpus.iter().partition(|g| g.mig_enabled);
-            out.extend(whole.into_iter().chain(mig).map(DeviceRef::Gpu));
+            out.extend(
+                self.gpus
+                    .iter()
+                    .filter(|g| !g.mig_enabled)
+                    .map(DeviceRef::Gpu),
+            );
             out.extend(self.nics.iter().map(DeviceRef::Nic));
         }
         out.extend(self.mig_pairs.iter().filter_map(|p| self.device(&p.name)));

@@ -148,14 +148,15 @@ fn the_mixed_node_publishes_instances_and_pairs_within_the_limits() {
         Some("PIX"),
         "the parent's class"
     );
-    // A whole MIG-enabled GPU takes every slice of its set; one without MIG its counter.
-    let whole = by_name["gpu-0000-1b-00-0"];
-    let c = &whole.consumes_counters.as_ref().unwrap()[0];
-    assert_eq!(c.counters.len(), 9);
-    assert_eq!(c.counters["sm-slices"].value.0, "7");
-    assert_eq!(
-        whole.attributes.as_ref().unwrap()["migEnabled"].bool,
-        Some(true)
+    // A GPU in MIG mode is offered through its instances only (static MIG: CUDA sees
+    // no whole device), neither alone nor in a whole-GPU pair; its counter set still
+    // holds every slice.
+    assert!(!by_name.contains_key("gpu-0000-1b-00-0"));
+    assert!(
+        !by_name
+            .keys()
+            .any(|n| n.starts_with("pair-") && n.contains("1b-00-0") && !n.contains("-mig-")),
+        "a whole-GPU pair of a MIG-mode GPU is published"
     );
     let plain = by_name["gpu-0000-9d-00-0"];
     assert_eq!(
@@ -245,18 +246,19 @@ fn seven_one_slice_claims_land_on_one_gpu_and_the_eighth_on_the_next() {
     }
     assert_eq!(parents[..7], ["0000:1b:00.0"; 7]);
     assert_eq!(parents[7], "0000:43:00.0");
-    // GPUs 0 and 1 hold instances in use: six whole-GPU pairs take the six others
-    // (the MIG-enabled GPUs 2 and 3 last), never GPU 0 or 1.
-    let six = allocate(&nd, &held, &ClaimSpecKind::Pairs(ClaimSpec::pairs(6))).unwrap();
-    let gpus: BTreeSet<String> = six
+    // Whole-GPU pairs come from the four GPUs not in MIG mode only: four fit, five do not.
+    let four = allocate(&nd, &held, &ClaimSpecKind::Pairs(ClaimSpec::pairs(4))).unwrap();
+    let gpus: BTreeSet<String> = four
         .iter()
         .map(|d| nd.inv.device(d).unwrap().gpu().unwrap().bdf.to_string())
         .collect();
-    assert_eq!(gpus.len(), 6);
+    assert_eq!(gpus.len(), 4);
     assert!(
-        !gpus.contains("0000:1b:00.0") && !gpus.contains("0000:43:00.0"),
+        four.iter()
+            .all(|d| !nd.inv.device(d).unwrap().gpu().unwrap().mig_enabled),
         "{gpus:?}"
     );
+    assert!(allocate(&nd, &held, &ClaimSpecKind::Pairs(ClaimSpec::pairs(5))).is_none());
 }
 
 #[test]
