@@ -895,8 +895,9 @@ impl DraShared {
     /// Calls `f(index, name, decision)` for every candidate in order. The state is read
     /// (and the cache looked up) first; the nodes not cached are judged with no lock
     /// held, one per kind and devices held (the others of the kind take its verdict when
-    /// it names no device, pool or slice (a fit, a rejection, a search out of budget), else are judged each), until `deadline` (the rest pass
-    /// neutral: [`DraNeutral::OverBudget`], not cached), and their verdicts stored.
+    /// it names no device, pool or slice: a fit, a rejection, a search out of budget;
+    /// else each is judged), until `deadline` (the rest pass neutral:
+    /// [`DraNeutral::OverBudget`], not cached), and their verdicts stored.
     pub fn visit<N: AsRef<str>>(
         &self,
         claims: &Resolved,
