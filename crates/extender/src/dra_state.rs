@@ -58,6 +58,74 @@ struct NodeSlices {
     /// Slices of `topoalign.dev` among them.
     ours: usize,
     rev: u64,
+    /// The node's pools, `(driver, pool)`, in the allocator's order (driver, then name).
+    pools: Vec<(String, String)>,
+    /// What a verdict depends on in the slices, the node's own name left out
+    /// ([`node_kind`]): nodes of one kind with the same devices held get the same verdict.
+    kind: u64,
+}
+
+impl NodeSlices {
+    /// Recomputes the pools and the kind after the slices changed.
+    fn refresh(&mut self, node: &str) {
+        let pools: BTreeSet<(String, String)> = self
+            .slices
+            .iter()
+            .map(|s| (s.spec.driver.clone(), s.spec.pool.name.clone()))
+            .collect();
+        self.pools = pools.into_iter().collect();
+        self.kind = node_kind(node, &self.slices, &self.pools);
+    }
+}
+
+/// A node's name as part of its pools' names, written as a mark that no object name
+/// contains (a NUL), so that two nodes whose pools differ only by the node's name look
+/// alike; other pool names are kept as they are. One-to-one on one node's pools.
+fn pool_alias(node: &str, pool: &str) -> String {
+    match pool.strip_prefix(node) {
+        Some(rest) => format!("\0{rest}"),
+        None => pool.to_string(),
+    }
+}
+
+/// A fingerprint of everything in a node's slices a verdict depends on, with the node's
+/// name left out: every slice's spec in the stored order (by slice name), its node name
+/// dropped and its pool written with [`pool_alias`], and the pools in the allocator's
+/// order. Two nodes of one kind differ only in names the judgement never reads (the
+/// allocator matches devices by driver, attributes and capacity, orders pools by driver
+/// and name, which this order keeps, and the verdicts of [`shareable`] kinds name no
+/// device, pool or slice).
+fn node_kind(node: &str, slices: &[ResourceSlice], pools: &[(String, String)]) -> u64 {
+    let mut h = DefaultHasher::new();
+    for (driver, pool) in pools {
+        (driver, pool_alias(node, pool)).hash(&mut h);
+    }
+    for s in slices {
+        let mut spec = s.spec.clone();
+        spec.node_name = None;
+        spec.pool.name = pool_alias(node, &spec.pool.name);
+        hash_json(&spec, &mut h);
+    }
+    h.finish()
+}
+
+/// Whether a verdict may be shared by every node of a kind: it names no device, pool,
+/// slice or node (a fit, a rejection, a search out of budget). Errors and blind verdicts
+/// name what they could not read, so they stay the node's own.
+fn shareable(v: &DraNode) -> bool {
+    matches!(
+        v,
+        DraNode::Fit(_) | DraNode::Reject(_) | DraNode::Neutral(DraNeutral::Budget(_))
+    )
+}
+
+/// The fingerprint of the devices held in one pool: their names in order.
+fn held_hash<'a>(devices: impl Iterator<Item = &'a DeviceId>) -> u64 {
+    let mut h = DefaultHasher::new();
+    for d in devices {
+        d.device.hash(&mut h);
+    }
+    h.finish()
 }
 
 /// The DRA objects the extender needs, indexed for the scheduler calls.
@@ -68,6 +136,8 @@ pub struct DraState {
     claims: HashMap<ObjKey, ClaimEntry>,
     /// Devices held by allocated claims, by (driver, pool).
     held: HashMap<(String, String), BTreeMap<DeviceId, ObjKey>>,
+    /// [`held_hash`] of each pool in `held`.
+    held_hashes: HashMap<(String, String), u64>,
     templates: HashMap<ObjKey, Option<ResourceClaimSpec>>,
     classes: BTreeMap<String, DeviceClass>,
     /// The classes that select the driver's devices, every class, and their revision.
@@ -90,6 +160,7 @@ impl Default for DraState {
             slice_node: HashMap::new(),
             claims: HashMap::new(),
             held: HashMap::new(),
+            held_hashes: HashMap::new(),
             templates: HashMap::new(),
             classes: BTreeMap::new(),
             ours: Arc::default(),
@@ -286,6 +357,7 @@ impl DraState {
         slices.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         e.ours += usize::from(s.spec.driver == DRIVER_NAME);
         e.rev = self.rev;
+        e.refresh(&node);
         self.slice_node.insert(name, node);
     }
 
@@ -305,6 +377,8 @@ impl DraState {
             e.rev = self.rev;
             if e.slices.is_empty() {
                 self.nodes.remove(&node);
+            } else {
+                e.refresh(&node);
             }
         }
     }
@@ -327,11 +401,17 @@ impl DraState {
         let key = key_of(c);
         self.delete_claim(&key);
         let held = allocated_ids([c]);
+        let mut pools = BTreeSet::new();
         for d in &held {
+            let pool = (d.driver.clone(), d.pool.clone());
             self.held
-                .entry((d.driver.clone(), d.pool.clone()))
+                .entry(pool.clone())
                 .or_default()
                 .insert(d.clone(), key.clone());
+            pools.insert(pool);
+        }
+        for p in pools {
+            self.rehash_held(p);
         }
         let owners = c
             .metadata
@@ -355,6 +435,7 @@ impl DraState {
         let Some(old) = self.claims.remove(key) else {
             return;
         };
+        let mut pools = BTreeSet::new();
         for d in &old.held {
             let pool = (d.driver.clone(), d.pool.clone());
             if let Some(m) = self.held.get_mut(&pool) {
@@ -362,6 +443,22 @@ impl DraState {
                 if m.is_empty() {
                     self.held.remove(&pool);
                 }
+            }
+            pools.insert(pool);
+        }
+        for p in pools {
+            self.rehash_held(p);
+        }
+    }
+
+    /// Recomputes one pool's [`held_hash`].
+    fn rehash_held(&mut self, pool: (String, String)) {
+        match self.held.get(&pool) {
+            Some(m) => {
+                self.held_hashes.insert(pool, held_hash(m.keys()));
+            }
+            None => {
+                self.held_hashes.remove(&pool);
             }
         }
     }
@@ -426,6 +523,11 @@ impl DraState {
         );
         self.all_classes = Arc::new(self.classes.values().cloned().collect());
         self.classes_rev += 1;
+    }
+
+    /// The slices kept for `node`, when it has any.
+    pub fn node_slices(&self, node: &str) -> Option<Arc<Vec<ResourceSlice>>> {
+        self.nodes.get(node).map(|n| n.slices.clone())
     }
 
     /// Nodes with slices (of any driver kept).
@@ -578,20 +680,10 @@ impl DraState {
         PodClaims::Judge(resolved)
     }
 
-    /// The devices other claims hold on `node`'s pools, and a fingerprint of everything a
-    /// verdict on the node depends on.
-    fn taken(
-        &self,
-        node: &str,
-        ns: &NodeSlices,
-        own: &BTreeSet<ObjKey>,
-    ) -> (BTreeSet<DeviceId>, u64) {
-        let pools: BTreeSet<(String, String)> = ns
-            .slices
-            .iter()
-            .map(|s| (s.spec.driver.clone(), s.spec.pool.name.clone()))
-            .collect();
-        let taken: BTreeSet<DeviceId> = pools
+    /// The devices other claims hold on the node's pools (the pod's own claims' devices
+    /// are not taken from it).
+    fn taken(&self, ns: &NodeSlices, own: &BTreeSet<ObjKey>) -> BTreeSet<DeviceId> {
+        ns.pools
             .iter()
             .filter_map(|p| self.held.get(p))
             .flat_map(|m| {
@@ -599,10 +691,51 @@ impl DraState {
                     .filter(|(_, k)| !own.contains(*k))
                     .map(|(d, _)| d.clone())
             })
-            .collect();
+            .collect()
+    }
+
+    /// The pools in which the pod's own claims hold devices (usually none).
+    fn own_pools(&self, own: &BTreeSet<ObjKey>) -> BTreeSet<(String, String)> {
+        own.iter()
+            .filter_map(|k| self.claims.get(k))
+            .flat_map(|c| c.held.iter())
+            .map(|d| (d.driver.clone(), d.pool.clone()))
+            .collect()
+    }
+
+    /// The verdict cache keys of `node` for the pod's claims, or the verdict when there is
+    /// nothing to judge. Cheap: no device set is built (the held devices' fingerprints are
+    /// kept per pool), unless the pod's own claims hold devices in the node's pools.
+    fn keys(&self, claims: &Resolved, node: &str, own_pools: &BTreeSet<(String, String)>) -> Keyed {
+        let Some(ns) = self.nodes.get(node) else {
+            return Keyed::Done(DraNode::Neutral(DraNeutral::NoSlices));
+        };
+        if !claims.foreign && ns.ours == 0 {
+            return Keyed::Done(DraNode::Neutral(DraNeutral::NoSlices));
+        }
         let mut h = DefaultHasher::new();
-        (node, ns.rev, self.classes_rev, self.budget, &taken).hash(&mut h);
-        (taken, h.finish())
+        (ns.kind, self.classes_rev, self.budget).hash(&mut h);
+        for p in &ns.pools {
+            let held = if own_pools.contains(p) {
+                self.held.get(p).map(|m| {
+                    held_hash(
+                        m.iter()
+                            .filter(|(_, k)| !claims.own.contains(*k))
+                            .map(|(d, _)| d),
+                    )
+                })
+            } else {
+                self.held_hashes.get(p).copied()
+            };
+            held.hash(&mut h);
+        }
+        let kind = h.finish();
+        let mut h = DefaultHasher::new();
+        (kind, node, ns.rev).hash(&mut h);
+        Keyed::Keys(Keys {
+            shared: (claims.hash, kind),
+            own: (claims.hash, h.finish()),
+        })
     }
 
     /// Judges one node for a pod's claims.
@@ -614,17 +747,18 @@ impl DraState {
     }
 
     /// What judging `node` needs, shared from the state (or the verdict, when there is
-    /// nothing to judge).
+    /// nothing to judge), with its cache keys.
     fn gather(&self, claims: &Resolved, node: &str) -> Gathered {
+        let own_pools = self.own_pools(&claims.own);
+        let keys = match self.keys(claims, node, &own_pools) {
+            Keyed::Done(v) => return Gathered::Done(v),
+            Keyed::Keys(k) => k,
+        };
         let Some(ns) = self.nodes.get(node) else {
             return Gathered::Done(DraNode::Neutral(DraNeutral::NoSlices));
         };
-        if !claims.foreign && ns.ours == 0 {
-            return Gathered::Done(DraNode::Neutral(DraNeutral::NoSlices));
-        }
-        let (taken, fp) = self.taken(node, ns, &claims.own);
         Gathered::Job(Job {
-            key: (claims.hash, fp),
+            keys,
             node: node.to_string(),
             slices: ns.slices.clone(),
             classes: if claims.foreign {
@@ -632,16 +766,31 @@ impl DraState {
             } else {
                 self.ours.clone()
             },
-            taken,
+            taken: self.taken(ns, &claims.own),
             budget: self.budget,
         })
     }
 }
 
+/// The verdict cache keys of one node for one pod's claims: (claims, fingerprint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Keys {
+    /// Shared by the nodes of one kind with the same devices held ([`shareable`]
+    /// verdicts).
+    shared: (u64, u64),
+    /// The node's own (its name and slice revision too): verdicts that name what they
+    /// could not read.
+    own: (u64, u64),
+}
+
+enum Keyed {
+    Done(DraNode),
+    Keys(Keys),
+}
+
 /// One node's judgement, ready to run with no lock held.
 struct Job {
-    /// The verdict cache key: (claims, node fingerprint).
-    key: (u64, u64),
+    keys: Keys,
     node: String,
     slices: Arc<Vec<ResourceSlice>>,
     classes: Arc<Vec<DeviceClass>>,
@@ -678,14 +827,19 @@ impl Job {
     }
 }
 
+/// Verdicts by (claims, node fingerprint), shared with the calls that read them.
+type VerdictMap = HashMap<(u64, u64), Arc<DraNode>>;
+
 /// The DRA state shared by the watchers and the handlers, its readiness and a verdict
-/// cache keyed by (claims, node fingerprint).
+/// cache keyed by (claims, node fingerprint): nodes of one kind (the same slices but for
+/// their names) with the same devices held share a verdict, so a pod's first call judges
+/// each kind of node once, not each node.
 #[derive(Debug)]
 pub struct DraShared {
     /// The state.
     pub state: RwLock<DraState>,
     ready: AtomicBool,
-    cache: Mutex<HashMap<(u64, u64), DraNode>>,
+    cache: Mutex<VerdictMap>,
 }
 
 impl Default for DraShared {
@@ -734,14 +888,16 @@ impl DraShared {
         self.read().resolve(pod)
     }
 
-    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<(u64, u64), DraNode>> {
+    fn cache(&self) -> std::sync::MutexGuard<'_, VerdictMap> {
         self.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Calls `f(index, name, decision)` for every candidate in order. The state is read
-    /// (and the cache looked up) first, the nodes not cached are judged with no lock
-    /// held, until `deadline` (the rest pass neutral: [`DraNeutral::OverBudget`], not
-    /// cached), and their verdicts stored.
+    /// (and the cache looked up) first; the nodes not cached are judged with no lock
+    /// held, one per kind and devices held (the others of the kind take its verdict when
+    /// it names no device, pool or slice: a fit, a rejection, a search out of budget;
+    /// else each is judged), until `deadline` (the rest pass neutral:
+    /// [`DraNeutral::OverBudget`], not cached), and their verdicts stored.
     pub fn visit<N: AsRef<str>>(
         &self,
         claims: &Resolved,
@@ -749,36 +905,92 @@ impl DraShared {
         deadline: Option<Instant>,
         mut f: impl FnMut(usize, &str, &DraNode),
     ) {
-        let gathered: Vec<Gathered> = {
+        let mut verdicts: Vec<Option<Arc<DraNode>>> = vec![None; names.len()];
+        // Per kind not cached: the first node's job and the other nodes' indices.
+        let mut groups: Vec<(usize, Job, Vec<usize>)> = Vec::new();
+        {
             let state = self.read();
-            names
+            let own_pools = state.own_pools(&claims.own);
+            let keyed: Vec<Keyed> = names
                 .iter()
-                .map(|n| state.gather(claims, n.as_ref()))
-                .collect()
-        };
-        let mut verdicts: Vec<Option<DraNode>> = {
-            let cache = self.cache();
-            gathered
-                .iter()
-                .map(|g| match g {
-                    Gathered::Done(v) => Some(v.clone()),
-                    Gathered::Job(j) => cache.get(&j.key).cloned(),
-                })
-                .collect()
-        };
-        let mut fresh = Vec::new();
-        for (g, v) in gathered.iter().zip(verdicts.iter_mut()) {
-            let Gathered::Job(job) = g else { continue };
-            if v.is_some() {
-                continue;
+                .map(|n| state.keys(claims, n.as_ref(), &own_pools))
+                .collect();
+            let mut group_of: HashMap<(u64, u64), usize> = HashMap::new();
+            let mut misses = Vec::new();
+            {
+                let cache = self.cache();
+                for (i, k) in keyed.into_iter().enumerate() {
+                    match k {
+                        Keyed::Done(v) => verdicts[i] = Some(Arc::new(v)),
+                        Keyed::Keys(k) => {
+                            let hit = cache.get(&k.shared).or_else(|| cache.get(&k.own));
+                            match hit {
+                                Some(v) => verdicts[i] = Some(v.clone()),
+                                None => misses.push((i, k)),
+                            }
+                        }
+                    }
+                }
             }
+            for (i, k) in misses {
+                match group_of.get(&k.shared) {
+                    Some(&g) => groups[g].2.push(i),
+                    None => {
+                        if let Gathered::Job(job) = state.gather(claims, names[i].as_ref()) {
+                            group_of.insert(k.shared, groups.len());
+                            groups.push((i, job, Vec::new()));
+                        }
+                    }
+                }
+            }
+        }
+        let mut fresh: Vec<((u64, u64), Arc<DraNode>)> = Vec::new();
+        let mut alone = Vec::new();
+        for (first, job, others) in &groups {
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                *v = Some(DraNode::Neutral(DraNeutral::OverBudget));
-                continue;
+                break;
             }
-            let judged = job.judge(claims);
-            fresh.push((job.key, judged.clone()));
-            *v = Some(judged);
+            let judged = Arc::new(job.judge(claims));
+            verdicts[*first] = Some(judged.clone());
+            if shareable(&judged) {
+                for &i in others {
+                    verdicts[i] = Some(judged.clone());
+                }
+                fresh.push((job.keys.shared, judged));
+            } else {
+                fresh.push((job.keys.own, judged));
+                alone.extend(others.iter().copied());
+            }
+        }
+        if !alone.is_empty() {
+            let jobs: Vec<(usize, Gathered)> = {
+                let state = self.read();
+                alone
+                    .into_iter()
+                    .map(|i| (i, state.gather(claims, names[i].as_ref())))
+                    .collect()
+            };
+            for (i, g) in jobs {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    break;
+                }
+                let judged = Arc::new(match g {
+                    Gathered::Done(v) => v,
+                    Gathered::Job(job) => {
+                        let v = job.judge(claims);
+                        let key = if shareable(&v) {
+                            job.keys.shared
+                        } else {
+                            job.keys.own
+                        };
+                        let v = Arc::new(v);
+                        fresh.push((key, v.clone()));
+                        verdicts[i] = Some(v);
+                        continue;
+                    }
+                });
+                verdicts[i] = Some(judged);
+            }
         }
         if !fresh.is_empty() {
             let mut cache = self.cache();
@@ -787,9 +999,9 @@ impl DraShared {
             }
             cache.extend(fresh);
         }
+        let over = DraNode::Neutral(DraNeutral::OverBudget);
         for (i, (n, v)) in names.iter().zip(verdicts).enumerate() {
-            let v = v.unwrap_or(DraNode::Neutral(DraNeutral::OverBudget));
-            f(i, n.as_ref(), &v);
+            f(i, n.as_ref(), v.as_deref().unwrap_or(&over));
         }
     }
 }

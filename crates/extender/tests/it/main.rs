@@ -6,6 +6,7 @@ mod common;
 mod cpu;
 mod decide;
 mod dra;
+mod dra_kinds;
 mod protocol;
 mod replay;
 mod responsive;

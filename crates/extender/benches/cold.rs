@@ -1,0 +1,260 @@
+//! The cold call (issue 24): filter + prioritize for a pod shape the verdict cache has
+//! never seen, over 5,000 nodes, pure core (no HTTP), on both paths:
+//!
+//! - device-plugin pods judged on each node's topology, kubelet settings and used devices
+//!   (the `decide` bench's cluster), a fresh verdict cache per call;
+//! - DRA pods (a claim of 2 `gpu-nic-pair` devices) judged on each node's ResourceSlices
+//!   minus the devices other claims hold (random occupancy), a fresh cache per call.
+//!
+//! And the warm call the scheduler makes per candidate domain: filter + prioritize over a
+//! 72-node domain with the cache warm, with its p50 / p99 printed from timed calls.
+
+// A measurement harness: building the synthetic cluster must not fail silently.
+#![allow(clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::hint::black_box;
+use std::time::{Duration, Instant, SystemTime};
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimSpec};
+use serde_json::{Value, json};
+use topoalign_dra::{
+    ClaimSpec, DRIVER_NAME, DeviceId, PublishOptions, claim_spec, device_classes, resource_slices,
+};
+use topoalign_extender::decide::Decider;
+use topoalign_extender::dra::{DraVerdict, judge};
+use topoalign_extender::dra_state::{DraShared, DraState, PodClaims, Resolved, priorities};
+use topoalign_extender::nodeinfo::Interner;
+use topoalign_extender::protocol::{FilterWriter, PriorityWriter, parse_args};
+use topoalign_extender::synth::synth_nodes;
+use topoalign_extender::{ClusterState, PodRequest, pod_request};
+use topoalign_tm::rng::Rng;
+use topoalign_tm::{Policy, ResourceMap};
+
+const NODES: usize = 5_000;
+const DOMAIN: usize = 72;
+const PROFILES: [&str; 3] = ["mi300x-8", "gb300-4", "dgx-h100"];
+
+fn cluster() -> (ClusterState, Vec<String>) {
+    let policies = [
+        Policy::Restricted,
+        Policy::SingleNumaNode,
+        Policy::BestEffort,
+        Policy::None,
+    ];
+    let nodes = synth_nodes(NODES, 1, &PROFILES, &policies).expect("profiles");
+    let mut interner = Interner::default();
+    let mut st = ClusterState::default();
+    for n in &nodes {
+        st.upsert_node(&n.name, n.entry(&mut interner));
+    }
+    (st, nodes.into_iter().map(|n| n.name).collect())
+}
+
+/// The server's filter then prioritize for one pod over `names`.
+fn call(d: &Decider, st: &ClusterState, req: &PodRequest, body: &[u8], now: SystemTime) {
+    let Ok((_, candidates)) = parse_args(body) else {
+        return;
+    };
+    let names = candidates.names();
+    let mut f = FilterWriter::new(&candidates);
+    d.visit(st, req, names, now, |i, name, seen| {
+        match seen.rejection() {
+            Some(r) => f.fail_json(name, r.message_json, r.unresolvable),
+            None => f.pass(i, name),
+        }
+    });
+    let mut p = PriorityWriter::new(names.len());
+    d.visit(st, req, names, now, |_, name, seen| {
+        p.push(name, seen.score())
+    });
+    black_box((f.finish(), p.finish()));
+}
+
+fn pairs(n: u32, max_rank: Option<u32>) -> ResourceClaimSpec {
+    let mut c = ClaimSpec::pairs(n);
+    c.max_rank = max_rank;
+    claim_spec(&c).expect("claim spec")
+}
+
+/// `NODES` nodes with the driver's slices, each with a random share of its pairs held by
+/// one allocated claim (taken one pair at a time, each with a random class bound).
+fn dra_cluster() -> (DraState, Vec<String>) {
+    let mut st = DraState::default();
+    let classes = device_classes();
+    for c in &classes {
+        st.apply_class(c);
+    }
+    let mut rng = Rng::new(3);
+    let mut names = Vec::with_capacity(NODES);
+    let mut kinds: BTreeSet<(&str, Vec<String>)> = BTreeSet::new();
+    for k in 0..NODES {
+        let profile = PROFILES[k % PROFILES.len()];
+        let topo = topoalign_profiles::get(profile).expect("profile");
+        let node = format!("{profile}-{k:05}");
+        let slices = resource_slices(&topo, &node, &PublishOptions::default()).expect("slices");
+        for s in &slices {
+            st.apply_slice(s);
+        }
+        // Pods of one pair each came (each pair allocated on what the earlier ones left)
+        // and a third of them went again.
+        let mut held: BTreeSet<DeviceId> = BTreeSet::new();
+        let mut pods: Vec<BTreeSet<DeviceId>> = Vec::new();
+        for _ in 0..rng.below(topo.gpus.len() + 1) {
+            let bound = [None, Some(0), Some(1), Some(2), Some(3)][rng.below(5)];
+            if let Ok(DraVerdict::Fit { devices, .. }) =
+                judge(&[pairs(1, bound)], &classes, &slices, &node, &held)
+            {
+                held.extend(devices.iter().cloned());
+                pods.push(devices);
+            }
+        }
+        held = pods
+            .into_iter()
+            .filter(|_| rng.below(3) > 0)
+            .flatten()
+            .collect();
+        kinds.insert((profile, held.iter().map(|d| d.device.clone()).collect()));
+        if !held.is_empty() {
+            let results: Vec<Value> = held
+                .iter()
+                .map(|d| json!({"request": "pairs", "driver": DRIVER_NAME, "pool": d.pool, "device": d.device}))
+                .collect();
+            let claim: ResourceClaim = serde_json::from_value(json!({
+                "metadata": {"namespace": "other", "name": format!("held-{k}")},
+                "spec": pairs(1, None),
+                "status": {"allocation": {"devices": {"results": results}}},
+            }))
+            .expect("claim");
+            st.apply_claim(&claim);
+        }
+        names.push(node);
+    }
+    println!(
+        "DRA: {} distinct (profile, devices held) among {NODES} nodes",
+        kinds.len()
+    );
+    let pod_claim: ResourceClaim = serde_json::from_value(json!({
+        "metadata": {"namespace": "bench", "name": "two"},
+        "spec": pairs(2, None),
+    }))
+    .expect("claim");
+    st.apply_claim(&pod_claim);
+    (st, names)
+}
+
+fn dra_call(shared: &DraShared, claims: &Resolved, names: &[String]) {
+    let mut rejected = 0usize;
+    shared.visit(claims, names, None, |_, _, v| {
+        rejected += usize::from(matches!(
+            v,
+            topoalign_extender::dra_state::DraNode::Reject(_)
+        ));
+    });
+    let mut verdicts = Vec::with_capacity(names.len());
+    shared.visit(claims, names, None, |_, _, v| verdicts.push(v.clone()));
+    let refs: Vec<_> = verdicts.iter().map(Some).collect();
+    black_box((rejected, priorities(&refs, claims.foreign, 50.0)));
+}
+
+fn report(name: &str, mut v: Vec<Duration>) {
+    v.sort();
+    let at = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
+    println!(
+        "{name:<48} n={:<5} p50 {:>8.1} µs   p99 {:>8.1} µs   max {:>8.1} µs",
+        v.len(),
+        at(0.5).as_secs_f64() * 1e6,
+        at(0.99).as_secs_f64() * 1e6,
+        v.last().copied().unwrap_or_default().as_secs_f64() * 1e6,
+    );
+}
+
+fn bench(c: &mut Criterion) {
+    let (state, names) = cluster();
+    let pod = json!({"metadata": {"name": "p", "namespace": "b"},
+        "spec": {"containers": [{"name": "m", "resources": {"limits": {"amd.com/gpu": 2, "nvidia.com/sriov-rdma-vf": 2}}}]}});
+    let resources = ResourceMap::default();
+    let req = pod_request(&pod, &resources).expect("pod");
+    let now = SystemTime::now();
+    let body =
+        serde_json::to_vec(&json!({"Pod": pod, "Nodes": null, "NodeNames": names})).expect("json");
+    let domain_body =
+        serde_json::to_vec(&json!({"Pod": pod, "Nodes": null, "NodeNames": names[..DOMAIN]}))
+            .expect("json");
+
+    let (dra_state, dra_names) = dra_cluster();
+    let dra_pod = json!({"metadata": {"name": "p", "namespace": "bench", "uid": "u"},
+        "spec": {"containers": [], "resourceClaims": [{"name": "g", "resourceClaimName": "two"}]}});
+    let PodClaims::Judge(claims) = dra_state.resolve(&dra_pod) else {
+        panic!("the bench pod's claim does not resolve");
+    };
+    let dra_fresh = || {
+        let s = DraShared::new();
+        *s.write() = dra_state.clone();
+        s
+    };
+
+    let once = Decider::new(ResourceMap::default(), 1 << 20);
+    call(&once, &state, &req, &body, now);
+    println!(
+        "device plugin: {} distinct node states among {NODES} nodes",
+        once.cached()
+    );
+    // The warm 72-node call's latency distribution, from timed calls.
+    let warm = Decider::new(ResourceMap::default(), 1 << 20);
+    call(&warm, &state, &req, &domain_body, now);
+    let times: Vec<Duration> = (0..3000)
+        .map(|_| {
+            let t0 = Instant::now();
+            call(&warm, &state, &req, &domain_body, now);
+            t0.elapsed()
+        })
+        .collect();
+    report("device plugin: 72 nodes, cache warm", times);
+    let dra_warm = dra_fresh();
+    let domain = &dra_names[..DOMAIN];
+    dra_call(&dra_warm, &claims, domain);
+    let times: Vec<Duration> = (0..3000)
+        .map(|_| {
+            let t0 = Instant::now();
+            dra_call(&dra_warm, &claims, domain);
+            t0.elapsed()
+        })
+        .collect();
+    report("DRA: 72 nodes, cache warm", times);
+
+    let mut g = c.benchmark_group("cold call/5000 nodes");
+    g.sample_size(10);
+    g.bench_function("device plugin, new shape", |b| {
+        b.iter_batched(
+            || Decider::new(ResourceMap::default(), 1 << 20),
+            |d| {
+                call(&d, &state, &req, &body, now);
+                d
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.bench_function("DRA, new shape", |b| {
+        b.iter_batched(
+            dra_fresh,
+            |s| {
+                dra_call(&s, &claims, &dra_names);
+                s
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("warm call/72 nodes");
+    g.bench_function("device plugin", |b| {
+        b.iter(|| call(&warm, &state, &req, &domain_body, now))
+    });
+    g.bench_function("DRA", |b| b.iter(|| dra_call(&dra_warm, &claims, domain)));
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
