@@ -14,6 +14,7 @@ use std::time::{Duration, SystemTime};
 use topoalign_plan::score::device_score;
 use topoalign_plan::{Planner, Request};
 use topoalign_tm::settings::CpuPolicy;
+use topoalign_tm::settings::MemoryPolicy;
 use topoalign_tm::{Case, Outcome, Pod, ResourceMap, Settings, simulate};
 use topoalign_topology::{NodeUsage, Topology};
 
@@ -601,6 +602,10 @@ fn hash_settings(s: &Settings, h: &mut DefaultHasher) {
     (s.cpu_manager_policy == CpuPolicy::Static).hash(h);
     s.reserved_system_cpus.hash(h);
     s.reserved_cpu_millis.hash(h);
+    // The simulation reads the memory manager too: two nodes that differ only there
+    // must not share a verdict.
+    (s.memory_manager_policy == MemoryPolicy::Static).hash(h);
+    s.reserved_memory.hash(h);
 }
 
 /// Partially used switches + NUMA nodes + fabric islands under `used` (the planner's
@@ -636,4 +641,27 @@ pub fn hash_of(s: &str) -> u64 {
     let mut h = DefaultHasher::new();
     s.hash(&mut h);
     h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(s: &Settings) -> u64 {
+        let mut h = DefaultHasher::new();
+        hash_settings(s, &mut h);
+        h.finish()
+    }
+
+    #[test]
+    fn the_state_key_tells_memory_manager_settings_apart() {
+        let base = Settings::default();
+        let mut stat = base.clone();
+        stat.memory_manager_policy = MemoryPolicy::Static;
+        assert_ne!(key(&base), key(&stat));
+        let mut reserved = stat.clone();
+        reserved.reserved_memory.insert(0, 1 << 30);
+        assert_ne!(key(&stat), key(&reserved));
+        assert_eq!(key(&base), key(&base.clone()));
+    }
 }
