@@ -14,7 +14,7 @@ use kube::api::ListParams;
 use topoalign_dra::explain_pod::{
     ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,
 };
-use topoalign_extender::keys;
+use topoalign_kube_types::labels as keys;
 use topoalign_render::table::Table;
 
 use crate::output::{Format, exit, print, with_errors};

@@ -13,7 +13,7 @@ use topoalign_extender::offline::{
 };
 use topoalign_extender::runtime::run as serve;
 use topoalign_extender::synth::synth_nodes;
-use topoalign_tm::request::read_document;
+use topoalign_kube_types::documents::read_document;
 
 use crate::output::{print, with_errors};
 
