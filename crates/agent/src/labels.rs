@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use topoalign_extender::keys::{BEST_PAIR_LABEL, FABRIC_LABEL};
+use topoalign_kube_types::labels::{BEST_PAIR_LABEL, FABRIC_LABEL};
 
 use crate::report::Report;
 

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
-use topoalign_extender::watch::nrt_resource;
+use topoalign_kube_types::nrt::nrt_resource;
 
 /// The server-side apply field manager of the agent.
 pub const FIELD_MANAGER: &str = "topoalign-agent";

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::Value;
-use topoalign_tm::Settings;
+use topoalign_kube_types::kubelet_settings::Settings;
 use topoalign_topology::Topology;
 
 use crate::labels::{Debouncer, wanted};
@@ -88,10 +88,10 @@ pub enum AgentArgsError {
     NoNode,
     /// `--policy` is not a Topology Manager policy.
     #[error("--policy: {0}")]
-    Policy(topoalign_tm::ConfigError),
+    Policy(topoalign_kube_types::kubelet_settings::ConfigError),
     /// `--scope` is not a Topology Manager scope.
     #[error("--scope: {0}")]
-    Scope(topoalign_tm::ConfigError),
+    Scope(topoalign_kube_types::kubelet_settings::ConfigError),
 }
 
 #[cfg(feature = "clap")]

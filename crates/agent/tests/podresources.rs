@@ -13,7 +13,8 @@ use topoalign_agent::podresources::v1::pod_resources_lister_server::{
 };
 use topoalign_agent::podresources::v1::*;
 use topoalign_agent::run::{Config, once};
-use topoalign_tm::{Policy, Settings};
+use topoalign_kube_types::kubelet_settings::{Policy, Settings};
+use topoalign_kube_types::labels::{PODS_ANNOTATION, REPORTED_AT_ANNOTATION, USED_ANNOTATION};
 
 struct Kubelet;
 
@@ -161,17 +162,15 @@ async fn once_reads_the_socket_and_builds_the_nrt_object() {
         .find(|r| r["name"] == "amd.com/gpu")
         .unwrap();
     assert_eq!(gpu1["available"], "4");
-    // The extender reads the object back as this node's data.
-    let mut interner = topoalign_extender::nodeinfo::Interner::default();
-    match topoalign_extender::nodeinfo::from_nrt(nrt, &mut interner) {
-        topoalign_extender::NodeEntry::Known(info) => {
-            assert_eq!(info.used.gpus.len(), 4);
-            assert_eq!(info.settings.topology_manager_policy, Policy::Restricted);
-            assert!(info.reported_at.is_some());
-            assert!(info.reported_pods.contains("ml/train-0"));
-        }
-        topoalign_extender::NodeEntry::Broken(why) => panic!("{why}"),
-    }
+    // What the extender reads back as this node's data (the round trip through the
+    // extender's reader is the CLI's contract test, `agent_extender`).
+    let notes = &nrt["metadata"]["annotations"];
+    let used: serde_json::Value =
+        serde_json::from_str(notes[USED_ANNOTATION].as_str().unwrap()).unwrap();
+    assert_eq!(used["gpus"].as_array().unwrap().len(), 4);
+    assert!(notes[REPORTED_AT_ANNOTATION].is_string());
+    let pods: Vec<String> = serde_json::from_str(notes[PODS_ANNOTATION].as_str().unwrap()).unwrap();
+    assert!(pods.contains(&"ml/train-0".to_string()), "{pods:?}");
 }
 
 #[tokio::test]

@@ -98,28 +98,11 @@ fn main() -> ExitCode {
 /// agents' JSON or text lines as their `--log-format` asks (the driver at `TOPOALIGN_LOG`,
 /// default info), else text at `TOPOALIGN_LOG` (default warn).
 fn install_log_subscriber(command: &Command) {
-    use topoalign_driver::logging::{DEFAULT_FILTER, LogFormat};
+    use topoalign_probes::logging::{DEFAULT_FILTER, install};
     let (format, default) = match command {
         Command::Driver(a) if !a.dry_run => (Some(a.log_format), DEFAULT_FILTER),
         Command::Agent(a) => (Some(a.log_format), "warn"),
         _ => (None, "warn"),
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TOPOALIGN_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    // Fails only when a subscriber is already installed, which nothing before does.
-    let _ = match format {
-        Some(LogFormat::Json) => builder
-            .json()
-            .flatten_event(false)
-            .with_current_span(false)
-            .try_init(),
-        Some(LogFormat::Text) => builder.with_ansi(false).try_init(),
-        // Colour only on a terminal: redirected logs keep no escape codes.
-        None => builder
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .try_init(),
-    };
+    install(format, default);
 }

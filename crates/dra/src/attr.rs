@@ -6,13 +6,9 @@
 //! `device.attributes["topoalign.dev"]["rank"]`, and in a `matchAttribute` constraint they
 //! must be qualified: use [`qualified`].
 
-/// Standard: the PCI address of a device that is one PCI function (`0000:3b:00.0`).
-pub const PCI_BUS_ID: &str = "resource.kubernetes.io/pciBusID";
-/// Standard: the host bridge a device hangs under (`pci0000:3a`).
-pub const PCIE_ROOT: &str = "resource.kubernetes.io/pcieRoot";
-/// Standard (KEP-6072, alpha in 1.37): the NUMA node. Never published when the kernel
-/// reports `-1`.
-pub const NUMA_NODE_STD: &str = "resource.kubernetes.io/numaNode";
+/// The standard names, whose one home is the shared vocabulary (the lint and the fleet
+/// simulation's stand-in drivers speak them too).
+pub use topoalign_kube_types::dra_attr::{NUMA_NODE_STD, PCI_BUS_ID, PCIE_ROOT};
 
 /// Driver domain: `gpu`, `nic` or `pair` (string).
 pub const TYPE: &str = "type";

@@ -11,9 +11,9 @@ use topoalign_dra::{PairsPerGpu, PublishOptions};
 use topoalign_kubelet_plugin::{FaultPoint, PluginArgs};
 use topoalign_render::format::Format;
 
-use crate::logging::LogFormat;
 use crate::mig_source::MigSource;
 use crate::runtime::DriverConfig;
+use topoalign_probes::LogFormat;
 
 /// Arguments of `topoalign driver`.
 #[derive(Debug, clap::Args)]

@@ -82,3 +82,17 @@ impl DriverError {
         }
     }
 }
+
+/// The process kit's client errors, each in the driver's own words.
+impl From<topoalign_probes::ClientError> for DriverError {
+    fn from(e: topoalign_probes::ClientError) -> Self {
+        use topoalign_probes::ClientError;
+        match e {
+            ClientError::Kubeconfig { path, source } => {
+                DriverError::Kubeconfig { path, why: source }
+            }
+            ClientError::Infer(e) => DriverError::InferConfig(e),
+            ClientError::Client(e) => DriverError::api("creating the API client", e),
+        }
+    }
+}

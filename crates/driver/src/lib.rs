@@ -9,10 +9,10 @@
 //! * [`dry_run`]: every object the driver would create, for `--dry-run`.
 //! * [`mig_source`]: static MIG instances from saved `nvidia-smi` output or a planned mix.
 //! * [`http`]: `/healthz`, `/readyz`, `/metrics`; [`metrics`]: the Prometheus metrics.
-//! * [`logging`]: the log format and default filter (the binary installs the subscriber).
 //! * `args` (feature `clap`): `topoalign driver`'s flags, each defined once.
 //! * [`runtime`]: the whole agent: publisher, kubelet plugin and HTTP server, with
-//!   graceful shutdown on SIGTERM/SIGINT.
+//!   graceful shutdown on SIGTERM/SIGINT, assembled from the process kit
+//!   (`topoalign_probes`: client, signals, runtime, log format).
 //!
 //! `scripts/idle-rss.sh` measures the agent's memory while idle after publishing and
 //! `scripts/hotplug-check.sh` checks rescans and generations, both against a real
@@ -25,7 +25,6 @@ pub mod diff;
 pub mod dry_run;
 mod error;
 pub mod http;
-pub mod logging;
 pub mod metrics;
 pub mod mig_source;
 pub mod publisher;
@@ -33,5 +32,4 @@ pub mod readback;
 pub mod runtime;
 
 pub use error::DriverError;
-pub use logging::LogFormat;
 pub use runtime::{DriverConfig, run_blocking};

@@ -31,7 +31,7 @@ use kube::runtime::watcher::{self, Event};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use topoalign_discover::Source;
-use topoalign_dra::{DRIVER_NAME, PublishOptions};
+use topoalign_dra::{DRIVER_NAME, Inventory, PublishOptions};
 use topoalign_topology::Topology;
 
 use crate::diff::{self, Memo, SyncPlan, Written};
@@ -72,6 +72,12 @@ pub struct Publisher {
     metrics: Arc<Metrics>,
     health: Arc<Health>,
     topology: Topology,
+    /// The device inventory of `topology` under `cfg.options`, built once per discovery
+    /// and shared with the kubelet plugin.
+    inventory: Arc<Inventory>,
+    /// The inventory without pair devices, built when the mode first needs it (reset by
+    /// a rediscovery).
+    plain: Option<Arc<Inventory>>,
     desired_names: Vec<String>,
     memo: Memo,
     floor: i64,
@@ -103,15 +109,18 @@ enum Round {
 /// exists).
 const OWNER_CHECK: Duration = Duration::from_secs(5);
 
-/// Called with the new topology when a rescan finds the node's devices changed.
-pub type TopologyHook = Box<dyn Fn(&Topology) + Send + Sync>;
+/// Called with the new inventory (the same one the publisher publishes) when a rescan
+/// finds the node's devices changed.
+pub type TopologyHook = Box<dyn Fn(&Arc<Inventory>) + Send + Sync>;
 
 impl Publisher {
-    /// A publisher for `topology` (already discovered from `cfg.source`).
+    /// A publisher for `topology` (already discovered from `cfg.source`) and its
+    /// `inventory` under `cfg.options` (shared with the kubelet plugin).
     pub fn new(
         client: Client,
         cfg: PublisherConfig,
         topology: Topology,
+        inventory: Arc<Inventory>,
         metrics: Arc<Metrics>,
         health: Arc<Health>,
     ) -> Self {
@@ -123,6 +132,8 @@ impl Publisher {
             metrics,
             health,
             topology,
+            inventory,
+            plain: None,
             desired_names: Vec::new(),
             memo: Memo::new(),
             floor: 0,
@@ -167,9 +178,9 @@ impl Publisher {
         }
     }
 
-    /// Calls `hook` with the new topology whenever a rescan finds a device added or
-    /// removed, before the pool is republished (the kubelet plugin takes the new
-    /// inventory through it, so it prepares what the slices now say).
+    /// Calls `hook` with the new inventory whenever a rescan finds a device added or
+    /// removed, before the pool is republished (the kubelet plugin takes it, so it
+    /// prepares what the slices now say).
     pub fn on_topology_change(mut self, hook: TopologyHook) -> Self {
         self.on_change = Some(hook);
         self
@@ -177,13 +188,13 @@ impl Publisher {
 
     /// The slices this node should publish now (generation 0; owned by the Node object
     /// when it exists, so that deleting the node deletes them).
-    async fn desired(&self) -> Result<Vec<ResourceSlice>, DriverError> {
-        let options = PublishOptions {
-            pair_devices: self.cfg.options.pair_devices && self.mode.pairs(),
-            ..self.cfg.options.clone()
-        };
-        let mut slices =
-            topoalign_dra::resource_slices(&self.topology, &self.cfg.node_name, &options)?;
+    async fn desired(&mut self) -> Result<Vec<ResourceSlice>, DriverError> {
+        let inventory = self.inventory_now();
+        let mut slices = topoalign_dra::slices_for(
+            &inventory,
+            &self.cfg.node_name,
+            self.cfg.options.generation,
+        )?;
         let node = self
             .nodes
             .get_opt(&self.cfg.node_name)
@@ -202,6 +213,24 @@ impl Publisher {
             s.metadata.owner_references = owner.clone().map(|o| vec![o]);
         }
         Ok(slices)
+    }
+
+    /// The inventory of the current mode: the shared one, or, while pair devices are
+    /// off ([`PairMode::PlainOnly`]) and the options ask for them, one without pairs.
+    fn inventory_now(&mut self) -> Arc<Inventory> {
+        if self.mode.pairs() || !self.cfg.options.pair_devices {
+            return self.inventory.clone();
+        }
+        let (topology, options) = (&self.topology, &self.cfg.options);
+        self.plain
+            .get_or_insert_with(|| {
+                let plain = PublishOptions {
+                    pair_devices: false,
+                    ..options.clone()
+                };
+                Arc::new(Inventory::new(topology, &plain))
+            })
+            .clone()
     }
 
     /// One publishing round: read what the API server holds, write what differs, read
@@ -451,8 +480,10 @@ impl Publisher {
         }
         tracing::info!(node = %self.cfg.node_name, "the topology changed; republishing");
         self.topology = found.topology;
+        self.inventory = Arc::new(Inventory::new(&self.topology, &self.cfg.options));
+        self.plain = None;
         if let Some(hook) = &self.on_change {
-            hook(&self.topology);
+            hook(&self.inventory);
         }
         Ok(true)
     }
@@ -699,6 +730,7 @@ mod tests {
 
     fn publisher(removal_timeout: Duration) -> Publisher {
         let topology = topoalign_profiles::get("mi300x-8").unwrap();
+        let inventory = Arc::new(Inventory::new(&topology, &PublishOptions::default()));
         Publisher::new(
             unreachable(),
             PublisherConfig {
@@ -709,6 +741,7 @@ mod tests {
                 removal_timeout,
             },
             topology,
+            inventory,
             Arc::new(Metrics::new()),
             Arc::new(Health::new(false)),
         )

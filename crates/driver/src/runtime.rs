@@ -7,15 +7,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::Client;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::net::TcpListener;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use topoalign_discover::Source;
 use topoalign_dra::{Inventory, PublishOptions};
 use topoalign_kubelet_plugin::{FaultHook, FaultPoint, Plugin, PluginConfig};
+use topoalign_probes::{Threads, kube_client, runtime, shutdown_signals};
 use topoalign_topology::Topology;
 
 use crate::claims::KubeClaims;
@@ -57,8 +55,11 @@ pub fn run_blocking(cfg: DriverConfig) -> Result<(), DriverError> {
     for w in &found.warnings {
         tracing::warn!(warning = %w, "discovery");
     }
-    // The node name and the limits are checked here, once, before anything starts.
-    let slices = topoalign_dra::resource_slices(&found.topology, &cfg.node_name, &cfg.options)?;
+    // The node's inventory, built once for this discovery and shared by the publisher and
+    // the kubelet plugin. The node name and the limits are checked here, once, before
+    // anything starts.
+    let inventory = Arc::new(Inventory::new(&found.topology, &cfg.options));
+    let slices = topoalign_dra::slices_for(&inventory, &cfg.node_name, cfg.options.generation)?;
     tracing::info!(
         node = %cfg.node_name,
         gpus = found.topology.gpus.len(),
@@ -67,44 +68,12 @@ pub fn run_blocking(cfg: DriverConfig) -> Result<(), DriverError> {
         "discovered the node"
     );
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .max_blocking_threads(4)
-        .enable_all()
-        .build()
-        .map_err(DriverError::Runtime)?;
-    rt.block_on(run(cfg, found.topology))
-}
-
-async fn client(kubeconfig: Option<&PathBuf>) -> Result<Client, DriverError> {
-    let config = match kubeconfig {
-        Some(path) => {
-            let kc = Kubeconfig::read_from(path).map_err(|why| DriverError::Kubeconfig {
-                path: path.clone(),
-                why,
-            })?;
-            kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-                .await
-                .map_err(|why| DriverError::Kubeconfig {
-                    path: path.clone(),
-                    why,
-                })?
-        }
-        None => kube::Config::infer().await?,
-    };
-    Client::try_from(config).map_err(|e| DriverError::api("creating the API client", e))
-}
-
-/// Resolves when SIGTERM or SIGINT arrives.
-fn signals() -> Result<impl Future<Output = &'static str>, DriverError> {
-    let mut term = signal(SignalKind::terminate()).map_err(DriverError::Signal)?;
-    let mut int = signal(SignalKind::interrupt()).map_err(DriverError::Signal)?;
-    Ok(async move {
-        tokio::select! {
-            _ = term.recv() => "SIGTERM",
-            _ = int.recv() => "SIGINT",
-        }
+    let rt = runtime(Threads::Fixed {
+        workers: 2,
+        blocking: 4,
     })
+    .map_err(DriverError::Runtime)?;
+    rt.block_on(run(cfg, found.topology, inventory))
 }
 
 async fn stopped(mut rx: watch::Receiver<bool>) {
@@ -121,10 +90,15 @@ async fn joined(
     })?
 }
 
-/// The agent on a running tokio runtime.
-pub async fn run(cfg: DriverConfig, topology: Topology) -> Result<(), DriverError> {
-    let signalled = signals()?;
-    let client = client(cfg.kubeconfig.as_ref()).await?;
+/// The agent on a running tokio runtime, for `topology` and its `inventory` under
+/// `cfg.options`.
+pub async fn run(
+    cfg: DriverConfig,
+    topology: Topology,
+    inventory: Arc<Inventory>,
+) -> Result<(), DriverError> {
+    let signalled = shutdown_signals().map_err(DriverError::Signal)?;
+    let client = kube_client(cfg.kubeconfig.as_deref()).await?;
     let health = Arc::new(Health::new(cfg.plugin.is_some()));
     let (stop_tx, stop_rx) = watch::channel(false);
     let (http_stop_tx, http_stop_rx) = watch::channel(false);
@@ -141,7 +115,6 @@ pub async fn run(cfg: DriverConfig, topology: Topology) -> Result<(), DriverErro
     let mut plugin_task: Option<JoinHandle<Result<(), DriverError>>> = None;
     let mut hot_plug: Option<TopologyHook> = None;
     if let Some(pcfg) = cfg.plugin.clone() {
-        let inventory = Inventory::new(&topology, &cfg.options);
         let claims = Arc::new(KubeClaims::new(client.clone()));
         let crash = cfg.crash_at.map(|at| -> FaultHook {
             Arc::new(move |point: FaultPoint| {
@@ -152,10 +125,10 @@ pub async fn run(cfg: DriverConfig, topology: Topology) -> Result<(), DriverErro
                 Ok(())
             })
         });
-        let plugin = Plugin::with_fault_hook(pcfg, inventory, claims, crash)?;
-        let (hooked, options) = (plugin.clone(), cfg.options.clone());
-        hot_plug = Some(Box::new(move |t: &Topology| {
-            hooked.set_inventory(Inventory::new(t, &options));
+        let plugin = Plugin::with_fault_hook(pcfg, inventory.clone(), claims, crash)?;
+        let hooked = plugin.clone();
+        hot_plug = Some(Box::new(move |inv: &Arc<Inventory>| {
+            hooked.set_inventory(inv.clone());
         }));
         metrics = metrics.with_plugin(plugin.metrics());
         let socket = plugin.config().dra_socket();
@@ -201,6 +174,7 @@ pub async fn run(cfg: DriverConfig, topology: Topology) -> Result<(), DriverErro
             removal_timeout: cfg.removal_timeout,
         },
         topology,
+        inventory,
         metrics.clone(),
         health.clone(),
     );

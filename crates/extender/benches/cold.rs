@@ -29,8 +29,9 @@ use topoalign_extender::nodeinfo::Interner;
 use topoalign_extender::protocol::{FilterWriter, PriorityWriter, parse_args};
 use topoalign_extender::synth::synth_nodes;
 use topoalign_extender::{ClusterState, PodRequest, pod_request};
+use topoalign_kube_types::kubelet_settings::Policy;
+use topoalign_tm::ResourceMap;
 use topoalign_tm::rng::Rng;
-use topoalign_tm::{Policy, ResourceMap};
 
 const NODES: usize = 5_000;
 const DOMAIN: usize = 72;

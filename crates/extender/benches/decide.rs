@@ -15,7 +15,8 @@ use topoalign_extender::nodeinfo::Interner;
 use topoalign_extender::protocol::{FilterWriter, PriorityWriter, parse_args};
 use topoalign_extender::synth::synth_nodes;
 use topoalign_extender::{ClusterState, pod_request};
-use topoalign_tm::{Policy, ResourceMap};
+use topoalign_kube_types::kubelet_settings::Policy;
+use topoalign_tm::ResourceMap;
 
 const NODES: usize = 5_000;
 

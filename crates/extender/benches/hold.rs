@@ -21,7 +21,8 @@ use topoalign_extender::decide::Decider;
 use topoalign_extender::nodeinfo::Interner;
 use topoalign_extender::server::{App, serve};
 use topoalign_extender::synth::synth_nodes;
-use topoalign_tm::{Policy, ResourceMap};
+use topoalign_kube_types::kubelet_settings::Policy;
+use topoalign_tm::ResourceMap;
 
 async fn call(addr: SocketAddr, method: &str, path: &str, body: Bytes) -> (u16, Duration) {
     let t0 = Instant::now();

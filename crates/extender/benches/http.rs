@@ -22,7 +22,8 @@ use topoalign_extender::decide::Decider;
 use topoalign_extender::nodeinfo::Interner;
 use topoalign_extender::server::{App, serve};
 use topoalign_extender::synth::synth_nodes;
-use topoalign_tm::{Policy, ResourceMap};
+use topoalign_kube_types::kubelet_settings::Policy;
+use topoalign_tm::ResourceMap;
 
 const NODES: usize = 5_000;
 

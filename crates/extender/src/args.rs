@@ -5,9 +5,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use topoalign_kube_types::kubelet_settings::Policy;
 use topoalign_render::format::Format;
+use topoalign_tm::ResourceMap;
 use topoalign_tm::error::InputError;
-use topoalign_tm::{Policy, ResourceMap};
 
 use topoalign_probes::Limits;
 

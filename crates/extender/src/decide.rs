@@ -13,8 +13,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
+use topoalign_kube_types::kubelet_settings::Policy;
 use topoalign_plan::{Bound, PlanError, Planner, Score};
-use topoalign_tm::{Case, Outcome, Policy, ResourceMap, simulate};
+use topoalign_tm::{Case, Outcome, ResourceMap, simulate};
 use topoalign_topology::{NodeUsage, PcieClass};
 
 use crate::cache::{Judged, KeyMap, VerdictCache};

@@ -7,8 +7,8 @@
 //!   settings, used devices, assumed allocations per node);
 //! - [`decide`]: the pure filter/prioritize core over that state, with a verdict cache;
 //! - [`score`]: plan → priority (achievable alignment minus fragmentation caused);
-//! - [`nodeinfo`] and [`keys`]: how API objects (NodeResourceTopology, node labels) become
-//!   node data, and every label/annotation name;
+//! - [`nodeinfo`]: how API objects (NodeResourceTopology, node labels) become node data
+//!   (the label, annotation and NRT names are `topoalign_kube_types::{labels, nrt}`);
 //! - [`server`]: the axum HTTP server (on `topoalign_probes`' server kit), [`gate`]: the
 //!   limits of the scheduler calls (bodies, calls in flight, work budget); [`watch`]: the kube-rs watchers that fill the state;
 //!   [`runtime`]: the serving process (client, watchers, server, graceful shutdown);
@@ -30,7 +30,6 @@ pub mod dra_pairs;
 pub mod dra_state;
 pub mod dra_watch;
 pub mod gate;
-pub mod keys;
 pub mod metrics;
 pub mod nodeinfo;
 pub mod offline;

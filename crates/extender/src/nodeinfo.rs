@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use serde_json::Value;
-use topoalign_tm::settings::CpuPolicy;
-use topoalign_tm::{Policy, Scope, Settings};
+use topoalign_kube_types::kubelet_settings::{CpuPolicy, Policy, Scope, Settings};
+use topoalign_kube_types::labels::*;
+use topoalign_kube_types::nrt::*;
 use topoalign_topology::{CpuSet, NodeUsage, Topology};
 
-use crate::keys::*;
 use crate::state::{NodeEntry, NodeInfo, NodeTopology, Source, hash_of};
 
 /// Topologies by source key, parsed once and shared by every node reporting the same.

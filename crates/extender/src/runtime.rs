@@ -1,9 +1,8 @@
-//! The serving process: the API client, the watchers, the HTTP server, graceful
-//! shutdown on SIGINT/SIGTERM.
+//! The serving process: the watchers, the HTTP server and graceful shutdown, on the API
+//! client and shutdown signal of the process kit (`topoalign_probes::process`).
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -42,20 +41,6 @@ pub struct ServeConfig {
 /// Why the extender stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// The kubeconfig cannot be read.
-    #[error("reading kubeconfig {path}: {source}")]
-    Kubeconfig {
-        /// The file.
-        path: String,
-        /// Why.
-        source: kube::config::KubeconfigError,
-    },
-    /// No configuration found.
-    #[error("no kubeconfig given and none found (in-cluster, $KUBECONFIG, ~/.kube/config): {0}")]
-    Infer(#[source] kube::config::InferConfigError),
-    /// The client cannot be built.
-    #[error("building the API client: {0}")]
-    Client(#[source] kube::Error),
     /// The listen address cannot be bound.
     #[error("--listen {addr}: cannot bind: {source}")]
     Bind {
@@ -73,53 +58,6 @@ pub enum RunError {
     /// Serving failed.
     #[error("serving: {0}")]
     Serve(#[source] std::io::Error),
-}
-
-/// An API client from `kubeconfig`, else the in-cluster config, `$KUBECONFIG` or
-/// `~/.kube/config`.
-pub async fn client(kubeconfig: Option<&Path>) -> Result<kube::Client, RunError> {
-    kube::Client::try_from(config(kubeconfig).await?).map_err(RunError::Client)
-}
-
-/// The client configuration [`client`] uses (its `cluster_url` names the server in
-/// messages).
-pub async fn config(kubeconfig: Option<&Path>) -> Result<kube::Config, RunError> {
-    Ok(match kubeconfig {
-        Some(p) => {
-            let path = p.display().to_string();
-            let kc =
-                kube::config::Kubeconfig::read_from(p).map_err(|source| RunError::Kubeconfig {
-                    path: path.clone(),
-                    source,
-                })?;
-            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-                .await
-                .map_err(|source| RunError::Kubeconfig { path, source })?
-        }
-        None => kube::Config::infer().await.map_err(RunError::Infer)?,
-    })
-}
-
-/// Resolves on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
-    }
 }
 
 /// Beyond the server's own shutdown grace, how long the stop may take before it is

@@ -11,11 +11,10 @@ use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use topoalign_kube_types::kubelet_settings::{CpuPolicy, MemoryPolicy, Settings};
 use topoalign_plan::score::device_score;
 use topoalign_plan::{Planner, Request};
-use topoalign_tm::settings::CpuPolicy;
-use topoalign_tm::settings::MemoryPolicy;
-use topoalign_tm::{Case, Outcome, Pod, ResourceMap, Settings, simulate};
+use topoalign_tm::{Case, Outcome, Pod, ResourceMap, simulate};
 use topoalign_topology::{NodeUsage, Topology};
 
 use crate::cache::KeyHasher;

@@ -1,17 +1,17 @@
 //! Synthetic nodes from the built-in profiles with random occupancy, in the declared form
-//! the extender reads from Node objects (see [`crate::keys`]): for benchmarks, tests and
+//! the extender reads from Node objects (see [`topoalign_kube_types::labels`]): for benchmarks, tests and
 //! the end-to-end harness (`topoalign extender nodes` prints them as Node manifests).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use topoalign_kube_types::kubelet_settings::{Policy, Scope, Settings};
+use topoalign_kube_types::labels::*;
 use topoalign_tm::matrix::gpu_resource;
 use topoalign_tm::rng::Rng;
-use topoalign_tm::{Policy, Scope, Settings};
 use topoalign_topology::{NodeUsage, Topology};
 
-use crate::keys::*;
 use crate::nodeinfo::Interner;
 use crate::state::{NodeEntry, NodeInfo, Source};
 

@@ -10,25 +10,16 @@ use std::time::{Duration, SystemTime};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DynamicObject, ListParams};
-use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::reflector::{self, Store, reflector, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::Value;
+use topoalign_kube_types::nrt::nrt_resource;
 
-use crate::keys::{NRT_GROUP, NRT_KIND, NRT_PLURAL, NRT_VERSION};
 use crate::nodeinfo::{Interner, from_node_labels, from_nrt};
 use crate::podreq::pod_request;
 use crate::server::App;
 use crate::state::ClusterState;
-
-/// The NodeResourceTopology API resource.
-pub fn nrt_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(NRT_GROUP, NRT_VERSION, NRT_KIND),
-        NRT_PLURAL,
-    )
-}
 
 /// Raw inputs per node name, so that a node's entry can be rebuilt from whichever exist.
 #[derive(Debug, Default)]

@@ -3,10 +3,11 @@
 //! and the kubelet settings go in; the Topology Manager's admission and the device and
 //! CPU managers' allocation come out.
 
+use topoalign_kube_types::kubelet_settings::{
+    CpuPolicy, PREFER_CLOSEST_NUMA_NODES, Policy, Settings,
+};
 use topoalign_tm::matrix::gpu_resource;
-use topoalign_tm::policy::PREFER_CLOSEST_NUMA_NODES;
-use topoalign_tm::settings::CpuPolicy;
-use topoalign_tm::{Case, DeviceKind, Outcome, Pod, Quantity, ResourceMap, Settings, Usage};
+use topoalign_tm::{Case, DeviceKind, Outcome, Pod, Quantity, ResourceMap, Usage};
 use topoalign_topology::{CpuSet, GpuNicPath};
 
 use crate::error::FleetError;
@@ -70,7 +71,7 @@ impl KubeletNode {
         resources.add(gpu_res, DeviceKind::Gpus(None));
         resources.add(nic_res, nic_kind);
         let mut restricted = Settings {
-            topology_manager_policy: topoalign_tm::Policy::Restricted,
+            topology_manager_policy: Policy::Restricted,
             cpu_manager_policy: CpuPolicy::Static,
             reserved_system_cpus: Some(model.reserved_cpus.clone()),
             ..Settings::default()

@@ -17,8 +17,10 @@
 //! ([`vendor`]), so the vendor's driver libraries and hooks reach the container.
 //!
 //! * [`pb`]: the kubelet's gRPC APIs, compiled from `proto/` with protox.
-//! * [`hpack`] and [`shim`]: the HTTP/2 `:authority` shim that lets the kubelet's
-//!   registration client (which sends a percent-encoded socket path there) talk to tonic.
+//!
+//! The HTTP/2 `:authority` shim that lets the kubelet's registration client (which sends a
+//! percent-encoded socket path there) talk to tonic is its own crate,
+//! `topoalign_h2_authority`, put in front of both sockets in [`server`].
 
 pub mod checkpoint;
 pub mod claims;
@@ -26,11 +28,9 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod health;
-pub mod hpack;
 pub mod metrics;
 pub mod plugin;
 pub mod server;
-pub mod shim;
 pub mod vendor;
 
 pub use checkpoint::{Checkpoint, PreparedClaim, PreparedRecord};

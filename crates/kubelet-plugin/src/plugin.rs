@@ -69,7 +69,7 @@ impl Plugin {
     /// checkpoint and reconciles the CDI directory with it.
     pub fn new(
         config: PluginConfig,
-        inventory: Inventory,
+        inventory: impl Into<Arc<Inventory>>,
         claims: Arc<dyn ClaimSource>,
     ) -> Result<Self, PluginError> {
         Self::with_fault_hook(config, inventory, claims, None)
@@ -78,11 +78,11 @@ impl Plugin {
     /// [`Plugin::new`] with a fault hook called at every write step (crash tests).
     pub fn with_fault_hook(
         config: PluginConfig,
-        inventory: Inventory,
+        inventory: impl Into<Arc<Inventory>>,
         claims: Arc<dyn ClaimSource>,
         fault: Option<FaultHook>,
     ) -> Result<Self, PluginError> {
-        let inventory = Arc::new(inventory);
+        let inventory = inventory.into();
         let (engine, report) = Engine::open(config.clone(), inventory.clone(), fault)?;
         log_report(&report);
         let health = HealthBoard::new(&config.node_name, &inventory);
@@ -140,8 +140,8 @@ impl Plugin {
     /// Takes a new inventory after the node's devices changed (the publisher's rescan
     /// found a device added or removed): later prepares resolve against it and the
     /// health list follows it. Prepared claims are untouched.
-    pub fn set_inventory(&self, inventory: Inventory) {
-        let inventory = Arc::new(inventory);
+    pub fn set_inventory(&self, inventory: impl Into<Arc<Inventory>>) {
+        let inventory = inventory.into();
         if let Ok(mut e) = self.inner.engine.lock() {
             e.set_inventory(inventory.clone());
         }

@@ -1,6 +1,6 @@
 //! The gRPC services (registration, DRA, device health) and [`Plugin::serve`], which binds
 //! `<plugin-registry-dir>/<driver>-reg.sock` and `<plugin-dir>/<driver>/dra.sock` and
-//! puts the `:authority` shim ([`crate::shim`]) in front of both.
+//! puts the `:authority` shim (`topoalign_h2_authority`) in front of both.
 
 use std::future::Future;
 use std::path::Path;
@@ -187,8 +187,11 @@ impl Plugin {
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|s| *s).await;
         };
-        let incoming =
-            |l: UnixListener| UnixListenerStream::new(l).map(|conn| conn.map(crate::shim::wrap));
+        // The h2 `:authority` workaround (see `topoalign_h2_authority`): drop the
+        // `.map(…)` to remove it.
+        let incoming = |l: UnixListener| {
+            UnixListenerStream::new(l).map(|conn| conn.map(topoalign_h2_authority::wrap))
+        };
         let dra_server = Server::builder()
             .add_service(dra::dra_plugin_server::DraPluginServer::new(DraService(self.clone())))
             .add_service(

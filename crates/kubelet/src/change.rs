@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::settings::keys;
+use topoalign_kube_types::kubelet_settings::keys;
 
 /// The settings `topoalign kubelet-config set` was asked to change (`None` = leave alone).
 /// With the `clap` feature it is also that command's flags (the doc comments are their help).
@@ -19,7 +19,7 @@ pub struct ChangeRequest {
     /// prefer-closest-numa-nodes=true, max-allowable-numa-nodes=8. Merged into the existing options.
     #[cfg_attr(
         feature = "clap",
-        arg(long = "topology-manager-option", value_name = "NAME=VALUE", value_parser = topoalign_tm::parse_option_arg)
+        arg(long = "topology-manager-option", value_name = "NAME=VALUE", value_parser = topoalign_kube_types::kubelet_settings::parse_option_arg)
     )]
     pub topology_manager_options: Vec<(String, String)>,
     /// cpuManagerPolicy: none | static (static needs reserved CPUs).
@@ -83,14 +83,11 @@ pub fn apply_updates(
     (new, effective)
 }
 
-/// Parses one `--topology-manager-option` argument `name=value` (the simulator's one
-/// definition).
-pub use topoalign_tm::parse_option_arg;
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+    use topoalign_kube_types::kubelet_settings::parse_option_arg;
 
     #[test]
     fn merges_options_and_keeps_positions() {

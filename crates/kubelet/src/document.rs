@@ -85,15 +85,24 @@ impl ConfigDocument {
         })
     }
 
-    /// The settings the Topology Manager simulator reads: the one interpretation of a
-    /// KubeletConfiguration's topology fields (`topoalign_tm::Settings`).
-    pub fn tm_settings(&self) -> Result<topoalign_tm::Settings, topoalign_tm::ConfigError> {
-        topoalign_tm::Settings::from_kubelet_config(&Value::Object(self.fields.clone()))
+    /// The settings the Topology Manager reads: the one interpretation of a
+    /// KubeletConfiguration's topology fields ([`topoalign_kube_types::kubelet_settings::Settings`]).
+    pub fn tm_settings(
+        &self,
+    ) -> Result<
+        topoalign_kube_types::kubelet_settings::Settings,
+        topoalign_kube_types::kubelet_settings::ConfigError,
+    > {
+        topoalign_kube_types::kubelet_settings::Settings::from_kubelet_config(&Value::Object(
+            self.fields.clone(),
+        ))
     }
 
     /// The Topology Manager settings of the KubeletConfiguration at `path`: the one
     /// reading behind every `--kubelet-config` flag.
-    pub fn read_tm_settings(path: &Path) -> Result<topoalign_tm::Settings, ConfigError> {
+    pub fn read_tm_settings(
+        path: &Path,
+    ) -> Result<topoalign_kube_types::kubelet_settings::Settings, ConfigError> {
         ConfigDocument::read(path)?
             .tm_settings()
             .map_err(|why| ConfigError::TmSettings {
@@ -123,7 +132,7 @@ pub fn parse_value(path: &Path, format: ConfigFormat, text: &str) -> Result<Valu
             }
             serde_saphyr::from_str::<Value>(text).map_err(|e| ConfigError::Yaml {
                 path: path.to_path_buf(),
-                message: topoalign_tm::request::yaml_error(&e),
+                message: topoalign_kube_types::documents::yaml_error(&e),
             })
         }
     }
@@ -222,7 +231,10 @@ mod tests {
         let head = "kind: KubeletConfiguration\napiVersion: kubelet.config.k8s.io/v1beta1\n";
         std::fs::write(&path, format!("{head}topologyManagerPolicy: restricted\n")).unwrap();
         let s = ConfigDocument::read_tm_settings(&path).unwrap();
-        assert_eq!(s.topology_manager_policy, topoalign_tm::Policy::Restricted);
+        assert_eq!(
+            s.topology_manager_policy,
+            topoalign_kube_types::kubelet_settings::Policy::Restricted
+        );
         std::fs::write(&path, format!("{head}topologyManagerPolicy: tidy\n")).unwrap();
         let e = ConfigDocument::read_tm_settings(&path).unwrap_err();
         assert!(matches!(e, ConfigError::TmSettings { .. }), "{e}");

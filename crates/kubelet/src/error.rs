@@ -52,7 +52,7 @@ pub enum ConfigError {
         /// The file.
         path: PathBuf,
         /// What the Topology Manager rejects.
-        why: topoalign_tm::ConfigError,
+        why: topoalign_kube_types::kubelet_settings::ConfigError,
     },
     /// A requested or resulting setting is invalid; nothing was written.
     #[error("{path}: refusing to write: {}", problems.join("; "))]

@@ -28,7 +28,7 @@ pub mod timestamp;
 pub mod validate;
 
 pub use backup::BackupKind;
-pub use change::{ChangeRequest, parse_option_arg};
+pub use change::ChangeRequest;
 pub use document::{ConfigDocument, ConfigFormat};
 pub use error::ConfigError;
 pub use ops::{

@@ -14,8 +14,8 @@ use crate::diff::unified_diff;
 use crate::document::{ConfigDocument, ConfigFormat, check_kubelet_config, parse_value};
 use crate::edit_yaml::YamlLayout;
 use crate::error::ConfigError;
-use crate::settings::keys;
 use crate::validate::validate;
+use topoalign_kube_types::kubelet_settings::keys;
 
 /// Where the static CPU manager keeps its checkpoint.
 pub const DEFAULT_CPU_MANAGER_STATE: &str = "/var/lib/kubelet/cpu_manager_state";

@@ -3,28 +3,6 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// Top-level field names this crate reads or writes.
-pub mod keys {
-    /// `topologyManagerPolicy`.
-    pub const TM_POLICY: &str = "topologyManagerPolicy";
-    /// `topologyManagerScope`.
-    pub const TM_SCOPE: &str = "topologyManagerScope";
-    /// `topologyManagerPolicyOptions`.
-    pub const TM_OPTIONS: &str = "topologyManagerPolicyOptions";
-    /// `cpuManagerPolicy`.
-    pub const CPU_POLICY: &str = "cpuManagerPolicy";
-    /// `memoryManagerPolicy`.
-    pub const MEMORY_POLICY: &str = "memoryManagerPolicy";
-    /// `reservedSystemCPUs`.
-    pub const RESERVED_CPUS: &str = "reservedSystemCPUs";
-    /// `kubeReserved`.
-    pub const KUBE_RESERVED: &str = "kubeReserved";
-    /// `systemReserved`.
-    pub const SYSTEM_RESERVED: &str = "systemReserved";
-    /// `featureGates`.
-    pub const FEATURE_GATES: &str = "featureGates";
-}
-
 /// One displayed setting.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Setting {
@@ -62,7 +40,7 @@ fn setting(field: &str, found: Option<&Value>, default: Value) -> Setting {
 
 /// The topology-relevant settings of `fields`, in a fixed order, defaults filled.
 pub fn topology_settings(fields: &Map<String, Value>) -> Vec<Setting> {
-    use keys::*;
+    use topoalign_kube_types::kubelet_settings::keys::*;
     let mut out = vec![
         setting(TM_POLICY, fields.get(TM_POLICY), "none".into()),
         setting(TM_SCOPE, fields.get(TM_SCOPE), "container".into()),

@@ -5,15 +5,13 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value};
 use topoalign_kube_types::Quantity;
-use topoalign_tm::policy::{
-    DEFAULT_MAX_ALLOWABLE_NUMA_NODES, MAX_ALLOWABLE_NUMA_NODES, PREFER_CLOSEST_NUMA_NODES,
+use topoalign_kube_types::kubelet_settings::{
+    CpuPolicy, DEFAULT_MAX_ALLOWABLE_NUMA_NODES, MAX_ALLOWABLE_NUMA_NODES,
+    PREFER_CLOSEST_NUMA_NODES, Policy, PolicyOptions, Scope, keys,
 };
-use topoalign_tm::settings::CpuPolicy;
-use topoalign_tm::{Policy, PolicyOptions, Scope};
 use topoalign_topology::CpuSet;
 
 use crate::document::kind_of;
-use crate::settings::keys;
 
 /// The outcome of validating a configuration's topology settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -1,46 +1,50 @@
-//! The kubelet's admission of a pod on an empty node of the linted kind, by the same
-//! Topology Manager simulation `topoalign tm` runs (hints, merge, admit, allocate), so
-//! that lint never promises an admission `tm` (and the kubelet) refuses.
+//! The kubelet's admission of a pod on an empty node of the linted kind. The lint asks a
+//! [`TopologyManagerModel`] (the binary passes the Topology Manager simulation `topoalign
+//! tm` runs: hints, merge, admit, allocate), so that lint never promises an admission `tm`
+//! (and the kubelet) refuses, without depending on the simulation itself.
 
-use topoalign_tm::{Case, DeviceKind, Outcome, Pod, ResourceMap, Scope, Settings, Usage};
+use std::fmt;
+
+use serde_json::Value;
+use topoalign_kube_types::admission::Admission;
+use topoalign_kube_types::kubelet_settings::{Scope, Settings};
+use topoalign_topology::Topology;
 
 use crate::finding::{LintContext, NodePolicy};
 use crate::workloads::PodSpecAt;
 
-/// The simulated admission of `pod` on an empty node described by `ctx`; `None` when it
-/// cannot be simulated (no device requests, a resource the simulator does not know such
-/// as a MIG slice, or a pod spec the simulator refuses: other rules report those).
-pub fn admit(pod: &PodSpecAt, ctx: &LintContext<'_>) -> Option<Outcome> {
+/// What the kubelet's Topology Manager would do with a pod on an empty node.
+pub trait TopologyManagerModel {
+    /// The admission of `pod` (a Pod manifest) on an empty node of `topology` under
+    /// `settings`; `None` when the model cannot judge it (no device requests, a resource
+    /// it does not know such as a MIG slice, a pod spec it refuses: other rules report
+    /// those).
+    fn admit(&self, pod: &Value, topology: &Topology, settings: &Settings) -> Option<Admission>;
+}
+
+/// Any function of that shape is a model (`topoalign_tm::admit_on_empty_node` is the one).
+impl<F> TopologyManagerModel for F
+where
+    F: Fn(&Value, &Topology, &Settings) -> Option<Admission>,
+{
+    fn admit(&self, pod: &Value, topology: &Topology, settings: &Settings) -> Option<Admission> {
+        self(pod, topology, settings)
+    }
+}
+
+impl fmt::Debug for dyn TopologyManagerModel + '_ {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TopologyManagerModel")
+    }
+}
+
+/// The simulated admission of `pod` on an empty node described by `ctx`; `None` when
+/// the context has no model or the model cannot judge the pod.
+pub fn admit(pod: &PodSpecAt, ctx: &LintContext<'_>) -> Option<Admission> {
+    let model = ctx.topology_manager?;
     let spec = serde_json::to_value(&pod.spec).ok()?;
     let manifest = serde_json::json!({"kind": "Pod", "metadata": {"name": "lint"}, "spec": spec});
-    let tm_pod = Pod::from_manifest(&manifest).ok()?;
-    let mut resources = ResourceMap::default();
-    let names = tm_pod.extended_resources();
-    if names.is_empty() {
-        return None;
-    }
-    // A node kind without VFs serves an SR-IOV resource name with its physical NICs, as
-    // the single-NUMA capacity rule counts them.
-    let has_vfs = ctx.topology.nics.iter().any(|n| n.is_vf());
-    for name in &names {
-        match resources.resolve(name) {
-            None => return None,
-            Some(DeviceKind::Vfs { .. }) if !has_vfs => {
-                resources.add_spec(&format!("{name}=pfs"), "lint").ok()?;
-            }
-            Some(_) => {}
-        }
-    }
-    let settings = settings_of(ctx);
-    topoalign_tm::simulate(&Case {
-        topology: ctx.topology,
-        settings: &settings,
-        resources: &resources,
-        pod: &tm_pod,
-        usage: &Usage::default(),
-        seed: 0,
-    })
-    .ok()
+    model.admit(&manifest, ctx.topology, &settings_of(ctx))
 }
 
 /// The kubelet settings the manifests are linted against: the KubeletConfiguration's,
@@ -64,7 +68,7 @@ pub fn policy_rejects(policy: NodePolicy) -> bool {
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::PodSpec;
-    use topoalign_topology::Topology;
+    use topoalign_tm::admit_on_empty_node;
 
     use super::*;
 
@@ -87,6 +91,7 @@ mod tests {
             pod_scope: false,
             kubelet_config: None,
             settings: None,
+            topology_manager: Some(&admit_on_empty_node),
         }
     }
 
@@ -117,5 +122,16 @@ mod tests {
         assert!(admit(&pod(serde_json::json!({"cpu": "1"})), &c).is_none());
         let mig = pod(serde_json::json!({"nvidia.com/mig-2g.45gb": 2}));
         assert!(admit(&mig, &c).is_none());
+    }
+
+    #[test]
+    fn without_a_model_nothing_is_simulated() {
+        let topo = topoalign_profiles::get("mi300x-8").unwrap();
+        let c = LintContext {
+            topology_manager: None,
+            ..ctx(&topo, NodePolicy::Restricted)
+        };
+        let p = pod(serde_json::json!({"amd.com/gpu": 8, "nvidia.com/sriov-rdma-vf": 8}));
+        assert!(admit(&p, &c).is_none());
     }
 }

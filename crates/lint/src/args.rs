@@ -1,9 +1,10 @@
 //! `topoalign lint`'s flags (the `clap` feature), besides the topology source and `-o`:
 //! one clap struct the CLI flattens, turned into a [`LintContext`] here.
 
-use topoalign_tm::{Scope, Settings};
+use topoalign_kube_types::kubelet_settings::{Scope, Settings};
 use topoalign_topology::Topology;
 
+use crate::admission::TopologyManagerModel;
 use crate::{LintContext, NodePolicy};
 
 /// What to lint, and the node policy to lint it against.
@@ -26,12 +27,14 @@ pub struct LintArgs {
 
 impl LintArgs {
     /// The context the manifests are linted in: `--policy` over the settings of
-    /// `--kubelet-config` (read by the caller, named here as `kubelet_config`).
+    /// `--kubelet-config` (read by the caller, named here as `kubelet_config`), pods'
+    /// admissions judged by `topology_manager`.
     pub fn context<'t>(
         &self,
         topology: &'t Topology,
         settings: &'t Settings,
         kubelet_config: Option<&'t str>,
+        topology_manager: &'t dyn TopologyManagerModel,
     ) -> LintContext<'t> {
         LintContext {
             topology,
@@ -39,6 +42,7 @@ impl LintArgs {
             pod_scope: settings.topology_manager_scope == Scope::Pod,
             kubelet_config,
             settings: Some(settings),
+            topology_manager: Some(topology_manager),
         }
     }
 }
@@ -63,11 +67,18 @@ mod tests {
             ..Settings::default()
         };
         let plain = parse_args(&["lint", "a.yaml"]).unwrap();
-        let ctx = plain.context(&topo, &settings, Some("k.yaml"));
+        let ctx = plain.context(
+            &topo,
+            &settings,
+            Some("k.yaml"),
+            &topoalign_tm::admit_on_empty_node,
+        );
         assert_eq!(ctx.policy, NodePolicy::Restricted);
         assert!(ctx.pod_scope);
         let flag = parse_args(&["lint", "a.yaml", "--policy", "single-numa-node"]);
-        let ctx = flag.unwrap().context(&topo, &settings, None);
+        let ctx = flag
+            .unwrap()
+            .context(&topo, &settings, None, &topoalign_tm::admit_on_empty_node);
         assert_eq!(ctx.policy, NodePolicy::SingleNumaNode);
         assert!(parse_args(&["lint"]).is_err(), "a file is required");
     }

@@ -4,14 +4,12 @@ use std::collections::BTreeSet;
 use std::str::FromStr;
 
 use serde_json::Value;
+use topoalign_kube_types::dra_attr::PCIE_ROOT;
 use topoalign_topology::{Bdf, Topology};
 
 use crate::finding::Severity;
 use crate::pod_rules::RawFinding;
 use crate::typed::{TypeProblem, read};
-
-/// The standard PCIe root attribute.
-pub const PCIE_ROOT: &str = "resource.kubernetes.io/pcieRoot";
 
 /// What a device request asks for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

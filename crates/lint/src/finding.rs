@@ -48,9 +48,9 @@ pub struct Finding {
     pub message: String,
 }
 
-/// The Topology Manager policy of the node the manifests will run on: the simulator's one
-/// definition, under the name this crate has always used.
-pub use topoalign_tm::Policy as NodePolicy;
+/// The Topology Manager policy of the node the manifests will run on: the kubelet
+/// vocabulary's one definition, under the name this crate has always used.
+pub use topoalign_kube_types::kubelet_settings::Policy as NodePolicy;
 
 /// What the manifests are checked against.
 #[derive(Debug, Clone, Copy)]
@@ -66,5 +66,8 @@ pub struct LintContext<'t> {
     pub kubelet_config: Option<&'t str>,
     /// The node's kubelet settings (CPU and memory managers, reserved CPUs), read from that
     /// file; `None`: the kubelet's defaults. `policy` and `pod_scope` win over them.
-    pub settings: Option<&'t topoalign_tm::Settings>,
+    pub settings: Option<&'t topoalign_kube_types::kubelet_settings::Settings>,
+    /// What the kubelet's Topology Manager would admit (the binary passes the
+    /// simulation); `None`: no admission findings, only the rules that need no simulation.
+    pub topology_manager: Option<&'t dyn crate::admission::TopologyManagerModel>,
 }

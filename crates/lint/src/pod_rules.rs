@@ -1,6 +1,6 @@
 //! Rules for pod specs: QoS for CPU alignment, single-NUMA capacity, MIG, policy none.
 
-use topoalign_tm::Outcome;
+use topoalign_kube_types::admission::{Admission, TOPOLOGY_AFFINITY_ERROR};
 
 use crate::admission::{admit, policy_rejects};
 use crate::capacity::NumaCapacity;
@@ -82,9 +82,8 @@ pub fn lint_pod(pod: &PodSpecAt, ctx: &LintContext<'_>) -> Vec<RawFinding> {
     // The Topology Manager's own verdict on an empty node; a pod refused for want of
     // devices (more than the node has, a resource it lacks) is the capacity rules' and
     // the scheduler's business, not the merge's.
-    let admission = admit(pod, ctx).filter(|o| {
-        o.admitted || o.reason.as_deref() == Some(topoalign_tm::outcome::TOPOLOGY_AFFINITY_ERROR)
-    });
+    let admission = admit(pod, ctx)
+        .filter(|o| o.admitted || o.reason.as_deref() == Some(TOPOLOGY_AFFINITY_ERROR));
     let before = out.len();
     capacity_rules(pod, &cs, ctx, admission.as_ref(), &mut out);
     let said = out[before..]
@@ -178,15 +177,15 @@ fn gpu_nic_rules(
 }
 
 /// The kubelet refuses the pod on an empty node of this kind (the simulation `tm` runs).
-fn rejected(pod: &PodSpecAt, o: &Outcome, ctx: &LintContext<'_>) -> RawFinding {
+fn rejected(pod: &PodSpecAt, o: &Admission, ctx: &LintContext<'_>) -> RawFinding {
     let reason = o.reason.as_deref().unwrap_or("rejected");
     let detail = o.message.as_deref().unwrap_or("");
-    let hint = match o.merges.last() {
-        Some(m) if !m.best.preferred => format!(
+    let hint = match &o.last_merge {
+        Some(m) if !m.preferred => format!(
             "; the merged hint, NUMA nodes {}, is not preferred: one resource fits fewer NUMA nodes alone than the others need together",
-            m.best
-                .affinity
-                .map_or_else(|| "any".to_string(), |a| a.to_string())
+            m.numa_nodes
+                .as_deref()
+                .map_or_else(|| "any".to_string(), numa_list)
         ),
         _ => String::new(),
     };
@@ -212,7 +211,7 @@ fn capacity_rules(
     pod: &PodSpecAt,
     cs: &[Container<'_>],
     ctx: &LintContext<'_>,
-    admission: Option<&Outcome>,
+    admission: Option<&Admission>,
     out: &mut Vec<RawFinding>,
 ) {
     let cap = NumaCapacity::of(ctx.topology);

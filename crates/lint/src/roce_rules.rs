@@ -115,6 +115,7 @@ mod tests {
             pod_scope: false,
             kubelet_config: None,
             settings: None,
+            topology_manager: Some(&topoalign_tm::admit_on_empty_node),
         }
     }
 

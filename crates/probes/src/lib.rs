@@ -8,11 +8,20 @@
 //!
 //! Other paths answer 404, other methods 405 (axum's routing).
 //!
-//! [`kit`] is the server all of them run on (timeouts, connection cap, bounded shutdown).
+//! The rest of the process kit they are all assembled from: [`kit`], the server all of
+//! them run on (timeouts, connection cap, bounded shutdown); [`process`], the API client
+//! from a kubeconfig, the SIGTERM/SIGINT shutdown future and the tokio runtime;
+//! [`logging`], the log format and the one log subscriber.
 
 pub mod kit;
+pub mod logging;
+pub mod process;
 
 pub use kit::{BodyError, ConnStats, Limits, Stopped, read_body, serve_with};
+pub use logging::LogFormat;
+pub use process::{
+    ClientError, Threads, kube_client, kube_config, runtime, shutdown_signal, shutdown_signals,
+};
 
 use std::future::Future;
 use std::sync::Arc;

@@ -8,8 +8,8 @@ use topoalign_topology::CpuSet;
 use crate::case::CaseFile;
 use crate::input_files::{InputFileError, read_case, read_pod, read_usage};
 use crate::matrix::MatrixSpec;
-use crate::settings::{CpuPolicy, MemoryPolicy};
-use crate::{Policy, Quantity, Scope, Settings, TmRequest};
+use crate::{Quantity, TmRequest};
+use topoalign_kube_types::kubelet_settings::{CpuPolicy, MemoryPolicy, Policy, Scope, Settings};
 
 /// The flags of `topoalign tm` (besides the topology source and `-o`).
 #[derive(Debug, Clone, clap::Args)]
@@ -27,7 +27,7 @@ pub struct TmArgs {
     #[arg(long)]
     pub scope: Option<Scope>,
     /// A topologyManagerPolicyOptions entry NAME=VALUE (repeatable).
-    #[arg(long = "topology-manager-option", alias = "option", value_name = "NAME=VALUE", value_parser = crate::parse_option_arg)]
+    #[arg(long = "topology-manager-option", alias = "option", value_name = "NAME=VALUE", value_parser = topoalign_kube_types::kubelet_settings::parse_option_arg)]
     pub options: Vec<(String, String)>,
     /// cpuManagerPolicy: none or static.
     #[arg(long)]

@@ -19,8 +19,8 @@ use crate::error::InputError;
 use crate::node::Usage;
 use crate::pod::Pod;
 use crate::resources::ResourceMap;
-use crate::settings::Settings;
 use crate::simulate::SimError;
+use topoalign_kube_types::kubelet_settings::Settings;
 
 /// A parsed case file.
 #[derive(Debug, Clone)]

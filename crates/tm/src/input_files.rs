@@ -1,16 +1,17 @@
 //! The files `tm` reads beside the node: a whole case, a Pod manifest and the devices
-//! already in use, each read with [`read_document`] (JSON or YAML) and decoded, errors
+//! already in use, each read with
+//! [`topoalign_kube_types::documents::read_document`] (JSON or YAML) and decoded, errors
 //! naming the file.
 
 use std::path::Path;
 
 use thiserror::Error;
+use topoalign_kube_types::documents::{DocumentError, read_document};
 
 use crate::case::CaseFile;
 use crate::error::InputError;
 use crate::node::Usage;
 use crate::pod::Pod;
-use crate::request::read_document;
 use crate::simulate::SimError;
 
 /// Why an input file cannot be used.
@@ -18,7 +19,7 @@ use crate::simulate::SimError;
 pub enum InputFileError {
     /// The file cannot be read or is not JSON/YAML.
     #[error(transparent)]
-    Read(#[from] InputError),
+    Read(#[from] DocumentError),
     /// A case file whose fields are wrong.
     #[error("{path}: {error}")]
     Case {

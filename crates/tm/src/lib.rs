@@ -6,15 +6,19 @@
 //! - [`numa_info`] mirrors `topologymanager/numa_info.go` (`Closest`, `Narrowest`);
 //! - [`merge`] mirrors `topologymanager/policy.go` (`filterProvidersHints`, `mergePermutation`,
 //!   `HintMerger`, `iterateAllProviderTopologyHints`);
-//! - [`policy`] mirrors `policy_*.go`, `policy_options.go`, `NewManager`;
+//! - [`policy`] mirrors `policy_*.go` and `NewManager` (the settings' values are
+//!   [`topoalign_kube_types::kubelet_settings`]);
 //! - [`providers`] mirrors `devicemanager/topology_hints.go`, `cpumanager/policy_static.go`,
 //!   `memorymanager/policy_static.go`;
+//! - [`admission`] is the kubelet's admission of a pod on an empty node, as the lint asks
+//!   for it;
 //! - [`allocate`] mirrors `devicemanager/manager.go` (`devicesToAllocate`, `filterByAffinity`);
 //! - [`simulate`] mirrors `scope_container.go`, `scope_pod.go`, `scope_none.go`;
 //! - [`merge_cases`] evaluates JSON-lines merge cases for the differential test against
 //!   the kubelet's Go code;
 //! - [`matrix`] mirrors seed 000's policy table, computed by simulation.
 
+pub mod admission;
 pub mod allocate;
 #[cfg(feature = "clap")]
 pub mod args;
@@ -36,20 +40,19 @@ pub mod providers;
 pub mod request;
 pub mod resources;
 pub mod rng;
-pub mod settings;
 pub mod simulate;
 pub mod text;
 
+pub use admission::admit_on_empty_node;
 pub use bitmask::NumaMask;
-pub use error::{ConfigError, InputError};
+pub use error::InputError;
 pub use hint::{ProviderHints, TopologyHint};
 pub use node::Usage;
 pub use outcome::Outcome;
 pub use pod::{Pod, QosClass};
-pub use policy::{Policy, PolicyOptions, Scope, TopologyManager, parse_option_arg};
+pub use policy::TopologyManager;
 pub use request::TmRequest;
 pub use resources::{DeviceKind, PluginAllocator, ResourceMap};
-pub use settings::Settings;
 pub use simulate::{Case, SimError, simulate};
 /// Kubernetes resource quantities, shared with the other crates (re-exported for API
 /// stability: `topoalign_tm::quantity::{Quantity, QuantityError}`).

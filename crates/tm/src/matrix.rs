@@ -8,10 +8,9 @@ use topoalign_topology::{GpuVendor, Topology};
 
 use crate::outcome::Outcome;
 use crate::pod::Pod;
-use crate::policy::{PREFER_CLOSEST_NUMA_NODES, Policy};
 use crate::resources::{DeviceKind, ResourceMap};
-use crate::settings::Settings;
 use crate::simulate::{Case, SimError, simulate};
+use topoalign_kube_types::kubelet_settings::{PREFER_CLOSEST_NUMA_NODES, Policy, Settings};
 
 /// The matrix's knobs.
 #[derive(Debug, Clone)]

@@ -210,8 +210,9 @@ impl<'a> HintMerger<'a> {
 mod tests {
     //! The merge cases of kubernetes `topologymanager/policy_test.go` (REFERENCE.md §4).
     use super::*;
-    use crate::policy::{Policy, PolicyOptions, merge_with_policy};
+    use crate::policy::merge_with_policy;
     use std::collections::BTreeMap;
+    use topoalign_kube_types::kubelet_settings::{Policy, PolicyOptions};
 
     fn h(ids: &[u32], p: bool) -> TopologyHint {
         TopologyHint::new(NumaMask::of(ids.iter().copied()).unwrap(), p)

@@ -24,7 +24,8 @@ use serde_json::{Map, Value};
 use crate::bitmask::NumaMask;
 use crate::hint::{ProviderHints, TopologyHint};
 use crate::numa_info::NumaInfo;
-use crate::policy::{Policy, Scope, TopologyManager};
+use crate::policy::TopologyManager;
+use topoalign_kube_types::kubelet_settings::{Policy, Scope};
 
 /// A malformed case line: where, which field, what was expected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -6,12 +6,7 @@ use topoalign_topology::{Bdf, CpuSet, NcclPath, PcieClass};
 
 use crate::hint::TopologyHint;
 use crate::pod::QosClass;
-use crate::policy::{Policy, PolicyOptions, Scope};
-
-/// The kubelet's rejection reasons.
-pub const TOPOLOGY_AFFINITY_ERROR: &str = "TopologyAffinityError";
-/// A manager could not allocate after admission by the Topology Manager.
-pub const UNEXPECTED_ADMISSION_ERROR: &str = "UnexpectedAdmissionError";
+use topoalign_kube_types::kubelet_settings::{Policy, PolicyOptions, Scope};
 
 /// One provider's answer for one resource.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

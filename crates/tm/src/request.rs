@@ -1,9 +1,6 @@
 //! Everything `topoalign tm` can be told (a case file, a KubeletConfiguration, flags),
 //! merged into one simulation: flags override the case file, which overrides defaults.
 
-use std::path::Path;
-
-use serde_json::Value;
 use topoalign_topology::{CpuSet, Topology};
 
 use crate::case::CaseFile;
@@ -12,40 +9,10 @@ use crate::matrix::gpu_resource;
 use crate::node::Usage;
 use crate::outcome::Outcome;
 use crate::pod::Pod;
-use crate::policy::{Policy, Scope};
 use crate::quantity::Quantity;
 use crate::resources::{DeviceKind, ResourceMap};
-use crate::settings::{CpuPolicy, MemoryPolicy, Settings};
 use crate::simulate::{Case, SimError, simulate};
-
-/// The YAML parser's message for people: one line, with its location, without the
-/// library's own advice (such as which function to call for several documents).
-pub fn yaml_error(e: &serde_saphyr::Error) -> String {
-    let text = e.without_snippet().to_string();
-    let first = text.lines().next().unwrap_or("").trim();
-    let first = first.strip_prefix("error: ").unwrap_or(first);
-    first.replace(
-        "multiple YAML documents detected; use from_str_multiple or from_str_multiple_with_options",
-        "more than one YAML document (`---`); expected exactly one",
-    )
-}
-
-/// Reads a JSON or YAML document (JSON when the name ends in `.json` or the text starts
-/// with `{`).
-pub fn read_document(path: &Path) -> Result<Value, InputError> {
-    let name = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| InputError::field(name.clone(), format!("cannot read: {e}")))?;
-    let is_json =
-        path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{');
-    if is_json {
-        serde_json::from_str(&text)
-            .map_err(|e| InputError::field(name, format!("invalid JSON: {e}")))
-    } else {
-        serde_saphyr::from_str(&text)
-            .map_err(|e| InputError::field(name, format!("invalid YAML: {}", yaml_error(&e))))
-    }
-}
+use topoalign_kube_types::kubelet_settings::{CpuPolicy, MemoryPolicy, Policy, Scope, Settings};
 
 /// One `tm` run as asked for.
 #[derive(Debug, Clone, Default)]

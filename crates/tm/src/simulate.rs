@@ -10,20 +10,23 @@ use topoalign_topology::{Bdf, CpuSet, Topology};
 
 use crate::allocate::{allocate_cpus, allocate_memory, devices_to_allocate};
 use crate::bitmask::NumaMask;
-use crate::error::{ConfigError, InputError};
+use crate::error::InputError;
 use crate::hint::{ProviderHints, TopologyHint};
 use crate::node::{CpuState, MemoryNode, Pool, Usage, apply_usage};
 use crate::numa_info::NumaInfo;
 use crate::outcome::{
     AllocatedDevice, ContainerAllocation, GpuPair, MergeRecord, Outcome, ProviderRecord,
-    ResourceHints, TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR,
+    ResourceHints,
 };
 use crate::pod::{Container, MEMORY, Pod, QosClass};
-use crate::policy::{Policy, TopologyManager};
+use crate::policy::TopologyManager;
 use crate::providers::{cpu, devices, memory};
 use crate::resources::{PluginAllocator, ResourceMap};
 use crate::rng::Rng;
-use crate::settings::{CpuPolicy, MemoryPolicy, Settings};
+use topoalign_kube_types::admission::{TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
+use topoalign_kube_types::kubelet_settings::{
+    ConfigError, CpuPolicy, MemoryPolicy, Policy, Settings,
+};
 
 /// Why a simulation could not run.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -210,7 +213,9 @@ pub fn simulate(case: &Case<'_>) -> Result<Outcome, SimError> {
             .get(MEMORY)
             .map_or(0, |q| u64::try_from(q.value()).unwrap_or(u64::MAX))
     };
-    let pod_affinity = if tm.policy != Policy::None && tm.scope == crate::policy::Scope::Pod {
+    let pod_affinity = if tm.policy != Policy::None
+        && tm.scope == topoalign_kube_types::kubelet_settings::Scope::Pod
+    {
         let requests: BTreeMap<usize, u64> = state
             .pools
             .iter()

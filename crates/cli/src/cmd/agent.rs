@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use topoalign_agent::run::{AgentArgs, once, run_serving};
 use topoalign_discover::Source;
-use topoalign_driver::logging::LogFormat;
 use topoalign_kubelet::ConfigDocument;
+use topoalign_probes::{LogFormat, Threads, kube_client, runtime, shutdown_signal};
 
 use crate::output::{Format, print, with_errors};
 use crate::source::{TopologyArgs, load};
@@ -41,21 +41,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let cfg = args
             .agent
             .config(topo, settings.unwrap_or_default(), node_env)?;
-        let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+        let rt = runtime(Threads::PerCpu).context("starting the async runtime")?;
         if args.agent.once {
             let out = rt.block_on(once(&cfg))?;
             print(&out, format, || out.table())?;
             return Ok(ExitCode::SUCCESS);
         }
         rt.block_on(async {
-            let client = crate::cmd::extender::client(args.agent.kubeconfig.as_ref()).await?;
+            let client = kube_client(args.agent.kubeconfig.as_deref()).await?;
             eprintln!(
                 "topoalign agent for node {} reading {}",
                 cfg.node,
                 cfg.socket.display()
             );
             let addr = args.agent.metrics_addr;
-            run_serving(cfg, client, addr, crate::cmd::extender::shutdown_signal()).await?;
+            run_serving(cfg, client, addr, shutdown_signal()).await?;
             Ok::<_, anyhow::Error>(())
         })?;
         Ok(ExitCode::SUCCESS)

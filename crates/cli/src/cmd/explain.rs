@@ -14,7 +14,7 @@ use kube::api::ListParams;
 use topoalign_dra::explain_pod::{
     ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,
 };
-use topoalign_extender::keys;
+use topoalign_kube_types::labels as keys;
 use topoalign_render::table::Table;
 
 use crate::output::{Format, exit, print, with_errors};
@@ -54,7 +54,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let What::Pod(a) = args.what;
     with_errors(a.output, || {
         let (ns, name) = parse_target(&a.target)?;
-        let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+        let rt = topoalign_probes::runtime(topoalign_probes::Threads::PerCpu)
+            .context("starting the async runtime")?;
         let e = rt.block_on(read_and_explain(a.kubeconfig.as_ref(), ns, name))?;
         print(&e, a.output, || table(&e))?;
         Ok(exit(e.as_good))
@@ -84,7 +85,7 @@ async fn read_and_explain(
     ns: &str,
     name: &str,
 ) -> anyhow::Result<PodExplanation> {
-    let config = topoalign_extender::runtime::config(kubeconfig.map(PathBuf::as_path)).await?;
+    let config = topoalign_probes::kube_config(kubeconfig.map(PathBuf::as_path)).await?;
     let server = config.cluster_url.to_string();
     let client = kube::Client::try_from(config).context("building the API client")?;
     let key = format!("{ns}/{name}");

@@ -3,7 +3,6 @@
 //! `extender nodes` prints synthetic Node objects the extender understands; `extender
 //! decide` runs the decision offline on Node manifests.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -13,7 +12,8 @@ use topoalign_extender::offline::{
 };
 use topoalign_extender::runtime::run as serve;
 use topoalign_extender::synth::synth_nodes;
-use topoalign_tm::request::read_document;
+use topoalign_kube_types::documents::read_document;
+use topoalign_probes::{Threads, kube_client, runtime, shutdown_signal};
 
 use crate::output::{print, with_errors};
 
@@ -62,21 +62,11 @@ fn decide(a: &DecideArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(u8::from(!results.iter().any(|r| r.passes))))
 }
 
-/// An API client (shared with `topoalign agent`).
-pub async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
-    Ok(topoalign_extender::runtime::client(kubeconfig.map(PathBuf::as_path)).await?)
-}
-
-/// Resolves on SIGINT or SIGTERM (shared with `topoalign agent`).
-pub async fn shutdown_signal() {
-    topoalign_extender::runtime::shutdown_signal().await
-}
-
 fn serve_cmd(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let cfg = a.config()?;
-    let rt = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    let rt = runtime(Threads::PerCpu).context("starting the async runtime")?;
     let drained = rt.block_on(async {
-        let client = client(a.kubeconfig.as_ref()).await?;
+        let client = kube_client(a.kubeconfig.as_deref()).await?;
         let listening = |addr| eprintln!("topoalign extender listening on {addr}");
         anyhow::Ok(serve(client, cfg, shutdown_signal(), listening).await?)
     })?;

@@ -50,9 +50,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let discovery = load(&args.topology, Source::host())?;
         let config = config.map(|p| p.display().to_string());
         let settings = settings.unwrap_or_default();
-        let ctx = args
-            .lint
-            .context(&discovery.topology, &settings, config.as_deref());
+        let ctx = args.lint.context(
+            &discovery.topology,
+            &settings,
+            config.as_deref(),
+            &topoalign_tm::admit_on_empty_node,
+        );
         // One input: a pod's claim may be in another file.
         let mut texts: Vec<(&str, String)> = Vec::new();
         for file in &args.lint.files {

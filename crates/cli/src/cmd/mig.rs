@@ -127,7 +127,7 @@ fn run_plan(a: &PlanArgs) -> anyhow::Result<ExitCode> {
 /// Reads and checks a `--pods` file.
 fn read_pods(model: &Model, path: &Path) -> anyhow::Result<Vec<topoalign_mig::Pod>> {
     let what = format!("--pods {}", path.display());
-    let doc = topoalign_tm::request::read_document(path).with_context(|| what.clone())?;
+    let doc = topoalign_kube_types::documents::read_document(path).with_context(|| what.clone())?;
     let file: PodsFile = serde_json::from_value(doc).with_context(|| {
         format!(
             "{what}: expected {{pods: [{{name: NAME, replicas: N, want: {{PROFILE: COUNT}}}}]}}"

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod agent;
+mod agent_extender;
 mod claims;
 mod common;
 mod dashboard;

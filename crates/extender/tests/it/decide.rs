@@ -7,7 +7,8 @@ use serde_json::json;
 use topoalign_extender::decide::{Decider, NeutralReason};
 use topoalign_extender::nodeinfo::Interner;
 use topoalign_extender::{NodeEntry, pod_request};
-use topoalign_tm::{Policy, ResourceMap};
+use topoalign_kube_types::kubelet_settings::Policy;
+use topoalign_tm::ResourceMap;
 
 fn names(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()

@@ -14,7 +14,8 @@ use topoalign_extender::gate::CallLimits;
 use topoalign_extender::nodeinfo::Interner;
 use topoalign_extender::server::{App, WARM_ROUND, serve};
 use topoalign_extender::synth::synth_nodes;
-use topoalign_tm::{Policy, ResourceMap};
+use topoalign_kube_types::kubelet_settings::Policy;
+use topoalign_tm::ResourceMap;
 
 const NODES: usize = 200;
 

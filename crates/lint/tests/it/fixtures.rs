@@ -20,6 +20,7 @@ fn lint(file: &str, topo: &Topology, policy: NodePolicy) -> Vec<Finding> {
         pod_scope: false,
         kubelet_config: None,
         settings: None,
+        topology_manager: Some(&topoalign_tm::admit_on_empty_node),
     };
     lint_text(file, &text, &ctx)
 }
@@ -124,6 +125,7 @@ fn a_list_is_linted_item_by_item() {
         pod_scope: false,
         kubelet_config: None,
         settings: None,
+        topology_manager: Some(&topoalign_tm::admit_on_empty_node),
     };
     let f = lint_text("list.json", &list.to_string(), &ctx);
     let got: Vec<(&str, &str)> = f.iter().map(|x| (x.object.as_str(), x.rule)).collect();
@@ -151,6 +153,7 @@ fn pod_scope_sums_containers() {
         pod_scope,
         kubelet_config: None,
         settings: None,
+        topology_manager: Some(&topoalign_tm::admit_on_empty_node),
     };
     assert!(lint_text("x", text, &ctx(false)).is_empty());
     let pod = lint_text("x", text, &ctx(true));
@@ -231,6 +234,7 @@ fn pcie_root_match_is_fine_where_gpus_and_nics_share_roots() {
         pod_scope: false,
         kubelet_config: None,
         settings: None,
+        topology_manager: Some(&topoalign_tm::admit_on_empty_node),
     };
     let f = lint_text("gb300-claims.yaml", &text, &ctx);
     assert!(
@@ -338,6 +342,7 @@ fn a_value_the_api_types_refuse_is_located_and_the_rest_still_checked() {
         pod_scope: false,
         kubelet_config: None,
         settings: None,
+        topology_manager: Some(&topoalign_tm::admit_on_empty_node),
     };
     let fs = lint_text("p.yaml", text, &ctx);
     let bad = fs.iter().find(|f| f.rule == "invalid-quantity").unwrap();
@@ -364,6 +369,7 @@ fn a_wrongly_shaped_workload_is_an_invalid_field() {
         pod_scope: false,
         kubelet_config: None,
         settings: None,
+        topology_manager: Some(&topoalign_tm::admit_on_empty_node),
     };
     let fs = lint_text("d.yaml", text, &ctx);
     assert_eq!(fs.len(), 1, "{fs:?}");
@@ -387,6 +393,7 @@ fn claims_written_by_topoalign_are_judged_by_the_allocator_model() {
             pod_scope: false,
             kubelet_config: None,
             settings: None,
+            topology_manager: Some(&topoalign_tm::admit_on_empty_node),
         };
         lint_text("claim.json", &serde_json::to_string(&t).unwrap(), &ctx)
     };

@@ -29,6 +29,7 @@ fn lint_bytes(topo: &Topology, policy: NodePolicy, pod_scope: bool, bytes: &[u8]
         pod_scope,
         kubelet_config: None,
         settings: None,
+        topology_manager: Some(&topoalign_tm::admit_on_empty_node),
     };
     for f in lint_text("fuzz.yaml", &text, &ctx) {
         assert!(f.line >= 1, "{f:?}");

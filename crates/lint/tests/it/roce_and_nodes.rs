@@ -20,6 +20,7 @@ fn ctx(topo: &Topology) -> LintContext<'_> {
         pod_scope: false,
         kubelet_config: None,
         settings: None,
+        topology_manager: Some(&topoalign_tm::admit_on_empty_node),
     }
 }
 

@@ -1,11 +1,12 @@
 //! Property tests of the merge against invariants that hold in the kubelet.
 
 use proptest::prelude::*;
+use topoalign_kube_types::kubelet_settings::{Policy, PolicyOptions};
+use topoalign_tm::NumaMask;
 use topoalign_tm::hint::{ProviderHints, TopologyHint};
 use topoalign_tm::merge::{filter_providers_hints, iterate_all_provider_topology_hints};
 use topoalign_tm::numa_info::NumaInfo;
 use topoalign_tm::policy::merge_with_policy;
-use topoalign_tm::{NumaMask, Policy, PolicyOptions};
 
 const NODES: u32 = 4;
 

@@ -1,7 +1,8 @@
 //! Seed 000's table, reproduced by simulation on the `mi300x-8` profile.
 
+use topoalign_kube_types::admission::TOPOLOGY_AFFINITY_ERROR;
+use topoalign_kube_types::kubelet_settings::Policy;
 use topoalign_tm::matrix::{MatrixSpec, seed_matrix};
-use topoalign_tm::{Policy, outcome::TOPOLOGY_AFFINITY_ERROR};
 
 #[test]
 fn simulated_table_has_the_seed_outcomes() {

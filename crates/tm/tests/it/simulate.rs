@@ -1,11 +1,9 @@
 //! End-to-end admissions on the built-in profiles.
 
 use serde_json::json;
-use topoalign_tm::outcome::{TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
-use topoalign_tm::settings::CpuPolicy;
-use topoalign_tm::{
-    Case, ConfigError, Pod, Policy, ResourceMap, Scope, Settings, SimError, Usage, simulate,
-};
+use topoalign_kube_types::admission::{TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
+use topoalign_kube_types::kubelet_settings::{ConfigError, CpuPolicy, Policy, Scope, Settings};
+use topoalign_tm::{Case, Pod, ResourceMap, SimError, Usage, simulate};
 
 fn mi300x() -> topoalign_topology::Topology {
     topoalign_profiles::get("mi300x-8").unwrap()

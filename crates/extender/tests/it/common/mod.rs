@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 use topoalign_extender::nodeinfo::Interner;
 use topoalign_extender::{ClusterState, NodeEntry, NodeInfo, Source};
-use topoalign_tm::{Policy, Settings};
+use topoalign_kube_types::kubelet_settings::{Policy, Settings};
 use topoalign_topology::NodeUsage;
 
 /// A node from a profile with `gpus`/`nics` in use under `policy`.

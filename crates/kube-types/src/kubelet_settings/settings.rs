@@ -1,4 +1,5 @@
-//! The kubelet settings the simulation reads, by their `KubeletConfiguration` names.
+//! The kubelet settings the Topology Manager, CPU manager and memory manager read, by
+//! their `KubeletConfiguration` names, with the kubelet's defaults.
 
 use std::collections::BTreeMap;
 
@@ -6,8 +7,9 @@ use serde::Serialize;
 use serde_json::Value;
 use topoalign_topology::CpuSet;
 
-use crate::error::ConfigError;
-use crate::policy::{Policy, Scope};
+use super::error::ConfigError;
+use super::keys;
+use super::policy::{Policy, Scope};
 use crate::quantity::Quantity;
 
 /// `cpuManagerPolicy`.
@@ -135,13 +137,13 @@ impl Settings {
             ));
         }
         let mut s = Settings::default();
-        if let Some(p) = string_field(cfg, "topologyManagerPolicy")? {
+        if let Some(p) = string_field(cfg, keys::TM_POLICY)? {
             s.topology_manager_policy = p.parse()?;
         }
-        if let Some(p) = string_field(cfg, "topologyManagerScope")? {
+        if let Some(p) = string_field(cfg, keys::TM_SCOPE)? {
             s.topology_manager_scope = p.parse()?;
         }
-        match cfg.get("topologyManagerPolicyOptions") {
+        match cfg.get(keys::TM_OPTIONS) {
             None | Some(Value::Null) => {}
             Some(Value::Object(o)) => {
                 for (k, v) in o {
@@ -162,19 +164,19 @@ impl Settings {
                 ));
             }
         }
-        if let Some(p) = string_field(cfg, "cpuManagerPolicy")? {
+        if let Some(p) = string_field(cfg, keys::CPU_POLICY)? {
             s.cpu_manager_policy = p.parse()?;
         }
-        if let Some(p) = string_field(cfg, "memoryManagerPolicy")? {
+        if let Some(p) = string_field(cfg, keys::MEMORY_POLICY)? {
             s.memory_manager_policy = p.parse()?;
         }
-        if let Some(c) = string_field(cfg, "reservedSystemCPUs")? {
+        if let Some(c) = string_field(cfg, keys::RESERVED_CPUS)? {
             let set: CpuSet = c
                 .parse()
                 .map_err(|e| field_err("reservedSystemCPUs", format!("{e}")))?;
             s.reserved_system_cpus = Some(set);
         }
-        for key in ["kubeReserved", "systemReserved"] {
+        for key in [keys::KUBE_RESERVED, keys::SYSTEM_RESERVED] {
             if let Some(v) = cfg.get(key).and_then(|r| r.get("cpu")) {
                 let q = quantity_of(v, &format!("{key}.cpu"))?;
                 s.reserved_cpu_millis += u64::try_from(q.milli_value()).unwrap_or(0);

@@ -1,5 +1,7 @@
-//! Every label, annotation and attribute name topoalign's agent writes and its extender
-//! reads, in one place.
+//! The node labels and annotations topoalign's processes write and read: the agent writes
+//! them (on Nodes and NodeResourceTopology objects), the extender reads them, `topoalign
+//! extender nodes` and `topoalign explain` speak them. One place, so that writer and
+//! reader cannot drift.
 
 /// Node label: the built-in profile the node is (synthetic or declared nodes).
 pub const PROFILE_LABEL: &str = "topoalign.dev/profile";
@@ -32,19 +34,3 @@ pub const PAIRS_ANNOTATION: &str = "topoalign.dev/free-pairs";
 pub const BEST_PAIR_LABEL: &str = "topoalign.dev/best-pair-class";
 /// Node label: the GPU fabric (`nvlink`, `xgmi`, `pcie`).
 pub const FABRIC_LABEL: &str = "topoalign.dev/gpu-fabric";
-/// NRT attribute (upstream name): the kubelet's `topologyManagerPolicy`.
-pub const NRT_POLICY_ATTRIBUTE: &str = "topologyManagerPolicy";
-/// NRT attribute (upstream name): the kubelet's `topologyManagerScope`.
-pub const NRT_SCOPE_ATTRIBUTE: &str = "topologyManagerScope";
-/// NRT group.
-pub const NRT_GROUP: &str = "topology.node.k8s.io";
-/// NRT version.
-pub const NRT_VERSION: &str = "v1alpha2";
-/// NRT kind.
-pub const NRT_KIND: &str = "NodeResourceTopology";
-/// NRT plural.
-pub const NRT_PLURAL: &str = "noderesourcetopologies";
-/// NRT zone resource of the CPUs.
-pub const NRT_CPU_RESOURCE: &str = "cpu";
-/// NRT zone type of a NUMA node (upstream `helper.ZoneTypeNUMANode`).
-pub const NRT_ZONE_NUMA: &str = "Node";

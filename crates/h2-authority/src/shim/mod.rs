@@ -30,8 +30,8 @@
 //! rest of the connection, so `h2` reports the protocol error itself.
 
 use crate::hpack::{self, Decoder, Header};
+use http::uri::Authority;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream};
-use tonic::codegen::http::uri::Authority;
 
 /// The HTTP/2 client connection preface (RFC 9113 §3.4).
 pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
