@@ -24,6 +24,9 @@ pub mod demo;
 pub mod dra;
 pub mod engine;
 pub mod error;
+pub mod gang_node;
+pub mod gang_report;
+pub mod gangs;
 pub mod kubelet;
 pub mod metrics;
 pub mod node;
@@ -39,6 +42,8 @@ pub mod workload;
 
 pub use engine::{NodeGroup, SimConfig, SimReport, simulate, simulate_with_progress};
 pub use error::FleetError;
+pub use gang_report::{GangPolicy, GangPolicyReport, GangReport};
+pub use gangs::{DomainLevel, DomainMode, GangConfig, GangSpec, simulate_gangs};
 pub use metrics::{PolicyReport, SizeStats, UtilSample};
 pub use node::{Assignment, NodeModel, NodeState, PairCounts};
 pub use options::{SimOptions, parse_fleet};
