@@ -230,6 +230,7 @@ fn rail_sets(n: u32, k: u32) -> Vec<BTreeSet<u32>> {
 }
 
 /// The fleet prepared once and shared by both policies.
+#[derive(Debug)]
 struct Fleet {
     kinds: Vec<GangKind>,
     node_kind: Vec<usize>,
@@ -241,6 +242,21 @@ struct Fleet {
 
 /// Runs the gang simulation under `stock` and `topoalign`.
 pub fn simulate_gangs(cfg: &GangConfig) -> Result<GangReport, FleetError> {
+    let fleet = prepare(cfg)?;
+    Ok(run(cfg, &fleet))
+}
+
+/// Both policies on the prepared fleet.
+fn run(cfg: &GangConfig, fleet: &Fleet) -> GangReport {
+    let policies = GangPolicy::ALL
+        .into_iter()
+        .map(|p| GangRun::new(p, cfg, fleet).execute())
+        .collect();
+    GangReport::new(cfg, &fleet.summary(), policies)
+}
+
+/// Checks the configuration and prepares the node types, the domains and the background.
+fn prepare(cfg: &GangConfig) -> Result<Fleet, FleetError> {
     cfg.validate()?;
     let s = &cfg.spec;
     let mut models = Vec::new();
@@ -302,19 +318,14 @@ pub fn simulate_gangs(cfg: &GangConfig) -> Result<GangReport, FleetError> {
     }
     check_gang_fits(cfg, &kinds, &domains, node_kind.len())?;
     let background = draw_background(cfg, &kinds, &node_kind);
-    let fleet = Fleet {
+    Ok(Fleet {
         kinds,
         node_kind,
         domains,
         domain_of,
         background,
         rail_sets: sets,
-    };
-    let policies = GangPolicy::ALL
-        .into_iter()
-        .map(|p| GangRun::new(p, cfg, &fleet).execute())
-        .collect();
-    Ok(GangReport::new(cfg, &fleet.summary(), policies))
+    })
 }
 
 /// The gang model's check that the gang fits in the largest domain (required mode), and
@@ -627,3 +638,7 @@ impl<'a> GangRun<'a> {
         report
     }
 }
+
+#[cfg(test)]
+#[path = "gangs_tests.rs"]
+mod tests;
