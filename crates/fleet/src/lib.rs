@@ -17,6 +17,11 @@
 //! backtracking, no scoring), on the node's devices as [`dra`] publishes them; [`svg`]
 //! draws the report with `topoalign_render::chart`. Every random choice comes from
 //! [`rng::Rng`] (PCG-64) seeded by the user: same seed, same numbers.
+//!
+//! [`gangs`] (`simulate --gangs`) places multi-node gangs on NVLink racks and
+//! rail-optimized leaves as topology-aware workload scheduling does, under `stock` (labels
+//! and counts, first-fit devices) and `topoalign` (GDR pairs on one pinned rail set), per
+//! pod through the same allocator model ([`gang_node`]), reported by [`gang_report`].
 
 #[cfg(feature = "clap")]
 pub mod args;
