@@ -14,7 +14,7 @@ const NODES: usize = 10_000;
 fn config(profile: &str, pairs: u32, domain: DomainLevel) -> Option<GangConfig> {
     Some(GangConfig {
         fleet: vec![NodeGroup {
-            topology: Arc::new(topoalign_profiles::get(profile).ok()?),
+            topology: Arc::new(topoalign_profiles::get(profile)?),
             count: NODES,
         }],
         spec: GangSpec {

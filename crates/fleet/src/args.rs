@@ -193,4 +193,23 @@ mod tests {
         assert_eq!(mixed.dra_match, MatchOn::NumaNode);
         assert!(parse_args(&["simulate", "--fleet", "a=1", "--nodes", "2"]).is_err());
     }
+
+    #[test]
+    fn gang_flags_need_gangs_and_default_to_gb300_racks() {
+        let plain = parse_args(&["simulate"]).unwrap();
+        assert!(plain.gang_options().is_none());
+        let g = parse_args(&["simulate", "--gangs", "3", "--gang-class", "pxb"]).unwrap();
+        let o = g.gang_options().unwrap().unwrap();
+        assert_eq!(o.fleet, vec![("gb300-4".to_string(), 16)]);
+        assert_eq!((o.spec.gangs, o.spec.pods, o.spec.pairs), (3, 8, 2));
+        assert_eq!(o.spec.class, Some(PcieClass::Pxb));
+        assert_eq!(
+            (o.spec.domain, o.spec.rack_nodes),
+            (DomainLevel::Nvlink, 18)
+        );
+        let p = parse_args(&["simulate", "--gangs", "1", "--profile", "dgx-h100"]).unwrap();
+        assert_eq!(p.gang_options().unwrap().unwrap().fleet[0].0, "dgx-h100");
+        assert!(parse_args(&["simulate", "--gang-pods", "4"]).is_err());
+        assert!(parse_args(&["simulate", "--gangs", "1", "--domain", "spine"]).is_err());
+    }
 }

@@ -120,7 +120,8 @@ fn bad_input_names_what_is_wrong() {
         f(&mut c);
         simulate_gangs(&c).unwrap_err().to_string()
     };
-    let cases: Vec<(Box<dyn Fn(&mut GangConfig)>, &str)> = vec![
+    type Change = Box<dyn Fn(&mut GangConfig)>;
+    let cases: Vec<(Change, &str)> = vec![
         (Box::new(|c| c.spec.gangs = 0), "invalid --gangs"),
         (Box::new(|c| c.spec.pods = 0), "invalid --gang-pods"),
         (Box::new(|c| c.spec.pairs = 0), "invalid --gang-pairs"),
