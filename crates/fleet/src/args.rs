@@ -1,9 +1,13 @@
 //! `topoalign simulate`'s fleet and workload flags (the `clap` feature): one clap struct
 //! the CLI flattens, turned into [`SimOptions`] by [`SimArgs::options`].
 
+use topoalign_topology::PcieClass;
+
 use crate::dra::MatchOn;
 use crate::error::FleetError;
-use crate::options::{SimOptions, parse_fleet};
+use crate::gang_node::RailRule;
+use crate::gangs::{DomainLevel, DomainMode, GangSpec};
+use crate::options::{GangOptions, SimOptions, parse_fleet};
 use crate::workload::StreamLength;
 
 /// The fleet, the pod stream and the policies, as flags.
@@ -12,9 +16,9 @@ pub struct SimArgs {
     /// Number of nodes of `--profile`.
     #[arg(long, default_value_t = 16, conflicts_with = "fleet")]
     pub nodes: usize,
-    /// The built-in profile of every node.
-    #[arg(long, default_value = "mi300x-8", conflicts_with = "fleet")]
-    pub profile: String,
+    /// The built-in profile of every node [default: mi300x-8; with --gangs: gb300-4].
+    #[arg(long, conflicts_with = "fleet")]
+    pub profile: Option<String>,
     /// A mixed fleet: `PROFILE=COUNT[,PROFILE=COUNT...]`, e.g. `mi300x-8=8,dgx-h100=8`.
     #[arg(long, value_name = "SPEC")]
     pub fleet: Option<String>,
@@ -57,16 +61,91 @@ pub struct SimArgs {
     /// Points of the utilisation time series.
     #[arg(long, default_value_t = 60)]
     pub samples: usize,
+    /// Gang mode: N identical gangs (multi-node jobs, all pods or none) arrive on racks
+    /// and rail-optimized leaves and stay; stock and topoalign placement are compared.
+    /// The pod-stream flags (--pods, --mix, --policies, ...) do not apply.
+    #[arg(long, value_name = "N", help_heading = "Gangs")]
+    pub gangs: Option<u32>,
+    /// Pods per gang.
+    #[arg(long, default_value_t = 8, requires = "gangs", help_heading = "Gangs")]
+    pub gang_pods: u32,
+    /// GPU+NIC pairs per pod of a gang, each pair on its own rail.
+    #[arg(long, default_value_t = 2, requires = "gangs", help_heading = "Gangs")]
+    pub gang_pairs: u32,
+    /// Worst pair class topoalign accepts besides GPUDirect RDMA (PIX, PXB, PHB, NODE);
+    /// default: any class on which NCCL uses GDR.
+    #[arg(long, value_name = "CLASS", value_parser = parse_class, requires = "gangs", help_heading = "Gangs")]
+    pub gang_class: Option<PcieClass>,
+    /// The domain a gang stays inside: an NVLink domain (rack) or a leaf.
+    #[arg(long, value_enum, default_value_t = DomainLevel::Nvlink, requires = "gangs", help_heading = "Gangs")]
+    pub domain: DomainLevel,
+    /// Required: one domain or not at all; preferred: spread over the fleet when no
+    /// domain can hold the gang.
+    #[arg(long, value_enum, default_value_t = DomainMode::Required, requires = "gangs", help_heading = "Gangs")]
+    pub domain_mode: DomainMode,
+    /// Nodes per rack (NVLink domain).
+    #[arg(long, default_value_t = 18, requires = "gangs", help_heading = "Gangs")]
+    pub rack_nodes: usize,
+    /// Racks per leaf.
+    #[arg(long, default_value_t = 4, requires = "gangs", help_heading = "Gangs")]
+    pub racks_per_leaf: usize,
+    /// Share of GPUs, and independently of NICs, other tenants hold (0 to below 1).
+    #[arg(
+        long,
+        default_value_t = 0.2,
+        allow_negative_numbers = true,
+        requires = "gangs",
+        help_heading = "Gangs"
+    )]
+    pub background: f64,
+    /// Where each node type's rails come from.
+    #[arg(long, value_enum, default_value_t = RailRule::Auto, requires = "gangs", help_heading = "Gangs")]
+    pub rails: RailRule,
+}
+
+fn parse_class(text: &str) -> Result<PcieClass, String> {
+    text.parse::<PcieClass>().map_err(|e| e.to_string())
 }
 
 impl SimArgs {
+    /// `--fleet`, else `--profile` (or `default`) × `--nodes`.
+    fn fleet_groups(&self, default: &str) -> Result<Vec<(String, usize)>, FleetError> {
+        Ok(match &self.fleet {
+            Some(spec) => parse_fleet(spec)?,
+            None => vec![(
+                self.profile.clone().unwrap_or_else(|| default.to_string()),
+                self.nodes,
+            )],
+        })
+    }
+
+    /// The gang run these flags ask for, when `--gangs` is given.
+    pub fn gang_options(&self) -> Option<Result<GangOptions, FleetError>> {
+        let gangs = self.gangs?;
+        Some(self.fleet_groups("gb300-4").map(|fleet| GangOptions {
+            fleet,
+            seed: self.seed,
+            cpus_per_gpu: self.cpus_per_gpu,
+            dra_budget: self.dra_budget,
+            spec: GangSpec {
+                gangs,
+                pods: self.gang_pods,
+                pairs: self.gang_pairs,
+                domain: self.domain,
+                mode: self.domain_mode,
+                rack_nodes: self.rack_nodes,
+                racks_per_leaf: self.racks_per_leaf,
+                class: self.gang_class,
+                background: self.background,
+                rails: self.rails,
+            },
+        }))
+    }
+
     /// The run these flags ask for (`--fleet`, else `--profile` × `--nodes`).
     pub fn options(&self) -> Result<SimOptions, FleetError> {
         Ok(SimOptions {
-            fleet: match &self.fleet {
-                Some(spec) => parse_fleet(spec)?,
-                None => vec![(self.profile.clone(), self.nodes)],
-            },
+            fleet: self.fleet_groups("mi300x-8")?,
             seed: self.seed,
             length: (self.duration).map_or(StreamLength::Pods(self.pods), StreamLength::Duration),
             mix: self.mix.clone(),
@@ -113,5 +192,24 @@ mod tests {
         assert_eq!(mixed.fleet, vec![("gb300-4".to_string(), 2)]);
         assert_eq!(mixed.dra_match, MatchOn::NumaNode);
         assert!(parse_args(&["simulate", "--fleet", "a=1", "--nodes", "2"]).is_err());
+    }
+
+    #[test]
+    fn gang_flags_need_gangs_and_default_to_gb300_racks() {
+        let plain = parse_args(&["simulate"]).unwrap();
+        assert!(plain.gang_options().is_none());
+        let g = parse_args(&["simulate", "--gangs", "3", "--gang-class", "pxb"]).unwrap();
+        let o = g.gang_options().unwrap().unwrap();
+        assert_eq!(o.fleet, vec![("gb300-4".to_string(), 16)]);
+        assert_eq!((o.spec.gangs, o.spec.pods, o.spec.pairs), (3, 8, 2));
+        assert_eq!(o.spec.class, Some(PcieClass::Pxb));
+        assert_eq!(
+            (o.spec.domain, o.spec.rack_nodes),
+            (DomainLevel::Nvlink, 18)
+        );
+        let p = parse_args(&["simulate", "--gangs", "1", "--profile", "dgx-h100"]).unwrap();
+        assert_eq!(p.gang_options().unwrap().unwrap().fleet[0].0, "dgx-h100");
+        assert!(parse_args(&["simulate", "--gang-pods", "4"]).is_err());
+        assert!(parse_args(&["simulate", "--gangs", "1", "--domain", "spine"]).is_err());
     }
 }

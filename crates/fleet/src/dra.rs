@@ -291,6 +291,28 @@ impl DraNode {
                 &prepared
             }
         };
+        Ok(self.search(claim, state, pairs, budget))
+    }
+
+    /// The claim of `pairs` GPUs and `pairs` NICs with no constraint between them: what
+    /// a user writes who asks for counts only (the `simulate --gangs` stock policy).
+    pub fn unmatched_claim(&self, pairs: u32) -> Result<PreparedClaim, FleetError> {
+        let mut claim = pairs_claim(pairs, MatchOn::PcieRoot, &self.gpu_class);
+        if let Some(d) = claim.devices.as_mut() {
+            d.constraints = None;
+        }
+        Ok(PreparedClaim::new(&claim, &self.classes, &self.devices)?)
+    }
+
+    /// Runs a claim prepared against this node type's devices ([`DraNode::unmatched_claim`])
+    /// with the devices in use in `state`, trying at most `budget` devices.
+    pub fn search(
+        &self,
+        claim: &PreparedClaim,
+        state: &NodeState,
+        pairs: u32,
+        budget: u64,
+    ) -> Allocation {
         let mut in_use = vec![false; self.places.len()];
         let used = |flags: &[bool], index: &[usize], in_use: &mut [bool]| {
             for (&u, &i) in flags.iter().zip(index) {
@@ -301,11 +323,11 @@ impl DraNode {
         used(&state.nic_used, &self.nic_index, &mut in_use);
         let found = claim.search(&in_use, budget);
         let Some(devices) = found.devices else {
-            return Ok(if found.gave_up {
+            return if found.gave_up {
                 Allocation::BudgetExceeded
             } else {
                 Allocation::NoFit
-            });
+            };
         };
         let mut gpus = Vec::with_capacity(pairs as usize);
         let mut nics = Vec::with_capacity(pairs as usize);
@@ -315,7 +337,7 @@ impl DraNode {
                 Place::Nic(p) => nics.push(p),
             }
         }
-        Ok(Allocation::Pairs { gpus, nics })
+        Allocation::Pairs { gpus, nics }
     }
 }
 

@@ -3,7 +3,7 @@
 use thiserror::Error;
 
 /// A simulation parameter that cannot be used.
-#[derive(Debug, Clone, PartialEq, Error)]
+#[derive(Debug, Error)]
 pub enum FleetError {
     /// A parameter outside its domain (`--nodes 0`, a negative rate, ...).
     #[error("invalid {param} `{value}`: {expected}")]
@@ -45,6 +45,10 @@ pub enum FleetError {
     /// drives it).
     #[error("DRA allocator model: {0}")]
     Dra(#[from] topoalign_dra::DraError),
+    /// The gang model refused the gang or a node's rails (`simulate --gangs`): a gang
+    /// larger than every domain, a rail source that does not fit a node type.
+    #[error(transparent)]
+    Gang(#[from] topoalign_gang::GangError),
 }
 
 impl FleetError {

@@ -17,6 +17,11 @@
 //! backtracking, no scoring), on the node's devices as [`dra`] publishes them; [`svg`]
 //! draws the report with `topoalign_render::chart`. Every random choice comes from
 //! [`rng::Rng`] (PCG-64) seeded by the user: same seed, same numbers.
+//!
+//! [`gangs`] (`simulate --gangs`) places multi-node gangs on NVLink racks and
+//! rail-optimized leaves as topology-aware workload scheduling does, under `stock` (labels
+//! and counts, first-fit devices) and `topoalign` (GDR pairs on one pinned rail set), per
+//! pod through the same allocator model ([`gang_node`]), reported by [`gang_report`].
 
 #[cfg(feature = "clap")]
 pub mod args;
@@ -24,6 +29,9 @@ pub mod demo;
 pub mod dra;
 pub mod engine;
 pub mod error;
+pub mod gang_node;
+pub mod gang_report;
+pub mod gangs;
 pub mod kubelet;
 pub mod metrics;
 pub mod node;
@@ -39,6 +47,8 @@ pub mod workload;
 
 pub use engine::{NodeGroup, SimConfig, SimReport, simulate, simulate_with_progress};
 pub use error::FleetError;
+pub use gang_report::{GangPolicy, GangPolicyReport, GangReport};
+pub use gangs::{DomainLevel, DomainMode, GangConfig, GangSpec, simulate_gangs};
 pub use metrics::{PolicyReport, SizeStats, UtilSample};
 pub use node::{Assignment, NodeModel, NodeState, PairCounts};
 pub use options::{SimOptions, parse_fleet};

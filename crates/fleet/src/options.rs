@@ -8,6 +8,7 @@ use topoalign_topology::Topology;
 use crate::dra::MatchOn;
 use crate::engine::{NodeGroup, SimConfig};
 use crate::error::FleetError;
+use crate::gangs::{GangConfig, GangSpec};
 use crate::policy::Policy;
 use crate::workload::{Mix, StreamLength, WorkloadSpec};
 
@@ -73,6 +74,61 @@ pub fn parse_fleet(spec: &str) -> Result<Vec<(String, usize)>, FleetError> {
     Ok(out)
 }
 
+/// The node groups of `PROFILE=COUNT` pairs, each profile looked up by `profile` among
+/// `known` (named in the error for an unknown one).
+fn resolve_fleet(
+    groups: &[(String, usize)],
+    profile: impl Fn(&str) -> Option<Topology>,
+    known: &[&str],
+) -> Result<Vec<NodeGroup>, FleetError> {
+    let mut fleet = Vec::new();
+    for (name, count) in groups {
+        let topology = profile(name).ok_or_else(|| FleetError::UnknownProfile {
+            name: name.clone(),
+            known: known.join(", "),
+        })?;
+        fleet.push(NodeGroup {
+            topology: Arc::new(topology),
+            count: *count,
+        });
+    }
+    Ok(fleet)
+}
+
+/// What `topoalign simulate --gangs` is asked to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GangOptions {
+    /// `PROFILE=COUNT` groups.
+    pub fleet: Vec<(String, usize)>,
+    /// Seed of the background.
+    pub seed: u64,
+    /// CPUs per GPU.
+    pub cpus_per_gpu: u32,
+    /// The DRA search budget per node.
+    pub dra_budget: u64,
+    /// The gangs and the layout.
+    pub spec: GangSpec,
+}
+
+impl GangOptions {
+    /// Checks the options and builds the configuration.
+    pub fn config(
+        &self,
+        profile: impl Fn(&str) -> Option<Topology>,
+        known: &[&str],
+    ) -> Result<GangConfig, FleetError> {
+        let config = GangConfig {
+            fleet: resolve_fleet(&self.fleet, profile, known)?,
+            spec: self.spec.clone(),
+            seed: self.seed,
+            cpus_per_gpu: self.cpus_per_gpu,
+            dra_budget: self.dra_budget,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+}
+
 impl SimOptions {
     /// Checks the options and builds the configuration; `profile` looks a profile up by
     /// name among `known` (named in the error for an unknown one).
@@ -81,17 +137,7 @@ impl SimOptions {
         profile: impl Fn(&str) -> Option<Topology>,
         known: &[&str],
     ) -> Result<SimConfig, FleetError> {
-        let mut fleet = Vec::new();
-        for (name, count) in &self.fleet {
-            let topology = profile(name).ok_or_else(|| FleetError::UnknownProfile {
-                name: name.clone(),
-                known: known.join(", "),
-            })?;
-            fleet.push(NodeGroup {
-                topology: Arc::new(topology),
-                count: *count,
-            });
-        }
+        let fleet = resolve_fleet(&self.fleet, profile, known)?;
         let mix = Mix::parse(&self.mix)?;
         let fleet_gpus: usize = fleet.iter().map(|g| g.topology.gpus.len() * g.count).sum();
         let finite_positive = |param, v: f64| {

@@ -8,7 +8,7 @@ use topoalign_topology::PcieClass;
 use crate::engine::SimReport;
 
 /// Fill colour per pair class, good (green) to bad (red), in [`PcieClass::ALL`] order.
-const CLASS_COLOURS: [&str; 5] = ["#1a9850", "#91cf60", "#fee08b", "#fc8d59", "#d73027"];
+pub(crate) const CLASS_COLOURS: [&str; 5] = ["#1a9850", "#91cf60", "#fee08b", "#fc8d59", "#d73027"];
 
 /// Renders the report.
 pub fn report_svg(r: &SimReport) -> String {

@@ -1,5 +1,6 @@
 //! `topoalign simulate`: a fleet under blind, Topology Manager, DRA first-fit and
-//! topoalign placement, on the same seeded pod stream.
+//! topoalign placement, on the same seeded pod stream; with `--gangs`, multi-node gangs
+//! on racks and leaves under stock and topoalign placement.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -7,7 +8,7 @@ use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use topoalign_fleet::args::SimArgs;
-use topoalign_fleet::simulate_with_progress;
+use topoalign_fleet::{simulate_gangs, simulate_with_progress};
 
 use crate::output::{Format, print, with_errors};
 
@@ -30,6 +31,16 @@ pub struct Args {
 /// Runs the command.
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     with_errors(a.output, || {
+        if let Some(options) = a.sim.gang_options() {
+            let config = options?.config(topoalign_profiles::get, &topoalign_profiles::NAMES)?;
+            let report = simulate_gangs(&config)?;
+            if let Some(path) = &a.svg {
+                topoalign_atomic::write(path, report.svg().as_bytes())
+                    .map_err(|e| anyhow::anyhow!("writing the SVG chart: {e}"))?;
+            }
+            print(&report, a.output, || report.table())?;
+            return Ok(ExitCode::SUCCESS);
+        }
         let options = a.sim.options()?;
         let config = options.config(topoalign_profiles::get, &topoalign_profiles::NAMES)?;
         let bar = if a.quiet || !std::io::stderr().is_terminal() {

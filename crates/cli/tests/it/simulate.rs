@@ -78,3 +78,46 @@ fn bounds_blame_the_right_flag() {
     assert_eq!(out.code, 0);
     assert!(out.stderr.is_empty(), "{}", out.stderr);
 }
+
+/// `--gangs`: stock against topoalign, the same numbers in every format, the chart, the
+/// pod-stream output untouched, and bad gangs refused with the flag named.
+#[test]
+fn gangs_compare_stock_and_topoalign() {
+    let args = ["simulate", "--gangs", "30", "--nodes", "180", "--seed", "2"];
+    let table = stdout_of(&args);
+    assert!(
+        table.contains("SAME-RAILS") && table.contains("stock"),
+        "{table}"
+    );
+    assert_eq!(table, stdout_of(&args));
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("gangs.svg");
+    let out = run_expecting(
+        subcommand("simulate")
+            .args(&args[1..])
+            .args(["-o", "json", "--svg"])
+            .arg(&svg),
+        0,
+    );
+    let v = json(&out.stdout);
+    let t = v["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["policy"] == "topoalign")
+        .unwrap();
+    assert_eq!(t["railConsistent"], t["placed"]);
+    assert_eq!(v["spec"]["gangs"], 30);
+    assert_eq!(v["fleet"][0][0], "gb300-4", "gb300-4 is the gang default");
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("Gangs"));
+    for (bad, want) in [
+        (vec!["--gangs", "2", "--gang-pods", "40"], "needs 20 nodes"),
+        (vec!["--gangs", "0"], "invalid --gangs"),
+        (vec!["--gangs", "2", "--profile", "mi300x-8"], "SR-IOV VFs"),
+        (vec!["--gang-pairs", "2"], "--gangs"),
+    ] {
+        let out = run(subcommand("simulate").args(&bad));
+        assert_eq!(out.code, 2, "{bad:?}");
+        assert!(out.stderr.contains(want), "{bad:?}: {}", out.stderr);
+    }
+}

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! End-to-end acceptance of the fleet simulator: topoalign gets at least as many
 //! GPUDirect RDMA pairs as every other policy, and strictly more than the Topology
 //! Manager on the MI300X fleet, on several seeds; same seed, same numbers.
