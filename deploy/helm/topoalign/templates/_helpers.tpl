@@ -11,3 +11,12 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 app.kubernetes.io/name: topoalign
 app.kubernetes.io/component: driver
 {{- end }}
+
+{{/* The rail source as file text: the value as written when a string, else as YAML. */}}
+{{- define "topoalign.rails" -}}
+{{- if kindIs "string" .Values.rails -}}
+{{ .Values.rails }}
+{{- else -}}
+{{ toYaml .Values.rails }}
+{{- end -}}
+{{- end }}
