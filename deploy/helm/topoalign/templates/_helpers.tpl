@@ -12,11 +12,10 @@ app.kubernetes.io/name: topoalign
 app.kubernetes.io/component: driver
 {{- end }}
 
-{{/* The rail source as file text: the value as written when a string, else as YAML. */}}
+{{/* The rail source as file text (the `rails` value is the file's text, a string). */}}
 {{- define "topoalign.rails" -}}
-{{- if kindIs "string" .Values.rails -}}
-{{ .Values.rails }}
-{{- else -}}
-{{ toYaml .Values.rails }}
+{{- if not (kindIs "string" .Values.rails) -}}
+{{- fail "rails: give the rail source as text (rails: |, then the file's lines), not a map" -}}
 {{- end -}}
+{{ .Values.rails }}
 {{- end }}
