@@ -77,6 +77,15 @@ if [ -d "$DEPLOY" ]; then
       fail "objects: no helm binary in $HELM_BIN; chart $(rel "$chart") not rendered"
     fi
   done < <(find "$DEPLOY" -name Chart.yaml -printf '%h\n' | sort)
+  # The chart with a rail source: the ConfigMap, its mount and --rails.
+  if [ -x "$HELM_BIN/helm" ] && [ -f "$DEPLOY/gang/rails.yaml" ]; then
+    h=$D/helm-rails
+    if "$HELM_BIN/helm" template topoalign "$DEPLOY/helm/topoalign" --kube-version "$K8S_VERSION" --namespace topoalign-system \
+      --set-file rails="$DEPLOY/gang/rails.yaml" > "$h.yaml" 2> "$h.err" && grep -q -e '--rails=' "$h.yaml" &&
+      K apply --dry-run=server -f "$h.yaml" > "$h.out" 2>&1; then
+      pass "objects: Helm chart deploy/helm/topoalign with rails=deploy/gang/rails.yaml renders and is accepted (server-side dry run)"
+    else fail "objects: Helm chart deploy/helm/topoalign with a rail source: $(cat "$h.err" "$h.out" 2> /dev/null | grep -v -e '(server dry run)' -e '^Warning:' | head -c 1500)"; fi
+  fi
 elif [ "${E2E_ALLOW_MISSING:-0}" = 1 ]; then
   skip "objects: no deploy/ directory yet"
 else

@@ -76,7 +76,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| serde_json::to_vec(black_box(&desired)).unwrap())
     });
     g.bench_function("dry_run_objects", |b| {
-        b.iter(|| dry_run::objects(black_box(&topo), NODE, &opts).unwrap())
+        b.iter(|| dry_run::objects(black_box(&topo), NODE, &opts, None).unwrap())
     });
     g.bench_function("plan_steady", |b| {
         b.iter(|| diff::plan(black_box(&desired), black_box(&served), &Memo::new(), 0))

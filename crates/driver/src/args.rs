@@ -11,14 +11,17 @@ use topoalign_dra::{PairsPerGpu, PublishOptions};
 use topoalign_kubelet_plugin::{FaultPoint, PluginArgs};
 use topoalign_render::format::Format;
 
+use crate::DriverError;
 use crate::mig_source::MigSource;
+use crate::rails::read_rail_source;
 use crate::runtime::DriverConfig;
+use topoalign_gang::RailSource;
 use topoalign_probes::LogFormat;
 
 /// Arguments of `topoalign driver`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  topoalign driver --node-name n1 --profile dgx-h100 --dry-run\n  topoalign driver --node-name n1 --profile dgx-h100 --mig-want 1g.10gb=14,4g.40gb=1,3g.40gb=1 --dry-run -o table"
+    after_help = "Examples:\n  topoalign driver --node-name n1 --profile dgx-h100 --dry-run\n  topoalign driver --node-name n1 --profile dgx-h100 --mig-want 1g.10gb=14,4g.40gb=1,3g.40gb=1 --dry-run -o table\n  topoalign driver --node-name n1 --profile dgx-h100 --rails deploy/gang/rails.yaml --dry-run -o yaml"
 )]
 pub struct DriverArgs {
     /// This node's name: `spec.nodeName` and pool name of its ResourceSlices.
@@ -46,6 +49,12 @@ pub struct DriverArgs {
     /// the node's GPUs (`1g.10gb=14,3g.40gb=2`), published as if created so.
     #[arg(long, value_name = "PROFILE=COUNT,...")]
     pub mig_want: Option<String>,
+    /// The node's rail source (YAML or JSON): an operator map (`rails: 8`, `nics:
+    /// {NIC: rail}`) or `rule: nearest-gpu`. Each NIC's rail is then published as the
+    /// `rail` attribute of its NIC and pair devices, for claims pinned to a job's rails
+    /// (`topoalign gang`).
+    #[arg(long, value_name = "FILE")]
+    pub rails: Option<PathBuf>,
     /// Fault testing only: abort at this write step of prepare/unprepare
     /// (`checkpoint-created` … `cdi-renamed`, `cdi-removed`).
     #[arg(long, value_name = "STEP", hide = true)]
@@ -103,13 +112,20 @@ impl DriverArgs {
         }
     }
 
-    /// The node agent's configuration.
+    /// The rail source named by `--rails`, read and checked (`None` without the flag).
+    pub fn rail_source(&self) -> Result<Option<RailSource>, DriverError> {
+        self.rails.as_deref().map(read_rail_source).transpose()
+    }
+
+    /// The node agent's configuration (the rail source aside: [`Self::rail_source`]
+    /// reads it).
     pub fn config(&self) -> DriverConfig {
         DriverConfig {
             kubeconfig: self.kubeconfig.clone(),
             node_name: self.node_name.clone(),
             source: self.source(),
             options: self.publish_options(),
+            rails: None,
             rescan_interval: self.rescan_interval,
             removal_timeout: self.shutdown_timeout,
             plugin: (!self.no_plugin).then(|| self.plugin.config(self.node_name.clone())),

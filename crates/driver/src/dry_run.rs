@@ -6,6 +6,7 @@
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use serde::Serialize;
 use topoalign_dra::PublishOptions;
+use topoalign_gang::RailSource;
 use topoalign_topology::Topology;
 
 use crate::error::DriverError;
@@ -21,17 +22,19 @@ pub enum DriverObject {
 }
 
 /// The DeviceClasses (the MIG classes too where the node has MIG instances), then the
-/// node's ResourceSlices (pool generation 1).
+/// node's ResourceSlices (pool generation 1), each NIC on the rail `rails` gives it.
 pub fn objects(
     topo: &Topology,
     node_name: &str,
     options: &PublishOptions,
+    rails: Option<&RailSource>,
 ) -> Result<Vec<DriverObject>, DriverError> {
     let opts = PublishOptions {
         generation: 1,
         ..options.clone()
     };
-    let slices = topoalign_dra::resource_slices(topo, node_name, &opts)?;
+    let inventory = crate::rails::inventory(topo, &opts, rails)?;
+    let slices = topoalign_dra::slices_for(&inventory, node_name, opts.generation)?;
     let mig_classes = if opts.mig.is_empty() {
         Vec::new()
     } else {
@@ -88,7 +91,7 @@ mod tests {
                 generation: 7,
                 ..Default::default()
             };
-            let objects = objects(&topo, "n1", &opts).unwrap();
+            let objects = objects(&topo, "n1", &opts, None).unwrap();
             let classes = objects
                 .iter()
                 .take_while(|o| matches!(o, DriverObject::DeviceClass(_)))
@@ -109,7 +112,7 @@ mod tests {
     #[test]
     fn the_table_has_a_line_per_object_and_the_list_holds_them_all() {
         let topo = topoalign_profiles::get("mi300x-8").unwrap();
-        let objects = objects(&topo, "n1", &PublishOptions::default()).unwrap();
+        let objects = objects(&topo, "n1", &PublishOptions::default(), None).unwrap();
         let table = table(&objects);
         assert_eq!(table.lines().count(), objects.len() + 1);
         assert!(table.starts_with("KIND           NAME"), "{table}");
@@ -123,7 +126,7 @@ mod tests {
     #[test]
     fn a_bad_node_name_is_refused() {
         let topo = topoalign_profiles::get("gb300-4").unwrap();
-        let err = objects(&topo, "Node_1", &PublishOptions::default()).unwrap_err();
+        let err = objects(&topo, "Node_1", &PublishOptions::default(), None).unwrap_err();
         assert!(err.to_string().contains("Node_1"), "{err}");
     }
 }

@@ -14,6 +14,18 @@ pub enum DriverError {
     /// The topology could not be turned into DRA objects.
     #[error("building the node's ResourceSlices: {0}")]
     Dra(#[from] topoalign_dra::DraError),
+    /// The rail file (`--rails`) could not be read.
+    #[error("--rails {path}: {source}")]
+    RailsFile {
+        /// The file given.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The rail source is malformed, or does not fit this node's NICs (the message names
+    /// the file and the field).
+    #[error("rail source: {0}")]
+    Rails(#[from] topoalign_gang::GangError),
     /// The kubeconfig could not be read or used.
     #[error("kubeconfig {path}: {why}")]
     Kubeconfig {

@@ -8,6 +8,7 @@
 //! * [`claims`]: the kubelet plugin's claim source, reading ResourceClaims with kube-rs.
 //! * [`dry_run`]: every object the driver would create, for `--dry-run`.
 //! * [`mig_source`]: static MIG instances from saved `nvidia-smi` output or a planned mix.
+//! * [`rails`]: the node's rails (`--rails FILE`) on the inventory.
 //! * [`http`]: `/healthz`, `/readyz`, `/metrics`; [`metrics`]: the Prometheus metrics.
 //! * `args` (feature `clap`): `topoalign driver`'s flags, each defined once.
 //! * [`runtime`]: the whole agent: publisher, kubelet plugin and HTTP server, with
@@ -28,6 +29,7 @@ pub mod http;
 pub mod metrics;
 pub mod mig_source;
 pub mod publisher;
+pub mod rails;
 pub mod readback;
 pub mod runtime;
 

@@ -32,6 +32,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use topoalign_discover::Source;
 use topoalign_dra::{DRIVER_NAME, Inventory, PublishOptions};
+use topoalign_gang::RailSource;
 use topoalign_topology::Topology;
 
 use crate::diff::{self, Memo, SyncPlan, Written};
@@ -50,6 +51,8 @@ pub struct PublisherConfig {
     pub node_name: String,
     /// Where the topology is read from, at start and on every rescan.
     pub source: Source,
+    /// The node's rail source, resolved again on every rediscovered topology.
+    pub rails: Option<RailSource>,
     /// Pair set and plain devices (the generation field is ignored: the publisher owns it).
     pub options: PublishOptions,
     /// How often the topology is rediscovered and the published pool checked.
@@ -189,7 +192,7 @@ impl Publisher {
     /// The slices this node should publish now (generation 0; owned by the Node object
     /// when it exists, so that deleting the node deletes them).
     async fn desired(&mut self) -> Result<Vec<ResourceSlice>, DriverError> {
-        let inventory = self.inventory_now();
+        let inventory = self.inventory_now()?;
         let mut slices = topoalign_dra::slices_for(
             &inventory,
             &self.cfg.node_name,
@@ -217,20 +220,24 @@ impl Publisher {
 
     /// The inventory of the current mode: the shared one, or, while pair devices are
     /// off ([`PairMode::PlainOnly`]) and the options ask for them, one without pairs.
-    fn inventory_now(&mut self) -> Arc<Inventory> {
+    fn inventory_now(&mut self) -> Result<Arc<Inventory>, DriverError> {
         if self.mode.pairs() || !self.cfg.options.pair_devices {
-            return self.inventory.clone();
+            return Ok(self.inventory.clone());
         }
-        let (topology, options) = (&self.topology, &self.cfg.options);
-        self.plain
-            .get_or_insert_with(|| {
-                let plain = PublishOptions {
-                    pair_devices: false,
-                    ..options.clone()
-                };
-                Arc::new(Inventory::new(topology, &plain))
-            })
-            .clone()
+        if let Some(plain) = &self.plain {
+            return Ok(plain.clone());
+        }
+        let plain = PublishOptions {
+            pair_devices: false,
+            ..self.cfg.options.clone()
+        };
+        let plain = Arc::new(crate::rails::inventory(
+            &self.topology,
+            &plain,
+            self.cfg.rails.as_ref(),
+        )?);
+        self.plain = Some(plain.clone());
+        Ok(plain)
     }
 
     /// One publishing round: read what the API server holds, write what differs, read
@@ -479,8 +486,12 @@ impl Publisher {
             tracing::warn!(warning = %w, "discovery");
         }
         tracing::info!(node = %self.cfg.node_name, "the topology changed; republishing");
+        // The rails are resolved on the new topology before anything is replaced: a rail
+        // source that no longer fits keeps the last good pool and fails the round.
+        let inventory =
+            crate::rails::inventory(&found.topology, &self.cfg.options, self.cfg.rails.as_ref())?;
         self.topology = found.topology;
-        self.inventory = Arc::new(Inventory::new(&self.topology, &self.cfg.options));
+        self.inventory = Arc::new(inventory);
         self.plain = None;
         if let Some(hook) = &self.on_change {
             hook(&self.inventory);
@@ -736,6 +747,7 @@ mod tests {
             PublisherConfig {
                 node_name: "n1".into(),
                 source: Source::Profile("mi300x-8".into()),
+                rails: None,
                 options: PublishOptions::default(),
                 rescan_interval: Duration::from_secs(3600),
                 removal_timeout,

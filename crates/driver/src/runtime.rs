@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use topoalign_discover::Source;
 use topoalign_dra::{Inventory, PublishOptions};
+use topoalign_gang::RailSource;
 use topoalign_kubelet_plugin::{FaultHook, FaultPoint, Plugin, PluginConfig};
 use topoalign_probes::{Threads, kube_client, runtime, shutdown_signals};
 use topoalign_topology::Topology;
@@ -34,6 +35,8 @@ pub struct DriverConfig {
     pub source: Source,
     /// Which devices are published.
     pub options: PublishOptions,
+    /// The node's rail source (`--rails`); `None` publishes no rail.
+    pub rails: Option<RailSource>,
     /// How often the topology is rediscovered.
     pub rescan_interval: Duration,
     /// How long shutdown keeps trying to delete this node's slices.
@@ -58,7 +61,11 @@ pub fn run_blocking(cfg: DriverConfig) -> Result<(), DriverError> {
     // The node's inventory, built once for this discovery and shared by the publisher and
     // the kubelet plugin. The node name and the limits are checked here, once, before
     // anything starts.
-    let inventory = Arc::new(Inventory::new(&found.topology, &cfg.options));
+    let inventory = Arc::new(crate::rails::inventory(
+        &found.topology,
+        &cfg.options,
+        cfg.rails.as_ref(),
+    )?);
     let slices = topoalign_dra::slices_for(&inventory, &cfg.node_name, cfg.options.generation)?;
     tracing::info!(
         node = %cfg.node_name,
@@ -91,7 +98,7 @@ async fn joined(
 }
 
 /// The agent on a running tokio runtime, for `topology` and its `inventory` under
-/// `cfg.options`.
+/// `cfg.options` (with `cfg.rails` applied: [`crate::rails::inventory`]).
 pub async fn run(
     cfg: DriverConfig,
     topology: Topology,
@@ -169,6 +176,7 @@ pub async fn run(
         PublisherConfig {
             node_name: cfg.node_name.clone(),
             source: cfg.source.clone(),
+            rails: cfg.rails.clone(),
             options: cfg.options.clone(),
             rescan_interval: cfg.rescan_interval,
             removal_timeout: cfg.removal_timeout,

@@ -9,14 +9,16 @@
 //!   (Topograph v1 and older, GPU Feature Discovery), and the lookup by precedence.
 //! - [`job`]: the job description (pods × pairs, class, rails, domain level) and its checks,
 //!   including a gang larger than every domain.
-//! - [`manifests`]: the job as objects to apply in one of three [`Dialect`]s, every pod's
-//!   ResourceClaimTemplate pinning the job's rails ([`claim`]).
+//! - [`manifests`]: the job as objects to apply in one of four [`Dialect`]s, every pod's
+//!   ResourceClaimTemplate pinning the job's rails ([`claim`]); the dialects are
+//!   [`kube`], [`kueue`], [`volcano`] and [`kai`].
 
 pub mod claim;
 mod error;
 pub mod fleet;
 pub mod input;
 pub mod job;
+pub mod kai;
 pub mod kube;
 pub mod kueue;
 pub mod labels;

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::claim::{POD_CLAIM_NAME, gang_claim_template, template_name};
 use crate::job::Mode;
-use crate::{GangError, Job, kube, kueue, volcano};
+use crate::{GangError, Job, kai, kube, kueue, volcano};
 
 /// The label every object of a gang carries: `topoalign.dev/gang: <job>`.
 pub const GANG_LABEL: &str = "topoalign.dev/gang";
@@ -29,6 +29,9 @@ pub enum Dialect {
     Kueue,
     /// A Volcano Job (`batch.volcano.sh/v1alpha1`) with `networkTopology`.
     Volcano,
+    /// NVIDIA's KAI scheduler: its `Topology` (`kai.scheduler/v1alpha1`), a PodGroup
+    /// (`scheduling.run.ai/v2alpha2`) with a `topologyConstraint`, and pods that join it.
+    Kai,
 }
 
 impl Dialect {
@@ -38,6 +41,7 @@ impl Dialect {
             Dialect::Kube => "kube",
             Dialect::Kueue => "kueue",
             Dialect::Volcano => "volcano",
+            Dialect::Kai => "kai",
         }
     }
 }
@@ -153,6 +157,7 @@ pub fn manifests(job: &Job, dialect: Dialect) -> Result<Manifests, GangError> {
         Dialect::Kube => kube::objects(job, &mut objects, &mut notes)?,
         Dialect::Kueue => kueue::objects(job, &mut objects, &mut notes),
         Dialect::Volcano => volcano::objects(job, &mut objects, &mut notes),
+        Dialect::Kai => kai::objects(job, &mut objects, &mut notes),
     }
     if job.rails.is_some() {
         notes.push(format!(

@@ -23,6 +23,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let what = args.source().describe();
     let mut config = args.config();
+    config.rails = args.rail_source()?;
     if args.mig_source() != MigSource::None {
         // The MIG layout is joined to the topology once, at start.
         let d = load(&args.topology, args.source())?;
@@ -39,7 +40,8 @@ fn dry(args: &Args) -> anyhow::Result<ExitCode> {
         mig: args.mig_source().layout(&d.topology)?,
         ..args.publish_options()
     };
-    let objects = dry_run::objects(&d.topology, &args.node_name, &options)
+    let rails = args.rail_source()?;
+    let objects = dry_run::objects(&d.topology, &args.node_name, &options, rails.as_ref())
         .with_context(|| format!("node {:?}", args.node_name))?;
     match args.format {
         Format::Yaml => print_yaml_stream(&objects)?,

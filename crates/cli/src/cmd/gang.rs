@@ -13,7 +13,7 @@ use crate::output::{Format, print_structured, print_yaml_stream, write_stdout};
 /// Arguments.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  topoalign gang --job deploy/gang/job.yaml\n  topoalign gang --job deploy/gang/job.yaml --dialect kueue -o table\n  topoalign gang --job deploy/gang/job.yaml --dialect volcano -o json\n\nThe job file: name, pods, pairsPerPod, class (PIX|PXB|PHB|NODE), sameRails, rails, podsPerNode,\ndomain {level|key, mode, sizes, volcanoTier}, queue, image, command (see deploy/gang/job.yaml).\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
+    after_help = "Examples:\n  topoalign gang --job deploy/gang/job.yaml\n  topoalign gang --job deploy/gang/job.yaml --dialect kueue -o table\n  topoalign gang --job deploy/gang/job.yaml --dialect volcano -o json\n  topoalign gang --job deploy/gang/job.yaml --dialect kai\n\nThe job file: name, pods, pairsPerPod, class (PIX|PXB|PHB|NODE), sameRails, rails, podsPerNode,\ndomain {level|key, mode, sizes, volcanoTier}, queue, image, command (see deploy/gang/job.yaml).\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
 )]
 pub struct Args {
     /// The job description (YAML or JSON).

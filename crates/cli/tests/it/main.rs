@@ -13,6 +13,7 @@ mod draw;
 mod driver;
 mod examples;
 mod extender;
+mod gang_rails;
 mod kubelet_config;
 mod lint;
 mod matrix;

@@ -204,7 +204,7 @@ fn foreign_objects(from: &str, node: &str) -> (Vec<ResourceSlice>, Vec<DeviceCla
 }
 
 /// An allocated claim holding `devices` (driver, device) of `node`'s pools.
-fn holding(name: &str, node: &str, devices: &[(&str, &str)]) -> ResourceClaim {
+pub(crate) fn holding(name: &str, node: &str, devices: &[(&str, &str)]) -> ResourceClaim {
     let results: Vec<Value> = devices
         .iter()
         .map(|(driver, d)| json!({"request": "r", "driver": driver, "pool": node, "device": d}))

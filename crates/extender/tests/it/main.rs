@@ -7,6 +7,7 @@ mod cpu;
 mod decide;
 mod dra;
 mod dra_kinds;
+mod dra_rails;
 mod protocol;
 mod replay;
 mod responsive;

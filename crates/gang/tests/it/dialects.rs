@@ -3,7 +3,8 @@
 //! scheduling.k8s.io/v1beta1, Pod, batch/v1 Job) read back without losing a field, and
 //! the custom resources (Kueue Topology, Volcano Job) field by field against their Go
 //! types: sigs.k8s.io/kueue v0.17.0 apis/kueue/v1beta2/topology_types.go and
-//! volcano.sh/apis pkg/apis/batch/v1alpha1/job.go.
+//! volcano.sh/apis pkg/apis/batch/v1alpha1/job.go; KAI-Scheduler
+//! pkg/apis/kai/v1alpha1/topology_types.go and pkg/apis/scheduling/v2alpha2/podgroup_types.go.
 
 use std::collections::BTreeSet;
 
@@ -237,6 +238,99 @@ fn volcano_writes_a_job_with_network_topology() {
         soft.objects[1]["spec"]["networkTopology"],
         json!({"mode": "soft", "highestTierAllowed": 3})
     );
+}
+
+#[test]
+fn kai_writes_a_topology_a_pod_group_and_pods_that_join_it() {
+    let m = build(
+        &job_with(
+            "command: [torchrun, train.py]\n",
+            "command: [torchrun, train.py]\nqueue: team-a\n",
+        ),
+        Dialect::Kai,
+    );
+    assert_eq!(
+        m.objects.len(),
+        3 + 4,
+        "template, Topology, PodGroup, 4 pods"
+    );
+    check_claim(&m.objects[0], &[4, 5, 6, 7], 4);
+    // KAI v1alpha1 Topology{spec: TopologySpec{levels: []TopologyLevel{nodeLabel}}},
+    // cluster-scoped, kubernetes.io/hostname only as the lowest level.
+    assert_eq!(
+        m.objects[1],
+        json!({
+            "apiVersion": "kai.scheduler/v1alpha1",
+            "kind": "Topology",
+            "metadata": {"name": "topoalign-nvlink"},
+            "spec": {"levels": [
+                {"nodeLabel": "accelerator.topograph.run/domain"},
+                {"nodeLabel": "kubernetes.io/hostname"},
+            ]},
+        })
+    );
+    // v2alpha2 PodGroupSpec json tags: minMember, queue,
+    // topologyConstraint{topology, requiredTopologyLevel, preferredTopologyLevel}.
+    assert_eq!(
+        m.objects[2],
+        json!({
+            "apiVersion": "scheduling.run.ai/v2alpha2",
+            "kind": "PodGroup",
+            "metadata": {"name": "train", "namespace": "ml", "labels": {
+                "topoalign.dev/gang": "train",
+                "kai.scheduler/queue": "team-a",
+            }},
+            "spec": {
+                "minMember": 4,
+                "queue": "team-a",
+                "topologyConstraint": {
+                    "topology": "topoalign-nvlink",
+                    "requiredTopologyLevel": "accelerator.topograph.run/domain",
+                },
+            },
+        })
+    );
+    for (i, v) in m.objects[3..].iter().enumerate() {
+        let pod: Pod = typed(v);
+        let meta = pod.metadata;
+        assert_eq!(meta.name, Some(format!("train-{i}")));
+        assert_eq!(meta.labels.unwrap()["kai.scheduler/queue"], "team-a");
+        assert_eq!(
+            meta.annotations.unwrap(),
+            [
+                ("kai.scheduler/topology", "topoalign-nvlink"),
+                (
+                    "kai.scheduler/topology-required-placement",
+                    "accelerator.topograph.run/domain"
+                ),
+                ("pod-group-name", "train"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+        );
+        let spec = pod.spec.unwrap();
+        assert_eq!(spec.scheduler_name.as_deref(), Some("kai-scheduler"));
+        check_pod_spec(&spec);
+    }
+    let soft = build(
+        &job_with("level: nvlink", "level: leaf\n  mode: preferred"),
+        Dialect::Kai,
+    );
+    assert_eq!(
+        soft.objects[2]["spec"]["topologyConstraint"],
+        json!({"topology": "topoalign-leaf", "preferredTopologyLevel": "fabric.topograph.run/tier-0"})
+    );
+    let ann = &soft.objects[3]["metadata"]["annotations"];
+    assert_eq!(
+        ann["kai.scheduler/topology-preferred-placement"],
+        "fabric.topograph.run/tier-0"
+    );
+    assert!(
+        ann.get("kai.scheduler/topology-required-placement")
+            .is_none()
+    );
+    assert!(soft.summary.notes.iter().any(|n| n.starts_with("KAI: ")));
 }
 
 #[test]

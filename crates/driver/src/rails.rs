@@ -1,0 +1,107 @@
+//! The node's rails (`--rails FILE`): the rail source is read once, at start, and
+//! resolved on every discovery's topology, so the one inventory the publisher and the
+//! kubelet plugin share carries each NIC's rail ([`topoalign_dra::attr::RAIL`]).
+//!
+//! The file's forms and checks belong to `topoalign_gang::rails`; here it is only read
+//! and applied.
+
+use std::path::Path;
+
+use topoalign_dra::{Inventory, PublishOptions};
+use topoalign_gang::{RailSource, nic_rails, parse_rail_source};
+use topoalign_topology::Topology;
+
+use crate::error::DriverError;
+
+/// Reads and checks the rail source in `path` (YAML or JSON); errors name the file and
+/// the field.
+pub fn read_rail_source(path: &Path) -> Result<RailSource, DriverError> {
+    let text = std::fs::read_to_string(path).map_err(|source| DriverError::RailsFile {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(parse_rail_source(&text, &path.display().to_string())?)
+}
+
+/// The inventory of `topo` under `options`, each physical NIC on the rail `rails` gives
+/// it on this topology (no rail anywhere without a source). The one way the driver builds
+/// an inventory, so the publisher, the kubelet plugin and `--dry-run` agree.
+pub fn inventory(
+    topo: &Topology,
+    options: &PublishOptions,
+    rails: Option<&RailSource>,
+) -> Result<Inventory, DriverError> {
+    let mut inv = Inventory::new(topo, options);
+    if let Some(src) = rails {
+        let resolved = nic_rails(topo, src)?;
+        inv.set_rails(|bdf| resolved.rail_of(bdf));
+    }
+    Ok(inv)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use topoalign_dra::attr;
+
+    fn rails_on(inv: &Inventory, node: &str) -> Vec<(String, Option<i64>)> {
+        topoalign_dra::slices_for(inv, node, 1)
+            .unwrap()
+            .into_iter()
+            .flat_map(|s| s.spec.devices.unwrap_or_default())
+            .map(|d| {
+                let rail = d
+                    .attributes
+                    .as_ref()
+                    .and_then(|a| a.get(attr::RAIL))
+                    .and_then(|v| v.int);
+                (d.name, rail)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_rule_puts_every_nic_and_pair_of_dgx_h100_on_a_rail() {
+        let topo = topoalign_profiles::get("dgx-h100").unwrap();
+        let src = parse_rail_source("rule: nearest-gpu\n", "rails.yaml").unwrap();
+        let inv = inventory(&topo, &PublishOptions::default(), Some(&src)).unwrap();
+        let devices = rails_on(&inv, "n1");
+        let railed: Vec<_> = devices.iter().filter(|(_, r)| r.is_some()).collect();
+        assert!(
+            railed.iter().any(|(n, _)| n.starts_with("pair-")),
+            "{devices:?}"
+        );
+        assert!(
+            railed.iter().any(|(n, _)| n.starts_with("nic-")),
+            "{devices:?}"
+        );
+        let rails: std::collections::BTreeSet<i64> =
+            railed.iter().filter_map(|(_, r)| *r).collect();
+        assert_eq!(rails, (0..8).collect(), "8 GPUs, 8 rails");
+        assert!(
+            devices
+                .iter()
+                .filter(|(n, _)| n.starts_with("gpu-"))
+                .all(|(_, r)| r.is_none()),
+            "a GPU has no rail of its own"
+        );
+        let plain = inventory(&topo, &PublishOptions::default(), None).unwrap();
+        assert!(rails_on(&plain, "n1").iter().all(|(_, r)| r.is_none()));
+    }
+
+    #[test]
+    fn a_map_naming_no_nic_of_the_node_is_an_error_naming_file_and_field() {
+        let topo = topoalign_profiles::get("dgx-h100").unwrap();
+        let src = parse_rail_source("rails: 2\nnics: {mlx5_99: 0}\n", "r.yaml").unwrap();
+        let e = inventory(&topo, &PublishOptions::default(), Some(&src))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("r.yaml: nics.mlx5_99: no such NIC"), "{e}");
+        let missing = read_rail_source(Path::new("/nonexistent/rails.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(missing.contains("/nonexistent/rails.yaml"), "{missing}");
+    }
+}

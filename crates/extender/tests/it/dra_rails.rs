@@ -1,0 +1,102 @@
+//! A pod of a gang (its claim from `topoalign gang`, pinned to the job's rails) judged on
+//! slices that carry each NIC's rail, as `topoalign driver --rails` publishes them: a
+//! node whose free GPUs pair only with NICs off the job's rails is filtered, one whose
+//! free pairs are on them is kept.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, RwLock};
+
+use crate::common::http;
+use crate::dra::holding;
+use serde_json::{Value, json};
+use topoalign_dra::{Inventory, device_classes, slices_for};
+use topoalign_extender::decide::Decider;
+use topoalign_extender::server::{App, serve};
+use topoalign_extender::state::ClusterState;
+use topoalign_gang::{gang_claim_template, nic_rails, parse_job, parse_rail_source};
+use topoalign_tm::ResourceMap;
+
+const JOB: &str = include_str!("../../../../deploy/gang/job.yaml");
+const RAILS: &str = include_str!("../../../../deploy/gang/rails.yaml");
+
+/// A dgx-h100 named `node` with rails from deploy/gang/rails.yaml, and the GPU devices
+/// whose pairs are on `rails`.
+fn railed_node(node: &str, rails: &BTreeSet<u32>) -> (Inventory, Vec<String>) {
+    let topo = topoalign_profiles::get("dgx-h100").unwrap();
+    let resolved = nic_rails(&topo, &parse_rail_source(RAILS, "rails.yaml").unwrap()).unwrap();
+    let mut inv = Inventory::from_topology(&topo);
+    inv.set_rails(|b| resolved.rail_of(b));
+    let gpus: BTreeSet<String> = slices_for(&inv, node, 1)
+        .unwrap()
+        .iter()
+        .flat_map(|s| s.spec.devices.iter().flatten())
+        .filter_map(|d| {
+            let a = d.attributes.as_ref()?;
+            let rail = a.get("rail")?.int?;
+            let on = rails.contains(&u32::try_from(rail).ok()?);
+            (d.name.starts_with("pair-") && on).then(|| a.get("gpu")?.string.clone())?
+        })
+        .collect();
+    (inv, gpus.into_iter().collect())
+}
+
+#[tokio::test]
+async fn a_rail_pinned_pod_is_filtered_off_a_node_whose_free_pairs_are_off_its_rails() {
+    let job = parse_job(JOB, "job.yaml").unwrap();
+    let on: BTreeSet<u32> = job.rails.clone().unwrap();
+    let off: BTreeSet<u32> = (0..8).filter(|r| !on.contains(r)).collect();
+    let mut template = gang_claim_template(&job).unwrap();
+    template.metadata.namespace = Some("ns".into());
+    let name = template.metadata.name.clone().unwrap();
+
+    let app = Arc::new(App::new(
+        Arc::new(RwLock::new(ClusterState::default())),
+        Decider::new(ResourceMap::default(), 1000),
+    ));
+    {
+        let mut st = app.dra.write();
+        st.capacity_weight = 0.0;
+        for c in device_classes() {
+            st.apply_class(&c);
+        }
+        st.apply_template(&template);
+        // Both nodes have four free GPUs: "good" the four on the job's rails, "bad" the
+        // four off them (another claim holds the rest).
+        for (node, held_rails) in [("good", &off), ("bad", &on)] {
+            let (inv, gpus) = railed_node(node, held_rails);
+            assert_eq!(gpus.len(), 4, "{node}: {gpus:?}");
+            for s in slices_for(&inv, node, 1).unwrap() {
+                st.apply_slice(&s);
+            }
+            let held: Vec<(&str, &str)> =
+                gpus.iter().map(|g| ("topoalign.dev", g.as_str())).collect();
+            st.apply_claim(&holding(&format!("held-{node}"), node, &held));
+        }
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(serve(listener, app.clone(), async move {
+        let _ = rx.await;
+    }));
+
+    let pod = json!({
+        "metadata": {"namespace": "ns", "name": "train-0", "uid": "u1"},
+        "spec": {"containers": [{"name": "worker", "resources": {"claims": [{"name": "pairs"}]}}],
+                 "resourceClaims": [{"name": "pairs", "resourceClaimTemplateName": name}]},
+    });
+    let body = serde_json::to_vec(&json!({"Pod": pod, "NodeNames": ["bad", "good"]})).unwrap();
+    let (code, body) = http(addr, "POST", "/filter", body).await;
+    assert_eq!(code, 200, "{body}");
+    let r: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(r["NodeNames"], json!(["good"]), "{body}");
+    assert!(
+        r["FailedNodes"]["bad"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be allocated"),
+        "{body}"
+    );
+    tx.send(()).unwrap();
+    server.await.unwrap().unwrap();
+}
