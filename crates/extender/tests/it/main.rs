@@ -7,6 +7,7 @@ mod cpu;
 mod decide;
 mod dra;
 mod dra_kinds;
+mod mig;
 mod protocol;
 mod replay;
 mod responsive;
