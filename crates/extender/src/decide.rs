@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use topoalign_kube_types::kubelet_settings::Policy;
+use topoalign_mig::device_plugin::Ever;
 use topoalign_plan::{Bound, PlanError, Planner, Score};
 use topoalign_tm::{Case, Outcome, ResourceMap, simulate};
 use topoalign_topology::{NodeUsage, PcieClass};
@@ -33,6 +34,8 @@ pub enum RejectKind {
     PairClass,
     /// The planner cannot place the pod otherwise (too few devices, no NVLink …).
     Placement,
+    /// The node's MIG devices cannot hold the pod's MIG set.
+    Mig,
 }
 
 impl RejectKind {
@@ -42,6 +45,7 @@ impl RejectKind {
             RejectKind::TopologyManager => "topology_manager",
             RejectKind::PairClass => "pair_class",
             RejectKind::Placement => "placement",
+            RejectKind::Mig => "mig",
         }
     }
 }
@@ -398,9 +402,14 @@ impl Decider {
         mut f: impl FnMut(usize, &str, Seen<'_>),
     ) -> CacheStats {
         let mut stats = CacheStats::default();
+        let mig = mig_verdicts(state, req, names);
+        let mig_of = |i: usize| mig.get(i).and_then(Option::as_ref);
         if !req.is_managed() {
             for (i, n) in names.iter().enumerate() {
-                f(i, n.as_ref(), Seen::NotManaged);
+                match mig_of(i) {
+                    Some(j) => f(i, n.as_ref(), Seen::Judged(j)),
+                    None => f(i, n.as_ref(), Seen::NotManaged),
+                }
             }
             return stats;
         }
@@ -421,6 +430,10 @@ impl Decider {
         let mut shape = guard.as_mut().map(|c| c.shape(req));
         for (i, n) in names.iter().enumerate() {
             let name = n.as_ref();
+            if let Some(j) = mig_of(i) {
+                f(i, name, Seen::Judged(j));
+                continue;
+            }
             let Some(slot) = state.slot(name) else {
                 f(i, name, Seen::Unknown);
                 continue;
@@ -740,4 +753,40 @@ fn kubelet_score(e: &Effective, o: &Outcome) -> Score {
         gpu_interconnect: 0,
         fragmentation: fragmentation_of(topo, &after),
     }
+}
+
+/// The MIG verdict of each candidate for a pod asking `nvidia.com/mig-*` (empty for
+/// other pods): a rejection where the node's MIG devices cannot hold the set now
+/// (unresolvable when no geometry of the node ever could), `None` where they can or the
+/// node shows no MIG (judged as any node).
+fn mig_verdicts<N: AsRef<str>>(
+    state: &ClusterState,
+    req: &PodRequest,
+    names: &[N],
+) -> Vec<Option<Judged>> {
+    if !req.mig.has_profiles() {
+        return Vec::new();
+    }
+    names
+        .iter()
+        .map(|n| {
+            let node = state.mig_node(n.as_ref())?;
+            let short = node.fits_now(&req.mig).err()?;
+            let ever = node.ever(&req.mig);
+            let never = !matches!(ever, Ok(Ever::Yes(_) | Ever::Unknown));
+            let message = match ever {
+                Err(e) => format!("MIG: {e}"),
+                Ok(_) => format!(
+                    "MIG: the pod asks {} on one node: {short} (the node offers {})",
+                    req.mig.text(),
+                    node.offer()
+                ),
+            };
+            Some(Judged::new(Verdict::Reject {
+                message,
+                unresolvable: never,
+                kind: RejectKind::Mig,
+            }))
+        })
+        .collect()
 }

@@ -6,6 +6,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
 use serde_json::Value;
+use topoalign_mig::device_plugin::{MigRequest, profile_of_resource};
 use topoalign_plan::{GpuLinkBound, NicCount, NicRole, Request};
 use topoalign_tm::{DeviceKind, Pod, ResourceMap};
 use topoalign_topology::PcieClass;
@@ -49,6 +50,9 @@ pub struct PodRequest {
     pub nics: usize,
     /// The planner's request; `None` when the pod asks for no GPU (not topoalign's pod).
     pub plan: Option<Request>,
+    /// Its MIG set (`nvidia.com/mig-<profile>`, pod level), judged against nodes whose
+    /// labels or allocatable resources show MIG devices.
+    pub mig: MigRequest,
     /// A hash of everything a node verdict depends on (cache key part).
     pub hash: u64,
 }
@@ -79,7 +83,11 @@ pub fn pod_request(pod: &Value, resources: &ResourceMap) -> Result<PodRequest, P
     let (mut gpus, mut nics) = (0usize, 0usize);
     let mut vendor = None;
     let (mut vfs, mut pfs) = (false, false);
+    let mut mig = Vec::new();
     for name in tm_pod.extended_resources() {
+        if profile_of_resource(&name).is_some() {
+            mig.push((name.clone(), tm_pod.pod_level(|c| c.limit_value(&name))));
+        }
         let Some(kind) = resources.resolve(&name) else {
             continue;
         };
@@ -150,6 +158,7 @@ pub fn pod_request(pod: &Value, resources: &ResourceMap) -> Result<PodRequest, P
         gpus,
         nics,
         plan,
+        mig: MigRequest::from_resources(mig.iter().map(|(n, c)| (n.as_str(), *c))),
         hash: h.finish(),
     })
 }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use topoalign_kube_types::kubelet_settings::{CpuPolicy, MemoryPolicy, Settings};
+use topoalign_mig::device_plugin::NodeMig;
 use topoalign_plan::score::device_score;
 use topoalign_plan::{Planner, Request};
 use topoalign_tm::{Case, Outcome, Pod, ResourceMap, simulate};
@@ -165,6 +166,7 @@ pub struct ClusterState {
     assumed: BTreeMap<String, Assumed>,
     changed: Vec<String>,
     resources: Arc<ResourceMap>,
+    mig: HashMap<String, NodeMig>,
     /// Agent data older than this is stale (neutral score, never filtered).
     pub stale_after: Duration,
     /// An assumed allocation on an agent-reported node expires after this.
@@ -188,6 +190,7 @@ impl ClusterState {
             assumed: BTreeMap::new(),
             changed: Vec::new(),
             resources: Arc::new(ResourceMap::default()),
+            mig: HashMap::new(),
             stale_after,
             assume_ttl,
         }
@@ -207,6 +210,24 @@ impl ClusterState {
         };
         self.put(name, view);
         self.changed.push(name.to_string());
+    }
+
+    /// Sets (or, with `None`, forgets) a node's MIG devices as its GFD labels and
+    /// allocatable resources show them; any node, topoalign's or not.
+    pub fn set_mig(&mut self, name: &str, mig: Option<NodeMig>) {
+        match mig {
+            Some(m) => {
+                self.mig.insert(name.to_string(), m);
+            }
+            None => {
+                self.mig.remove(name);
+            }
+        }
+    }
+
+    /// A node's MIG devices, when it shows any.
+    pub fn mig_node(&self, name: &str) -> Option<&NodeMig> {
+        self.mig.get(name)
     }
 
     /// Forgets a node.

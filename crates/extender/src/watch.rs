@@ -16,7 +16,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::Value;
 use topoalign_kube_types::nrt::nrt_resource;
 
-use crate::nodeinfo::{Interner, from_node_labels, from_nrt};
+use crate::nodeinfo::{Interner, from_node_labels, from_nrt, node_mig};
 use crate::podreq::pod_request;
 use crate::server::App;
 use crate::state::ClusterState;
@@ -50,6 +50,14 @@ impl Shared {
             nrts,
             interner,
         } = &mut *inputs;
+        let mig = match nodes.get(name).and_then(node_mig) {
+            Some(Ok(m)) => Some(m),
+            Some(Err(e)) => {
+                tracing::warn!(node = name, error = %e, "MIG labels unusable; the node is judged without them");
+                None
+            }
+            None => None,
+        };
         let entry = match (nodes.get(name), nrts.get(name)) {
             (None, _) => None,
             (Some(_), Some(nrt)) => Some(from_nrt(nrt, interner)),
@@ -57,6 +65,7 @@ impl Shared {
         };
         drop(inputs);
         let mut state = self.state();
+        state.set_mig(name, mig);
         match entry {
             Some(e) => {
                 if let crate::state::NodeEntry::Broken(why) = &e {

@@ -3,7 +3,8 @@
 //!
 //! [`lint_text`] reads a multi-document YAML stream and returns [`Finding`]s: GPU+NIC pods
 //! that are not Guaranteed (CPU alignment), requests one NUMA node of the topology cannot
-//! hold (single-numa-node rejects them), several MIG slices in one pod, GPU+NIC pods on a
+//! hold (single-numa-node rejects them), MIG sets no node can ever hold (and the geometry
+//! that would), unknown MIG profiles, several MIG slices in one pod, GPU+NIC pods on a
 //! node without alignment (policy none), and DRA claims pairing a GPU and a NIC without a
 //! pcieRoot/NUMA `matchAttribute` (or with a pcieRoot match the machine cannot satisfy),
 //! pods whose topoalign claim gives RoCE NICs without a network for them, and Nodes where
@@ -20,6 +21,7 @@ pub mod cluster;
 pub mod documents;
 pub mod finding;
 pub mod located;
+pub mod mig_rules;
 pub mod node_rules;
 pub mod pod_rules;
 pub mod report;
@@ -182,11 +184,18 @@ fn lint_object(
     let mut raws: Vec<RawFinding> = read.problems.into_iter().map(type_problem).collect();
     match read.workload {
         Workload::Pods(pods) => {
-            raws.extend(pods.iter().flat_map(|p| pod_rules::lint_pod(p, ctx)));
+            raws.extend(pods.iter().flat_map(|p| {
+                let mut f = pod_rules::lint_pod(p, ctx);
+                f.extend(mig_rules::lint_mig(p, cluster, ctx));
+                f
+            }));
             let ns = meta("namespace");
             raws.extend((pods.iter()).flat_map(|p| roce_rules::lint_roce(p, ns, cluster, ctx)));
         }
-        Workload::Node(node) => raws.extend(node_rules::lint_node(&node, cluster)),
+        Workload::Node(node) => {
+            raws.extend(node_rules::lint_node(&node, cluster));
+            raws.extend(mig_rules::lint_mig_node(&node, cluster));
+        }
         Workload::Slice => {}
         Workload::Claim { path, spec, v1 } => {
             raws.extend(claim_rules::lint_claim(&path, &spec, ctx.topology));

@@ -22,14 +22,14 @@ pub struct RawFinding {
     pub message: String,
 }
 
-struct Container<'a> {
-    path: String,
+pub(crate) struct Container<'a> {
+    pub(crate) path: String,
     name: &'a str,
-    init: bool,
-    resources: ContainerResources,
+    pub(crate) init: bool,
+    pub(crate) resources: ContainerResources,
 }
 
-fn containers(pod: &PodSpecAt) -> Vec<Container<'_>> {
+pub(crate) fn containers(pod: &PodSpecAt) -> Vec<Container<'_>> {
     let init = pod.spec.init_containers.iter().flatten();
     let lists = [("initContainers", true), ("containers", false)];
     let mut out = Vec::new();
@@ -50,7 +50,7 @@ fn containers(pod: &PodSpecAt) -> Vec<Container<'_>> {
 }
 
 /// Device requests (name, count) of a set of containers, summed per resource.
-fn summed(cs: &[&Container<'_>]) -> Vec<(String, u64)> {
+pub(crate) fn summed(cs: &[&Container<'_>]) -> Vec<(String, u64)> {
     let mut out: Vec<(String, u64)> = Vec::new();
     for c in cs {
         for (name, n) in c.resources.devices() {
@@ -63,7 +63,7 @@ fn summed(cs: &[&Container<'_>]) -> Vec<(String, u64)> {
     out
 }
 
-fn has(devs: &[(String, u64)], kind: ResourceKind) -> bool {
+pub(crate) fn has(devs: &[(String, u64)], kind: ResourceKind) -> bool {
     devs.iter().any(|(n, c)| *c > 0 && classify(n) == kind)
 }
 
@@ -92,7 +92,6 @@ pub fn lint_pod(pod: &PodSpecAt, ctx: &LintContext<'_>) -> Vec<RawFinding> {
     if let Some(o) = admission.as_ref().filter(|o| !o.admitted && !said) {
         out.push(rejected(pod, o, ctx));
     }
-    mig_rule(pod, &cs, &pod_devices, &mut out);
     out
 }
 
@@ -293,7 +292,9 @@ fn numa_list(ids: &[u32]) -> String {
     format!("{{{}}}", all.join(","))
 }
 
-fn mig_rule(
+/// The warning for several MIG slices in one pod when no node of the input says
+/// what MIG devices it has ([`crate::mig_rules`] judges the set where one does).
+pub(crate) fn mig_rule(
     pod: &PodSpecAt,
     cs: &[Container<'_>],
     pod_devices: &[(String, u64)],

@@ -12,6 +12,8 @@
 //! - [`configs`]: every valid single-GPU layout and the planner's menu.
 //! - [`planner`]: [`plan`] a request (one node or a fleet).
 //! - [`pods`]: the pod form, each pod's mix on one node ([`pods::plan_pods`]).
+//! - [`device_plugin`]: a node's MIG devices from GFD labels and allocatable resources,
+//!   a pod's MIG set, whether it fits now or ever ([`device_plugin::NodeMig`]).
 //! - [`export`]: `nvidia-smi mig` commands and mig-parted configs.
 //! - [`mod@read_state`]: a host's MIG state from saved `nvidia-smi` output ([`read_list`],
 //!   [`read_lgi`], [`read_lci`], [`read_lgipp`]; errors in [`read_table`]).
@@ -19,6 +21,7 @@
 
 pub mod capacity;
 pub mod configs;
+pub mod device_plugin;
 pub mod export;
 pub mod geometry;
 pub mod mix;

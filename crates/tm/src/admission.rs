@@ -104,6 +104,51 @@ mod tests {
     }
 
     #[test]
+    fn mig_devices_are_admitted_without_hints_and_said_so() {
+        let topo = topoalign_profiles::get("dgx-h100").unwrap();
+        let s = under(Policy::SingleNumaNode);
+        let m = pod(serde_json::json!({"nvidia.com/mig-1g.10gb": 2, "nvidia.com/gpu": 1}));
+        let tm_pod = Pod::from_manifest(&m).unwrap();
+        let out = simulate(&Case {
+            topology: &topo,
+            settings: &s,
+            resources: &ResourceMap::default(),
+            pod: &tm_pod,
+            usage: &Usage::default(),
+            seed: 0,
+        })
+        .unwrap();
+        assert!(out.admitted, "{out:?}");
+        let note = out
+            .warnings
+            .iter()
+            .find(|w| w.contains("nvidia.com/mig-1g.10gb"));
+        assert!(
+            note.is_some_and(|w| w.contains("no topology hints")),
+            "{:?}",
+            out.warnings
+        );
+        // The whole GPU is still aligned; the MIG devices are not in the allocation.
+        let given: Vec<&String> = out
+            .allocations
+            .iter()
+            .flat_map(|a| a.devices.iter().map(|(n, _)| n))
+            .collect();
+        assert_eq!(given, ["nvidia.com/gpu"]);
+        // Names that only start like a MIG resource are still unknown.
+        let bad = Pod::from_manifest(&pod(serde_json::json!({"nvidia.com/mig-": 1}))).unwrap();
+        let e = simulate(&Case {
+            topology: &topo,
+            settings: &s,
+            resources: &ResourceMap::default(),
+            pod: &bad,
+            usage: &Usage::default(),
+            seed: 0,
+        });
+        assert!(e.is_err());
+    }
+
+    #[test]
     fn pods_the_simulator_cannot_judge_are_none() {
         let topo = topoalign_profiles::get("mi300x-8").unwrap();
         let s = under(Policy::Restricted);

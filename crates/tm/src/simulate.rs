@@ -62,20 +62,35 @@ struct NodeState {
     rngs: Vec<Rng>,
     cpus: Option<CpuState>,
     memory: Option<BTreeMap<u32, MemoryNode>>,
+    /// Notes for the outcome's warnings (MIG resources taken without hints).
+    notes: Vec<String>,
 }
+
+/// The prefix of the NVIDIA device plugin's MIG resources (mixed strategy).
+pub const MIG_RESOURCE_PREFIX: &str = "nvidia.com/mig-";
 
 fn build_state(case: &Case<'_>) -> Result<NodeState, SimError> {
     let topo = case.topology;
     let mut pools = Vec::new();
     let mut rngs = Vec::new();
+    let mut notes = Vec::new();
     for (i, name) in case.pod.extended_resources().into_iter().enumerate() {
-        let kind = case
-            .resources
-            .resolve(&name)
-            .ok_or_else(|| InputError::UnknownResource {
-                field: "pod resources".to_string(),
-                name: name.clone(),
-            })?;
+        let kind = case.resources.resolve(&name);
+        if kind.is_none()
+            && name.len() > MIG_RESOURCE_PREFIX.len()
+            && name.starts_with(MIG_RESOURCE_PREFIX)
+        {
+            // The NVIDIA device plugin registers MIG devices without NUMA affinity: its
+            // hint provider gives no hints for them, so they merge as "any NUMA node".
+            notes.push(format!(
+                "{name}: a MIG device of the NVIDIA device plugin (mixed strategy); it has no topology hints, so the Topology Manager does not align it and its availability is not simulated (`topoalign lint` checks that a node can hold the pod's MIG set)"
+            ));
+            continue;
+        }
+        let kind = kind.ok_or_else(|| InputError::UnknownResource {
+            field: "pod resources".to_string(),
+            name: name.clone(),
+        })?;
         let pool_seed = case
             .seed
             .wrapping_add(i as u64)
@@ -160,6 +175,7 @@ fn build_state(case: &Case<'_>) -> Result<NodeState, SimError> {
         rngs,
         cpus,
         memory,
+        notes,
     })
 }
 
@@ -205,6 +221,7 @@ pub fn simulate(case: &Case<'_>) -> Result<Outcome, SimError> {
         pairs: Vec::new(),
         warnings: tm.ignored_options(),
     };
+    out.warnings.extend(std::mem::take(&mut state.notes));
     let memory_of = |c: &Container| -> u64 {
         if qos != QosClass::Guaranteed {
             return 0;

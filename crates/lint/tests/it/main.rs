@@ -4,4 +4,5 @@
 
 mod fixtures;
 mod fuzz_manifests;
+mod mig_nodes;
 mod roce_and_nodes;
