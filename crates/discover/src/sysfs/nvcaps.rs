@@ -152,8 +152,10 @@ pub fn parse_mig_minors(text: &str) -> MigMinors {
             continue;
         };
         if out.minors.contains_key(&cap) {
-            out.problems
-                .push((n, format!("`{}` is listed twice; kept the first", excerpt(t))));
+            out.problems.push((
+                n,
+                format!("`{}` is listed twice; kept the first", excerpt(t)),
+            ));
             continue;
         }
         out.minors.insert(cap, minor);
