@@ -38,13 +38,15 @@ pub struct DriverArgs {
     pub pairs_per_gpu: PairsPerGpu,
     /// Static MIG: a directory of this node's saved `nvidia-smi` outputs, any of
     /// `list.txt` (`nvidia-smi -L`), `lgi.txt` (`nvidia-smi mig -lgi`), `lci.txt`
-    /// (`mig -lci`), `lgipp.txt` (`mig -lgipp`). Its GPU instances are published as MIG
-    /// devices and MIG×NIC pairs.
+    /// (`mig -lci`), `lgipp.txt` (`mig -lgipp`), and `query.txt` (`nvidia-smi -q`:
+    /// a pending MIG mode change is warned about). Its GPU instances are published as
+    /// MIG devices and MIG×NIC pairs.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["mig_want", "mig_from_host"])]
     pub mig_state: Option<PathBuf>,
     /// Static MIG on a live node: run `nvidia-smi -L`, `nvidia-smi mig -lgi` and
     /// `nvidia-smi mig -lci` at start ($TOPOALIGN_NVIDIA_SMI names another binary; each
-    /// bounded to 20 s) and publish the GPU instances they list. A node without MIG
+    /// bounded to 20 s) and publish the GPU instances they list; `nvidia-smi -q` warns of
+    /// a pending MIG mode change. A node without MIG
     /// ("No MIG-enabled devices found") publishes whole GPUs. Instances get their
     /// /dev/nvidia-caps nodes from /proc/driver/nvidia-caps/mig-minors.
     #[arg(long, conflicts_with = "mig_want")]

@@ -87,6 +87,24 @@ pub enum MigSourceError {
 }
 
 impl MigSource {
+    /// The node's MIG layout on `topo` and warnings about it: GPUs whose MIG mode
+    /// change waits for a reset ([`crate::mig_mode`], from `query.txt` in a state
+    /// directory or the live `nvidia-smi -q`).
+    pub fn layout_checked(
+        &self,
+        topo: &Topology,
+    ) -> Result<(NodeMig, Vec<String>), MigSourceError> {
+        let mig = self.layout(topo)?;
+        let warnings = match self {
+            MigSource::State(dir) => crate::mig_mode::from_dir(dir)?,
+            MigSource::Host => {
+                crate::mig_mode::from_tool(&topoalign_discover::nvidia_smi_tool::program_from_env())
+            }
+            MigSource::None | MigSource::Want(_) => Vec::new(),
+        };
+        Ok((mig, warnings))
+    }
+
     /// The node's MIG layout on `topo`.
     pub fn layout(&self, topo: &Topology) -> Result<NodeMig, MigSourceError> {
         match self {

@@ -55,7 +55,8 @@ fn dry(args: &Args) -> anyhow::Result<ExitCode> {
 /// The node's MIG layout; on a sysfs source, each instance gets its `/dev/nvidia-caps`
 /// nodes from the host's `mig-minors` table (warnings to stderr).
 fn mig_layout(args: &Args, topo: &Topology) -> anyhow::Result<NodeMig> {
-    let mut mig = args.mig_source().layout(topo)?;
+    let (mut mig, warnings) = args.mig_source().layout_checked(topo)?;
+    crate::output::warn(&warnings);
     if let Source::Sysfs { root, .. } = args.source() {
         crate::output::warn(&attach_caps(&mut mig, topo, &root));
     }
