@@ -60,22 +60,61 @@ pub fn merge_nvlinks(discovery: &mut Discovery, program: &str) -> bool {
 
 /// Runs `<program> topo -m`, returning its stdout, or why it could not.
 fn run(program: &str) -> Result<String, String> {
+    let out = run_tool(program, &["topo", "-m"])?;
+    if !out.success {
+        return Err(format!("`{program} topo -m` exited with {}", out.status));
+    }
+    Ok(out.stdout)
+}
+
+/// What one run of the tool printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// Its standard output (lossy UTF-8).
+    pub stdout: String,
+    /// Its standard error (lossy UTF-8).
+    pub stderr: String,
+    /// Whether it exited with 0.
+    pub success: bool,
+    /// The exit status, for messages.
+    pub status: String,
+}
+
+/// Runs `<program> <args…>` bounded by [`TIMEOUT`], returning what it printed whatever
+/// its exit status (some answers, like `No MIG-enabled devices found.`, come with a
+/// non-zero one), or why it could not be run or did not finish.
+pub fn run_tool(program: &str, args: &[&str]) -> Result<ToolOutput, String> {
+    let shown = format!("{program} {}", args.join(" "));
     let mut child = Command::new(program)
-        .args(["topo", "-m"])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run `{program}`: {e}"))?;
-    let mut stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| format!("`{program}` gave no stdout"))?;
-    // Read on a thread so a chatty tool cannot block on a full pipe while we wait.
-    let reader = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        stdout.read_to_end(&mut buf).map(|_| buf)
-    });
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        // Read on a thread so a chatty tool cannot block on a full pipe while we wait.
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                p.read_to_end(&mut buf).map(|_| buf)
+            } else {
+                Ok(buf)
+            }
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
     let start = Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -84,7 +123,7 @@ fn run(program: &str) -> Result<String, String> {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(format!(
-                    "`{program} topo -m` did not finish within {} s",
+                    "`{shown}` did not finish within {} s",
                     TIMEOUT.as_secs()
                 ));
             }
@@ -92,12 +131,17 @@ fn run(program: &str) -> Result<String, String> {
             Err(e) => return Err(format!("waiting for `{program}`: {e}")),
         }
     };
-    let out = reader
-        .join()
-        .map_err(|_| format!("reading the output of `{program}` failed"))?
-        .map_err(|e| format!("reading the output of `{program}`: {e}"))?;
-    if !status.success() {
-        return Err(format!("`{program} topo -m` exited with {status}"));
-    }
-    String::from_utf8(out).map_err(|_| format!("`{program} topo -m` printed non-UTF-8 output"))
+    let read = |h: std::thread::JoinHandle<std::io::Result<Vec<u8>>>| {
+        h.join()
+            .map_err(|_| format!("reading the output of `{program}` failed"))?
+            .map_err(|e| format!("reading the output of `{program}`: {e}"))
+    };
+    let out = read(stdout)?;
+    let err = read(stderr)?;
+    Ok(ToolOutput {
+        stdout: String::from_utf8_lossy(&out).into_owned(),
+        stderr: String::from_utf8_lossy(&err).into_owned(),
+        success: status.success(),
+        status: status.to_string(),
+    })
 }

@@ -138,6 +138,10 @@ pub struct CdiPlan<'a> {
     /// ([`crate::cdi_vendor::vendor_gpu_ids`]): those GPUs' nodes and driver files come
     /// from the vendor's device, not from this driver's.
     pub vendor_ids: &'a BTreeMap<Bdf, String>,
+    /// The vendor CDI ids of the claim's MIG instances that the vendor's spec names, by
+    /// allocated device name ([`crate::cdi_vendor::vendor_mig_ids`]): those instances'
+    /// nodes and driver files come from the vendor's device.
+    pub vendor_mig_ids: &'a BTreeMap<String, String>,
     /// The node has NVIDIA GPUs: every claim sets `NVIDIA_VISIBLE_DEVICES`, so that a
     /// legacy NVIDIA runtime hook (which reads it from CUDA images, often `all`) adds no
     /// GPU the claim does not hold.
@@ -172,6 +176,7 @@ fn nvidia_visible(devices: &[PreparedDevice], plan: &CdiPlan<'_>) -> String {
         .chain(
             devices
                 .iter()
+                .filter(|d| !plan.vendor_mig_ids.contains_key(&d.device))
                 .filter_map(|d| d.mig.as_ref())
                 .map(|m| m.instance.uuid.as_deref()),
         )
@@ -200,10 +205,14 @@ pub fn compose_cdi(claim_uid: &str, devices: &[PreparedDevice], plan: &CdiPlan<'
         {
             nodes.extend(g.device_nodes.iter().map(String::as_str));
         }
-        // A MIG instance: its parent's nodes (the vendor's whole-GPU device would give
-        // the whole GPU). Its `/dev/nvidia-caps` nodes are not written yet.
-        if let Some(m) = &d.mig {
+        // A MIG instance: the vendor's device of the instance, else its parent's nodes
+        // and its own `/dev/nvidia-caps` access nodes (the vendor's whole-GPU device
+        // would give the whole GPU).
+        if let Some(m) = &d.mig
+            && !plan.vendor_mig_ids.contains_key(&d.device)
+        {
             nodes.extend(m.parent.device_nodes.iter().map(String::as_str));
+            nodes.extend(m.instance.device_nodes.iter().map(String::as_str));
         }
         if let Some(f) = &d.nic_function {
             nodes.extend(f.device_nodes.iter().map(String::as_str));
@@ -264,6 +273,7 @@ pub fn compose_cdi(claim_uid: &str, devices: &[PreparedDevice], plan: &CdiPlan<'
             .gpu
             .as_ref()
             .and_then(|g| plan.vendor_ids.get(&g.bdf))
+            .or_else(|| plan.vendor_mig_ids.get(&d.device))
             .cloned()
             .into_iter()
             .collect();

@@ -122,6 +122,7 @@ mod tests {
         let none = BTreeMap::new();
         let plan = CdiPlan {
             vendor_ids: &none,
+            vendor_mig_ids: &Default::default(),
             nvidia_node: false,
         };
         let composed = compose_cdi("u1", &prepared, &plan);

@@ -505,3 +505,74 @@ fn find_gpu<'a>(
         }
     }
 }
+
+/// The vendor CDI id (`nvidia.com/gpu=MIG-…` or `nvidia.com/gpu=0:1`) of every MIG
+/// instance of the claim that the NVIDIA spec names, by allocated device name. A device
+/// is the instance when it is named by the instance's `MIG-…` UUID, or when its nodes
+/// are the parent's `/dev/nvidiaN` plus exactly the instance's `/dev/nvidia-caps` nodes
+/// (`nvidia-ctk` also names instances `<gpu index>:<MIG index>`, positions that need
+/// not follow the GPU-instance ID, so that form is matched by nodes only). The UUID
+/// form is preferred. Instances without such a device are left out (the caller gives
+/// them their parent's and their own nodes); a device named by the UUID whose caps
+/// nodes are another instance's is [`VendorCdiError::Stale`].
+pub fn vendor_mig_ids(
+    specs: &[VendorSpec],
+    claim: &[(&str, &crate::prepare::PreparedMig)],
+) -> Result<BTreeMap<String, String>, VendorCdiError> {
+    let mut ids = BTreeMap::new();
+    let rules = &RULES[0];
+    if claim.is_empty() || !specs.iter().any(|s| s.kind == rules.kind) {
+        return Ok(ids);
+    }
+    let merged = merged(specs, rules.kind)?;
+    let caps_prefix = rules.partition_prefix.unwrap_or("/dev/nvidia-caps/");
+    let caps_of = |d: &VendorDevice| -> Vec<String> {
+        let mut c: Vec<String> = d
+            .nodes
+            .iter()
+            .filter(|n| n.starts_with(caps_prefix))
+            .cloned()
+            .collect();
+        c.sort();
+        c
+    };
+    for (device, m) in claim {
+        if m.parent.vendor != rules.vendor {
+            continue;
+        }
+        let mut own = m.instance.device_nodes.clone();
+        own.sort();
+        let parent = node_number(&m.parent.device_nodes, rules.node_prefix);
+        if let Some(uuid) = m.instance.uuid.as_deref()
+            && let Some((name, (_, path, d))) = merged
+                .iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case(uuid))
+        {
+            let theirs = caps_of(d);
+            if !own.is_empty() && !theirs.is_empty() && theirs != own {
+                return Err(VendorCdiError::Stale {
+                    path: path.to_path_buf(),
+                    device: name.to_string(),
+                    what: format!(
+                        "has {}, but MIG instance {uuid} is {}",
+                        theirs.join(", "),
+                        own.join(", ")
+                    ),
+                    regenerate: rules.regenerate,
+                });
+            }
+            ids.insert(device.to_string(), format!("{}={name}", rules.kind));
+            continue;
+        }
+        let (Some(parent), false) = (parent, own.is_empty()) else {
+            continue;
+        };
+        let by_nodes = merged.iter().find(|(_, (_, _, d))| {
+            caps_of(d) == own && node_number(&d.nodes, rules.node_prefix) == Some(parent)
+        });
+        if let Some((name, _)) = by_nodes {
+            ids.insert(device.to_string(), format!("{}={name}", rules.kind));
+        }
+    }
+    Ok(ids)
+}

@@ -69,7 +69,9 @@ pub use cdi::{
     CdiDevice, CdiPlan, CdiSpec, ComposedCdi, ContainerEdits, DeviceNode, NetDevice, cdi_device_id,
     compose_cdi,
 };
-pub use cdi_vendor::{VendorCdiError, VendorSpec, parse_vendor_spec, vendor_gpu_ids};
+pub use cdi_vendor::{
+    VendorCdiError, VendorSpec, parse_vendor_spec, vendor_gpu_ids, vendor_mig_ids,
+};
 pub use claims::{ClaimShape, ClaimSpec, claim_spec, claim_template, resource_claim};
 pub use classes::{
     CLASS_GPU, CLASS_MIG, CLASS_MIG_PAIR, CLASS_NIC, CLASS_PAIR, device_classes, mig_device_classes,
@@ -83,7 +85,9 @@ pub use inventory::{
 pub use mig::{MigEntry, MigGpuLayout, MigInstance, MigJoinError, MigPairEntry, NodeMig};
 pub use mig_claims::{MigClaimSpec, mig_claim_spec};
 pub use mixed::{MixedClaim, MixedSpec, MixedStrategy, mixed_claim};
-pub use prepare::{AllocatedDevice, Holdings, PreparedDevice, PreparedGpu, prepare_allocation};
+pub use prepare::{
+    AllocatedDevice, Holdings, PreparedDevice, PreparedGpu, PreparedMig, prepare_allocation,
+};
 pub use slices::{counter_sets, resource_slices, slices_for};
 
 /// The driver's name, a DNS subdomain the project uses as its own domain.

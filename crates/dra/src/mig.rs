@@ -78,6 +78,11 @@ pub struct MigInstance {
     pub sm_slices: u8,
     /// `MIG-…`, when the instance has exactly one MIG device.
     pub uuid: Option<String>,
+    /// Its own device nodes, the `/dev/nvidia-caps/nvidia-cap<N>` of its GPU instance
+    /// and compute instance (the parent's nodes aside), when the host's
+    /// `mig-minors` table gave them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_nodes: Vec<String>,
 }
 
 impl MigInstance {
@@ -93,6 +98,7 @@ impl MigInstance {
             size: shape.memory_slices(),
             sm_slices: shape.sm_slices(),
             uuid: None,
+            device_nodes: Vec::new(),
         }
     }
 
@@ -283,6 +289,7 @@ impl NodeMig {
                         [only] => Some(only.uuid.clone()),
                         _ => None,
                     },
+                    device_nodes: Vec::new(),
                 })
                 .collect();
             gpus.push(MigGpuLayout::new(bdf, ti, model, instances)?);

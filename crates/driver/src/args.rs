@@ -41,10 +41,19 @@ pub struct DriverArgs {
     pub pairs_per_gpu: PairsPerGpu,
     /// Static MIG: a directory of this node's saved `nvidia-smi` outputs, any of
     /// `list.txt` (`nvidia-smi -L`), `lgi.txt` (`nvidia-smi mig -lgi`), `lci.txt`
-    /// (`mig -lci`), `lgipp.txt` (`mig -lgipp`). Its GPU instances are published as MIG
-    /// devices and MIG×NIC pairs.
-    #[arg(long, value_name = "DIR", conflicts_with = "mig_want")]
+    /// (`mig -lci`), `lgipp.txt` (`mig -lgipp`), and `query.txt` (`nvidia-smi -q`:
+    /// a pending MIG mode change is warned about). Its GPU instances are published as
+    /// MIG devices and MIG×NIC pairs.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["mig_want", "mig_from_host"])]
     pub mig_state: Option<PathBuf>,
+    /// Static MIG on a live node: run `nvidia-smi -L`, `nvidia-smi mig -lgi` and
+    /// `nvidia-smi mig -lci` at start ($TOPOALIGN_NVIDIA_SMI names another binary; each
+    /// bounded to 20 s) and publish the GPU instances they list; `nvidia-smi -q` warns of
+    /// a pending MIG mode change. A node without MIG
+    /// ("No MIG-enabled devices found") publishes whole GPUs. Instances get their
+    /// /dev/nvidia-caps nodes from /proc/driver/nvidia-caps/mig-minors.
+    #[arg(long, conflicts_with = "mig_want")]
+    pub mig_from_host: bool,
     /// Static MIG without hardware: the instances `topoalign mig plan --want` places on
     /// the node's GPUs (`1g.10gb=14,3g.40gb=2`), published as if created so.
     #[arg(long, value_name = "PROFILE=COUNT,...")]
@@ -97,6 +106,7 @@ impl DriverArgs {
     /// Where the MIG instances come from.
     pub fn mig_source(&self) -> MigSource {
         match (&self.mig_state, &self.mig_want) {
+            _ if self.mig_from_host => MigSource::Host,
             (Some(dir), _) => MigSource::State(dir.clone()),
             (None, Some(want)) => MigSource::Want(want.clone()),
             (None, None) => MigSource::None,

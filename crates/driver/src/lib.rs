@@ -27,6 +27,8 @@ pub mod dry_run;
 mod error;
 pub mod http;
 pub mod metrics;
+pub mod mig_live;
+pub mod mig_mode;
 pub mod mig_source;
 pub mod publisher;
 pub mod rails;

@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
+use topoalign_discover::sysfs::nvcaps::{MIG_MINORS, read_mig_minors};
 use topoalign_dra::{MigJoinError, NodeMig};
 use topoalign_mig::{
     GeometryError, MigOutputs, MixError, Model, PlanError, ReadError, Request, SavedOutput, plan,
@@ -36,6 +37,8 @@ pub enum MigSource {
     State(PathBuf),
     /// A `PROFILE=COUNT,…` mix placed by the planner.
     Want(String),
+    /// This host's live `nvidia-smi` ([`crate::mig_live`]).
+    Host,
 }
 
 /// Why the MIG instances cannot be had.
@@ -78,9 +81,30 @@ pub enum MigSourceError {
     /// The state does not fit the topology.
     #[error(transparent)]
     Join(#[from] MigJoinError),
+    /// The live tool could not be run or failed.
+    #[error(transparent)]
+    Live(#[from] crate::mig_live::LiveError),
 }
 
 impl MigSource {
+    /// The node's MIG layout on `topo` and warnings about it: GPUs whose MIG mode
+    /// change waits for a reset ([`crate::mig_mode`], from `query.txt` in a state
+    /// directory or the live `nvidia-smi -q`).
+    pub fn layout_checked(
+        &self,
+        topo: &Topology,
+    ) -> Result<(NodeMig, Vec<String>), MigSourceError> {
+        let mig = self.layout(topo)?;
+        let warnings = match self {
+            MigSource::State(dir) => crate::mig_mode::from_dir(dir)?,
+            MigSource::Host => {
+                crate::mig_mode::from_tool(&topoalign_discover::nvidia_smi_tool::program_from_env())
+            }
+            MigSource::None | MigSource::Want(_) => Vec::new(),
+        };
+        Ok((mig, warnings))
+    }
+
     /// The node's MIG layout on `topo`.
     pub fn layout(&self, topo: &Topology) -> Result<NodeMig, MigSourceError> {
         match self {
@@ -118,6 +142,7 @@ impl MigSource {
                 })?;
                 Ok(NodeMig::join(topo, &state)?)
             }
+            MigSource::Host => live_layout(topo, None),
             MigSource::Want(text) => {
                 let model = node_model(topo).map_err(MigSourceError::Model)?;
                 let gpus = nvidia_count(topo);
@@ -139,6 +164,26 @@ impl MigSource {
             }
         }
     }
+}
+
+/// The node's MIG layout from the live tool (`program`, default `$TOPOALIGN_NVIDIA_SMI`
+/// or `nvidia-smi`).
+pub fn live_layout(topo: &Topology, program: Option<&str>) -> Result<NodeMig, MigSourceError> {
+    let live = crate::mig_live::run_live(program)?;
+    fn saved((name, text): &(String, String)) -> Option<SavedOutput<'_>> {
+        Some(SavedOutput {
+            name: name.as_str(),
+            text: text.as_str(),
+        })
+    }
+    let state = read_state(&MigOutputs {
+        list: saved(&live.list),
+        lgi: saved(&live.lgi),
+        lci: saved(&live.lci),
+        lgipp: None,
+        model: node_model(topo).ok(),
+    })?;
+    Ok(NodeMig::join(topo, &state)?)
 }
 
 fn nvidia_count(topo: &Topology) -> u32 {
@@ -172,6 +217,46 @@ fn node_model(topo: &Topology) -> Result<&'static Model, String> {
         }
     }
     found.ok_or_else(|| "the node has no NVIDIA GPU".to_string())
+}
+
+/// Gives every instance of `mig` with known GPU-instance (and compute-instance) IDs its
+/// `/dev/nvidia-caps` access nodes, from the host's `mig-minors` table under `root` (the
+/// GPU named by its parent's device minor). Returns warnings: one when the table cannot
+/// be read (the instances keep their parent's nodes only), one per malformed line, and
+/// one per instance the table lacks.
+pub fn attach_caps(mig: &mut NodeMig, topo: &Topology, root: &Path) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if mig.is_empty() {
+        return warnings;
+    }
+    let Some(table) = read_mig_minors(root, &mut warnings) else {
+        return warnings;
+    };
+    let file = root.join(MIG_MINORS);
+    for g in &mut mig.gpus {
+        let minor = topo
+            .gpus
+            .iter()
+            .find(|t| topo.pci.get(t.pci).is_some_and(|p| p.bdf == g.bdf))
+            .and_then(|t| t.nvidia_minor);
+        for i in &mut g.instances {
+            let (Some(minor), Some(gi)) = (minor, i.gi) else {
+                continue;
+            };
+            match table.instance_nodes(minor, gi, i.ci) {
+                Some(nodes) => i.device_nodes = nodes,
+                None => warnings.push(format!(
+                    "{}: no access capability for GPU {} (gpu{minor}) instance gi{gi}{}: MIG instance {}@{} gets its parent's device nodes only",
+                    file.display(),
+                    g.bdf,
+                    i.ci.map(|c| format!("/ci{c}")).unwrap_or_default(),
+                    i.profile,
+                    i.start
+                )),
+            }
+        }
+    }
+    warnings
 }
 
 /// The directory of a `--mig-state` flag, as given.
@@ -249,5 +334,137 @@ mod tests {
             e.contains("is not in the topology: expected one of its GPU UUIDs"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn instances_get_their_caps_nodes_from_mig_minors() {
+        let mut topo = topoalign_profiles::get("dgx-h100").unwrap();
+        for (i, g) in topo.gpus.iter_mut().enumerate() {
+            g.nvidia_minor = Some(u32::try_from(i).unwrap());
+        }
+        let mut mig = MigSource::Want("4g.40gb=1,3g.40gb=1".into())
+            .layout(&topo)
+            .unwrap();
+        let root = std::env::temp_dir().join(format!("topoalign-nvcaps-{}", std::process::id()));
+        // No table: one warning, parent's nodes only.
+        let w = attach_caps(&mut mig, &topo, &root);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            mig.gpus[0]
+                .instances
+                .iter()
+                .all(|i| i.device_nodes.is_empty())
+        );
+        let file = root.join(MIG_MINORS);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let (gi0, gi1) = (
+            mig.gpus[0].instances[0].gi.unwrap(),
+            mig.gpus[0].instances[1].gi.unwrap(),
+        );
+        let mut table = String::from("config 1\nmonitor 2\n");
+        table.push_str(&format!(
+            "gpu0/gi{gi0}/access 30\ngpu0/gi{gi0}/ci0/access 31\n"
+        ));
+        table.push_str(&format!("gpu0/gi{gi1}/access 40\nbroken line here\n"));
+        std::fs::write(&file, table).unwrap();
+        let w = attach_caps(&mut mig, &topo, &root);
+        std::fs::remove_dir_all(&root).unwrap();
+        let inst = &mig.gpus[0].instances;
+        assert_eq!(
+            inst[0].device_nodes,
+            [
+                "/dev/nvidia-caps/nvidia-cap30",
+                "/dev/nvidia-caps/nvidia-cap31"
+            ]
+        );
+        // The second instance's compute-instance cap is missing: a warning, no nodes.
+        assert!(inst[1].device_nodes.is_empty());
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("mig-minors line 6"), "{w:?}");
+        assert!(w[1].contains(&format!("instance gi{gi1}/ci0")), "{w:?}");
+    }
+
+    /// A stand-in `nvidia-smi` that answers the three commands from `dir`'s files and
+    /// insists on the real tool's arguments.
+    fn fake_tool(dir: &Path, list: &str, lgi: &str, lci: &str, no_mig_exit: bool) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(dir.join("list.txt"), list).unwrap();
+        std::fs::write(dir.join("lgi.txt"), lgi).unwrap();
+        std::fs::write(dir.join("lci.txt"), lci).unwrap();
+        let code = if no_mig_exit { 6 } else { 0 };
+        let body = format!(
+            "#!/bin/sh\ncase \"$*\" in\n  \"-L\") cat '{d}/list.txt' ;;\n  \"mig -lgi\") cat '{d}/lgi.txt'; exit {code} ;;\n  \"mig -lci\") cat '{d}/lci.txt'; exit {code} ;;\n  *) echo \"bad args $*\" >&2; exit 9 ;;\nesac\n",
+            d = dir.display()
+        );
+        let path = dir.join("nvidia-smi");
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.display().to_string()
+    }
+
+    #[test]
+    fn the_live_tool_is_read_like_saved_outputs() {
+        let topo = topoalign_profiles::get("dgx-h100").unwrap();
+        let dir = std::env::temp_dir().join(format!("topoalign-mig-live-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let saved = Path::new(env!("CARGO_MANIFEST_DIR")).join("../mig/tests/data/h100-mixed");
+        let mut list = std::fs::read_to_string(saved.join(LIST_FILE)).unwrap();
+        // The saved GPUs become this node's first three.
+        for (i, old) in [
+            "GPU-3b1f6c2e-8d4a-4f7b-9e21-5c0d7a9b4e10",
+            "GPU-4c207d3f-9e5b-4a8c-8f32-6d1e8b0c5f21",
+            "GPU-5d318e40-af6c-4b9d-9043-7e2f9c1d6032",
+        ]
+        .iter()
+        .enumerate()
+        {
+            list = list.replace(old, topo.gpus[i].uuid.as_deref().unwrap());
+        }
+        let lgi = std::fs::read_to_string(saved.join(LGI_FILE)).unwrap();
+        let lci = std::fs::read_to_string(saved.join(LCI_FILE)).unwrap();
+        let tool = fake_tool(&dir, &list, &lgi, &lci, false);
+        let live = live_layout(&topo, Some(&tool)).unwrap();
+        let from_files = {
+            let d = dir.join("state");
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join(LIST_FILE), &list).unwrap();
+            std::fs::write(d.join(LGI_FILE), &lgi).unwrap();
+            std::fs::write(d.join(LCI_FILE), &lci).unwrap();
+            state_dir(&d).layout(&topo).unwrap()
+        };
+        assert!(!live.is_empty());
+        assert_eq!(live, from_files);
+        // A node without MIG: the tool says so with a non-zero exit; no instances.
+        let gpus_only: String = list
+            .lines()
+            .filter(|l| l.starts_with("GPU"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let tool = fake_tool(
+            &dir,
+            &gpus_only,
+            "No MIG-enabled devices found.\n",
+            "No MIG-enabled devices found.\n",
+            true,
+        );
+        assert!(live_layout(&topo, Some(&tool)).unwrap().is_empty());
+        // Any other failure is an error naming the command and what it said.
+        let tool = fake_tool(
+            &dir,
+            &list,
+            "Failed to initialize NVML: Unknown Error\n",
+            "",
+            true,
+        );
+        let e = live_layout(&topo, Some(&tool)).unwrap_err().to_string();
+        assert!(
+            e.contains("mig -lgi` exited with") && e.contains("Failed to initialize NVML"),
+            "{e}"
+        );
+        let e = live_layout(&topo, Some("/nonexistent/nvidia-smi"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot run `/nonexistent/nvidia-smi`"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

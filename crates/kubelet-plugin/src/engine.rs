@@ -24,7 +24,7 @@ use topoalign_dra::cdi::cdi_file_name;
 use topoalign_dra::cdi_netdev::add_roce_net_devices;
 use topoalign_dra::{
     CdiPlan, Holdings, Inventory, PreparedDevice, PreparedGpu, compose_cdi, prepare_allocation,
-    vendor_gpu_ids,
+    vendor_gpu_ids, vendor_mig_ids,
 };
 use topoalign_topology::GpuVendor;
 
@@ -314,8 +314,14 @@ impl Engine {
         }
         let vendor_ids =
             vendor_gpu_ids(&scan.specs, &self.inventory.gpus, &gpus).map_err(vendor_err)?;
+        let migs: Vec<(&str, &topoalign_dra::PreparedMig)> = devices
+            .iter()
+            .filter_map(|d| d.mig.as_ref().map(|m| (d.device.as_str(), m)))
+            .collect();
+        let vendor_mig_ids = vendor_mig_ids(&scan.specs, &migs).map_err(vendor_err)?;
         let plan = CdiPlan {
             vendor_ids: &vendor_ids,
+            vendor_mig_ids: &vendor_mig_ids,
             nvidia_node: self
                 .inventory
                 .gpus

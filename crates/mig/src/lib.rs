@@ -32,6 +32,7 @@ pub mod read_lci;
 pub mod read_lgi;
 pub mod read_lgipp;
 pub mod read_list;
+pub mod read_query;
 pub mod read_state;
 pub mod read_table;
 pub mod synth;

@@ -6,9 +6,12 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
+use topoalign_discover::Source;
+use topoalign_dra::NodeMig;
 use topoalign_dra::PublishOptions;
 use topoalign_driver::dry_run;
-use topoalign_driver::mig_source::MigSource;
+use topoalign_driver::mig_source::{MigSource, attach_caps};
+use topoalign_topology::Topology;
 
 use crate::output::{Format, print_structured, print_yaml_stream, with_errors, write_stdout};
 use crate::source::load;
@@ -27,7 +30,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.mig_source() != MigSource::None {
         // The MIG layout is joined to the topology once, at start.
         let d = load(&args.topology, args.source())?;
-        config.options.mig = args.mig_source().layout(&d.topology)?;
+        config.options.mig = mig_layout(&args, &d.topology)?;
     }
     topoalign_driver::run_blocking(config)
         .with_context(|| format!("driver for node {:?} ({what})", args.node_name))?;
@@ -37,7 +40,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn dry(args: &Args) -> anyhow::Result<ExitCode> {
     let d = load(&args.topology, args.source())?;
     let options = PublishOptions {
-        mig: args.mig_source().layout(&d.topology)?,
+        mig: mig_layout(args, &d.topology)?,
         ..args.publish_options()
     };
     let rails = args.rail_source()?;
@@ -49,4 +52,15 @@ fn dry(args: &Args) -> anyhow::Result<ExitCode> {
         Format::Table => write_stdout(&dry_run::table(&objects))?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The node's MIG layout; on a sysfs source, each instance gets its `/dev/nvidia-caps`
+/// nodes from the host's `mig-minors` table (warnings to stderr).
+fn mig_layout(args: &Args, topo: &Topology) -> anyhow::Result<NodeMig> {
+    let (mut mig, warnings) = args.mig_source().layout_checked(topo)?;
+    crate::output::warn(&warnings);
+    if let Source::Sysfs { root, .. } = args.source() {
+        crate::output::warn(&attach_caps(&mut mig, topo, &root));
+    }
+    Ok(mig)
 }

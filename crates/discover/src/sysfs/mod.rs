@@ -18,6 +18,7 @@ pub mod gpu;
 pub mod kfd;
 pub mod nic;
 pub mod numa;
+pub mod nvcaps;
 pub mod nvml;
 pub mod nvproc;
 pub mod pci;

@@ -299,6 +299,7 @@ fn amd_gpus_use_the_amd_spec_when_present_else_their_rocm_nodes() {
     // With the vendor's device, the claim's own spec has nothing left for a lone GPU.
     let plan = CdiPlan {
         vendor_ids: &ids,
+        vendor_mig_ids: &Default::default(),
         nvidia_node: false,
     };
     let c = compose_cdi("u", &prepared, &plan);
@@ -309,6 +310,7 @@ fn amd_gpus_use_the_amd_spec_when_present_else_their_rocm_nodes() {
     let none = BTreeMap::new();
     let plan = CdiPlan {
         vendor_ids: &none,
+        vendor_mig_ids: &Default::default(),
         nvidia_node: false,
     };
     let c = compose_cdi("u", &prepared, &plan);
@@ -343,6 +345,7 @@ fn the_claim_spec_keeps_nics_and_pairing_and_sets_void_next_to_vendor_devices() 
     let ids = vendor_gpu_ids(&[spec], &h.gpus, &gpus_of(&prepared)).unwrap();
     let plan = CdiPlan {
         vendor_ids: &ids,
+        vendor_mig_ids: &Default::default(),
         nvidia_node: true,
     };
     let c = compose_cdi("u", &prepared, &plan);
@@ -388,6 +391,7 @@ fn the_claim_spec_keeps_nics_and_pairing_and_sets_void_next_to_vendor_devices() 
     let none = BTreeMap::new();
     let plan = CdiPlan {
         vendor_ids: &none,
+        vendor_mig_ids: &Default::default(),
         nvidia_node: true,
     };
     let own = compose_cdi("u", &prepared, &plan).spec.unwrap();

@@ -8,6 +8,7 @@ mod common;
 mod deploy;
 mod limits;
 mod mig;
+mod mig_cdi;
 mod prepare;
 mod roce;
 mod slices;

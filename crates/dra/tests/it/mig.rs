@@ -477,6 +477,7 @@ fn a_mig_pair_claim_gets_ucx_variables_and_no_nccl_ones() {
     let vendor = BTreeMap::new();
     let plan = CdiPlan {
         vendor_ids: &vendor,
+        vendor_mig_ids: &Default::default(),
         nvidia_node: true,
     };
     let cdi = compose_cdi("uid-1", &prepared, &plan);

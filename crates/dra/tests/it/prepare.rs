@@ -23,6 +23,7 @@ fn cdi_spec(uid: &str, prepared: &[PreparedDevice]) -> CdiSpec {
     let none = BTreeMap::new();
     let plan = CdiPlan {
         vendor_ids: &none,
+        vendor_mig_ids: &Default::default(),
         nvidia_node: false,
     };
     compose_cdi(uid, prepared, &plan).spec.unwrap()

@@ -6,5 +6,6 @@ mod common;
 mod crash;
 mod grpc;
 mod kubelet_authority;
+mod mig_cdi;
 mod overlap;
 mod vendor_cdi;

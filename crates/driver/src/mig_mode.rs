@@ -1,0 +1,106 @@
+//! Pending MIG mode changes, from `nvidia-smi -q`: a GPU whose pending mode differs from
+//! its current one needs a GPU reset or a reboot before the change takes effect, and
+//! until then it publishes as its current mode says. Read from `query.txt` in a
+//! `--mig-state` directory or from the live tool with `--mig-from-host`.
+
+use std::path::Path;
+
+use topoalign_discover::nvidia_smi_tool::run_tool;
+use topoalign_mig::ReadError;
+use topoalign_mig::SavedOutput;
+use topoalign_mig::read_query::{MigMode, QueryGpu, read_query};
+
+/// `nvidia-smi -q` in a `--mig-state` directory (optional).
+pub const QUERY_FILE: &str = "query.txt";
+
+fn mode(m: MigMode) -> &'static str {
+    match m {
+        MigMode::Enabled => "Enabled",
+        MigMode::Disabled => "Disabled",
+        MigMode::NotAvailable => "N/A",
+    }
+}
+
+/// One warning per GPU whose pending MIG mode differs from its current one.
+pub fn mode_warnings(gpus: &[QueryGpu], input: &str) -> Vec<String> {
+    gpus.iter()
+        .filter(|g| g.mig_change_pending())
+        .filter_map(|g| {
+            let (c, p) = (g.mig_current?, g.mig_pending?);
+            Some(format!(
+                "{input}:{}: GPU {}: MIG mode is {} but {} is pending: reset the GPU (`nvidia-smi -r -i {}`) or reboot the node before its MIG devices change; until then it is published as {}",
+                g.line,
+                g.bus_id,
+                mode(c),
+                mode(p),
+                g.bus_id,
+                mode(c)
+            ))
+        })
+        .collect()
+}
+
+/// The warnings of a saved `query.txt` in `dir`, none when it is absent; a file that
+/// does not read is an error naming it and the line.
+pub fn from_dir(dir: &Path) -> Result<Vec<String>, ReadError> {
+    let path = dir.join(QUERY_FILE);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(Vec::new());
+    };
+    let name = path.display().to_string();
+    let gpus = read_query(SavedOutput::new(&name, &text))?;
+    Ok(mode_warnings(&gpus, &name))
+}
+
+/// The warnings of the live `<program> -q`; a tool that fails or output that does not
+/// read is one warning (the MIG state itself came from the other commands).
+pub fn from_tool(program: &str) -> Vec<String> {
+    let name = format!("`{program} -q`");
+    let text = match run_tool(program, &["-q"]) {
+        Ok(out) if out.success => out.stdout,
+        Ok(out) => {
+            return vec![format!(
+                "{name} exited with {}: pending MIG mode changes not checked",
+                out.status
+            )];
+        }
+        Err(why) => return vec![format!("{why}: pending MIG mode changes not checked")],
+    };
+    match read_query(SavedOutput::new(&name, &text)) {
+        Ok(gpus) => mode_warnings(&gpus, &name),
+        Err(e) => vec![format!("{e}: pending MIG mode changes not checked")],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pending_change_is_one_warning_per_gpu() {
+        let text = "Attached GPUs : 2\nGPU 00000000:1B:00.0\n    MIG Mode\n        Current : Disabled\n        Pending : Enabled\nGPU 00000000:43:00.0\n    MIG Mode\n        Current : Enabled\n        Pending : Enabled\n";
+        let dir = std::env::temp_dir().join(format!("topoalign-mig-mode-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_default();
+        assert_eq!(from_dir(&dir).ok(), Some(Vec::new()), "no query.txt");
+        std::fs::write(dir.join(QUERY_FILE), text).unwrap_or_default();
+        let w = from_dir(&dir).unwrap_or_default();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains(
+                "query.txt:2: GPU 00000000:1B:00.0: MIG mode is Disabled but Enabled is pending"
+            ),
+            "{w:?}"
+        );
+        std::fs::write(dir.join(QUERY_FILE), "GPU 00000000:1B:00.0\n    MIG Mode\n")
+            .unwrap_or_default();
+        let e = from_dir(&dir).map(|_| ()).unwrap_err().to_string();
+        assert!(e.contains("MIG Mode"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap_or_default();
+        let w = from_tool("/nonexistent/nvidia-smi");
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].contains("cannot run") && w[0].contains("not checked"),
+            "{w:?}"
+        );
+    }
+}
