@@ -13,8 +13,7 @@ use serde_json::json;
 
 use crate::Job;
 use crate::job::Mode;
-use crate::labels::HOSTNAME;
-use crate::manifest::{meta, pod_spec, value};
+use crate::manifest::{meta, pod_spec, topology_name, topology_object, value};
 
 /// KAI's API version for `Topology`.
 pub const TOPOLOGY_API_VERSION: &str = "kai.scheduler/v1alpha1";
@@ -33,24 +32,10 @@ pub const REQUIRED_PLACEMENT: &str = "kai.scheduler/topology-required-placement"
 /// Annotation: the pods should be inside one domain of this level (a node label).
 pub const PREFERRED_PLACEMENT: &str = "kai.scheduler/topology-preferred-placement";
 
-/// The Topology's name: `topoalign-<level>` (as the Kueue dialect's).
-pub fn topology_name(job: &Job) -> String {
-    format!("topoalign-{}", job.level)
-}
-
 /// The KAI `Topology` (cluster-scoped): the domain label, then `kubernetes.io/hostname`,
 /// which KAI allows only as the lowest level.
 pub fn topology(job: &Job) -> serde_json::Value {
-    let mut levels = vec![json!({"nodeLabel": job.key})];
-    if job.key != HOSTNAME {
-        levels.push(json!({"nodeLabel": HOSTNAME}));
-    }
-    json!({
-        "apiVersion": TOPOLOGY_API_VERSION,
-        "kind": "Topology",
-        "metadata": {"name": topology_name(job)},
-        "spec": {"levels": levels},
-    })
+    topology_object(job, TOPOLOGY_API_VERSION)
 }
 
 /// Appends the Topology, the PodGroup and the pods.

@@ -7,12 +7,10 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::{Job as BatchJob, JobSpec};
-use serde_json::json;
 
 use crate::Job;
 use crate::job::Mode;
-use crate::labels::HOSTNAME;
-use crate::manifest::{meta, pod_template, value};
+use crate::manifest::{meta, pod_template, topology_name, topology_object, value};
 
 /// Kueue's LocalQueue label.
 pub const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
@@ -23,24 +21,10 @@ pub const PREFERRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-preferred-topology";
 /// Kueue's API version for `Topology`.
 pub const API_VERSION: &str = "kueue.x-k8s.io/v1beta2";
 
-/// The Topology's name: `topoalign-<level>`.
-pub fn topology_name(job: &Job) -> String {
-    format!("topoalign-{}", job.level)
-}
-
 /// The Kueue `Topology`: the domain label, then `kubernetes.io/hostname` (the lowest
 /// level, which Kueue allows only last).
 pub fn topology(job: &Job) -> serde_json::Value {
-    let mut levels = vec![json!({"nodeLabel": job.key})];
-    if job.key != HOSTNAME {
-        levels.push(json!({"nodeLabel": HOSTNAME}));
-    }
-    json!({
-        "apiVersion": API_VERSION,
-        "kind": "Topology",
-        "metadata": {"name": topology_name(job)},
-        "spec": {"levels": levels},
-    })
+    topology_object(job, API_VERSION)
 }
 
 /// Appends the Topology and the Job.

@@ -136,6 +136,26 @@ pub(crate) fn pod_template(job: &Job, annotations: BTreeMap<String, String>) -> 
 }
 
 /// Serializes a typed object.
+/// The name of the `Topology` object the Kueue and KAI dialects write: `topoalign-<level>`.
+pub fn topology_name(job: &Job) -> String {
+    format!("topoalign-{}", job.level)
+}
+
+/// A `Topology` of `api_version` (Kueue's and KAI's have the same shape): the domain
+/// label, then `kubernetes.io/hostname`, which both allow only as the lowest level.
+pub(crate) fn topology_object(job: &Job, api_version: &str) -> serde_json::Value {
+    let mut levels = vec![serde_json::json!({"nodeLabel": job.key})];
+    if job.key != crate::labels::HOSTNAME {
+        levels.push(serde_json::json!({"nodeLabel": crate::labels::HOSTNAME}));
+    }
+    serde_json::json!({
+        "apiVersion": api_version,
+        "kind": "Topology",
+        "metadata": {"name": topology_name(job)},
+        "spec": {"levels": levels},
+    })
+}
+
 pub(crate) fn value<T: Serialize>(object: &T) -> serde_json::Value {
     // The k8s-openapi types and serde_json::Value serialize without failure.
     serde_json::to_value(object).unwrap_or(serde_json::Value::Null)
