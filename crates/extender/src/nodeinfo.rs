@@ -10,7 +10,6 @@ use serde_json::Value;
 use topoalign_kube_types::kubelet_settings::{CpuPolicy, Policy, Scope, Settings};
 use topoalign_kube_types::labels::*;
 use topoalign_kube_types::nrt::*;
-use topoalign_mig::device_plugin::{DevicePluginError, NodeMig};
 use topoalign_topology::{CpuSet, NodeUsage, Topology};
 
 use crate::state::{NodeEntry, NodeInfo, NodeTopology, Source, hash_of};
@@ -77,28 +76,6 @@ fn str_map<'a>(obj: &'a Value, field: &str) -> BTreeMap<&'a str, &'a str> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// A Node's MIG devices from its GFD labels and `status.allocatable` (extended
-/// resources are whole numbers: `"7"` or `7`); `None` when it shows no MIG, the label
-/// that cannot be read as the error.
-pub fn node_mig(node: &Value) -> Option<Result<NodeMig, DevicePluginError>> {
-    let labels = str_map(node, "labels");
-    let allocatable: Vec<(&str, u64)> = (node.pointer("/status/allocatable"))
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| {
-                    let n = match v {
-                        Value::String(s) => s.trim().parse().ok(),
-                        v => v.as_u64(),
-                    };
-                    n.map(|n| (k.as_str(), n))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    NodeMig::read(labels, allocatable).transpose()
 }
 
 /// Reads `k=v,k=v` policy options.

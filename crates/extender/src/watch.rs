@@ -16,7 +16,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::Value;
 use topoalign_kube_types::nrt::nrt_resource;
 
-use crate::nodeinfo::{Interner, from_node_labels, from_nrt, node_mig};
+use crate::nodeinfo::{Interner, from_node_labels, from_nrt};
 use crate::podreq::pod_request;
 use crate::server::App;
 use crate::state::ClusterState;
@@ -50,7 +50,10 @@ impl Shared {
             nrts,
             interner,
         } = &mut *inputs;
-        let mig = match nodes.get(name).and_then(node_mig) {
+        let mig = match nodes
+            .get(name)
+            .and_then(topoalign_mig::device_plugin::NodeMig::from_node)
+        {
             Some(Ok(m)) => Some(m),
             Some(Err(e)) => {
                 tracing::warn!(node = name, error = %e, "MIG labels unusable; the node is judged without them");

@@ -4,13 +4,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 use serde_json::Value;
 use topoalign_dra::{CLASS_GPU, CLASS_NIC, CLASS_PAIR, DRIVER_NAME};
 use topoalign_mig::device_plugin::{DevicePluginError, NodeMig};
 
 use crate::claim_rules::ClaimSpec;
-use crate::resources::count;
 
 /// How a pod names a claim: `resourceClaimTemplateName` or `resourceClaimName`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -59,39 +57,6 @@ pub struct Cluster {
     /// Nodes whose GFD labels or allocatable resources show MIG devices, by name, as read
     /// (a label that cannot be read is the error).
     pub mig_nodes: BTreeMap<String, Result<NodeMig, DevicePluginError>>,
-}
-
-/// A string or number field as text (`"4"`, `4`).
-fn scalar_text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-/// A Node's MIG state from its labels and `status.allocatable`; `None` when it shows none.
-fn node_mig(value: &Value) -> Option<Result<NodeMig, DevicePluginError>> {
-    let labels: Vec<(&str, &str)> = (value.pointer("/metadata/labels").and_then(Value::as_object))
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| v.as_str().map(|v| (k.as_str(), v)))
-                .collect()
-        })
-        .unwrap_or_default();
-    let allocatable: Vec<(&str, u64)> = (value
-        .pointer("/status/allocatable")
-        .and_then(Value::as_object))
-    .map(|m| {
-        m.iter()
-            .filter_map(|(k, v)| {
-                let q = ApiQuantity(scalar_text(v)?);
-                Some((k.as_str(), count(&q)?))
-            })
-            .collect()
-    })
-    .unwrap_or_default();
-    NodeMig::read(labels, allocatable).transpose()
 }
 
 /// topoalign's classes named in a claim spec, in order, each once.
@@ -157,7 +122,7 @@ impl Cluster {
                 }
             }
             "Node" => {
-                if let (Some(name), Some(mig)) = (field(meta, "name"), node_mig(value)) {
+                if let (Some(name), Some(mig)) = (field(meta, "name"), NodeMig::from_node(value)) {
                     self.mig_nodes.insert(name, mig);
                 }
             }

@@ -194,6 +194,38 @@ fn parse_u<T: std::str::FromStr>(label: &str, value: &str) -> Result<T, DevicePl
 }
 
 impl NodeMig {
+    /// Reads a Node object (decoded JSON or YAML): its `metadata.labels` and
+    /// `status.allocatable`, each allocatable amount read as an exact Kubernetes quantity
+    /// that must be a whole number (`"7"`, `7`, `1k`; others are skipped). `None`: the
+    /// node shows no MIG; the error names the label that cannot be read. The one reader
+    /// of a Node's MIG state for lint and the extender.
+    pub fn from_node(node: &serde_json::Value) -> Option<Result<NodeMig, DevicePluginError>> {
+        use serde_json::Value;
+        let labels: Vec<(&str, &str)> = node
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| v.as_str().map(|v| (k.as_str(), v)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let allocatable: Vec<(&str, u64)> = node
+            .pointer("/status/allocatable")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter_map(|(k, v)| {
+                        let q = topoalign_kube_types::Quantity::from_json(v).ok()?;
+                        let n = u64::try_from(q.value()).ok()?;
+                        q.is_integer().then_some((k.as_str(), n))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        NodeMig::read(labels, allocatable).transpose()
+    }
+
     /// Reads a node's MIG state from its labels and allocatable counts (quantities already
     /// read as integers). `Ok(None)`: the node shows no MIG (no strategy label, no
     /// `nvidia.com/mig-*` label or resource), and is judged as any other node.

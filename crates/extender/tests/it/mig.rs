@@ -5,9 +5,10 @@ use std::time::SystemTime;
 
 use crate::common::*;
 use serde_json::{Value, json};
-use topoalign_extender::nodeinfo::{Interner, node_mig};
+use topoalign_extender::nodeinfo::Interner;
 use topoalign_extender::{Decider, pod_request};
 use topoalign_kube_types::kubelet_settings::Policy;
+use topoalign_mig::device_plugin::NodeMig;
 use topoalign_tm::ResourceMap;
 
 fn gfd_node(name: &str, gpus: &str, counts: &[(&str, &str)], alloc: Value) -> Value {
@@ -48,7 +49,7 @@ fn a_mig_set_is_filtered_where_the_node_cannot_hold_it() {
     ];
     for n in &nodes {
         let name = n["metadata"]["name"].as_str().unwrap();
-        st.set_mig(name, node_mig(n).map(Result::unwrap));
+        st.set_mig(name, NodeMig::from_node(n).map(Result::unwrap));
     }
     // A plain node (no MIG labels) is judged as today: a topoalign profile node passes an
     // unmanaged pod; a name the state does not know at all passes too.
@@ -99,12 +100,12 @@ fn a_mig_set_is_filtered_where_the_node_cannot_hold_it() {
 #[test]
 fn unreadable_mig_labels_are_errors_not_panics() {
     let mut n = gfd_node("x", "1", &[("1g.10gb", "many")], json!({}));
-    let e = node_mig(&n).unwrap().unwrap_err().to_string();
+    let e = NodeMig::from_node(&n).unwrap().unwrap_err().to_string();
     assert!(e.contains("nvidia.com/mig-1g.10gb.count"), "{e}");
     n["metadata"]["labels"]["nvidia.com/mig-1g.10gb.count"] = json!("1");
     n["metadata"]["labels"]["nvidia.com/mig.strategy"] = json!("Mixed!");
-    let e = node_mig(&n).unwrap().unwrap_err().to_string();
+    let e = NodeMig::from_node(&n).unwrap().unwrap_err().to_string();
     assert!(e.contains("nvidia.com/mig.strategy"), "{e}");
-    assert!(node_mig(&json!({"metadata": {"name": "plain"}})).is_none());
-    assert!(node_mig(&json!([])).is_none());
+    assert!(NodeMig::from_node(&json!({"metadata": {"name": "plain"}})).is_none());
+    assert!(NodeMig::from_node(&json!([])).is_none());
 }
