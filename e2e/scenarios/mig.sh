@@ -7,8 +7,9 @@
 #      memory-slice counters, per-GPU counter sets stored;
 #   2. MIG pair claims get the best pair classes the free devices allow (exhaustive check);
 #   3. 7 one-slice claims, one pod each, land on one GPU, not seven;
-#   4. a random stream of MIG claims and deletions: after every step no counter (memory
-#      slice, SM slices, NIC function) is held beyond its amount;
+#   4. a seeded random stream of MIG claim bursts (1-3 at once, with and without NICs) and
+#      deletions; claims refused for want of room are withdrawn: after every step no
+#      counter (memory slice, SM slices, NIC function) is held beyond its amount;
 #   5. a claim for a profile no node has (7g.80gb) is refused in under 1 s while an
 #      unrelated pod still binds.
 set -uo pipefail
@@ -27,7 +28,7 @@ NS=mig
 WANT=1g.10gb=14,4g.40gb=1,3g.40gb=1
 LOG=$RUN/logs/driver-mig.log
 SEED=${MIG_SEED:-$RANDOM}
-STEPS=${MIG_STEPS:-24}
+STEPS=${MIG_STEPS:-40}
 mkdir -p "$D/registry" "$D/plugins" "$D/cdi" "$D/state"
 MIGPY=$E2E_DIR/lib/mig.py
 
@@ -161,6 +162,7 @@ info "mig: random stream of $STEPS steps, seed $SEED (MIG_SEED=$SEED reruns it)"
 RANDOM=$SEED
 live=()
 made=0 bound=0 refused=0 deleted=0 worst=0 checks=0 twice=0
+refused_now=()
 SHAPES=("1g.10gb 1" "1g.10gb 2" "1g.10gb 3" "4g.40gb 1" "3g.40gb 1" "1g.10gb 1 --with-nic" "1g.10gb 2 --with-nic" "4g.40gb 1 --with-nic" "3g.40gb 1 --with-nic")
 t=$(now)
 for ((s = 0; s < STEPS; s++)); do
@@ -183,8 +185,10 @@ for ((s = 0; s < STEPS; s++)); do
       live+=("$name")
       burst+=("$name")
     done
+    # a refused claim is withdrawn (after the check below), so the stream keeps turning over
+    refused_now=()
     for name in "${burst[@]}"; do
-      if wait_pod_decided "$NS" "$name" 20; then bound=$((bound + 1)); else refused=$((refused + 1)); fi
+      if wait_pod_decided "$NS" "$name" 20; then bound=$((bound + 1)); else refused=$((refused + 1)) refused_now+=("$name"); fi
     done
   fi
   checks=$((checks + 1))
@@ -195,8 +199,16 @@ for ((s = 0; s < STEPS; s++)); do
     twice=$((twice + 1))
     cp "$D/twice.json" "$D/twice-step-$s.json"
   fi
+  if [ ${#refused_now[@]} -gt 0 ]; then
+    release "${refused_now[@]}"
+    for name in "${refused_now[@]}"; do
+      for k in "${!live[@]}"; do [ "${live[$k]}" = "$name" ] && unset 'live[k]'; done
+    done
+    live=("${live[@]}")
+    refused_now=()
+  fi
 done
-figure "mig: random stream (seed $SEED): $made claims ($bound bound, $refused unschedulable when made), $deleted deleted, most memory slices held at once $worst of 24, in $(since "$t") s"
+figure "mig: random stream (seed $SEED): $made claims ($bound bound, $refused unschedulable and withdrawn), $deleted deleted, most memory slices held at once $worst of 24, in $(since "$t") s"
 if [ "$twice" = 0 ] && [ "$bound" -gt 0 ]; then
   pass "mig: $checks checks over a random stream of MIG claims and deletions: no memory slice, SM slice or NIC function ever allocated twice"
 else
