@@ -128,7 +128,7 @@ def main():
         need = consumed(d)
         if all(free.get(k, 0) >= n for k, n in need.items()):
             pairs.append((RANK.get(attr(d, "class"), 9), attr(d, "class"), need))
-    # fewer candidates: per (instance counters, class, NIC) one is enough
+    # every set of COUNT free pairs whose counters fit together; the lowest sorted ranks win
     best = None
     for combo in itertools.combinations(sorted(pairs, key=lambda p: p[0]), a.count):
         tot = {}
