@@ -48,20 +48,26 @@ pub struct SimConfig {
     pub samples: usize,
 }
 
+/// The fleet's size, checked once for every simulation: 1 to 100,000 nodes (`--nodes`).
+pub(crate) fn check_node_count(fleet: &[NodeGroup]) -> Result<usize, FleetError> {
+    let nodes: usize = fleet.iter().map(|g| g.count).sum();
+    if nodes == 0 {
+        return Err(FleetError::invalid("--nodes", 0, "at least 1 node"));
+    }
+    if nodes > 100_000 {
+        return Err(FleetError::invalid(
+            "--nodes",
+            nodes,
+            "at most 100000 nodes",
+        ));
+    }
+    Ok(nodes)
+}
+
 impl SimConfig {
     /// Checks every parameter.
     pub fn validate(&self) -> Result<(), FleetError> {
-        let nodes: usize = self.fleet.iter().map(|g| g.count).sum();
-        if nodes == 0 {
-            return Err(FleetError::invalid("--nodes", 0, "at least 1 node"));
-        }
-        if nodes > 100_000 {
-            return Err(FleetError::invalid(
-                "--nodes",
-                nodes,
-                "at most 100000 nodes",
-            ));
-        }
+        check_node_count(&self.fleet)?;
         if !(self.patience.is_finite() && self.patience >= 0.0) {
             return Err(FleetError::invalid(
                 "--patience",

@@ -142,17 +142,7 @@ impl GangConfig {
     /// Checks what can be checked without the node types.
     pub fn validate(&self) -> Result<(), FleetError> {
         let s = &self.spec;
-        let nodes: usize = self.fleet.iter().map(|g| g.count).sum();
-        if nodes == 0 {
-            return Err(FleetError::invalid("--nodes", 0, "at least 1 node"));
-        }
-        if nodes > 100_000 {
-            return Err(FleetError::invalid(
-                "--nodes",
-                nodes,
-                "at most 100000 nodes",
-            ));
-        }
+        crate::engine::check_node_count(&self.fleet)?;
         let at_least_one = |param, v: u64| {
             if v == 0 {
                 Err(FleetError::invalid(param, 0, "at least 1"))
