@@ -76,6 +76,20 @@ wait_pod_decided() {
   [ -n "$(pod_node "$1" "$2")" ]
 }
 
+# release_claims NS NAME... : deletes the pods and claims of these names (pods forced) and
+# waits until each claim is gone, so its devices are free for the next step
+release_claims() {
+  local ns=$1 c
+  shift
+  for c in "$@"; do
+    K -n "$ns" delete pod "$c" --grace-period=0 --force > /dev/null 2>&1
+    K -n "$ns" delete resourceclaim "$c" --wait=false > /dev/null 2>&1
+  done
+  for c in "$@"; do
+    wait_until 30 "claim $c deleted" bash -c "! '$K8S_BIN/kubectl' -n $ns get resourceclaim $c > /dev/null 2>&1"
+  done
+}
+
 # claim_devices NS CLAIM : allocated device names of the claim, one per line
 claim_devices() {
   K -n "$1" get resourceclaim "$2" -o json | jq -r '.status.allocation.devices.results[]?.device'

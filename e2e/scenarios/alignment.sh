@@ -70,16 +70,6 @@ run_claim() {
   return 0
 }
 
-release() { # NAME...
-  local c
-  for c in "$@"; do
-    K -n "$NS" delete pod "$c" --grace-period=0 --force > /dev/null 2>&1
-    K -n "$NS" delete resourceclaim "$c" --wait=false > /dev/null 2>&1
-  done
-  for c in "$@"; do
-    wait_until 30 "claim $c deleted" bash -c "! '$K8S_BIN/kubectl' -n $NS get resourceclaim $c > /dev/null 2>&1"
-  done
-}
 
 # block NODE NAME BDF CLASS : a pod holding the plain device with this PCI address
 block() {
@@ -111,7 +101,7 @@ for p in "${PROFILES[@]}"; do
   for n in 1 2 4 8; do
     [ "$n" -le "$ngpu" ] || continue
     run_claim "$node" "$p" "e-$p-$n" "$n"
-    release "e-$p-$n"
+    release_claims "$NS" "e-$p-$n"
   done
 
   # fragmented node: every third GPU (from the second) and the first physical NIC's PF held by pods
@@ -127,9 +117,9 @@ for p in "${PROFILES[@]}"; do
   for n in 1 2 4 8; do
     [ "$n" -le "$free" ] || continue
     run_claim "$node" "$p" "f-$p-$n" "$n"
-    release "f-$p-$n"
+    release_claims "$NS" "f-$p-$n"
   done
-  release "${blockers[@]}"
+  release_claims "$NS" "${blockers[@]}"
 
   # fill pod by pod with 1-pair claims until unschedulable
   node=fill-$p
@@ -141,7 +131,7 @@ for p in "${PROFILES[@]}"; do
     filled+=("fill-$p-$i")
     all="$all$LAST_CLASSES"
   done
-  release "fill-$p-${#filled[@]}" > /dev/null 2>&1
+  release_claims "$NS" "fill-$p-${#filled[@]}" > /dev/null 2>&1
   got=$(tr ' ' '\n' <<< "$all" | grep . | sort | uniq -c | awk '{printf "%s×%s ", $1, $2}')
   want=$("$TOPOALIGN" plan --profile "$p" --gpus "${#filled[@]}" --nics-per-gpu 1 -o json 2> /dev/null | jq -r '.pairs[].class' | sort | uniq -c | awk '{printf "%s×%s ", $1, $2}')
   figure "fill $p pod by pod: ${#filled[@]} one-pair pods; pair classes ${got:-none}| optimum for ${#filled[@]} GPUs at once: ${want:-none}"
@@ -152,5 +142,5 @@ for p in "${PROFILES[@]}"; do
   done
   if [ "${#filled[@]}" = "$most" ]; then pass "fill $p: ${#filled[@]} one-pair pods placed, as many as topoalign plan can pair at once ($most of $ngpu GPUs)"
   else fail "fill $p: ${#filled[@]} one-pair pods placed, topoalign plan pairs $most of $ngpu GPUs at once"; fi
-  release "${filled[@]}"
+  release_claims "$NS" "${filled[@]}"
 done

@@ -86,16 +86,6 @@ mig_claim() {
     { fail "mig: topoalign claims --mig $profile --count $count $*: $(cat "$D/$name.err")"; return 1; }
   K -n "$NS" apply -f "$D/$name.yaml" > /dev/null
 }
-release() {
-  local c
-  for c in "$@"; do
-    K -n "$NS" delete pod "$c" --grace-period=0 --force > /dev/null 2>&1
-    K -n "$NS" delete resourceclaim "$c" --wait=false > /dev/null 2>&1
-  done
-  for c in "$@"; do
-    wait_until 30 "claim $c deleted" bash -c "! '$K8S_BIN/kubectl' -n $NS get resourceclaim $c > /dev/null 2>&1"
-  done
-}
 no_slice_twice() {
   claims_now
   python3 "$MIGPY" twice --slices "$D/slices.json" --claims "$D/claims.json" > "$D/twice.json"
@@ -133,7 +123,7 @@ if no_slice_twice; then
 else
   fail "mig: a counter held beyond its amount: $(jq -c '.over' "$D/twice.json")"
 fi
-release pair-4g pair-1g pair-3g
+release_claims "$NS" pair-4g pair-1g pair-3g
 
 # ---- 3. seven one-slice claims, one pod each: one GPU, not seven
 ones=()
@@ -155,7 +145,7 @@ else
   fail "mig: $bound of 7 one-slice pods bound, their instances on $ngpus GPU(s): $gpus"
 fi
 no_slice_twice || fail "mig: the one-slice claims hold a counter twice: $(jq -c '.over' "$D/twice.json")"
-release "${ones[@]}"
+release_claims "$NS" "${ones[@]}"
 
 # ---- 4. a random stream of MIG claims and deletions
 info "mig: random stream of $STEPS steps, seed $SEED (MIG_SEED=$SEED reruns it)"
@@ -168,7 +158,7 @@ t=$(now)
 for ((s = 0; s < STEPS; s++)); do
   if [ ${#live[@]} -gt 0 ] && [ $((RANDOM % 2)) = 0 ]; then
     k=$((RANDOM % ${#live[@]}))
-    release "${live[$k]}"
+    release_claims "$NS" "${live[$k]}"
     live=("${live[@]:0:$k}" "${live[@]:$((k + 1))}")
     deleted=$((deleted + 1))
   else
@@ -200,7 +190,7 @@ for ((s = 0; s < STEPS; s++)); do
     cp "$D/twice.json" "$D/twice-step-$s.json"
   fi
   if [ ${#refused_now[@]} -gt 0 ]; then
-    release "${refused_now[@]}"
+    release_claims "$NS" "${refused_now[@]}"
     for name in "${refused_now[@]}"; do
       for k in "${!live[@]}"; do [ "${live[$k]}" = "$name" ] && unset 'live[k]'; done
     done
@@ -214,7 +204,7 @@ if [ "$twice" = 0 ] && [ "$bound" -gt 0 ]; then
 else
   fail "mig: $twice of $checks checks found a counter held twice (files: $D/twice-step-*.json), $bound claims bound"
 fi
-release "${live[@]}"
+release_claims "$NS" "${live[@]}"
 
 # ---- 5. a MIG claim no node can hold, and an unrelated pod
 mig_claim nowhere 7g.80gb 1 || exit 1
