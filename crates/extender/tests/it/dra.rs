@@ -17,18 +17,27 @@ use topoalign_extender::server::{App, serve};
 use topoalign_extender::state::ClusterState;
 use topoalign_tm::ResourceMap;
 
-fn app() -> Arc<App> {
+/// An extender with topoalign's DeviceClasses and no node yet, judging pair quality
+/// alone (the capacity penalty is covered by the unit tests).
+pub(crate) fn bare_app() -> Arc<App> {
     let app = Arc::new(App::new(
         Arc::new(RwLock::new(ClusterState::default())),
         Decider::new(ResourceMap::default(), 1000),
     ));
     {
         let mut st = app.dra.write();
-        // Pair quality alone here (the capacity penalty is covered by the unit tests).
         st.capacity_weight = 0.0;
         for c in device_classes() {
             st.apply_class(&c);
         }
+    }
+    app
+}
+
+fn app() -> Arc<App> {
+    let app = bare_app();
+    {
+        let mut st = app.dra.write();
         for (node, profile) in [("mi", "mi300x-8"), ("gb", "gb300-4"), ("mi2", "mi300x-8")] {
             let topo = topoalign_profiles::get(profile).unwrap();
             for s in resource_slices(&topo, node, &PublishOptions::default()).unwrap() {

@@ -4,17 +4,13 @@
 //! free pairs are on them is kept.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, RwLock};
 
 use crate::common::http;
-use crate::dra::holding;
+use crate::dra::{bare_app, holding};
 use serde_json::{Value, json};
-use topoalign_dra::{Inventory, device_classes, slices_for};
-use topoalign_extender::decide::Decider;
-use topoalign_extender::server::{App, serve};
-use topoalign_extender::state::ClusterState;
+use topoalign_dra::{Inventory, slices_for};
+use topoalign_extender::server::serve;
 use topoalign_gang::{gang_claim_template, nic_rails, parse_job, parse_rail_source};
-use topoalign_tm::ResourceMap;
 
 const JOB: &str = include_str!("../../../../deploy/gang/job.yaml");
 const RAILS: &str = include_str!("../../../../deploy/gang/rails.yaml");
@@ -49,16 +45,9 @@ async fn a_rail_pinned_pod_is_filtered_off_a_node_whose_free_pairs_are_off_its_r
     template.metadata.namespace = Some("ns".into());
     let name = template.metadata.name.clone().unwrap();
 
-    let app = Arc::new(App::new(
-        Arc::new(RwLock::new(ClusterState::default())),
-        Decider::new(ResourceMap::default(), 1000),
-    ));
+    let app = bare_app();
     {
         let mut st = app.dra.write();
-        st.capacity_weight = 0.0;
-        for c in device_classes() {
-            st.apply_class(&c);
-        }
         st.apply_template(&template);
         // Both nodes have four free GPUs: "good" the four on the job's rails, "bad" the
         // four off them (another claim holds the rest).
