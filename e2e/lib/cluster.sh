@@ -102,7 +102,8 @@ start_apiserver() {
     --service-account-issuer=https://kubernetes.default.svc \
     --service-cluster-ip-range=10.96.0.0/24 \
     --authorization-mode=Node,RBAC \
-    --runtime-config=resource.k8s.io/v1=true \
+    --runtime-config=resource.k8s.io/v1=true,scheduling.k8s.io/v1beta1=true \
+    --feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true \
     --profiling=false "$@" >> "$RUN/logs/kube-apiserver.log" 2>&1 &
   register_pid kube-apiserver $!
   wait_until 90 "kube-apiserver /readyz" apiserver_ready
@@ -116,30 +117,44 @@ start_scheduler() {
   wait_until 60 "kube-scheduler /readyz" bash -c "[ \"\$(curl -sk --max-time 2 https://127.0.0.1:$P_SCHED/readyz)\" = ok ]"
 }
 
-# start_extra_scheduler NAME CONFIG : a second kube-scheduler next to the stock one, with
-# its own KubeSchedulerConfiguration (its own profile names, e.g. one wired to an extender;
-# CONFIG must set clientConnection.kubeconfig and leaderElection.leaderElect: false).
-# Registered as NAME (log $RUN/logs/NAME.log); stop it with `stop_component NAME`.
+# start_extra_scheduler NAME CONFIG [ARG...] : a second kube-scheduler next to the stock one,
+# with its own KubeSchedulerConfiguration (its own profile names, e.g. one wired to an
+# extender; CONFIG must set clientConnection.kubeconfig and leaderElection.leaderElect:
+# false) and ARGs appended (e.g. --feature-gates=...). Registered as NAME (log
+# $RUN/logs/NAME.log); stop it with `stop_component NAME`.
 start_extra_scheduler() {
   local name=$1 config=$2 port
+  shift 2
   port=$(free_ports 1)
   "$K8S_BIN/kube-scheduler" --config="$config" \
     --authentication-kubeconfig="$RUN/scheduler.kubeconfig" --authorization-kubeconfig="$RUN/scheduler.kubeconfig" \
-    --bind-address=127.0.0.1 --secure-port="$port" -v=2 >> "$RUN/logs/$name.log" 2>&1 &
+    --bind-address=127.0.0.1 --secure-port="$port" -v=2 "$@" >> "$RUN/logs/$name.log" 2>&1 &
   register_pid "$name" $!
   wait_until 60 "$name /readyz" bash -c "[ \"\$(curl -sk --max-time 2 https://127.0.0.1:$port/readyz)\" = ok ]"
 }
 
 start_kcm() {
   # No node-lifecycle / taint-eviction controllers: there is no kubelet, nodes would go NotReady.
+  # GenericWorkload: the resourceclaim controller makes claims for pods of a PodGroup only
+  # with it (the stock kube-scheduler keeps its defaults; the gang scenario runs its own).
   "$K8S_BIN/kube-controller-manager" --kubeconfig="$RUN/kcm.kubeconfig" \
     --authentication-kubeconfig="$RUN/kcm.kubeconfig" --authorization-kubeconfig="$RUN/kcm.kubeconfig" \
     --bind-address=127.0.0.1 --secure-port="$P_KCM" --leader-elect=false \
     --controllers=resourceclaim-controller,serviceaccount-controller,serviceaccount-token-controller,namespace-controller,garbage-collector-controller,root-ca-certificate-publisher-controller,device-taint-eviction-controller \
     --service-account-private-key-file="$RUN/pki/sa.key" --root-ca-file="$RUN/pki/ca.crt" \
-    --use-service-account-credentials=true >> "$RUN/logs/kube-controller-manager.log" 2>&1 &
+    --use-service-account-credentials=true --feature-gates=GenericWorkload=true >> "$RUN/logs/kube-controller-manager.log" 2>&1 &
   register_pid kube-controller-manager $!
   wait_until 60 "kube-controller-manager /healthz" bash -c "[ \"\$(curl -sk --max-time 2 https://127.0.0.1:$P_KCM/healthz)\" = ok ]"
+}
+
+# restart_clients : kube-scheduler and the controller manager started afresh after an API
+# server restart. Their reflectors would recover by themselves, but only after client-go's
+# relist back-off (up to a minute): what the scenarios test is topoalign, not how fast
+# client-go reconnects, and a later scenario's first pod must not go unseen that long.
+restart_clients() {
+  stop_component kube-scheduler
+  stop_component kube-controller-manager
+  start_scheduler && start_kcm
 }
 
 # start_cluster : ports, PKI, the four components; writes $RUN/cluster.env.

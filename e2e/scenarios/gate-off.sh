@@ -31,15 +31,6 @@ LOG=$RUN/logs/driver-gate-off.log
 mkdir -p "$D/registry" "$D/plugins" "$D/cdi" "$D/state"
 
 GATE_IS_OFF=0
-# restart_clients : kube-scheduler and the controller manager started afresh after an API
-# server restart. Their reflectors would recover by themselves, but only after backing off
-# (their watches are refused until the new server has loaded RBAC): what is tested here is
-# the driver, not how fast client-go reconnects.
-restart_clients() {
-  stop_component kube-scheduler
-  stop_component kube-controller-manager
-  start_scheduler && start_kcm
-}
 restore_apiserver() {
   if [ "$GATE_IS_OFF" = 1 ]; then
     stop_component kube-apiserver

@@ -282,14 +282,7 @@ fi
 start_apiserver || { fail "hold: kube-apiserver did not come back"; exit 1; }
 t_back=$(now)
 info "hold: kube-apiserver ready again $(since "$t_out") s after the outage began"
-# kube-scheduler's and the controller manager's informers failed to relist through the
-# outage and are in client-go's relist back-off (up to a minute): a later scenario's first
-# pod could go unseen that long. Restart both so every scenario after this one meets a
-# control plane as fresh as at the start (the outage tests topoalign's processes, not theirs).
-for c in kube-scheduler:scheduler kube-controller-manager:kcm; do
-  stop_component "${c%%:*}"
-  "start_${c##*:}" > /dev/null 2>&1 || { fail "hold: ${c%%:*} did not restart after the outage"; exit 1; }
-done
+restart_clients > /dev/null 2>&1 || { fail "hold: kube-scheduler or the controller manager did not restart after the outage"; exit 1; }
 # the pool first, then /readyz, within 60 s of the API's return together
 if wait_until 60 "hold-drv1 republished" slices_are hold-drv1 "$WANT_SLICES"; then
   figure "hold driver pool republished ($WANT_SLICES slices) $(since "$t_back") s after kube-apiserver was ready again"
