@@ -13,7 +13,14 @@
 #      node, each pod's 4 pairs on rails 4,5,6,7 at PXB or better;
 #   2. a second such gang while b is full: no pod of it binds (all or nothing; a holds
 #      only 2 of its 3 pods);
-#   3. the first gang deleted: the second binds whole, in domain b.
+#   3. the first gang deleted: the second binds whole, in domain b;
+#   4. two racks (nvidia.com/gpu.clique rack-x, rack-y, 3 nodes each); on rack x the GPUs of
+#      rails 0-3 and the NICs of rails 4-7 are held, so no free GPU has its PIX NIC, and
+#      its nodes are smaller, so the bin-packing placement score prefers it. The same job
+#      with the claim a user writes without topoalign (4 GPUs + 4 NICs) lands on rack x with
+#      every GPU-NIC path SYS; with topoalign's pinned claims it lands on rack y, every GPU
+#      with its own PIX NIC on rails 4-7. Classes come from `topoalign matrix -o json`.
+# Not yet here: the real Kueue (TAS and an AdmissionCheck), see issue 24.
 set -uo pipefail
 . "$E2E_DIR/lib/common.sh"
 . "$E2E_DIR/lib/cluster.sh"
@@ -28,21 +35,25 @@ NS=gang
 KEY=accelerator.topograph.run/domain
 SCHED=topoalign-gang-scheduler
 RAILS=$REPO_DIR/deploy/gang/rails.yaml
+GANGPY=$E2E_DIR/lib/gang.py
 NODES=(gang-a-0:a gang-a-1:a gang-b-0:b gang-b-1:b gang-b-2:b)
 make_namespace "$NS"
 
 # ---- nodes, their slices and the driver's DeviceClasses
-for nd in "${NODES[@]}"; do
-  n=${nd%%:*}
-  make_node "$n" "$KEY=${nd##*:}" || { fail "gang: node $n"; exit 1; }
+# add_node NAME LABEL=VALUE : a Node with the slices `topoalign driver --rails` publishes for it
+add_node() {
+  local n=$1
+  make_node "$n" "$2" || { fail "gang: node $n"; return 1; }
   "$TOPOALIGN" driver --profile dgx-h100 --node-name "$n" --rails "$RAILS" --dry-run -o json > "$D/$n.json" 2> "$D/$n.err" ||
-    { fail "gang: topoalign driver --dry-run --rails for $n: $(cat "$D/$n.err")"; exit 1; }
+    { fail "gang: topoalign driver --dry-run --rails for $n: $(cat "$D/$n.err")"; return 1; }
   jq '{apiVersion: "v1", kind: "List", items: [.items[] | select(.kind == "ResourceSlice")]}' "$D/$n.json" > "$D/$n-slices.json"
-  K apply -f "$D/$n-slices.json" > /dev/null || { fail "gang: applying the slices of $n"; exit 1; }
-done
+  K apply -f "$D/$n-slices.json" > /dev/null || { fail "gang: applying the slices of $n"; return 1; }
+}
+for nd in "${NODES[@]}"; do add_node "${nd%%:*}" "$KEY=${nd##*:}" || exit 1; done
 jq '{apiVersion: "v1", kind: "List", items: [.items[] | select(.kind == "DeviceClass")]}' "$D/${NODES[0]%%:*}.json" > "$D/classes.json"
 K apply -f "$D/classes.json" > /dev/null || { fail "gang: applying the DeviceClasses"; exit 1; }
 K get nodes -l "$KEY" -o yaml > "$D/nodes.yaml"
+"$TOPOALIGN" matrix --profile dgx-h100 -o json > "$D/matrix.json" || { fail "gang: topoalign matrix --profile dgx-h100"; exit 1; }
 
 # ---- a kube-scheduler with the workload gates on (the stock one keeps its defaults)
 cat > "$D/scheduler-config.yaml" << EOF
@@ -56,79 +67,53 @@ EOF
 start_extra_scheduler "$SCHED" "$D/scheduler-config.yaml" --feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true ||
   { fail "gang: kube-scheduler with GenericWorkload and TopologyAwareWorkloadScheduling did not start (log: $RUN/logs/$SCHED.log)"; exit 1; }
 
-# gang_apply NAME : `topoalign gang` for a 3-pod job NAME, its pods handed to $SCHED, applied
+# gang_apply NAME KEY NODES [JQ] : `topoalign gang --nodes NODES` for a 3-pod job NAME (4 pairs
+# per pod on rails 4-7 at PXB or better, one domain by label KEY), its pods handed to $SCHED,
+# the objects passed through the jq filter JQ (default: as written), applied
 gang_apply() {
-  cat > "$D/$1-job.yaml" << EOF
-name: $1
+  local name=$1 key=$2 nodes=$3 filter=${4:-.}
+  cat > "$D/$name-job.yaml" << EOF
+name: $name
 pods: 3
 pairsPerPod: 4
 class: PXB
 sameRails: true
 rails: [4, 5, 6, 7]
-domain: {key: $KEY, mode: required}
+domain: {key: $key, mode: required}
 image: registry.k8s.io/pause:3.10
 EOF
-  "$TOPOALIGN" gang --job "$D/$1-job.yaml" --nodes "$D/nodes.yaml" -o json > "$D/$1.json" 2> "$D/$1.err" ||
-    { fail "gang: topoalign gang --job $1: $(cat "$D/$1.err")"; return 1; }
-  jq --arg s "$SCHED" '.items |= map(if .kind == "Pod" then .spec.schedulerName = $s else . end)' "$D/$1.json" > "$D/$1-applied.json"
-  K -n "$NS" apply -f "$D/$1-applied.json" > "$D/$1-apply.out" 2>&1 ||
-    { fail "gang: kube-apiserver refused the objects of $1: $(tail -3 "$D/$1-apply.out")"; return 1; }
+  "$TOPOALIGN" gang --job "$D/$name-job.yaml" --nodes "$nodes" -o json > "$D/$name.json" 2> "$D/$name.err" ||
+    { fail "gang: topoalign gang --job $name: $(cat "$D/$name.err")"; return 1; }
+  jq --arg s "$SCHED" '.items |= map(if .kind == "Pod" then .spec.schedulerName = $s else . end)' "$D/$name.json" |
+    jq "$filter" > "$D/$name-applied.json"
+  K -n "$NS" apply -f "$D/$name-applied.json" > "$D/$name-apply.out" 2>&1 ||
+    { fail "gang: kube-apiserver refused the objects of $name: $(tail -3 "$D/$name-apply.out")"; return 1; }
 }
 # bound_count NAME : how many of gang NAME's pods have a node
 bound_count() {
   K -n "$NS" get pods -l "topoalign.dev/gang=$1" -o json | jq '[.items[] | select(.spec.nodeName != null)] | length'
 }
 all_bound() { [ "$(bound_count "$1")" = 3 ]; }
-# check_gang NAME : every pod of NAME in domain b, one per node, 4 pairs on rails 4-7 at rank <= 1
+# check_gang NAME : every pod of NAME in domain b, one per node, 4 pairs on rails 4-7 at PXB or better
 check_gang() {
   local name=$1
   K -n "$NS" get pods -l "topoalign.dev/gang=$name" -o json > "$D/$name-pods.json"
   K -n "$NS" get resourceclaims -o json > "$D/claims.json"
-  python3 - "$D/$name-pods.json" "$D/claims.json" "$D/node-domains.json" "$D" > "$D/$name-check.json" << 'PY'
-import json, sys, glob, os
-pods = json.load(open(sys.argv[1]))["items"]
-claims = json.load(open(sys.argv[2]))["items"]
-domain = json.load(open(sys.argv[3]))
-d = sys.argv[4]
-attrs = {}
-for f in glob.glob(os.path.join(d, "gang-*-slices.json")):
-    for s in json.load(open(f))["items"]:
-        for dev in s["spec"].get("devices", []):
-            a = dev.get("attributes", {})
-            attrs[(s["spec"]["nodeName"], dev["name"])] = (a.get("rail", {}).get("int"), a.get("rank", {}).get("int"))
-out = {"pods": [], "problems": []}
-for p in pods:
-    node = p["spec"].get("nodeName")
-    mine = [c for c in claims if any(r.get("uid") == p["metadata"]["uid"] for r in c["metadata"].get("ownerReferences", []))]
-    results = [r for c in mine for r in (c.get("status", {}).get("allocation", {}) or {}).get("devices", {}).get("results", [])]
-    rails = sorted(attrs.get((r["pool"], r["device"]), (None, None))[0] for r in results if attrs.get((r["pool"], r["device"])))
-    ranks = [attrs[(r["pool"], r["device"])][1] for r in results if (r["pool"], r["device"]) in attrs]
-    out["pods"].append({"pod": p["metadata"]["name"], "node": node, "domain": domain.get(node), "rails": rails, "ranks": ranks})
-    if rails != [4, 5, 6, 7]:
-        out["problems"].append(f'{p["metadata"]["name"]}: rails {rails}, want [4, 5, 6, 7]')
-    if any(r is None or r > 1 for r in ranks) or len(ranks) != 4:
-        out["problems"].append(f'{p["metadata"]["name"]}: pair ranks {ranks}, want 4 at PXB or better (rank <= 1)')
-nodes = [x["node"] for x in out["pods"]]
-if len(set(nodes)) != len(nodes):
-    out["problems"].append(f"two pods on one node: {nodes}")
-doms = {x["domain"] for x in out["pods"]}
-if doms != {"b"}:
-    out["problems"].append(f"domains {sorted(map(str, doms))}, want only b")
-print(json.dumps(out))
-PY
-  [ "$(jq '.problems | length' "$D/$name-check.json")" = 0 ]
+  python3 "$GANGPY" check --slices-dir "$D" --pods "$D/$name-pods.json" --claims "$D/claims.json" \
+    --domains "$D/node-domains.json" --want-rails 4,5,6,7 --matrix "$D/matrix.json" > "$D/$name-check.json" || return 1
+  [ "$(jq '.problems | length' "$D/$name-check.json")" = 0 ] && [ "$(jq -c '.domains' "$D/$name-check.json")" = '["b"]' ]
 }
 K get nodes -l "$KEY" -o json | jq --arg k "$KEY" '[.items[] | {key: .metadata.name, value: .metadata.labels[$k]}] | from_entries' > "$D/node-domains.json"
 
 # ---- 1. the first gang: whole, in domain b, on rails 4-7
 t=$(now)
-gang_apply g1 || exit 1
+gang_apply g1 "$KEY" "$D/nodes.yaml" || exit 1
 if wait_until 60 "gang g1 bound" all_bound g1; then
   figure "gang: 3 pods × 4 GPU+NIC pairs bound as one gang in $(since "$t") s"
   if check_gang g1; then
     pass "gang: g1 whole in domain b (domain a has 2 nodes), one pod per node, each on rails 4-7 at PXB or better: $(jq -c '[.pods[] | {(.pod): .node}] | add' "$D/g1-check.json")"
   else
-    fail "gang: g1 placed wrong: $(jq -c '.problems' "$D/g1-check.json")"
+    fail "gang: g1 placed wrong: $(jq -c '{problems, domains}' "$D/g1-check.json")"
   fi
 else
   fail "gang: g1 not bound within 60 s: $(bound_count g1) of 3 pods bound; $(K -n "$NS" get pods -l topoalign.dev/gang=g1 -o json | jq -c '[.items[] | (.status.conditions // [])[] | select(.type == "PodScheduled") | .message] | unique') (log: $RUN/logs/$SCHED.log)"
@@ -136,7 +121,7 @@ else
 fi
 
 # ---- 2. a second gang while b is full: nothing of it binds
-gang_apply g2 || exit 1
+gang_apply g2 "$KEY" "$D/nodes.yaml" || exit 1
 sleep 20
 n2=$(bound_count g2)
 if [ "$n2" = 0 ]; then
@@ -154,10 +139,85 @@ if wait_until 90 "gang g2 bound" all_bound g2; then
   if check_gang g2; then
     pass "gang: after g1 left, g2 whole in domain b on rails 4-7: $(jq -c '[.pods[] | {(.pod): .node}] | add' "$D/g2-check.json")"
   else
-    fail "gang: g2 placed wrong: $(jq -c '.problems' "$D/g2-check.json")"
+    fail "gang: g2 placed wrong: $(jq -c '{problems, domains}' "$D/g2-check.json")"
   fi
 else
   fail "gang: g2 not bound within 90 s of g1 leaving: $(bound_count g2) of 3 pods bound (log: $RUN/logs/$SCHED.log)"
 fi
+
+# ---- 4. two racks by nvidia.com/gpu.clique; on rack x every free GPU has lost its PIX NIC
+# (the GPUs of rails 0-3 and the NICs of rails 4-7 held). Its nodes have half the CPU: the
+# placement score of topology-aware scheduling bin-packs (NodeResourcesFit, MostAllocated),
+# so a scheduler that sees labels and allocatable only prefers rack x.
+RKEY=nvidia.com/gpu.clique
+for r in x y; do
+  for i in 0 1 2; do
+    add_node "rack-$r-$i" "$RKEY=rack-$r" || exit 1
+    if [ "$r" = x ]; then
+      K patch node "rack-$r-$i" --subresource=status --type=merge \
+        -p '{"status":{"capacity":{"cpu":"32","memory":"256Gi"},"allocatable":{"cpu":"32","memory":"256Gi"}}}' > /dev/null ||
+        { fail "gang: patching the capacity of rack-$r-$i"; exit 1; }
+      python3 "$GANGPY" occupy --slices "$D/rack-$r-$i-slices.json" --gpu-rails 0,1,2,3 --nic-rails 4,5,6,7 \
+        --node "rack-$r-$i" --name "occ-rack-$r-$i" > "$D/occ-rack-$r-$i.json" || { fail "gang: occupancy claim of rack-$r-$i"; exit 1; }
+      K -n "$NS" apply -f "$D/occ-rack-$r-$i.json" > /dev/null || { fail "gang: applying occ-rack-$r-$i"; exit 1; }
+      K -n "$NS" apply -f - > /dev/null << EOF || { fail "gang: the occupancy pod of rack-$r-$i"; exit 1; }
+apiVersion: v1
+kind: Pod
+metadata: {name: occ-rack-$r-$i, labels: {gang-e2e: occupancy}}
+spec:
+  nodeSelector: {kubernetes.io/hostname: rack-$r-$i}
+  containers: [{name: held, image: registry.k8s.io/pause:3.10, resources: {claims: [{name: held}]}}]
+  resourceClaims: [{name: held, resourceClaimName: occ-rack-$r-$i}]
+EOF
+    fi
+  done
+done
+occupied() { [ "$(K -n "$NS" get pods -l gang-e2e=occupancy -o json | jq '[.items[] | select(.spec.nodeName != null)] | length')" = 3 ]; }
+wait_until 60 "rack x occupancy bound" occupied || { fail "gang: the occupancy pods of rack x did not bind"; exit 1; }
+K get nodes -l "$RKEY" -o yaml > "$D/racks.yaml"
+K get nodes -l "$RKEY" -o json | jq --arg k "$RKEY" '[.items[] | {key: .metadata.name, value: .metadata.labels[$k]}] | from_entries' > "$D/node-domains.json"
+# every pod asks 8 CPUs: the placement score (NodeResourcesFit, MostAllocated) then ranks rack x first
+CPU='.items |= map(if .kind == "Pod" then .spec.containers[0].resources.requests.cpu = "8" else . end)'
+# the stock job: the same Workload, PodGroup and pods, but the claim a user writes without
+# topoalign: 4 GPUs and 4 NICs, no pairing, no rails
+STOCK="$CPU"' | .items |= map(if .kind == "ResourceClaimTemplate" then .spec.spec.devices = {requests: [
+  {name: "gpus", exactly: {deviceClassName: "gpu.topoalign.dev", count: 4}},
+  {name: "nics", exactly: {deviceClassName: "nic.topoalign.dev", count: 4}}]} else . end)'
+
+# rack_check NAME : gang.py's report of gang NAME into $D/NAME-check.json
+rack_check() {
+  K -n "$NS" get pods -l "topoalign.dev/gang=$1" -o json > "$D/$1-pods.json"
+  K -n "$NS" get resourceclaims -o json > "$D/claims.json"
+  python3 "$GANGPY" check --slices-dir "$D" --pods "$D/$1-pods.json" --claims "$D/claims.json" \
+    --domains "$D/node-domains.json" --want-rails 4,5,6,7 --matrix "$D/matrix.json" > "$D/$1-check.json"
+}
+summary() { jq -c '[.pods[] | {(.pod): "\(.node) \(.classes | join(",")) own PIX NIC \(.ownPixNic)/\(.gpus) rails \(.rails | map(tostring) | join(","))"}] | add' "$D/$1-check.json"; }
+
+gang_apply stock "$RKEY" "$D/racks.yaml" "$STOCK" || exit 1
+if wait_until 60 "stock gang bound" all_bound stock && rack_check stock; then
+  if [ "$(jq -c '.domains' "$D/stock-check.json")" = '["rack-x"]' ] && [ "$(jq '[.pods[].ownPixNic] | add' "$D/stock-check.json")" = 0 ]; then
+    pass "gang: stock claims (4 GPUs + 4 NICs) go to rack x, chosen by labels and allocatable, where no GPU gets its PIX NIC: $(summary stock)"
+  else
+    fail "gang: the stock job was expected on rack x with no GPU on its PIX NIC: $(jq -c '.domains' "$D/stock-check.json") $(summary stock)"
+  fi
+else
+  fail "gang: the stock job did not bind within 60 s: $(bound_count stock) of 3"
+fi
+K -n "$NS" delete pods -l topoalign.dev/gang=stock --grace-period=0 --force > /dev/null 2>&1
+
+t=$(now)
+gang_apply t1 "$RKEY" "$D/racks.yaml" "$CPU" || exit 1
+if wait_until 90 "topoalign gang bound" all_bound t1 && rack_check t1; then
+  figure "gang: topoalign's gang bound whole in $(since "$t") s: $(summary t1)"
+  if [ "$(jq -c '.domains' "$D/t1-check.json")" = '["rack-y"]' ] && [ "$(jq '.problems | length' "$D/t1-check.json")" = 0 ] &&
+    [ "$(jq '[.pods[].ownPixNic] | add' "$D/t1-check.json")" = 12 ]; then
+    pass "gang: with topoalign's claims the same job lands on rack y, every GPU with its own PIX NIC on rails 4-7 (12 of 12)"
+  else
+    fail "gang: topoalign's gang: $(jq -c '{domains, problems}' "$D/t1-check.json") $(summary t1)"
+  fi
+else
+  fail "gang: topoalign's gang did not bind within 90 s: $(bound_count t1) of 3 (log: $RUN/logs/$SCHED.log)"
+fi
+
 K delete namespace "$NS" --wait=false > /dev/null 2>&1
 stop_component "$SCHED"
