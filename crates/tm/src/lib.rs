@@ -39,7 +39,6 @@ pub mod policy;
 pub mod providers;
 pub mod request;
 pub mod resources;
-pub mod rng;
 pub mod simulate;
 pub mod text;
 
@@ -58,3 +57,5 @@ pub use simulate::{Case, SimError, simulate};
 /// stability: `topoalign_tm::quantity::{Quantity, QuantityError}`).
 pub use topoalign_kube_types::quantity;
 pub use topoalign_kube_types::quantity::Quantity;
+// TODO(lead): remove after the extender moves to topoalign_rng
+pub use topoalign_rng as rng;

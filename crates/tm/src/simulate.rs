@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use thiserror::Error;
+use topoalign_rng::Rng;
 use topoalign_topology::{Bdf, CpuSet, Topology};
 
 use crate::allocate::{allocate_cpus, allocate_memory, devices_to_allocate};
@@ -22,7 +23,6 @@ use crate::pod::{Container, MEMORY, Pod, QosClass};
 use crate::policy::TopologyManager;
 use crate::providers::{cpu, devices, memory};
 use crate::resources::{PluginAllocator, ResourceMap};
-use crate::rng::Rng;
 use topoalign_kube_types::admission::{TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
 use topoalign_kube_types::kubelet_settings::{
     ConfigError, CpuPolicy, MemoryPolicy, Policy, Settings,
