@@ -1,5 +1,6 @@
 //! Exactness: the planner against brute-force enumeration on random small topologies.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::needless_range_loop)]
+
+#![allow(clippy::needless_range_loop)]
 
 use proptest::prelude::*;
 use topoalign_plan::brute::brute_force;
