@@ -1,6 +1,7 @@
 //! A node prepared once answers every admission as a fresh simulation does: random
 //! profiles, kubelet settings (valid and refused), pods (GPUs, VFs, PFs, MIG, unknown
-//! resources, Guaranteed CPUs and memory) and usages, many admissions per prepared node.
+//! resources, Guaranteed CPUs and memory, init containers and sidecars) and usages, many
+//! admissions per prepared node.
 
 use std::collections::BTreeMap;
 
@@ -35,16 +36,16 @@ fn random_node(rng: &mut Rng) -> (Topology, Settings) {
     }
     if rng.below(2) == 0 {
         s.cpu_manager_policy = CpuPolicy::Static;
-        match rng.below(4) {
+        match rng.below(8) {
             0 => {} // no reserved CPUs: refused
             1 => s.reserved_system_cpus = Some(CpuSet::from_ids([0, 1, 100_000])),
-            2 => s.reserved_system_cpus = Some(CpuSet::from_ids([0, 1])),
+            2 | 3 => s.reserved_system_cpus = Some(CpuSet::from_ids([0, 1])),
             _ => s.reserved_cpu_millis = 1000 * (1 + rng.below_u64(4)),
         }
     }
     if rng.below(3) == 0 {
         s.memory_manager_policy = MemoryPolicy::Static;
-        if rng.below(4) != 0 {
+        if rng.below(8) != 0 {
             s.reserved_memory = topo.numa.iter().map(|n| (n.id, 1 << 30)).collect();
         }
     }
@@ -63,7 +64,7 @@ fn random_admission(rng: &mut Rng, topo: &Topology) -> (Pod, Usage) {
     ];
     let mut devices = Vec::new();
     for (i, r) in resources.iter().enumerate() {
-        let odds = if i < 3 { 2 } else { 8 };
+        let odds = [2, 2, 2, 8, 8, 20][i];
         if rng.below(odds) == 0 {
             devices.push((r.to_string(), 1 + rng.below_u64(5)));
         }
@@ -76,7 +77,14 @@ fn random_admission(rng: &mut Rng, topo: &Topology) -> (Pod, Usage) {
         ),
         _ => (None, Some(Quantity::from_units(1 << 30))),
     };
-    let pod = Pod::from_flags(&devices, cpus, memory).unwrap();
+    let mut pod = Pod::from_flags(&devices, cpus, memory).unwrap();
+    if rng.below(3) == 0 {
+        // An init container (or sidecar) asking as much: device and CPU reuse.
+        let mut init = pod.containers[0].clone();
+        init.name = "init".into();
+        init.restartable = rng.below(3) == 0;
+        pod.init_containers.push(init);
+    }
     let mut usage = Usage::default();
     for i in 0..topo.gpus.len() {
         if rng.below(3) == 0 {
@@ -97,7 +105,7 @@ fn random_admission(rng: &mut Rng, topo: &Topology) -> (Pod, Usage) {
         let taken = (0..rng.below(all.len())).map(|_| all[rng.below(all.len())]);
         usage.cpus = CpuSet::from_ids(taken);
     }
-    if rng.below(8) == 0 {
+    if rng.below(20) == 0 {
         usage.cpus = usage.cpus.union(&CpuSet::from_ids([100_000]));
     }
     (pod, usage)
