@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 
 use topoalign_topology::FabricStatus;
 
+use crate::discovery::Discovery;
 use crate::error::DiscoverError;
 use crate::nvidia_smi_tool::{merge_nvlinks, program_from_env};
-use crate::source::{Discovery, Source, load};
+use crate::source::{Source, load};
 
 impl Source {
     /// This host's sysfs (`/`), without a saved NVLink source.

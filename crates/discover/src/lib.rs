@@ -13,6 +13,7 @@
 
 #[cfg(feature = "clap")]
 pub mod args;
+pub mod discovery;
 pub mod error;
 pub mod host;
 pub mod nvidia_smi_tool;
@@ -21,6 +22,7 @@ pub mod source;
 pub mod sysfs;
 pub mod sysfs_write;
 
+pub use discovery::Discovery;
 pub use error::DiscoverError;
 pub use host::load_on_host;
-pub use source::{Discovery, Source, load};
+pub use source::{Source, load};

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use topoalign_topology::GpuVendor;
 
+use crate::discovery::Discovery;
 use crate::parse::nvlink_merge::apply_nvlink_text;
-use crate::source::Discovery;
 
 /// The variable that names another `nvidia-smi` binary (default: `nvidia-smi` on PATH).
 pub const PROGRAM_ENV: &str = "TOPOALIGN_NVIDIA_SMI";

@@ -2,8 +2,7 @@
 
 use std::path::PathBuf;
 
-use topoalign_topology::Topology;
-
+use crate::discovery::Discovery;
 use crate::error::DiscoverError;
 use topoalign_profiles as profiles;
 
@@ -29,25 +28,6 @@ pub enum Source {
     AmdSmi(PathBuf),
     /// An NCCL topology XML file (`NCCL_TOPO_FILE` format).
     NcclXml(PathBuf),
-}
-
-/// A discovered topology and what was odd on the way.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Discovery {
-    /// The topology.
-    pub topology: Topology,
-    /// Things that were missing or odd and were worked around (never fatal).
-    pub warnings: Vec<String>,
-}
-
-impl Discovery {
-    /// A discovery with no warnings.
-    pub fn clean(topology: Topology) -> Self {
-        Discovery {
-            topology,
-            warnings: Vec::new(),
-        }
-    }
 }
 
 /// Loads a topology from any source.

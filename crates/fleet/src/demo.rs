@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use topoalign_render::matrix::{MatrixStyle, render};
 use topoalign_render::table::Table;
+use topoalign_rng::Rng;
 use topoalign_topology::matrix::{MatrixDeviceKind, MatrixOptions};
 use topoalign_topology::{PairMatrix, Topology};
 
@@ -20,7 +21,6 @@ use crate::error::FleetError;
 use crate::node::{Assignment, NodeModel, NodeState};
 use crate::placers::{Attempt, NodeKind, PlaceOptions};
 use crate::policy::Policy;
-use crate::rng::Rng;
 use crate::workload::PodArrival;
 
 /// What the demo shows.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use topoalign_plan::CostKey;
+use topoalign_rng::Rng;
 use topoalign_topology::{GpuNicPath, Topology};
 
 use crate::dra::MatchOn;
@@ -15,7 +16,6 @@ use crate::metrics::{PolicyReport, UtilSample};
 use crate::node::{Assignment, NodeState, PairCounts};
 use crate::placers::{Attempt, NodeKind, PlaceOptions};
 use crate::policy::Policy;
-use crate::rng::Rng;
 use crate::workload::{self, PodArrival, StreamLength, WorkloadSpec};
 
 /// One kind of node in the fleet and how many of it.

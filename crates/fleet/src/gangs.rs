@@ -32,6 +32,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use topoalign_gang::job::{DEFAULT_IMAGE, check_fits};
 use topoalign_gang::{Job, Level, Mode};
+use topoalign_rng::Rng;
 use topoalign_topology::PcieClass;
 
 use crate::engine::NodeGroup;
@@ -39,7 +40,6 @@ use crate::error::FleetError;
 use crate::gang_node::{GangKind, RailRule, resolve_rails};
 use crate::gang_report::{GangPolicy, GangPolicyReport, GangReport};
 use crate::node::{Assignment, NodeModel, NodeState};
-use crate::rng::Rng;
 
 /// At most this many candidate rail sets (K of R rails).
 pub const MAX_RAIL_SETS: usize = 256;

@@ -16,7 +16,7 @@
 //! allocator, `topoalign_dra::first_fit` (first full solution in pool/slice/device order,
 //! backtracking, no scoring), on the node's devices as [`dra`] publishes them; [`svg`]
 //! draws the report with `topoalign_render::chart`. Every random choice comes from
-//! [`rng::Rng`] (PCG-64) seeded by the user: same seed, same numbers.
+//! [`topoalign_rng::Rng`] (PCG-64) seeded by the user: same seed, same numbers.
 //!
 //! [`gangs`] (`simulate --gangs`) places multi-node gangs on NVLink racks and
 //! rail-optimized leaves as topology-aware workload scheduling does, under `stock` (labels
@@ -38,7 +38,6 @@ pub mod node;
 pub mod options;
 pub mod placers;
 pub mod policy;
-pub mod rng;
 pub mod svg;
 #[cfg(test)]
 mod testing;

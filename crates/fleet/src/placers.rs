@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use topoalign_plan::{CostKey, NicCount, NicRole, PlanError, Planner, Request, Usage};
+use topoalign_rng::Rng;
 use topoalign_topology::{GpuNicPath, Topology};
 
 use crate::dra::{Allocation, DraNode, MatchOn};
@@ -14,7 +15,6 @@ use crate::error::FleetError;
 use crate::kubelet::{Admission, KubeletNode, KubeletPolicy};
 use crate::node::{Assignment, NodeModel, NodeState};
 use crate::policy::Policy;
-use crate::rng::Rng;
 use crate::workload::PodArrival;
 
 /// The outcome of trying a pod on one node.

@@ -2,9 +2,9 @@
 //! lifetimes and a configurable mix of GPU+NIC sizes.
 
 use serde::Serialize;
+use topoalign_rng::Rng;
 
 use crate::error::FleetError;
-use crate::rng::Rng;
 
 /// The share of each pod size: `1=40,2=30,4=20,8=10` means 40 % of pods ask for 1 GPU +
 /// 1 NIC, 30 % for 2+2, and so on. Weights need not sum to 100.

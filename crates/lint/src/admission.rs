@@ -1,42 +1,14 @@
-//! The kubelet's admission of a pod on an empty node of the linted kind. The lint asks a
-//! [`TopologyManagerModel`] (the binary passes the Topology Manager simulation `topoalign
-//! tm` runs: hints, merge, admit, allocate), so that lint never promises an admission `tm`
-//! (and the kubelet) refuses, without depending on the simulation itself.
+//! The kubelet's admission of a pod on an empty node of the linted kind. The lint asks the
+//! context's [`TopologyManagerModel`](crate::finding::TopologyManagerModel) (the binary
+//! passes the Topology Manager simulation `topoalign tm` runs: hints, merge, admit,
+//! allocate), so that lint never promises an admission `tm` (and the kubelet) refuses,
+//! without depending on the simulation itself.
 
-use std::fmt;
-
-use serde_json::Value;
 use topoalign_kube_types::admission::Admission;
 use topoalign_kube_types::kubelet_settings::{Scope, Settings};
-use topoalign_topology::Topology;
 
 use crate::finding::{LintContext, NodePolicy};
 use crate::workloads::PodSpecAt;
-
-/// What the kubelet's Topology Manager would do with a pod on an empty node.
-pub trait TopologyManagerModel {
-    /// The admission of `pod` (a Pod manifest) on an empty node of `topology` under
-    /// `settings`; `None` when the model cannot judge it (no device requests, a resource
-    /// it does not know such as a MIG slice, a pod spec it refuses: other rules report
-    /// those).
-    fn admit(&self, pod: &Value, topology: &Topology, settings: &Settings) -> Option<Admission>;
-}
-
-/// Any function of that shape is a model (`topoalign_tm::admit_on_empty_node` is the one).
-impl<F> TopologyManagerModel for F
-where
-    F: Fn(&Value, &Topology, &Settings) -> Option<Admission>,
-{
-    fn admit(&self, pod: &Value, topology: &Topology, settings: &Settings) -> Option<Admission> {
-        self(pod, topology, settings)
-    }
-}
-
-impl fmt::Debug for dyn TopologyManagerModel + '_ {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("TopologyManagerModel")
-    }
-}
 
 /// The simulated admission of `pod` on an empty node described by `ctx`; `None` when
 /// the context has no model or the model cannot judge the pod.
@@ -69,6 +41,7 @@ pub fn policy_rejects(policy: NodePolicy) -> bool {
 mod tests {
     use k8s_openapi::api::core::v1::PodSpec;
     use topoalign_tm::admit_on_empty_node;
+    use topoalign_topology::Topology;
 
     use super::*;
 

@@ -4,7 +4,7 @@
 use topoalign_kube_types::kubelet_settings::{Scope, Settings};
 use topoalign_topology::Topology;
 
-use crate::admission::TopologyManagerModel;
+use crate::finding::TopologyManagerModel;
 use crate::{LintContext, NodePolicy};
 
 /// What to lint, and the node policy to lint it against.

@@ -9,8 +9,7 @@ use topoalign_dra::{
 };
 use topoalign_topology::{PcieClass, Topology};
 
-use crate::finding::Severity;
-use crate::pod_rules::RawFinding;
+use crate::finding::{RawFinding, Severity};
 
 /// Devices the allocator may try before lint gives up on a claim (the scheduler's own
 /// search has a 10 s Filter timeout; this is well below it on every built-in profile).

@@ -7,8 +7,7 @@ use serde_json::Value;
 use topoalign_kube_types::dra_attr::PCIE_ROOT;
 use topoalign_topology::{Bdf, Topology};
 
-use crate::finding::Severity;
-use crate::pod_rules::RawFinding;
+use crate::finding::{RawFinding, Severity};
 use crate::typed::{TypeProblem, read};
 
 /// What a device request asks for.

@@ -1,6 +1,11 @@
 //! Findings, their severity, and the lint context.
 
+use std::fmt;
+
 use serde::Serialize;
+use serde_json::Value;
+use topoalign_kube_types::admission::Admission;
+use topoalign_kube_types::kubelet_settings::Settings;
 use topoalign_topology::Topology;
 
 /// How serious a finding is.
@@ -48,6 +53,19 @@ pub struct Finding {
     pub message: String,
 }
 
+/// A finding before the file/document/object are attached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawFinding {
+    /// Field path.
+    pub path: String,
+    /// Severity.
+    pub severity: Severity,
+    /// Rule id.
+    pub rule: &'static str,
+    /// Message.
+    pub message: String,
+}
+
 /// The Topology Manager policy of the node the manifests will run on: the kubelet
 /// vocabulary's one definition, under the name this crate has always used.
 pub use topoalign_kube_types::kubelet_settings::Policy as NodePolicy;
@@ -66,8 +84,33 @@ pub struct LintContext<'t> {
     pub kubelet_config: Option<&'t str>,
     /// The node's kubelet settings (CPU and memory managers, reserved CPUs), read from that
     /// file; `None`: the kubelet's defaults. `policy` and `pod_scope` win over them.
-    pub settings: Option<&'t topoalign_kube_types::kubelet_settings::Settings>,
+    pub settings: Option<&'t Settings>,
     /// What the kubelet's Topology Manager would admit (the binary passes the
     /// simulation); `None`: no admission findings, only the rules that need no simulation.
-    pub topology_manager: Option<&'t dyn crate::admission::TopologyManagerModel>,
+    pub topology_manager: Option<&'t dyn TopologyManagerModel>,
+}
+
+/// What the kubelet's Topology Manager would do with a pod on an empty node.
+pub trait TopologyManagerModel {
+    /// The admission of `pod` (a Pod manifest) on an empty node of `topology` under
+    /// `settings`; `None` when the model cannot judge it (no device requests, a resource
+    /// it does not know such as a MIG slice, a pod spec it refuses: other rules report
+    /// those).
+    fn admit(&self, pod: &Value, topology: &Topology, settings: &Settings) -> Option<Admission>;
+}
+
+/// Any function of that shape is a model (`topoalign_tm::admit_on_empty_node` is the one).
+impl<F> TopologyManagerModel for F
+where
+    F: Fn(&Value, &Topology, &Settings) -> Option<Admission>,
+{
+    fn admit(&self, pod: &Value, topology: &Topology, settings: &Settings) -> Option<Admission> {
+        self(pod, topology, settings)
+    }
+}
+
+impl fmt::Debug for dyn TopologyManagerModel + '_ {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TopologyManagerModel")
+    }
 }

@@ -37,7 +37,7 @@ pub use report::Report;
 
 use crate::cluster::Cluster;
 use crate::documents::split_documents;
-use crate::pod_rules::RawFinding;
+use crate::finding::RawFinding;
 use crate::typed::TypeProblem;
 use crate::workloads::{Workload, workload_of};
 

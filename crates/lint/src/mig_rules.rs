@@ -13,8 +13,8 @@ use topoalign_mig::model_for_name;
 use topoalign_topology::Topology;
 
 use crate::cluster::Cluster;
-use crate::finding::{LintContext, Severity};
-use crate::pod_rules::{RawFinding, containers, has, mig_rule, summed};
+use crate::finding::{LintContext, RawFinding, Severity};
+use crate::pod_rules::{containers, has, mig_rule, summed};
 use crate::resources::ResourceKind;
 use crate::workloads::PodSpecAt;
 

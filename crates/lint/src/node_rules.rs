@@ -5,9 +5,8 @@
 use k8s_openapi::api::core::v1::Node;
 
 use crate::cluster::Cluster;
-use crate::finding::Severity;
+use crate::finding::{RawFinding, Severity};
 use crate::located::child_path;
-use crate::pod_rules::RawFinding;
 use crate::resources::{ApiList, ResourceKind, classify, count};
 
 /// The node label that schedules topoalign's driver DaemonSet (`deploy/daemonset.yaml`,

@@ -4,23 +4,10 @@ use topoalign_kube_types::admission::{Admission, TOPOLOGY_AFFINITY_ERROR};
 
 use crate::admission::{admit, policy_rejects};
 use crate::capacity::NumaCapacity;
-use crate::finding::{LintContext, NodePolicy, Severity};
+use crate::finding::{LintContext, NodePolicy, RawFinding, Severity};
 use crate::located::child_path;
 use crate::resources::{ContainerResources, ResourceKind, classify, is_vf_resource};
 use crate::workloads::PodSpecAt;
-
-/// A finding before the file/document/object are attached.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RawFinding {
-    /// Field path.
-    pub path: String,
-    /// Severity.
-    pub severity: Severity,
-    /// Rule id.
-    pub rule: &'static str,
-    /// Message.
-    pub message: String,
-}
 
 pub(crate) struct Container<'a> {
     pub(crate) path: String,

@@ -6,8 +6,7 @@ use topoalign_dra::cdi_netdev::LINK_LAYER_ETHERNET;
 use topoalign_dra::{CLASS_NIC, CLASS_PAIR, Inventory};
 
 use crate::cluster::{ClaimRef, Cluster};
-use crate::finding::{LintContext, Severity};
-use crate::pod_rules::RawFinding;
+use crate::finding::{LintContext, RawFinding, Severity};
 use crate::workloads::PodSpecAt;
 
 /// The Multus annotation that attaches further networks to a pod.

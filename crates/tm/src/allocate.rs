@@ -4,12 +4,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use topoalign_rng::Rng;
 use topoalign_topology::{Bdf, CpuSet};
 
 use crate::bitmask::{NumaMask, iterate_masks};
 use crate::node::{CpuState, MemoryNode, Pool};
 use crate::resources::PluginAllocator;
-use crate::rng::Rng;
 
 /// Mirrors `filterByAffinity`: (aligned, unaligned, no-topology) devices. Without a mask
 /// (or without topology) every device is "no affinity".

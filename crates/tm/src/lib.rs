@@ -36,10 +36,10 @@ pub mod numa_info;
 pub mod outcome;
 pub mod pod;
 pub mod policy;
+pub mod prepared;
 pub mod providers;
 pub mod request;
 pub mod resources;
-pub mod rng;
 pub mod simulate;
 pub mod text;
 
@@ -51,6 +51,7 @@ pub use node::Usage;
 pub use outcome::Outcome;
 pub use pod::{Pod, QosClass};
 pub use policy::TopologyManager;
+pub use prepared::Prepared;
 pub use request::TmRequest;
 pub use resources::{DeviceKind, PluginAllocator, ResourceMap};
 pub use simulate::{Case, SimError, simulate};
@@ -58,3 +59,5 @@ pub use simulate::{Case, SimError, simulate};
 /// stability: `topoalign_tm::quantity::{Quantity, QuantityError}`).
 pub use topoalign_kube_types::quantity;
 pub use topoalign_kube_types::quantity::Quantity;
+// TODO(lead): remove after the extender moves to topoalign_rng
+pub use topoalign_rng as rng;

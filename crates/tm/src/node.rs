@@ -191,6 +191,19 @@ pub fn apply_usage(
     cpus: &mut CpuState,
     topo: &Topology,
 ) -> Result<(), InputError> {
+    apply_device_usage(usage, pools, topo)?;
+    check_usage_cpus(usage, cpus)?;
+    cpus.assigned = cpus.assigned.union(&usage.cpus);
+    Ok(())
+}
+
+/// Marks the usage file's GPUs and NICs allocated in the pools that hold them; an address
+/// that is not a GPU (NIC) of the node is an error.
+pub(crate) fn apply_device_usage(
+    usage: &Usage,
+    pools: &mut [Pool],
+    topo: &Topology,
+) -> Result<(), InputError> {
     for (field, list, gpus) in [("gpus", &usage.gpus, true), ("nics", &usage.nics, false)] {
         for (i, bdf) in list.iter().enumerate() {
             let known = if gpus {
@@ -214,6 +227,11 @@ pub fn apply_usage(
             }
         }
     }
+    Ok(())
+}
+
+/// Checks that the usage file's CPUs are CPUs of the node.
+pub(crate) fn check_usage_cpus(usage: &Usage, cpus: &CpuState) -> Result<(), InputError> {
     for &c in usage.cpus.ids() {
         if !cpus.numa_of.contains_key(&c) {
             return Err(InputError::field(
@@ -222,6 +240,5 @@ pub fn apply_usage(
             ));
         }
     }
-    cpus.assigned = cpus.assigned.union(&usage.cpus);
     Ok(())
 }

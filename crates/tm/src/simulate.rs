@@ -6,27 +6,25 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use thiserror::Error;
+use topoalign_rng::Rng;
 use topoalign_topology::{Bdf, CpuSet, Topology};
 
 use crate::allocate::{allocate_cpus, allocate_memory, devices_to_allocate};
 use crate::bitmask::NumaMask;
 use crate::error::InputError;
 use crate::hint::{ProviderHints, TopologyHint};
-use crate::node::{CpuState, MemoryNode, Pool, Usage, apply_usage};
-use crate::numa_info::NumaInfo;
+use crate::node::{CpuState, MemoryNode, Pool, Usage, apply_device_usage, check_usage_cpus};
 use crate::outcome::{
     AllocatedDevice, ContainerAllocation, GpuPair, MergeRecord, Outcome, ProviderRecord,
     ResourceHints,
 };
 use crate::pod::{Container, MEMORY, Pod, QosClass};
 use crate::policy::TopologyManager;
+use crate::prepared::Prepared;
 use crate::providers::{cpu, devices, memory};
 use crate::resources::{PluginAllocator, ResourceMap};
-use crate::rng::Rng;
 use topoalign_kube_types::admission::{TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
-use topoalign_kube_types::kubelet_settings::{
-    ConfigError, CpuPolicy, MemoryPolicy, Policy, Settings,
-};
+use topoalign_kube_types::kubelet_settings::{ConfigError, Policy, Settings};
 
 /// Why a simulation could not run.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -69,116 +67,6 @@ struct NodeState {
 /// The prefix of the NVIDIA device plugin's MIG resources (mixed strategy).
 pub const MIG_RESOURCE_PREFIX: &str = "nvidia.com/mig-";
 
-fn build_state(case: &Case<'_>) -> Result<NodeState, SimError> {
-    let topo = case.topology;
-    let mut pools = Vec::new();
-    let mut rngs = Vec::new();
-    let mut notes = Vec::new();
-    for (i, name) in case.pod.extended_resources().into_iter().enumerate() {
-        let kind = case.resources.resolve(&name);
-        if kind.is_none()
-            && name.len() > MIG_RESOURCE_PREFIX.len()
-            && name.starts_with(MIG_RESOURCE_PREFIX)
-        {
-            // The NVIDIA device plugin registers MIG devices without NUMA affinity: its
-            // hint provider gives no hints for them, so they merge as "any NUMA node".
-            notes.push(format!(
-                "{name}: a MIG device of the NVIDIA device plugin (mixed strategy); it has no topology hints, so the Topology Manager does not align it and its availability is not simulated (`topoalign lint` checks that a node can hold the pod's MIG set)"
-            ));
-            continue;
-        }
-        let kind = kind.ok_or_else(|| InputError::UnknownResource {
-            field: "pod resources".to_string(),
-            name: name.clone(),
-        })?;
-        let pool_seed = case
-            .seed
-            .wrapping_add(i as u64)
-            .wrapping_mul(0x2545_f491_4f6c_dd1d);
-        let allocator = case.resources.allocator(&name, kind, pool_seed);
-        let rng_seed = match allocator {
-            PluginAllocator::Unsorted(s) => s,
-            PluginAllocator::LowestAddress => pool_seed,
-        };
-        pools.push(Pool::build(topo, &name, kind, allocator));
-        rngs.push(Rng::new(rng_seed));
-    }
-    let mut cpu_state = CpuState::from_topology(topo);
-    apply_usage(case.usage, &mut pools, &mut cpu_state, topo)?;
-    let cpus = match case.settings.cpu_manager_policy {
-        CpuPolicy::None => None,
-        CpuPolicy::Static => {
-            let reserved = match &case.settings.reserved_system_cpus {
-                Some(set) => {
-                    if let Some(c) = set
-                        .ids()
-                        .iter()
-                        .find(|c| !cpu_state.numa_of.contains_key(c))
-                    {
-                        return Err(ConfigError::Field {
-                            field: "reservedSystemCPUs".into(),
-                            reason: format!("CPU {c} is not on this node"),
-                        }
-                        .into());
-                    }
-                    set.clone()
-                }
-                None => {
-                    let n = case.settings.reserved_cpu_count() as usize;
-                    CpuSet::from_ids(cpu_state.numa_of.keys().copied().take(n))
-                }
-            };
-            if reserved.is_empty() {
-                return Err(ConfigError::StaticCpuWithoutReserved.into());
-            }
-            cpu_state.reserved = reserved;
-            Some(cpu_state)
-        }
-    };
-    let memory = match case.settings.memory_manager_policy {
-        MemoryPolicy::None => None,
-        MemoryPolicy::Static => {
-            if case.settings.reserved_memory.is_empty() {
-                return Err(ConfigError::StaticMemoryWithoutReserved.into());
-            }
-            let mut m = BTreeMap::new();
-            for n in &topo.numa {
-                let total = n.memory_kib.ok_or_else(|| ConfigError::Field {
-                    field: "memoryManagerPolicy".into(),
-                    reason: format!(
-                        "the topology does not know NUMA node {}'s memory size",
-                        n.id
-                    ),
-                })? * 1024;
-                let reserved = case
-                    .settings
-                    .reserved_memory
-                    .get(&n.id)
-                    .copied()
-                    .unwrap_or(0);
-                let allocatable = total.saturating_sub(reserved);
-                m.insert(
-                    n.id,
-                    MemoryNode {
-                        allocatable,
-                        free: allocatable,
-                        cells: vec![n.id],
-                        assignments: 0,
-                    },
-                );
-            }
-            Some(m)
-        }
-    };
-    Ok(NodeState {
-        pools,
-        rngs,
-        cpus,
-        memory,
-        notes,
-    })
-}
-
 fn record(name: &str, hints: &ProviderHints) -> ProviderRecord {
     ProviderRecord {
         provider: name.to_string(),
@@ -192,19 +80,87 @@ fn record(name: &str, hints: &ProviderHints) -> ProviderRecord {
     }
 }
 
-/// Runs one admission.
+/// Runs one admission: [`Prepared::simulate`] on the case's node prepared for this call
+/// alone (prepare the node once with [`Prepared::new`] to admit many pods on it).
 pub fn simulate(case: &Case<'_>) -> Result<Outcome, SimError> {
-    let topo = case.topology;
-    let s = case.settings;
-    let numa = NumaInfo::from_topology(topo);
-    let tm = TopologyManager::new(
-        s.topology_manager_policy,
-        s.topology_manager_scope,
-        &s.topology_manager_policy_options,
-        numa,
-    )?;
-    let mut state = build_state(case)?;
-    let pod = case.pod;
+    Prepared::new(case.topology, case.settings, case.resources)
+        .simulate(case.pod, case.usage, case.seed)
+}
+
+impl Prepared<'_> {
+    /// The admission of `pod` with `usage` already allocated; `seed` stands for Go's
+    /// random iteration orders and the unsorted plugins' choices. Equal to
+    /// [`simulate()`] of the same case.
+    pub fn simulate(&self, pod: &Pod, usage: &Usage, seed: u64) -> Result<Outcome, SimError> {
+        let tm = self.tm.as_ref().map_err(|e| SimError::Config(e.clone()))?;
+        let state = self.state(pod, usage, seed)?;
+        Ok(admit(self, tm, state, pod))
+    }
+
+    /// The node's state for one admission: the pod's device pools with `usage` applied,
+    /// the CPUs and the memory.
+    fn state(&self, pod: &Pod, usage: &Usage, seed: u64) -> Result<NodeState, SimError> {
+        let topo = self.topology;
+        let mut pools = Vec::new();
+        let mut rngs = Vec::new();
+        let mut notes = Vec::new();
+        for (i, name) in pod.extended_resources().into_iter().enumerate() {
+            let kind = self.resources.resolve(&name);
+            if kind.is_none()
+                && name.len() > MIG_RESOURCE_PREFIX.len()
+                && name.starts_with(MIG_RESOURCE_PREFIX)
+            {
+                // The NVIDIA device plugin registers MIG devices without NUMA affinity: its
+                // hint provider gives no hints for them, so they merge as "any NUMA node".
+                notes.push(format!(
+                    "{name}: a MIG device of the NVIDIA device plugin (mixed strategy); it has no topology hints, so the Topology Manager does not align it and its availability is not simulated (`topoalign lint` checks that a node can hold the pod's MIG set)"
+                ));
+                continue;
+            }
+            let kind = kind.ok_or_else(|| InputError::UnknownResource {
+                field: "pod resources".to_string(),
+                name: name.clone(),
+            })?;
+            let pool_seed = seed
+                .wrapping_add(i as u64)
+                .wrapping_mul(0x2545_f491_4f6c_dd1d);
+            let allocator = self.resources.allocator(&name, kind, pool_seed);
+            let rng_seed = match allocator {
+                PluginAllocator::Unsorted(s) => s,
+                PluginAllocator::LowestAddress => pool_seed,
+            };
+            pools.push(Pool::build(topo, &name, kind, allocator));
+            rngs.push(Rng::new(rng_seed));
+        }
+        apply_device_usage(usage, &mut pools, topo)?;
+        check_usage_cpus(usage, &self.cpus)?;
+        let cpus = match &self.reserved_cpus {
+            None => None,
+            Some(Err(e)) => return Err(e.clone().into()),
+            Some(Ok(reserved)) => Some(CpuState {
+                reserved: reserved.clone(),
+                assigned: self.cpus.assigned.union(&usage.cpus),
+                ..self.cpus.clone()
+            }),
+        };
+        let memory = match &self.memory {
+            None => None,
+            Some(Err(e)) => return Err(e.clone().into()),
+            Some(Ok(nodes)) => Some(nodes.clone()),
+        };
+        Ok(NodeState {
+            pools,
+            rngs,
+            cpus,
+            memory,
+            notes,
+        })
+    }
+}
+
+/// Admits `pod` on a prepared node in `state` under the configured Topology Manager `tm`.
+fn admit(node: &Prepared<'_>, tm: &TopologyManager, mut state: NodeState, pod: &Pod) -> Outcome {
+    let topo = node.topology;
     let qos = pod.qos();
     let mut out = Outcome {
         node: topo.name.clone(),
@@ -246,7 +202,7 @@ pub fn simulate(case: &Case<'_>) -> Result<Outcome, SimError> {
             .map_or(0, |_| cpu::pod_guaranteed_cpus(pod));
         let mem = pod.pod_level(memory_of);
         let (best, admit) = merge_for(
-            &tm,
+            tm,
             &state,
             "pod",
             &requests,
@@ -258,8 +214,8 @@ pub fn simulate(case: &Case<'_>) -> Result<Outcome, SimError> {
         );
         if !admit {
             reject_unaligned(&mut out);
-            finish(&mut out, &state, topo);
-            return Ok(out);
+            finish(&mut out, &state, node);
+            return out;
         }
         Some(best.affinity)
     } else {
@@ -287,7 +243,7 @@ pub fn simulate(case: &Case<'_>) -> Result<Outcome, SimError> {
             (_, Some(a)) => a,
             _ => {
                 let (best, admit) = merge_for(
-                    &tm,
+                    tm,
                     &state,
                     &c.name,
                     &requests,
@@ -377,8 +333,8 @@ pub fn simulate(case: &Case<'_>) -> Result<Outcome, SimError> {
             break;
         }
     }
-    finish(&mut out, &state, topo);
-    Ok(out)
+    finish(&mut out, &state, node);
+    out
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -432,7 +388,8 @@ fn reject(out: &mut Outcome, reason: &str, message: &str) {
     out.message = Some(message.to_string());
 }
 
-fn finish(out: &mut Outcome, state: &NodeState, topo: &Topology) {
+fn finish(out: &mut Outcome, state: &NodeState, node: &Prepared<'_>) {
+    let topo = node.topology;
     let mut used = BTreeSet::new();
     let mut gpus = Vec::new();
     let mut nics = Vec::new();
@@ -465,7 +422,7 @@ fn finish(out: &mut Outcome, state: &NodeState, topo: &Topology) {
         }
     }
     out.numa_nodes_used = used.into_iter().collect();
-    let cls = topo.classifier();
+    let cls = &node.classifier;
     gpus.sort_unstable();
     gpus.dedup();
     nics.sort_unstable();

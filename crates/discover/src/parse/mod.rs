@@ -26,8 +26,8 @@ pub mod synth;
 
 use std::path::{Path, PathBuf};
 
+use crate::discovery::Discovery;
 use crate::error::DiscoverError;
-use crate::source::Discovery;
 
 pub use amd::{AmdFormat, parse_amd_smi};
 pub use nccl::parse_nccl_xml;

@@ -63,8 +63,8 @@ use links::LinkRef;
 
 use super::synth::{SynthTree, nic_bdf};
 use super::{excerpt, malformed};
+use crate::discovery::Discovery;
 use crate::error::DiscoverError;
-use crate::source::Discovery;
 
 /// Parsing state.
 struct Ctx<'p> {

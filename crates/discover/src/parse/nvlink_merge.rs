@@ -6,8 +6,8 @@ use std::path::Path;
 use topoalign_topology::{FabricKind, GpuLink, PairClass};
 
 use super::{malformed, nvsmi::parse_nvidia_smi, read_text};
+use crate::discovery::Discovery;
 use crate::error::DiscoverError;
-use crate::source::Discovery;
 
 /// Reads `path` (an `nvidia-smi topo -m` output) and replaces the NVLink links of
 /// `discovery` with its `NV#` cells. GPUs are matched by order: nvidia-smi numbers GPUs in

@@ -28,8 +28,8 @@ use topoalign_topology::{
 use super::malformed;
 use super::nvsmi::NvidiaSmiTopo;
 use super::synth::{SynthTree, gpu_bdf, nic_bdf};
+use crate::discovery::Discovery;
 use crate::error::DiscoverError;
-use crate::source::Discovery;
 
 /// The grouping levels, coarse to fine, with what sharing a group means.
 const LEVELS: [(PcieClass, &str); 4] = [

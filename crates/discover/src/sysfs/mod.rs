@@ -27,8 +27,8 @@ use std::path::Path;
 
 use topoalign_topology::{FabricKind, FabricKnowledge, Gpu, GpuLink, GpuVendor, Nic, Topology};
 
+use crate::discovery::Discovery;
 use crate::error::DiscoverError;
-use crate::source::Discovery;
 
 /// Walks sysfs/procfs under `root` and returns the topology it describes.
 pub fn discover(root: &Path) -> Result<Discovery, DiscoverError> {

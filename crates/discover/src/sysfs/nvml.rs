@@ -17,10 +17,10 @@ use std::path::Path;
 
 use topoalign_topology::{Bdf, FabricKnowledge, GpuVendor, Topology};
 
+use crate::discovery::Discovery;
 use crate::error::DiscoverError;
 use crate::parse::nvlink_merge::apply_nvlink_text;
 use crate::parse::{excerpt, malformed, read_text};
-use crate::source::Discovery;
 
 /// Saved `nvidia-smi topo -m` output, relative to the root.
 pub const TOPO_FILE: &str = "var/lib/topoalign/nvidia-smi-topo-m.txt";

@@ -3,7 +3,7 @@
 use thiserror::Error;
 
 /// A kubelet setting that the kubelet would refuse (or that has no effect).
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
 pub enum ConfigError {
     /// `topologyManagerPolicy` is not one of the four.
     #[error(

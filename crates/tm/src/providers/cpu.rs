@@ -2,9 +2,11 @@
 //! `pkg/kubelet/cm/cpumanager/policy_static.go` (`GetTopologyHints`,
 //! `GetPodTopologyHints`, `generateCPUTopologyHints`, `guaranteedCPUs`).
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use topoalign_topology::CpuSet;
 
-use crate::bitmask::iterate_masks;
+use crate::bitmask::{NumaMask, iterate_masks};
 use crate::hint::{ProviderHints, TopologyHint};
 use crate::node::CpuState;
 use crate::pod::{CPU, Container, Pod, QosClass};
@@ -47,31 +49,38 @@ pub fn generate_cpu_topology_hints(
     reusable: &CpuSet,
     request: u64,
 ) -> Vec<TopologyHint> {
-    let mut nodes: Vec<u32> = state.numa_of.values().copied().collect();
-    nodes.sort_unstable();
-    nodes.dedup();
-    let available = state.available();
-    let numa = |c: u32| state.numa_of.get(&c).copied();
+    // Per-node counts once, then a sum over each mask's nodes (not a pass over every CPU
+    // per mask): every CPU of the machine, the available ones.
+    let mut total: BTreeMap<u32, u64> = BTreeMap::new();
+    for &n in state.numa_of.values() {
+        *total.entry(n).or_default() += 1;
+    }
+    let nodes: Vec<u32> = total.keys().copied().collect();
+    let mut free: BTreeMap<u32, u64> = BTreeMap::new();
+    for c in state.available().ids() {
+        if let Some(&n) = state.numa_of.get(c) {
+            *free.entry(n).or_default() += 1;
+        }
+    }
+    // The reusable CPUs' nodes; `None` when one has no node (no mask covers it).
+    let reusable_nodes: Option<BTreeSet<u32>> = (reusable.ids().iter())
+        .map(|c| state.numa_of.get(c).copied())
+        .collect();
+    let reused = reusable.ids().len() as u64;
+    let sum_in = |counts: &BTreeMap<u32, u64>, mask: NumaMask| -> u64 {
+        (counts.iter())
+            .filter(|(n, _)| mask.is_set(**n))
+            .map(|(_, c)| c)
+            .sum()
+    };
     let mut min_affinity_size = nodes.len() as u32;
     let mut hints = Vec::new();
-    'masks: for mask in iterate_masks(&nodes) {
-        let in_mask = state.numa_of.values().filter(|n| mask.is_set(**n)).count() as u64;
-        if in_mask >= request && mask.count() < min_affinity_size {
+    for mask in iterate_masks(&nodes) {
+        if sum_in(&total, mask) >= request && mask.count() < min_affinity_size {
             min_affinity_size = mask.count();
         }
-        let mut matching = 0u64;
-        for &c in reusable.ids() {
-            if !numa(c).is_some_and(|n| mask.is_set(n)) {
-                continue 'masks;
-            }
-            matching += 1;
-        }
-        matching += available
-            .ids()
-            .iter()
-            .filter(|&&c| numa(c).is_some_and(|n| mask.is_set(n)))
-            .count() as u64;
-        if matching < request {
+        let covered = (reusable_nodes.as_ref()).is_some_and(|r| r.iter().all(|&n| mask.is_set(n)));
+        if !covered || reused + sum_in(&free, mask) < request {
             continue;
         }
         hints.push(TopologyHint::new(mask, false));

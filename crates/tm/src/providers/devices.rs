@@ -55,35 +55,39 @@ pub fn generate_device_topology_hints(
     request: u64,
     numa_nodes: &[u32],
 ) -> Vec<TopologyHint> {
-    let in_mask = |mask: NumaMask, numa: Option<u32>| numa.is_some_and(|n| mask.is_set(n));
-    let numa_of = |id: &Bdf| pool.device(*id).and_then(|d| d.numa);
+    // Per-node counts once, then a sum over each mask's nodes (not a pass over every
+    // device per mask): all the pool's devices, the available ones.
+    let mut total: BTreeMap<u32, u64> = BTreeMap::new();
+    for n in pool.devices.iter().filter_map(|d| d.numa) {
+        *total.entry(n).or_default() += 1;
+    }
+    let mut free: BTreeMap<u32, u64> = BTreeMap::new();
+    for n in available
+        .iter()
+        .filter_map(|id| pool.device(*id).and_then(|d| d.numa))
+    {
+        *free.entry(n).or_default() += 1;
+    }
+    // Reusable devices with a NUMA node (the others neither count nor constrain).
+    let reused: Vec<u32> = (reusable.iter())
+        .filter_map(|id| pool.device(*id).and_then(|d| d.numa))
+        .collect();
+    let sum_in = |counts: &BTreeMap<u32, u64>, mask: NumaMask| -> u64 {
+        (counts.iter())
+            .filter(|(n, _)| mask.is_set(**n))
+            .map(|(_, c)| c)
+            .sum()
+    };
     let mut min_affinity_size = numa_nodes.len() as u32;
     let mut hints = Vec::new();
-    'masks: for mask in iterate_masks(numa_nodes) {
-        let devices_in_mask = pool
-            .devices
-            .iter()
-            .filter(|d| in_mask(mask, d.numa))
-            .count() as u64;
-        if devices_in_mask >= request && mask.count() < min_affinity_size {
+    for mask in iterate_masks(numa_nodes) {
+        if sum_in(&total, mask) >= request && mask.count() < min_affinity_size {
             min_affinity_size = mask.count();
         }
-        let mut matching = 0u64;
-        for d in reusable {
-            let Some(n) = pool.device(*d).map(|x| x.numa) else {
-                continue;
-            };
-            match n {
-                None => continue,
-                Some(n) if !mask.is_set(n) => continue 'masks,
-                Some(_) => matching += 1,
-            }
+        if !reused.iter().all(|&n| mask.is_set(n)) {
+            continue;
         }
-        matching += available
-            .iter()
-            .filter(|d| in_mask(mask, numa_of(d)))
-            .count() as u64;
-        if matching < request {
+        if (reused.len() as u64) + sum_in(&free, mask) < request {
             continue;
         }
         hints.push(TopologyHint::new(mask, false));

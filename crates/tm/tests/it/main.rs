@@ -4,5 +4,6 @@
 
 mod fuzz_merge_cases;
 mod merge_props;
+mod prepared;
 mod seed_matrix;
 mod simulate;

@@ -31,8 +31,8 @@ use topoalign_topology::{Bdf, CpuSet, FabricKind, Gpu, GpuLink, GpuVendor, PciKi
 use super::paste;
 use super::synth::{SynthTree, gpu_bdf};
 use super::{excerpt, malformed};
+use crate::discovery::Discovery;
 use crate::error::DiscoverError;
-use crate::source::Discovery;
 
 /// Which tools wrote the text (a paste can hold both).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

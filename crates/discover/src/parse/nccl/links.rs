@@ -168,8 +168,8 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+    use crate::discovery::Discovery;
     use crate::parse::parse_nccl_xml;
-    use crate::source::Discovery;
 
     fn parse(xml: &str) -> Result<Discovery, DiscoverError> {
         parse_nccl_xml(xml, Path::new("t.xml"), "t")

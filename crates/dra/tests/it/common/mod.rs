@@ -4,9 +4,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::resource::v1::ResourceSlice;
-use proptest::prelude::RngExt;
-use rand_pcg::Pcg64;
-use rand_pcg::rand_core::SeedableRng;
 use topoalign_dra::limits::*;
 use topoalign_dra::names::dns_label_problem;
 use topoalign_topology::pci::{class, vendor};
@@ -15,15 +12,16 @@ use topoalign_topology::{
     TopologyBuilder,
 };
 
-/// Deterministic randomness from a proptest seed: a PCG-64 stream.
-pub struct Rng(Pcg64);
+/// Deterministic randomness from a proptest seed: the project's PCG-64 stream.
+pub struct Rng(topoalign_rng::Rng);
 
 impl Rng {
     pub fn new(seed: u64) -> Self {
-        Rng(Pcg64::seed_from_u64(seed))
+        Rng(topoalign_rng::Rng::new(seed))
     }
+    /// A uniform integer in `0..n` (`0` when `n` is 0, after one draw as ever).
     pub fn below(&mut self, n: u64) -> u64 {
-        self.0.random_range(0..n.max(1))
+        self.0.below_u64(n.max(1))
     }
 }
 

@@ -1,9 +1,8 @@
 //! Exactness: the planner against brute-force enumeration on random small topologies.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::needless_range_loop)]
+
+#![allow(clippy::needless_range_loop)]
 
 use proptest::prelude::*;
-use rand_pcg::Pcg64;
-use rand_pcg::rand_core::SeedableRng;
 use topoalign_plan::brute::brute_force;
 use topoalign_plan::score::evaluate;
 use topoalign_plan::{GpuLinkBound, NicCount, NicRole, Planner, Request, Usage};
@@ -13,14 +12,14 @@ use topoalign_topology::{
     RdmaPort, Sriov, Topology, TopologyBuilder,
 };
 
-/// One `u64` describes a whole case: a PCG-64 stream seeded from it.
-struct Rng(Pcg64);
+/// One `u64` describes a whole case: the project's PCG-64 stream seeded from it.
+struct Rng(topoalign_rng::Rng);
 impl Rng {
     fn new(seed: u64) -> Self {
-        Rng(Pcg64::seed_from_u64(seed))
+        Rng(topoalign_rng::Rng::new(seed))
     }
     fn below(&mut self, n: u64) -> u64 {
-        self.0.random_range(0..n.max(1))
+        self.0.below_u64(n.max(1))
     }
     fn chance(&mut self, num: u64, den: u64) -> bool {
         self.below(den) < num

@@ -1,4 +1,3 @@
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Verification against sysfs trees written from the built-in profiles, with a pod's
 //! /dev holding only some device nodes.
 

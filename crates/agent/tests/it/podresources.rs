@@ -2,8 +2,6 @@
 //! allocations (the kubelet's own Go server is exercised by the end-to-end harness), and
 //! what the agent then publishes for an mi300x-8 node.
 
-#![allow(clippy::unwrap_used)]
-
 use std::time::Duration;
 
 use tokio_stream::wrappers::UnixListenerStream;

@@ -1,7 +1,8 @@
 //! The project's one seeded generator: PCG-64 (`rand_pcg::Pcg64`) behind a small API, so
 //! that a seed gives the same numbers on every platform and every run. The Topology
-//! Manager model uses it in place of Go's random map iteration order; the fleet simulation
-//! uses named sub-streams of one seed for its workload and its policies.
+//! Manager model (`topoalign-tm`) uses it in place of Go's random map iteration order; the
+//! fleet simulation uses named sub-streams of one seed for its workload and its policies;
+//! the extender's synthetic clusters and the random-case tests draw from it too.
 
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};

@@ -1,0 +1,127 @@
+//! A node prepared once for many admissions: what [`crate::simulate()`] would otherwise
+//! recompute on every call from the topology and the kubelet settings alone (the
+//! Topology Manager with its NUMA facts and parsed options, every CPU's NUMA node, the
+//! reserved CPUs, the static memory manager's nodes, the GPU↔NIC classifier).
+//!
+//! The extender asks the simulation about one node shape thousands of times, with only
+//! the pod, the devices in use and the seed changing; `Prepared::simulate` (in
+//! the `simulate` module, beside the admission it runs) answers exactly as
+//! [`crate::simulate()`] does for the same case.
+
+use std::collections::BTreeMap;
+
+use topoalign_kube_types::kubelet_settings::{ConfigError, CpuPolicy, MemoryPolicy, Settings};
+use topoalign_topology::{Classifier, CpuSet, Topology};
+
+use crate::node::{CpuState, MemoryNode};
+use crate::numa_info::NumaInfo;
+use crate::policy::TopologyManager;
+use crate::resources::ResourceMap;
+
+/// A node (topology, kubelet settings, resource map) prepared for repeated admissions.
+#[derive(Debug, Clone)]
+pub struct Prepared<'a> {
+    /// The node.
+    pub(crate) topology: &'a Topology,
+    /// Resource names → devices.
+    pub(crate) resources: &'a ResourceMap,
+    /// The configured Topology Manager, or why the kubelet refuses the settings.
+    pub(crate) tm: Result<TopologyManager, ConfigError>,
+    /// Every CPU's NUMA node; nothing reserved or assigned.
+    pub(crate) cpus: CpuState,
+    /// The static CPU manager's reserved CPUs; `None` under policy `none`.
+    pub(crate) reserved_cpus: Option<Result<CpuSet, ConfigError>>,
+    /// The static memory manager's nodes, all free; `None` under policy `None`.
+    pub(crate) memory: Option<Result<BTreeMap<u32, MemoryNode>, ConfigError>>,
+    /// GPU↔NIC classes, for the outcome's pairs.
+    pub(crate) classifier: Classifier<'a>,
+}
+
+impl<'a> Prepared<'a> {
+    /// Computes once what every admission on this node shares. Never fails: settings the
+    /// kubelet refuses are kept and reported by each [`Prepared::simulate`], in the order
+    /// [`crate::simulate()`] reports them.
+    pub fn new(topology: &'a Topology, settings: &Settings, resources: &'a ResourceMap) -> Self {
+        let tm = TopologyManager::new(
+            settings.topology_manager_policy,
+            settings.topology_manager_scope,
+            &settings.topology_manager_policy_options,
+            NumaInfo::from_topology(topology),
+        );
+        let cpus = CpuState::from_topology(topology);
+        let reserved_cpus = match settings.cpu_manager_policy {
+            CpuPolicy::None => None,
+            CpuPolicy::Static => Some(reserved_cpus(settings, &cpus)),
+        };
+        let memory = match settings.memory_manager_policy {
+            MemoryPolicy::None => None,
+            MemoryPolicy::Static => Some(memory_nodes(topology, settings)),
+        };
+        Prepared {
+            topology,
+            resources,
+            tm,
+            cpus,
+            reserved_cpus,
+            memory,
+            classifier: topology.classifier(),
+        }
+    }
+}
+
+/// The static CPU manager's reserved CPUs: `reservedSystemCPUs`, else the first CPUs
+/// covering the reserved CPU count.
+fn reserved_cpus(settings: &Settings, cpus: &CpuState) -> Result<CpuSet, ConfigError> {
+    let reserved = match &settings.reserved_system_cpus {
+        Some(set) => {
+            if let Some(c) = set.ids().iter().find(|c| !cpus.numa_of.contains_key(c)) {
+                return Err(ConfigError::Field {
+                    field: "reservedSystemCPUs".into(),
+                    reason: format!("CPU {c} is not on this node"),
+                });
+            }
+            set.clone()
+        }
+        None => {
+            let n = settings.reserved_cpu_count() as usize;
+            CpuSet::from_ids(cpus.numa_of.keys().copied().take(n))
+        }
+    };
+    if reserved.is_empty() {
+        return Err(ConfigError::StaticCpuWithoutReserved);
+    }
+    Ok(reserved)
+}
+
+/// The static memory manager's nodes, all free: each NUMA node's memory minus its
+/// `reservedMemory`.
+fn memory_nodes(
+    topo: &Topology,
+    settings: &Settings,
+) -> Result<BTreeMap<u32, MemoryNode>, ConfigError> {
+    if settings.reserved_memory.is_empty() {
+        return Err(ConfigError::StaticMemoryWithoutReserved);
+    }
+    let mut m = BTreeMap::new();
+    for n in &topo.numa {
+        let total = n.memory_kib.ok_or_else(|| ConfigError::Field {
+            field: "memoryManagerPolicy".into(),
+            reason: format!(
+                "the topology does not know NUMA node {}'s memory size",
+                n.id
+            ),
+        })? * 1024;
+        let reserved = settings.reserved_memory.get(&n.id).copied().unwrap_or(0);
+        let allocatable = total.saturating_sub(reserved);
+        m.insert(
+            n.id,
+            MemoryNode {
+                allocatable,
+                free: allocatable,
+                cells: vec![n.id],
+                assignments: 0,
+            },
+        );
+    }
+    Ok(m)
+}
