@@ -1,7 +1,7 @@
 //! The DRA path's view of the cluster: the ResourceSlices by node (`topoalign.dev`'s and
 //! the other drivers' — every driver, or those named with `--dra-drivers`), every
 //! ResourceClaim (the allocated ones hold devices), ResourceClaimTemplates and
-//! DeviceClasses, filled by the watchers in [`crate::dra_watch`] and read by the
+//! DeviceClasses, filled by the watchers in [`crate::dra::watch`] and read by the
 //! scheduler calls (never a list per request).
 //!
 //! Per call, [`DraState::resolve`] finds the pod's claims the way the scheduler does
@@ -9,8 +9,8 @@
 //! `status.resourceClaimStatuses`, checked to be owned by the pod; while that claim is not
 //! seen yet, the template's spec), and [`DraShared::visit`] judges each candidate on the
 //! node's slices minus the devices other claims hold: claims of topoalign's classes with
-//! [`crate::dra::judge_with_budget`], claims of other drivers' classes with
-//! [`crate::dra_foreign::judge_foreign`]. The pod's own claims, allocated already when it
+//! [`crate::dra::judge::judge_with_budget`], claims of other drivers' classes with
+//! [`crate::dra::foreign::judge_foreign`]. The pod's own claims, allocated already when it
 //! is scheduled again, do not count as taken. The state's lock is held only to gather
 //! what each node's judgement needs (shared, not copied) and the verdict cache's only to
 //! look up and store: no lock is held across a judgement.
@@ -29,15 +29,15 @@ use k8s_openapi::api::resource::v1::{
 use serde_json::Value;
 use topoalign_dra::{DRIVER_NAME, DeviceId};
 
-use crate::dra::{
+use crate::dra::foreign::judge_foreign;
+use crate::dra::judge::{
     CAPACITY_WEIGHT, CapacityLevels, DraFit, DraVerdict, SEARCH_BUDGET, allocated_ids, dra_score,
     foreign_score, judge_with_budget,
 };
-use crate::dra_foreign::judge_foreign;
 use crate::score::NEUTRAL_SCORE;
 
 /// `(namespace, name)` of a claim or template.
-pub type ObjKey = (String, String);
+pub(crate) type ObjKey = (String, String);
 
 /// Verdicts kept before the cache starts over.
 const CACHE_LIMIT: usize = 100_000;
@@ -149,7 +149,7 @@ pub struct DraState {
     rev: u64,
     /// Devices the allocator's search may try per claim.
     pub budget: u64,
-    /// The weight of the capacity a placement uses up ([`crate::dra::capacity_penalty`]).
+    /// The weight of the capacity a placement uses up ([`crate::dra::judge::capacity_penalty`]).
     pub capacity_weight: f64,
 }
 
@@ -193,7 +193,7 @@ pub struct Resolved {
     /// The specs of the claims that use known classes, in pod order.
     pub specs: Vec<ResourceClaimSpec>,
     /// Whether some claim uses other drivers' classes (judged with
-    /// [`crate::dra_foreign::judge_foreign`] on every class); else every claim uses
+    /// [`crate::dra::foreign::judge_foreign`] on every class); else every claim uses
     /// topoalign's.
     pub foreign: bool,
     /// The pod's own claims (their devices are not taken from it).
@@ -246,7 +246,7 @@ impl DraNeutral {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum DraNode {
     /// Every claim can be allocated: what the allocation reaches and costs (scored
-    /// against the other candidates with [`crate::dra::dra_score`]).
+    /// against the other candidates with [`crate::dra::judge::dra_score`]).
     Fit(DraFit),
     /// Some claim cannot be allocated on the node's free devices.
     Reject(String),
@@ -322,7 +322,7 @@ fn class_names(spec: &ResourceClaimSpec) -> Vec<&str> {
 }
 
 /// The `(namespace, name)` key of a claim or template.
-pub fn key_of<K: kube::ResourceExt>(o: &K) -> ObjKey {
+pub(crate) fn key_of<K: kube::ResourceExt>(o: &K) -> ObjKey {
     (o.namespace().unwrap_or_default(), o.name_any())
 }
 
@@ -905,6 +905,20 @@ impl DraShared {
         deadline: Option<Instant>,
         mut f: impl FnMut(usize, &str, &DraNode),
     ) {
+        let verdicts = self.judge_nodes(claims, names, deadline);
+        for (i, (n, v)) in names.iter().zip(&verdicts).enumerate() {
+            f(i, n.as_ref(), v);
+        }
+    }
+
+    /// Every candidate's decision, in order, as [`DraShared::visit`] finds them (shared,
+    /// so that a call can keep them to score the candidates against each other).
+    pub fn judge_nodes<N: AsRef<str>>(
+        &self,
+        claims: &Resolved,
+        names: &[N],
+        deadline: Option<Instant>,
+    ) -> Vec<Arc<DraNode>> {
         let mut verdicts: Vec<Option<Arc<DraNode>>> = vec![None; names.len()];
         // Per kind not cached: the first node's job and the other nodes' indices.
         let mut groups: Vec<(usize, Job, Vec<usize>)> = Vec::new();
@@ -999,10 +1013,11 @@ impl DraShared {
             }
             cache.extend(fresh);
         }
-        let over = DraNode::Neutral(DraNeutral::OverBudget);
-        for (i, (n, v)) in names.iter().zip(verdicts).enumerate() {
-            f(i, n.as_ref(), v.as_deref().unwrap_or(&over));
-        }
+        let over = Arc::new(DraNode::Neutral(DraNeutral::OverBudget));
+        verdicts
+            .into_iter()
+            .map(|v| v.unwrap_or_else(|| over.clone()))
+            .collect()
     }
 }
 
@@ -1070,7 +1085,9 @@ mod tests {
     /// The devices the stock allocator would give `n` pairs on an empty `node`.
     fn first_pairs(st: &DraState, node: &str, n: u32) -> Vec<String> {
         let slices = &st.nodes[node].slices;
-        match crate::dra::judge(&[pairs(n)], &st.ours, slices, node, &BTreeSet::new()).unwrap() {
+        match crate::dra::judge::judge(&[pairs(n)], &st.ours, slices, node, &BTreeSet::new())
+            .unwrap()
+        {
             DraVerdict::Fit { devices, .. } => devices.into_iter().map(|d| d.device).collect(),
             other => panic!("{other:?}"),
         }
@@ -1285,9 +1302,10 @@ mod tests {
     }
     /// The fixture of other drivers' slices and classes (NVIDIA's GPU driver, dranet).
     fn foreign_state(drivers: Option<&[&str]>) -> DraState {
-        let list: Value =
-            serde_json::from_str(include_str!("../tests/fixtures/gb300-nvidia-dranet.json"))
-                .unwrap();
+        let list: Value = serde_json::from_str(include_str!(
+            "../../tests/fixtures/gb300-nvidia-dranet.json"
+        ))
+        .unwrap();
         let mut st = state_with(&[("n1", "gb300-4")]);
         st.keep_drivers(drivers.map(|d| d.iter().map(|s| s.to_string()).collect()));
         for item in list["items"].as_array().unwrap() {

@@ -2,7 +2,7 @@
 //! nodes of one machine type), the kubelet Topology Manager settings, the devices in use
 //! as last reported, and the allocations assumed for pods bound since that report.
 //!
-//! Nothing here does I/O: the watcher layer ([`crate::watch`]) turns API objects into
+//! Nothing here does I/O: the watcher layer ([`crate::plugin::watch`]) turns API objects into
 //! [`NodeInfo`] and pod bindings, tests and benchmarks build them directly.
 
 use std::collections::hash_map::{DefaultHasher, RandomState};
@@ -18,7 +18,7 @@ use topoalign_plan::{Planner, Request};
 use topoalign_tm::{Case, Outcome, Pod, ResourceMap, simulate};
 use topoalign_topology::{NodeUsage, Topology};
 
-use crate::cache::KeyHasher;
+use crate::plugin::keys::KeyHasher;
 
 /// A topology shared by every node that reports it.
 #[derive(Debug)]
@@ -90,7 +90,7 @@ pub enum NodeEntry {
 
 /// An allocation assumed for a pod bound to a node but not yet in the node's report.
 #[derive(Debug, Clone)]
-pub struct Assumed {
+pub(crate) struct Assumed {
     /// The node it is bound to.
     pub node: String,
     /// What it asks for.
@@ -129,7 +129,7 @@ pub enum NodeView {
 }
 
 /// Where a node lives in the state: a dense index, stable while the node exists.
-pub type Slot = u32;
+pub(crate) type Slot = u32;
 
 /// The per-node data a scheduler call reads for every candidate, kept dense (one array,
 /// names in one arena) so that a call over thousands of nodes stays in the CPU caches.
@@ -630,7 +630,7 @@ fn hash_settings(s: &Settings, h: &mut DefaultHasher) {
 
 /// Partially used switches + NUMA nodes + fabric islands under `used` (the planner's
 /// fragmentation measure, before any new allocation). Unknown addresses are ignored.
-pub fn fragmentation_of(topo: &Topology, used: &NodeUsage) -> u32 {
+pub(crate) fn fragmentation_of(topo: &Topology, used: &NodeUsage) -> u32 {
     let cls = topo.classifier();
     let mut used_g = vec![false; topo.gpus.len()];
     for b in &used.gpus {
@@ -657,7 +657,7 @@ pub fn fragmentation_of(topo: &Topology, used: &NodeUsage) -> u32 {
 }
 
 /// A stable 64-bit hash of a string.
-pub fn hash_of(s: &str) -> u64 {
+pub(crate) fn hash_of(s: &str) -> u64 {
     let mut h = DefaultHasher::new();
     s.hash(&mut h);
     h.finish()

@@ -12,7 +12,7 @@ use topoalign_kube_types::labels::*;
 use topoalign_kube_types::nrt::*;
 use topoalign_topology::{CpuSet, NodeUsage, Topology};
 
-use crate::state::{NodeEntry, NodeInfo, NodeTopology, Source, hash_of};
+use crate::plugin::state::{NodeEntry, NodeInfo, NodeTopology, Source, hash_of};
 
 /// Topologies by source key, parsed once and shared by every node reporting the same.
 #[derive(Debug, Default)]
@@ -184,7 +184,10 @@ fn zone_count(v: Option<&Value>, what: &str) -> Result<u64, String> {
 /// whose `available` leaves out CPUs held exclusively by pods. Returns the reserved CPUs
 /// (per NUMA node, capacity − allocatable, lowest ids) and the held CPUs (allocatable −
 /// available, next ids), or `None` when no CPU is allocatable (policy `none`).
-pub fn nrt_cpu_manager(nrt: &Value, topo: &Topology) -> Result<Option<(CpuSet, CpuSet)>, String> {
+pub(crate) fn nrt_cpu_manager(
+    nrt: &Value,
+    topo: &Topology,
+) -> Result<Option<(CpuSet, CpuSet)>, String> {
     let Some(zones) = nrt.get("zones").and_then(Value::as_array) else {
         return Ok(None);
     };
@@ -379,7 +382,7 @@ pub fn from_nrt(nrt: &Value, interner: &mut Interner) -> NodeEntry {
 }
 
 /// Parses an RFC 3339 time (as the agent writes it).
-pub fn parse_time(text: &str) -> Result<SystemTime, String> {
+pub(crate) fn parse_time(text: &str) -> Result<SystemTime, String> {
     let ts: jiff::Timestamp = text.parse().map_err(|_| {
         format!("annotation `{REPORTED_AT_ANNOTATION}`: `{text}` is not an RFC 3339 time")
     })?;

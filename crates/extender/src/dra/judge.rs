@@ -24,7 +24,7 @@ use k8s_openapi::api::resource::v1::{
 };
 use topoalign_dra::{DRIVER_NAME, DeviceId, DraError, NodeDevices, first_fit};
 
-use crate::dra_pairs::{DeviceKey, NodePairs};
+use crate::dra::pairs::{DeviceKey, NodePairs};
 use crate::protocol::MAX_EXTENDER_PRIORITY;
 use crate::score::{FRAGMENTATION_WEIGHT, to_priority};
 
@@ -37,10 +37,10 @@ pub const CAPACITY_WEIGHT: f64 = 50.0;
 
 /// Devices the allocator may try per claim before giving up (then the node passes with
 /// a neutral score: the stock allocator decides).
-pub const SEARCH_BUDGET: u64 = 200_000;
+pub(crate) const SEARCH_BUDGET: u64 = 200_000;
 
 /// Devices held by allocated claims (`status.allocation.devices.results`).
-pub fn allocated_ids<'a>(
+pub(crate) fn allocated_ids<'a>(
     claims: impl IntoIterator<Item = &'a ResourceClaim>,
 ) -> BTreeSet<DeviceId> {
     claims
@@ -195,7 +195,7 @@ pub fn judge_with_budget(
 
 /// `10 × mean pair quality − 0.25 × spoiled` (at most 2 points), unrounded; claims
 /// without pair devices score by fragmentation alone.
-pub fn dra_points(ranks: &[i64], spoiled: usize) -> f64 {
+pub(crate) fn dra_points(ranks: &[i64], spoiled: usize) -> f64 {
     let q = if ranks.is_empty() {
         1.0
     } else {
@@ -216,14 +216,14 @@ fn levels_up_to(capacity: usize) -> impl Iterator<Item = usize> {
 
 /// How many of the candidate nodes can hold a claim of 1, 2, 4, 8 … pairs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CapacityLevels {
+pub(crate) struct CapacityLevels {
     /// Index i: nodes whose capacity is at least 2^i.
     holding: Vec<usize>,
 }
 
 impl CapacityLevels {
     /// The levels of the candidates' capacities (before the pod).
-    pub fn of(capacities: impl IntoIterator<Item = usize>) -> CapacityLevels {
+    pub(crate) fn of(capacities: impl IntoIterator<Item = usize>) -> CapacityLevels {
         let mut holding = Vec::new();
         for c in capacities {
             for (i, _) in levels_up_to(c).enumerate() {
@@ -237,7 +237,7 @@ impl CapacityLevels {
     }
 
     /// Candidates that can hold a claim of `level` pairs (a power of two).
-    pub fn holding(&self, level: usize) -> usize {
+    pub(crate) fn holding(&self, level: usize) -> usize {
         let i = level.max(1).ilog2() as usize;
         self.holding.get(i).copied().unwrap_or(0)
     }
@@ -254,7 +254,7 @@ impl CapacityLevels {
 /// nodes as they empty (measured on the `placement-dra` stream, replayed offline in the
 /// crate's integration tests: keeping whole nodes left more pods unschedulable than the
 /// stock scheduler, keeping halves and quarters fewer).
-pub fn capacity_penalty(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> f64 {
+pub(crate) fn capacity_penalty(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> f64 {
     let (before, after) = (fit.capacity_before, fit.capacity_after);
     levels_up_to(before)
         .filter(|l| *l > after && *l > fit.gpus && *l < fit.capacity_whole)
@@ -265,7 +265,7 @@ pub fn capacity_penalty(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> f
 /// The priority of a node for the pod: [`dra_points`] minus [`capacity_penalty`], from
 /// −10 … 10 onto 0 ..= 10 (halved, so that nodes that use up capacity keep their order
 /// instead of all scoring 0): PIX pairs that use up nothing score 10, NODE pairs 6.
-pub fn dra_score(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> i64 {
+pub(crate) fn dra_score(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> i64 {
     let points = dra_points(&fit.ranks, fit.spoiled) - capacity_penalty(fit, levels, weight);
     to_priority((points + MAX_EXTENDER_PRIORITY as f64) / 2.0)
 }
@@ -274,15 +274,15 @@ pub fn dra_score(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> i64 {
 /// PHB or better, NODE (same NUMA node), SYS (cross-NUMA), each (best, worst); the
 /// neutral score (5) lies between NODE and SYS, so a node whose pairs cannot be classed
 /// goes after every same-NUMA node and before every cross-NUMA one.
-pub const FOREIGN_BANDS: [(i64, i64); 3] = [(10, 9), (8, 6), (4, 1)];
+pub(crate) const FOREIGN_BANDS: [(i64, i64); 3] = [(10, 9), (8, 6), (4, 1)];
 
 /// The priority of a node for a pod whose claims use other drivers' classes
-/// ([`crate::dra_foreign`]): the extender cannot change which devices the stock allocator
+/// ([`crate::dra::foreign`]): the extender cannot change which devices the stock allocator
 /// gives, only the node, so the class it gives comes first — the band of the worst pair
 /// ([`FOREIGN_BANDS`]; cross-NUMA worst) — and the capacity it uses up
 /// ([`capacity_penalty`] as a share of `weight`) orders nodes within the band. A claim
 /// without GPU–NIC pairs scores in the best band.
-pub fn foreign_score(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> i64 {
+pub(crate) fn foreign_score(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> i64 {
     let band = match fit.ranks.iter().max() {
         None => FOREIGN_BANDS[0],
         Some(r) if *r <= 2 => FOREIGN_BANDS[0],
