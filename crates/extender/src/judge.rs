@@ -13,7 +13,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
-use crate::dra::state::{DraNode, DraShared, PodClaims, priorities};
+use crate::dra::shared::DraShared;
+use crate::dra::verdict::{DraNode, PodClaims, priorities};
 use crate::metrics::{Metrics, label};
 use crate::plugin::decide::{Judged, Seen, Verdict};
 use crate::plugin::decider::{CacheStats, Decider, Fresh};

@@ -37,7 +37,9 @@ pub use dra::foreign::judge_foreign;
 pub use dra::judge::{
     CAPACITY_WEIGHT, DraFit, DraVerdict, allocate, judge as judge_claims, judge_with_budget,
 };
-pub use dra::state::{DraNeutral, DraNode, DraShared, DraState, PodClaims, Resolved, priorities};
+pub use dra::shared::DraShared;
+pub use dra::state::DraState;
+pub use dra::verdict::{DraNeutral, DraNode, PodClaims, Resolved, priorities};
 pub use gate::CallLimits;
 pub use judge::{Judgement, Judges, NodeVerdict, Refusal, Ruling, Verb, judge_all};
 pub use metrics::{Metrics, label};
@@ -48,7 +50,7 @@ pub use plugin::decide::{
     Decision, Judge, Judged, KUBELET_DRAWS, NeutralReason, RejectKind, Rejection, Seen, Verdict,
 };
 pub use plugin::decider::{CacheStats, Decider, FilterOutcome, Fresh, Pending, PrioritizeOutcome};
-pub use plugin::nodeinfo::{Interner, from_node_labels, from_nrt};
+pub use plugin::nodeinfo::{Interner, NodeDataError, from_node_labels, from_nrt};
 pub use plugin::podreq::{PodError, PodRequest, pod_request};
 pub use plugin::state::{
     ClusterState, Effective, NodeEntry, NodeInfo, NodeTopology, NodeView, Source,

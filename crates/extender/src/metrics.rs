@@ -9,7 +9,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::dra::state::DraShared;
+use crate::dra::shared::DraShared;
 use crate::plugin::state::{ClusterState, NodeView};
 
 /// Label set: name/value pairs.

@@ -9,7 +9,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use topoalign_tm::ResourceMap;
 
-use crate::dra::state::{DraNode, DraShared};
+use crate::dra::shared::DraShared;
+use crate::dra::verdict::DraNode;
 use crate::judge::{Judges, Ruling, Verb, judge_all};
 use crate::plugin::decide::{Decision, Verdict};
 use crate::plugin::decider::Decider;

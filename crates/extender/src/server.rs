@@ -21,7 +21,7 @@ use axum::routing::post;
 use tokio::net::TcpListener;
 use topoalign_probes::{BodyError, ConnStats, Probe};
 
-use crate::dra::state::DraShared;
+use crate::dra::shared::DraShared;
 use crate::gate::{CallLimits, Gate};
 use crate::judge::{Judges, Verb, judge_all};
 use crate::metrics::{Gauges, Metrics, label};

@@ -7,7 +7,7 @@
 //! Per call, [`DraState::resolve`] finds the pod's claims the way the scheduler does
 //! (`resourceClaimName`, or for `resourceClaimTemplateName` the generated claim named in
 //! `status.resourceClaimStatuses`, checked to be owned by the pod; while that claim is not
-//! seen yet, the template's spec), and [`DraShared::visit`] judges each candidate on the
+//! seen yet, the template's spec), and [`crate::dra::shared::DraShared::visit`] judges each candidate on the
 //! node's slices minus the devices other claims hold: claims of topoalign's classes with
 //! [`crate::dra::judge::judge_with_budget`], claims of other drivers' classes with
 //! [`crate::dra::foreign::judge_foreign`]. The pod's own claims, allocated already when it
@@ -18,9 +18,7 @@
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PodResourceClaim, PodResourceClaimStatus};
 use k8s_openapi::api::resource::v1::{
@@ -31,16 +29,12 @@ use topoalign_dra::{DRIVER_NAME, DeviceId};
 
 use crate::dra::foreign::judge_foreign;
 use crate::dra::judge::{
-    CAPACITY_WEIGHT, CapacityLevels, DraFit, DraVerdict, SEARCH_BUDGET, allocated_ids, dra_score,
-    foreign_score, judge_with_budget,
+    CAPACITY_WEIGHT, DraVerdict, SEARCH_BUDGET, allocated_ids, judge_with_budget,
 };
-use crate::score::NEUTRAL_SCORE;
+use crate::dra::verdict::{DraNeutral, DraNode, PodClaims, Resolved};
 
 /// `(namespace, name)` of a claim or template.
 pub(crate) type ObjKey = (String, String);
-
-/// Verdicts kept before the cache starts over.
-const CACHE_LIMIT: usize = 100_000;
 
 /// What the state keeps of one claim.
 #[derive(Debug, Clone)]
@@ -109,16 +103,6 @@ fn node_kind(node: &str, slices: &[ResourceSlice], pools: &[(String, String)]) -
     h.finish()
 }
 
-/// Whether a verdict may be shared by every node of a kind: it names no device, pool,
-/// slice or node (a fit, a rejection, a search out of budget). Errors and blind verdicts
-/// name what they could not read, so they stay the node's own.
-fn shareable(v: &DraNode) -> bool {
-    matches!(
-        v,
-        DraNode::Fit(_) | DraNode::Reject(_) | DraNode::Neutral(DraNeutral::Budget(_))
-    )
-}
-
 /// The fingerprint of the devices held in one pool: their names in order.
 fn held_hash<'a>(devices: impl Iterator<Item = &'a DeviceId>) -> u64 {
     let mut h = DefaultHasher::new();
@@ -172,118 +156,6 @@ impl Default for DraState {
             capacity_weight: CAPACITY_WEIGHT,
         }
     }
-}
-
-/// A pod's claims as the DRA path reads them.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PodClaims {
-    /// No `spec.resourceClaims`, or none of them uses a known DeviceClass: not the DRA
-    /// path's pod.
-    NotOurs,
-    /// The claims cannot be judged now (neutral everywhere, never filtered): a metrics
-    /// label and why.
-    Unjudged(&'static str, String),
-    /// The claim specs to judge.
-    Judge(Resolved),
-}
-
-/// The claims of one pod, ready to judge.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Resolved {
-    /// The specs of the claims that use known classes, in pod order.
-    pub specs: Vec<ResourceClaimSpec>,
-    /// Whether some claim uses other drivers' classes (judged with
-    /// [`crate::dra::foreign::judge_foreign`] on every class); else every claim uses
-    /// topoalign's.
-    pub foreign: bool,
-    /// The pod's own claims (their devices are not taken from it).
-    pub own: BTreeSet<ObjKey>,
-    /// Claims judged on their template's spec (the generated claim not seen yet).
-    pub from_template: usize,
-    /// A hash of the specs (cache key part).
-    pub hash: u64,
-}
-
-/// Why a node passes with the neutral score on the DRA path.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum DraNeutral {
-    /// The node has no slices of the driver (not a topoalign node, or not published yet).
-    NoSlices,
-    /// The allocator's search ran out of budget.
-    Budget(String),
-    /// The claim or the slices could not be evaluated (unsupported CEL, bad quantity …).
-    Error(String),
-    /// Other drivers' devices that publish no NUMA node or PCI address: the pairs' class
-    /// is unknown.
-    Blind(String),
-    /// The call's work budget ran out before the node was judged.
-    OverBudget,
-}
-
-impl DraNeutral {
-    /// The metrics label.
-    pub fn label(&self) -> &'static str {
-        match self {
-            DraNeutral::NoSlices => "dra_no_slices",
-            DraNeutral::Budget(_) => "dra_budget",
-            DraNeutral::Error(_) => "dra_error",
-            DraNeutral::Blind(_) => "dra_blind",
-            DraNeutral::OverBudget => "dra_over_budget",
-        }
-    }
-
-    /// Why, in words.
-    pub fn why(&self) -> &str {
-        match self {
-            DraNeutral::NoSlices => "no ResourceSlices for the claims on the node",
-            DraNeutral::OverBudget => "the call's work budget ran out before the node was judged",
-            DraNeutral::Budget(w) | DraNeutral::Error(w) | DraNeutral::Blind(w) => w,
-        }
-    }
-}
-
-/// One node's DRA decision.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum DraNode {
-    /// Every claim can be allocated: what the allocation reaches and costs (scored
-    /// against the other candidates with [`crate::dra::judge::dra_score`]).
-    Fit(DraFit),
-    /// Some claim cannot be allocated on the node's free devices.
-    Reject(String),
-    /// Not judged: passes with the neutral score.
-    Neutral(DraNeutral),
-}
-
-impl DraNode {
-    /// The outcome label of the `dra_verdicts` metric.
-    pub fn outcome(&self) -> &'static str {
-        match self {
-            DraNode::Fit(..) => "fit",
-            DraNode::Reject(_) => "reject",
-            DraNode::Neutral(n) => n.label(),
-        }
-    }
-}
-
-/// The priorities of a pod's candidates (in order) from their DRA verdicts, scored
-/// against each other: the capacity a placement uses up weighs by how many candidates can
-/// still hold as many pairs ([`CapacityLevels`]); claims of other drivers (`foreign`)
-/// score by the class the stock allocator gives first ([`foreign_score`]), topoalign's
-/// by [`dra_score`]. A rejected node scores 0, a node not judged the neutral score.
-pub fn priorities(verdicts: &[Option<&DraNode>], foreign: bool, weight: f64) -> Vec<i64> {
-    let levels = CapacityLevels::of(verdicts.iter().filter_map(|v| match v {
-        Some(DraNode::Fit(f)) => Some(f.capacity_before),
-        _ => None,
-    }));
-    verdicts
-        .iter()
-        .map(|v| match v {
-            Some(DraNode::Fit(f)) if foreign => foreign_score(f, &levels, weight),
-            Some(DraNode::Fit(f)) => dra_score(f, &levels, weight),
-            Some(DraNode::Reject(_)) => 0,
-            _ => NEUTRAL_SCORE,
-        })
-        .collect()
 }
 
 fn hash_json<T: serde::Serialize>(v: &T, h: &mut DefaultHasher) {
@@ -695,7 +567,7 @@ impl DraState {
     }
 
     /// The pools in which the pod's own claims hold devices (usually none).
-    fn own_pools(&self, own: &BTreeSet<ObjKey>) -> BTreeSet<(String, String)> {
+    pub(crate) fn own_pools(&self, own: &BTreeSet<ObjKey>) -> BTreeSet<(String, String)> {
         own.iter()
             .filter_map(|k| self.claims.get(k))
             .flat_map(|c| c.held.iter())
@@ -706,7 +578,12 @@ impl DraState {
     /// The verdict cache keys of `node` for the pod's claims, or the verdict when there is
     /// nothing to judge. Cheap: no device set is built (the held devices' fingerprints are
     /// kept per pool), unless the pod's own claims hold devices in the node's pools.
-    fn keys(&self, claims: &Resolved, node: &str, own_pools: &BTreeSet<(String, String)>) -> Keyed {
+    pub(crate) fn keys(
+        &self,
+        claims: &Resolved,
+        node: &str,
+        own_pools: &BTreeSet<(String, String)>,
+    ) -> Keyed {
         let Some(ns) = self.nodes.get(node) else {
             return Keyed::Done(DraNode::Neutral(DraNeutral::NoSlices));
         };
@@ -748,7 +625,7 @@ impl DraState {
 
     /// What judging `node` needs, shared from the state (or the verdict, when there is
     /// nothing to judge), with its cache keys.
-    fn gather(&self, claims: &Resolved, node: &str) -> Gathered {
+    pub(crate) fn gather(&self, claims: &Resolved, node: &str) -> Gathered {
         let own_pools = self.own_pools(&claims.own);
         let keys = match self.keys(claims, node, &own_pools) {
             Keyed::Done(v) => return Gathered::Done(v),
@@ -774,23 +651,23 @@ impl DraState {
 
 /// The verdict cache keys of one node for one pod's claims: (claims, fingerprint).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct Keys {
+pub(crate) struct Keys {
     /// Shared by the nodes of one kind with the same devices held ([`shareable`]
     /// verdicts).
-    shared: (u64, u64),
+    pub(crate) shared: (u64, u64),
     /// The node's own (its name and slice revision too): verdicts that name what they
     /// could not read.
-    own: (u64, u64),
+    pub(crate) own: (u64, u64),
 }
 
-enum Keyed {
+pub(crate) enum Keyed {
     Done(DraNode),
     Keys(Keys),
 }
 
 /// One node's judgement, ready to run with no lock held.
-struct Job {
-    keys: Keys,
+pub(crate) struct Job {
+    pub(crate) keys: Keys,
     node: String,
     slices: Arc<Vec<ResourceSlice>>,
     classes: Arc<Vec<DeviceClass>>,
@@ -798,13 +675,13 @@ struct Job {
     budget: u64,
 }
 
-enum Gathered {
+pub(crate) enum Gathered {
     Done(DraNode),
     Job(Job),
 }
 
 impl Job {
-    fn judge(&self, claims: &Resolved) -> DraNode {
+    pub(crate) fn judge(&self, claims: &Resolved) -> DraNode {
         let judge = if claims.foreign {
             judge_foreign
         } else {
@@ -827,580 +704,5 @@ impl Job {
     }
 }
 
-/// Verdicts by (claims, node fingerprint), shared with the calls that read them.
-type VerdictMap = HashMap<(u64, u64), Arc<DraNode>>;
-
-/// The DRA state shared by the watchers and the handlers, its readiness and a verdict
-/// cache keyed by (claims, node fingerprint): nodes of one kind (the same slices but for
-/// their names) with the same devices held share a verdict, so a pod's first call judges
-/// each kind of node once, not each node.
-#[derive(Debug)]
-pub struct DraShared {
-    /// The state.
-    pub state: RwLock<DraState>,
-    ready: AtomicBool,
-    cache: Mutex<VerdictMap>,
-}
-
-impl Default for DraShared {
-    fn default() -> Self {
-        DraShared::new()
-    }
-}
-
-impl DraShared {
-    /// An empty state, ready (nothing to wait for until [`DraShared::expect_lists`]).
-    pub fn new() -> Self {
-        DraShared {
-            state: RwLock::new(DraState::default()),
-            ready: AtomicBool::new(true),
-            cache: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// Not ready until the DRA watchers have listed once.
-    pub fn expect_lists(&self) {
-        self.ready.store(false, Ordering::SeqCst);
-    }
-
-    /// Marks the first lists done.
-    pub fn set_ready(&self) {
-        self.ready.store(true, Ordering::SeqCst);
-    }
-
-    /// Whether the DRA watchers have listed (or are not expected).
-    pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::SeqCst)
-    }
-
-    /// Reads the state.
-    pub fn read(&self) -> std::sync::RwLockReadGuard<'_, DraState> {
-        self.state.read().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Writes the state.
-    pub fn write(&self) -> std::sync::RwLockWriteGuard<'_, DraState> {
-        self.state.write().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The pod's claims ([`DraState::resolve`]).
-    pub fn resolve(&self, pod: &Value) -> PodClaims {
-        self.read().resolve(pod)
-    }
-
-    fn cache(&self) -> std::sync::MutexGuard<'_, VerdictMap> {
-        self.cache.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Calls `f(index, name, decision)` for every candidate in order. The state is read
-    /// (and the cache looked up) first; the nodes not cached are judged with no lock
-    /// held, one per kind and devices held (the others of the kind take its verdict when
-    /// it names no device, pool or slice: a fit, a rejection, a search out of budget;
-    /// else each is judged), until `deadline` (the rest pass neutral:
-    /// [`DraNeutral::OverBudget`], not cached), and their verdicts stored.
-    pub fn visit<N: AsRef<str>>(
-        &self,
-        claims: &Resolved,
-        names: &[N],
-        deadline: Option<Instant>,
-        mut f: impl FnMut(usize, &str, &DraNode),
-    ) {
-        let verdicts = self.judge_nodes(claims, names, deadline);
-        for (i, (n, v)) in names.iter().zip(&verdicts).enumerate() {
-            f(i, n.as_ref(), v);
-        }
-    }
-
-    /// Every candidate's decision, in order, as [`DraShared::visit`] finds them (shared,
-    /// so that a call can keep them to score the candidates against each other).
-    pub fn judge_nodes<N: AsRef<str>>(
-        &self,
-        claims: &Resolved,
-        names: &[N],
-        deadline: Option<Instant>,
-    ) -> Vec<Arc<DraNode>> {
-        let mut verdicts: Vec<Option<Arc<DraNode>>> = vec![None; names.len()];
-        // Per kind not cached: the first node's job and the other nodes' indices.
-        let mut groups: Vec<(usize, Job, Vec<usize>)> = Vec::new();
-        {
-            let state = self.read();
-            let own_pools = state.own_pools(&claims.own);
-            let keyed: Vec<Keyed> = names
-                .iter()
-                .map(|n| state.keys(claims, n.as_ref(), &own_pools))
-                .collect();
-            let mut group_of: HashMap<(u64, u64), usize> = HashMap::new();
-            let mut misses = Vec::new();
-            {
-                let cache = self.cache();
-                for (i, k) in keyed.into_iter().enumerate() {
-                    match k {
-                        Keyed::Done(v) => verdicts[i] = Some(Arc::new(v)),
-                        Keyed::Keys(k) => {
-                            let hit = cache.get(&k.shared).or_else(|| cache.get(&k.own));
-                            match hit {
-                                Some(v) => verdicts[i] = Some(v.clone()),
-                                None => misses.push((i, k)),
-                            }
-                        }
-                    }
-                }
-            }
-            for (i, k) in misses {
-                match group_of.get(&k.shared) {
-                    Some(&g) => groups[g].2.push(i),
-                    None => {
-                        if let Gathered::Job(job) = state.gather(claims, names[i].as_ref()) {
-                            group_of.insert(k.shared, groups.len());
-                            groups.push((i, job, Vec::new()));
-                        }
-                    }
-                }
-            }
-        }
-        let mut fresh: Vec<((u64, u64), Arc<DraNode>)> = Vec::new();
-        let mut alone = Vec::new();
-        for (first, job, others) in &groups {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                break;
-            }
-            let judged = Arc::new(job.judge(claims));
-            verdicts[*first] = Some(judged.clone());
-            if shareable(&judged) {
-                for &i in others {
-                    verdicts[i] = Some(judged.clone());
-                }
-                fresh.push((job.keys.shared, judged));
-            } else {
-                fresh.push((job.keys.own, judged));
-                alone.extend(others.iter().copied());
-            }
-        }
-        if !alone.is_empty() {
-            let jobs: Vec<(usize, Gathered)> = {
-                let state = self.read();
-                alone
-                    .into_iter()
-                    .map(|i| (i, state.gather(claims, names[i].as_ref())))
-                    .collect()
-            };
-            for (i, g) in jobs {
-                if deadline.is_some_and(|d| Instant::now() >= d) {
-                    break;
-                }
-                let judged = Arc::new(match g {
-                    Gathered::Done(v) => v,
-                    Gathered::Job(job) => {
-                        let v = job.judge(claims);
-                        let key = if shareable(&v) {
-                            job.keys.shared
-                        } else {
-                            job.keys.own
-                        };
-                        let v = Arc::new(v);
-                        fresh.push((key, v.clone()));
-                        verdicts[i] = Some(v);
-                        continue;
-                    }
-                });
-                verdicts[i] = Some(judged);
-            }
-        }
-        if !fresh.is_empty() {
-            let mut cache = self.cache();
-            if cache.len() + fresh.len() > CACHE_LIMIT {
-                cache.clear();
-            }
-            cache.extend(fresh);
-        }
-        let over = Arc::new(DraNode::Neutral(DraNeutral::OverBudget));
-        verdicts
-            .into_iter()
-            .map(|v| v.unwrap_or_else(|| over.clone()))
-            .collect()
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-    use topoalign_dra::{ClaimSpec, PublishOptions, claim_spec, device_classes, resource_slices};
-
-    fn state_with(nodes: &[(&str, &str)]) -> DraState {
-        let mut st = DraState::default();
-        for c in device_classes() {
-            st.apply_class(&c);
-        }
-        for (node, profile) in nodes {
-            let topo = topoalign_profiles::get(profile).unwrap();
-            for s in resource_slices(&topo, node, &PublishOptions::default()).unwrap() {
-                st.apply_slice(&s);
-            }
-        }
-        st
-    }
-
-    fn pairs(n: u32) -> ResourceClaimSpec {
-        claim_spec(&ClaimSpec::pairs(n)).unwrap()
-    }
-
-    /// A claim object, allocated to `devices` of `node` when given.
-    fn claim(
-        ns: &str,
-        name: &str,
-        owner: &str,
-        spec: ResourceClaimSpec,
-        node: &str,
-        devices: &[String],
-    ) -> ResourceClaim {
-        let results: Vec<Value> = devices
-            .iter()
-            .map(|d| json!({"request": "pairs", "driver": DRIVER_NAME, "pool": node, "device": d}))
-            .collect();
-        let mut v = json!({
-            "metadata": {"namespace": ns, "name": name,
-                         "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": owner}]},
-            "spec": spec,
-        });
-        if !devices.is_empty() {
-            v["status"] = json!({"allocation": {"devices": {"results": results}}});
-        }
-        serde_json::from_value(v).unwrap()
-    }
-
-    fn pod(claims: Value, statuses: Value) -> Value {
-        json!({"metadata": {"namespace": "ns", "name": "p", "uid": "u1"},
-               "spec": {"containers": [], "resourceClaims": claims},
-               "status": {"resourceClaimStatuses": statuses}})
-    }
-
-    fn resolved(st: &DraState, p: &Value) -> Resolved {
-        match st.resolve(p) {
-            PodClaims::Judge(r) => r,
-            other => panic!("{other:?}"),
-        }
-    }
-
-    /// The devices the stock allocator would give `n` pairs on an empty `node`.
-    fn first_pairs(st: &DraState, node: &str, n: u32) -> Vec<String> {
-        let slices = &st.nodes[node].slices;
-        match crate::dra::judge::judge(&[pairs(n)], &st.ours, slices, node, &BTreeSet::new())
-            .unwrap()
-        {
-            DraVerdict::Fit { devices, .. } => devices.into_iter().map(|d| d.device).collect(),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn claims_are_found_by_name_and_by_template() {
-        let mut st = state_with(&[("n1", "mi300x-8")]);
-        // By name.
-        st.apply_claim(&claim("ns", "mine", "other", pairs(2), "n1", &[]));
-        let r = resolved(
-            &st,
-            &pod(
-                json!([{"name": "a", "resourceClaimName": "mine"}]),
-                json!([]),
-            ),
-        );
-        assert_eq!(r.specs, vec![pairs(2)]);
-        assert!(r.own.contains(&("ns".into(), "mine".into())));
-        // By name, not seen yet: neutral, never guessed.
-        let p = pod(
-            json!([{"name": "a", "resourceClaimName": "later"}]),
-            json!([]),
-        );
-        assert!(
-            matches!(st.resolve(&p), PodClaims::Unjudged("dra_claim_unseen", ref w) if w.contains("ns/later"))
-        );
-        // From a template, the generated claim not created yet: the template's spec.
-        let t: ResourceClaimTemplate = serde_json::from_value(json!({
-            "metadata": {"namespace": "ns", "name": "four"}, "spec": {"spec": pairs(4)}}))
-        .unwrap();
-        st.apply_template(&t);
-        let p = pod(
-            json!([{"name": "g", "resourceClaimTemplateName": "four"}]),
-            json!([]),
-        );
-        let r = resolved(&st, &p);
-        assert_eq!((r.specs.clone(), r.from_template), (vec![pairs(4)], 1));
-        // The generated claim exists and is the pod's: its own spec.
-        st.apply_claim(&claim("ns", "p-g-x1", "u1", pairs(3), "n1", &[]));
-        let p = pod(
-            json!([{"name": "g", "resourceClaimTemplateName": "four"}]),
-            json!([{"name": "g", "resourceClaimName": "p-g-x1"}]),
-        );
-        let r = resolved(&st, &p);
-        assert_eq!((r.specs.clone(), r.from_template), (vec![pairs(3)], 0));
-        // A claim of that name owned by another pod is not this pod's: the template.
-        st.apply_claim(&claim("ns", "p-g-x1", "someone-else", pairs(3), "n1", &[]));
-        assert_eq!(resolved(&st, &p).specs, vec![pairs(4)]);
-        // Status says no claim is needed.
-        let p = pod(
-            json!([{"name": "g", "resourceClaimTemplateName": "four"}]),
-            json!([{"name": "g"}]),
-        );
-        assert_eq!(st.resolve(&p), PodClaims::NotOurs);
-        // No claims, or only other drivers' classes: not the DRA path's pod.
-        assert_eq!(
-            st.resolve(&json!({"spec": {"containers": []}})),
-            PodClaims::NotOurs
-        );
-        let mut foreign = pairs(1);
-        if let Some(r) = foreign.devices.as_mut().and_then(|d| d.requests.as_mut()) {
-            r[0].exactly.as_mut().unwrap().device_class_name = "gpu.nvidia.com".into();
-        }
-        st.apply_claim(&claim("ns", "nv", "u1", foreign, "n1", &[]));
-        let p = pod(json!([{"name": "a", "resourceClaimName": "nv"}]), json!([]));
-        assert_eq!(st.resolve(&p), PodClaims::NotOurs);
-        // A malformed list is named.
-        let p = pod(json!([{"name": 3}]), json!([]));
-        assert!(
-            matches!(st.resolve(&p), PodClaims::Unjudged("dra_bad_pod", ref w) if w.contains("spec.resourceClaims"))
-        );
-    }
-
-    #[test]
-    fn held_devices_are_taken_except_the_pods_own() {
-        let mut st = state_with(&[("n1", "mi300x-8")]);
-        let all = first_pairs(&st, "n1", 8);
-        // Another pod's allocated claim holds every GPU: a 1-pair claim cannot fit.
-        st.apply_claim(&claim("ns", "theirs", "u9", pairs(8), "n1", &all));
-        assert_eq!(st.held_count(), 8);
-        st.apply_claim(&claim("ns", "mine", "u1", pairs(1), "n1", &[]));
-        let p = pod(
-            json!([{"name": "a", "resourceClaimName": "mine"}]),
-            json!([]),
-        );
-        let r = resolved(&st, &p);
-        assert!(matches!(st.judge_node(&r, "n1"), DraNode::Reject(ref m) if m.contains("claim 0")));
-        // The pod's own claim allocated to those devices (the pod scheduled again): they
-        // are not counted against it.
-        st.delete_claim(&("ns".into(), "theirs".into()));
-        assert_eq!(st.held_count(), 0);
-        st.apply_claim(&claim("ns", "mine", "u1", pairs(8), "n1", &all));
-        let r = resolved(&st, &p);
-        match st.judge_node(&r, "n1") {
-            DraNode::Fit(f) => assert_eq!((f.ranks.len(), f.capacity_before), (8, 8)),
-            other => panic!("{other:?}"),
-        }
-        // Deleting the claim frees its devices for everyone.
-        st.retain_claims(&BTreeSet::new());
-        assert_eq!((st.held_count(), st.claim_count()), (0, 0));
-    }
-
-    #[test]
-    fn nodes_without_slices_and_exhausted_searches_are_neutral() {
-        let mut st = state_with(&[("n1", "dgx-h100")]);
-        st.apply_claim(&claim("ns", "mine", "u1", pairs(2), "n1", &[]));
-        let p = pod(
-            json!([{"name": "a", "resourceClaimName": "mine"}]),
-            json!([]),
-        );
-        let r = resolved(&st, &p);
-        assert_eq!(
-            st.judge_node(&r, "elsewhere"),
-            DraNode::Neutral(DraNeutral::NoSlices)
-        );
-        // A free node: 8 pairs before, 6 after the pod's two.
-        assert!(matches!(
-            st.judge_node(&r, "n1"),
-            DraNode::Fit(f) if (f.capacity_before, f.capacity_after, f.gpus) == (8, 6, 2)
-        ));
-        // A budget too small for the search: no judgement, never a rejection.
-        st.budget = 1;
-        let v = st.judge_node(&r, "n1");
-        assert!(
-            matches!(v, DraNode::Neutral(DraNeutral::Budget(_))),
-            "{v:?}"
-        );
-        assert_eq!(v.outcome(), "dra_budget");
-        // Slices removed by a re-list: the node is no longer a topoalign node.
-        st.budget = SEARCH_BUDGET;
-        st.retain_slices(&BTreeSet::new());
-        assert_eq!(st.node_count(), 0);
-        assert_eq!(
-            st.judge_node(&r, "n1"),
-            DraNode::Neutral(DraNeutral::NoSlices)
-        );
-    }
-
-    #[test]
-    fn a_slice_with_an_unreadable_counter_is_neutral_and_named() {
-        let mut st = state_with(&[("n1", "gb300-4")]);
-        let mut bad = st.nodes["n1"].slices[0].clone();
-        let set = bad
-            .spec
-            .shared_counters
-            .as_mut()
-            .unwrap()
-            .first_mut()
-            .unwrap();
-        let (counter, value) = set.counters.iter_mut().next().unwrap();
-        let counter = counter.clone();
-        value.value.0 = "lots".into();
-        st.apply_slice(&bad);
-        st.apply_template(&{
-            let mut t = topoalign_dra::claim_template(&ClaimSpec::pairs(1)).unwrap();
-            t.metadata.namespace = Some("ns".into());
-            t.metadata.name = Some("one".into());
-            t
-        });
-        let p = pod(
-            json!([{"name": "a", "resourceClaimTemplateName": "one"}]),
-            json!([]),
-        );
-        let r = resolved(&st, &p);
-        match st.judge_node(&r, "n1") {
-            DraNode::Neutral(n @ DraNeutral::Error(_)) => {
-                let why = n.why();
-                let slice = bad.metadata.name.as_deref().unwrap();
-                assert!(why.contains(slice) && why.contains(&counter), "{why}");
-                assert_eq!(n.label(), "dra_error");
-            }
-            other => panic!("a bad counter must not judge the node: {other:?}"),
-        }
-    }
-
-    #[test]
-    fn the_shared_cache_follows_changes() {
-        let shared = DraShared::new();
-        {
-            let mut st = shared.write();
-            *st = state_with(&[("n1", "mi300x-8"), ("n2", "gb300-4")]);
-            st.apply_claim(&claim("ns", "mine", "u1", pairs(1), "n1", &[]));
-        }
-        let p = pod(
-            json!([{"name": "a", "resourceClaimName": "mine"}]),
-            json!([]),
-        );
-        let PodClaims::Judge(r) = shared.resolve(&p) else {
-            panic!()
-        };
-        let run = |r: &Resolved| {
-            let mut out = Vec::new();
-            shared.visit(r, &["n1", "n2", "n3"], None, |_, n, v| {
-                out.push((n.to_string(), v.clone()))
-            });
-            out
-        };
-        let first = run(&r);
-        // mi300x-8 has PIX pairs (rank 0), gb300-4 only NODE pairs (rank 3).
-        assert!(matches!(&first[0].1, DraNode::Fit(f) if f.ranks == [0] && f.capacity_before == 8));
-        assert!(matches!(&first[1].1, DraNode::Fit(f) if f.ranks == [3] && f.capacity_before == 4));
-        assert_eq!(first[2].1, DraNode::Neutral(DraNeutral::NoSlices));
-        assert_eq!(run(&r), first, "cached verdicts are the same");
-        // n1's PIX pairs all taken by another claim: the cached verdict is not reused.
-        let all = first_pairs(&shared.read(), "n1", 8);
-        shared
-            .write()
-            .apply_claim(&claim("ns", "theirs", "u9", pairs(8), "n1", &all));
-        let after = run(&r);
-        assert!(matches!(&after[0].1, DraNode::Reject(_)), "{:?}", after[0]);
-    }
-    /// The fixture of other drivers' slices and classes (NVIDIA's GPU driver, dranet).
-    fn foreign_state(drivers: Option<&[&str]>) -> DraState {
-        let list: Value = serde_json::from_str(include_str!(
-            "../../tests/fixtures/gb300-nvidia-dranet.json"
-        ))
-        .unwrap();
-        let mut st = state_with(&[("n1", "gb300-4")]);
-        st.keep_drivers(drivers.map(|d| d.iter().map(|s| s.to_string()).collect()));
-        for item in list["items"].as_array().unwrap() {
-            match item["kind"].as_str() {
-                Some("ResourceSlice") => {
-                    st.apply_slice(&serde_json::from_value(item.clone()).unwrap())
-                }
-                _ => st.apply_class(&serde_json::from_value(item.clone()).unwrap()),
-            }
-        }
-        st
-    }
-
-    fn gpu_nic_claim(class_nic: &str) -> ResourceClaimSpec {
-        serde_json::from_value(json!({"devices": {"requests": [
-            {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}},
-            {"name": "nic", "exactly": {"deviceClassName": class_nic}}]}}))
-        .unwrap()
-    }
-
-    #[test]
-    fn claims_of_other_drivers_are_judged_on_their_slices() {
-        let mut st = foreign_state(None);
-        assert_eq!(st.node_count(), 3);
-        st.apply_claim(&claim(
-            "ns",
-            "nv",
-            "u1",
-            gpu_nic_claim("dranet.net"),
-            "n1",
-            &[],
-        ));
-        let p = pod(json!([{"name": "a", "resourceClaimName": "nv"}]), json!([]));
-        let r = resolved(&st, &p);
-        assert!(r.foreign);
-        // First fit on gb-new: GPU 0008 + NIC 0101, both NUMA 0: NODE.
-        assert!(matches!(st.judge_node(&r, "gb-new"), DraNode::Fit(f) if f.ranks == [3]));
-        // The older GPU driver publishes no NUMA node: neutral, counted as blind.
-        let v = st.judge_node(&r, "gb-old");
-        assert_eq!(v.outcome(), "dra_blind");
-        // A topoalign node has no devices of these classes: the claim cannot be allocated.
-        assert!(matches!(st.judge_node(&r, "n1"), DraNode::Reject(_)));
-        assert_eq!(
-            st.judge_node(&r, "nowhere"),
-            DraNode::Neutral(DraNeutral::NoSlices)
-        );
-        // A class the cluster does not have (yet) beside a known one: not judged.
-        st.apply_claim(&claim(
-            "ns",
-            "nv2",
-            "u1",
-            gpu_nic_claim("nope.example.com"),
-            "n1",
-            &[],
-        ));
-        let p = pod(
-            json!([{"name": "a", "resourceClaimName": "nv2"}]),
-            json!([]),
-        );
-        assert!(
-            matches!(st.resolve(&p), PodClaims::Unjudged("dra_claim_unseen", ref w) if w.contains("DeviceClass nope.example.com"))
-        );
-        // topoalign's own claims still go their way (and are not judged on slices of
-        // other drivers: a node with none of topoalign's slices is neutral).
-        st.apply_claim(&claim("ns", "mine", "u1", pairs(1), "n1", &[]));
-        let p = pod(
-            json!([{"name": "a", "resourceClaimName": "mine"}]),
-            json!([]),
-        );
-        let r = resolved(&st, &p);
-        assert!(!r.foreign);
-        assert!(matches!(st.judge_node(&r, "n1"), DraNode::Fit(_)));
-        assert_eq!(
-            st.judge_node(&r, "gb-new"),
-            DraNode::Neutral(DraNeutral::NoSlices)
-        );
-    }
-
-    #[test]
-    fn only_the_drivers_named_are_kept() {
-        // --dra-drivers gpu.nvidia.com: dranet's slices are dropped, the claim's NIC
-        // cannot be found on the node.
-        let mut st = foreign_state(Some(&["gpu.nvidia.com"]));
-        st.apply_claim(&claim(
-            "ns",
-            "nv",
-            "u1",
-            gpu_nic_claim("dranet.net"),
-            "n1",
-            &[],
-        ));
-        let p = pod(json!([{"name": "a", "resourceClaimName": "nv"}]), json!([]));
-        let r = resolved(&st, &p);
-        assert!(matches!(st.judge_node(&r, "gb-new"), DraNode::Reject(_)));
-        // topoalign.dev is always kept.
-        assert!(st.nodes.contains_key("n1"));
-    }
-}
+mod tests;

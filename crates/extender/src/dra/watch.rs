@@ -19,7 +19,8 @@ use kube::runtime::reflector::{self, Store, reflector};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 
-use crate::dra::state::{DraShared, DraState, key_of};
+use crate::dra::shared::DraShared;
+use crate::dra::state::{DraState, key_of};
 
 const KINDS: u8 = 4;
 
