@@ -50,11 +50,11 @@ pub use plugin::decide::{
     Decision, Judge, Judged, KUBELET_DRAWS, NeutralReason, RejectKind, Rejection, Seen, Verdict,
 };
 pub use plugin::decider::{CacheStats, Decider, FilterOutcome, Fresh, Pending, PrioritizeOutcome};
+pub use plugin::effective::Effective;
+pub use plugin::node::{NodeEntry, NodeInfo, NodeTopology, Source};
 pub use plugin::nodeinfo::{Interner, NodeDataError, from_node_labels, from_nrt};
 pub use plugin::podreq::{PodError, PodRequest, pod_request};
-pub use plugin::state::{
-    ClusterState, Effective, NodeEntry, NodeInfo, NodeTopology, NodeView, Source,
-};
+pub use plugin::state::{ClusterState, NodeView};
 pub use plugin::synth::{SynthNode, synth_nodes};
 pub use protocol::{
     ExtenderArgs, ExtenderFilterResult, FilterWriter, HostPriority, PriorityWriter, parse_args,

@@ -99,7 +99,7 @@ pub struct HostPriority {
     /// `Host`: the node name.
     #[serde(rename = "Host", alias = "host")]
     pub host: String,
-    /// `Score`: 0 ..= [`MAX_EXTENDER_PRIORITY`].
+    /// `Score`: 0 ..= `MAX_EXTENDER_PRIORITY`.
     #[serde(rename = "Score", alias = "score")]
     pub score: i64,
 }

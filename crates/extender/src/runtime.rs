@@ -28,7 +28,7 @@ pub struct ServeConfig {
     /// Resource names → devices.
     pub resources: ResourceMap,
     /// DRA path: the weight of the capacity a placement uses up
-    /// ([`crate::dra::judge::capacity_penalty`]).
+    /// (`capacity_penalty`).
     pub dra_capacity_weight: f64,
     /// DRA path: the drivers whose slices are kept besides topoalign.dev's (`None`:
     /// every driver).

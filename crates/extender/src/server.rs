@@ -120,7 +120,7 @@ impl App {
 
     /// Judges the nodes changed since the last round for the recently used pod shapes
     /// (so that scheduler calls find their verdicts cached), for at most [`WARM_ROUND`],
-    /// skipping shapes costlier than [`WARM_MAX_COST_NS`] a node; no lock is held while
+    /// skipping shapes costlier than `WARM_MAX_COST_NS` a node; no lock is held while
     /// judging. Returns the verdicts computed.
     pub fn warm_changed(&self) -> usize {
         let changed = self

@@ -6,10 +6,10 @@
 //! - Filter: a node where some claim of the pod cannot be allocated (for example a
 //!   `gpu-nic-pair.topoalign.dev` request with `rank <= 1` where no PXB-or-better pair is
 //!   free) is dropped.
-//! - Prioritize ([`dra_score`]): the pair classes the allocation reaches (PIX 1, PXB 0.75,
+//! - Prioritize (`dra_score`): the pair classes the allocation reaches (PIX 1, PXB 0.75,
 //!   PHB 0.5, NODE 0.25), minus the good pairs it spoils (free GPUs that had a free
 //!   PXB-or-better pair before and have none after, without being taken), minus the
-//!   capacity it uses up ([`capacity_penalty`]): a node of 8 pairs that can hold a claim
+//!   capacity it uses up (`capacity_penalty`): a node of 8 pairs that can hold a claim
 //!   of 4 and would hold only 3 after a 1-pair pod loses its place for the 4-pair pods,
 //!   which costs more the fewer of the candidate nodes can still hold 4. So small pods
 //!   fill nodes that are already in use before they break up the last halves and
@@ -29,7 +29,7 @@ use crate::protocol::MAX_EXTENDER_PRIORITY;
 use crate::score::{FRAGMENTATION_WEIGHT, to_priority};
 
 /// Points a node loses, by default, for using up a capacity level that every candidate
-/// node has ([`capacity_penalty`]: the weight is divided by the number of candidates that
+/// node has (`capacity_penalty`: the weight is divided by the number of candidates that
 /// have the level, so using up the last node that can hold 8 pairs costs 50 points, one
 /// of 10 such nodes 5). Chosen with the `placement-dra` end-to-end scenario's stream
 /// (weights 30 … 120 tried; `topoalign extender --dra-capacity-weight`).
@@ -56,7 +56,7 @@ pub(crate) fn allocated_ids<'a>(
 }
 
 /// What an allocation on a node would reach and cost, before it is weighed against the
-/// other candidates ([`dra_score`]).
+/// other candidates (`dra_score`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DraFit {
     /// Ranks of the pair devices allocated (0 = PIX … 3 = NODE), in allocation order.
@@ -65,11 +65,11 @@ pub struct DraFit {
     pub spoiled: usize,
     /// GPUs the allocation takes (through pair devices or plain GPU devices).
     pub gpus: usize,
-    /// Pairs the node could hold at once before the allocation ([`NodePairs::capacity`]).
+    /// Pairs the node could hold at once before the allocation (`NodePairs::capacity`).
     pub capacity_before: usize,
     /// … and after it.
     pub capacity_after: usize,
-    /// … and with nothing allocated: the whole node ([`capacity_penalty`] keeps no room
+    /// … and with nothing allocated: the whole node (`capacity_penalty` keeps no room
     /// for claims of the whole node).
     pub capacity_whole: usize,
 }
@@ -262,7 +262,7 @@ pub(crate) fn capacity_penalty(fit: &DraFit, levels: &CapacityLevels, weight: f6
         .sum()
 }
 
-/// The priority of a node for the pod: [`dra_points`] minus [`capacity_penalty`], from
+/// The priority of a node for the pod: [`dra_points`] minus `capacity_penalty`, from
 /// −10 … 10 onto 0 ..= 10 (halved, so that nodes that use up capacity keep their order
 /// instead of all scoring 0): PIX pairs that use up nothing score 10, NODE pairs 6.
 pub(crate) fn dra_score(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> i64 {
@@ -280,7 +280,7 @@ pub(crate) const FOREIGN_BANDS: [(i64, i64); 3] = [(10, 9), (8, 6), (4, 1)];
 /// ([`crate::dra::foreign`]): the extender cannot change which devices the stock allocator
 /// gives, only the node, so the class it gives comes first — the band of the worst pair
 /// ([`FOREIGN_BANDS`]; cross-NUMA worst) — and the capacity it uses up
-/// ([`capacity_penalty`] as a share of `weight`) orders nodes within the band. A claim
+/// (`capacity_penalty` as a share of `weight`) orders nodes within the band. A claim
 /// without GPU–NIC pairs scores in the best band.
 pub(crate) fn foreign_score(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> i64 {
     let band = match fit.ranks.iter().max() {

@@ -31,10 +31,7 @@ use crate::dra::foreign::judge_foreign;
 use crate::dra::judge::{
     CAPACITY_WEIGHT, DraVerdict, SEARCH_BUDGET, allocated_ids, judge_with_budget,
 };
-use crate::dra::verdict::{DraNeutral, DraNode, PodClaims, Resolved};
-
-/// `(namespace, name)` of a claim or template.
-pub(crate) type ObjKey = (String, String);
+use crate::dra::verdict::{DraNeutral, DraNode, ObjKey, PodClaims, Resolved};
 
 /// What the state keeps of one claim.
 #[derive(Debug, Clone)]
@@ -87,7 +84,7 @@ fn pool_alias(node: &str, pool: &str) -> String {
 /// dropped and its pool written with [`pool_alias`], and the pools in the allocator's
 /// order. Two nodes of one kind differ only in names the judgement never reads (the
 /// allocator matches devices by driver, attributes and capacity, orders pools by driver
-/// and name, which this order keeps, and the verdicts of [`shareable`] kinds name no
+/// and name, which this order keeps, and the verdicts of [`crate::dra::verdict::shareable`] kinds name no
 /// device, pool or slice).
 fn node_kind(node: &str, slices: &[ResourceSlice], pools: &[(String, String)]) -> u64 {
     let mut h = DefaultHasher::new();
@@ -133,7 +130,7 @@ pub struct DraState {
     rev: u64,
     /// Devices the allocator's search may try per claim.
     pub budget: u64,
-    /// The weight of the capacity a placement uses up ([`crate::dra::judge::capacity_penalty`]).
+    /// The weight of the capacity a placement uses up (`capacity_penalty`).
     pub capacity_weight: f64,
 }
 
@@ -652,7 +649,7 @@ impl DraState {
 /// The verdict cache keys of one node for one pod's claims: (claims, fingerprint).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Keys {
-    /// Shared by the nodes of one kind with the same devices held ([`shareable`]
+    /// Shared by the nodes of one kind with the same devices held ([`crate::dra::verdict::shareable`]
     /// verdicts).
     pub(crate) shared: (u64, u64),
     /// The node's own (its name and slice revision too): verdicts that name what they

@@ -6,8 +6,10 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::resource::v1::ResourceClaimSpec;
 
 use crate::dra::judge::{CapacityLevels, DraFit, dra_score, foreign_score};
-use crate::dra::state::ObjKey;
 use crate::score::NEUTRAL_SCORE;
+
+/// `(namespace, name)` of a claim or template.
+pub(crate) type ObjKey = (String, String);
 
 /// A pod's claims as the DRA path reads them.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,7 +83,7 @@ impl DraNeutral {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum DraNode {
     /// Every claim can be allocated: what the allocation reaches and costs (scored
-    /// against the other candidates with [`crate::dra::judge::dra_score`]).
+    /// against the other candidates with `dra_score`).
     Fit(DraFit),
     /// Some claim cannot be allocated on the node's free devices.
     Reject(String),
@@ -102,9 +104,9 @@ impl DraNode {
 
 /// The priorities of a pod's candidates (in order) from their DRA verdicts, scored
 /// against each other: the capacity a placement uses up weighs by how many candidates can
-/// still hold as many pairs ([`CapacityLevels`]); claims of other drivers (`foreign`)
-/// score by the class the stock allocator gives first ([`foreign_score`]), topoalign's
-/// by [`dra_score`]. A rejected node scores 0, a node not judged the neutral score.
+/// still hold as many pairs (`CapacityLevels`); claims of other drivers (`foreign`)
+/// score by the class the stock allocator gives first (`foreign_score`), topoalign's
+/// by `dra_score`. A rejected node scores 0, a node not judged the neutral score.
 pub fn priorities(verdicts: &[Option<&DraNode>], foreign: bool, weight: f64) -> Vec<i64> {
     let levels = CapacityLevels::of(verdicts.iter().filter_map(|v| match v {
         Some(DraNode::Fit(f)) => Some(f.capacity_before),

@@ -17,9 +17,10 @@ use topoalign_plan::{Bound, PlanError, Planner, Score};
 use topoalign_tm::{Case, Outcome, ResourceMap, simulate};
 use topoalign_topology::{NodeUsage, PcieClass};
 
+use crate::plugin::effective::{Effective, fragmentation_of, take_allocated};
 use crate::plugin::keys::KeyMap;
 use crate::plugin::podreq::PodRequest;
-use crate::plugin::state::{ClusterState, Effective, fragmentation_of, take_allocated};
+use crate::plugin::state::ClusterState;
 use crate::protocol::push_json_str;
 use crate::score::{NEUTRAL_SCORE, priority, score_points, to_priority};
 
@@ -106,7 +107,7 @@ pub enum Decision {
     Neutral(NeutralReason),
 }
 
-/// One candidate as [`Decider::visit`] sees it, borrowed from the state and the cache.
+/// One candidate as [`crate::Decider::visit`] sees it, borrowed from the state and the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Seen<'a> {
     /// Judged (a [`Verdict::Neutral`] is an undecided node: passed with a neutral score).

@@ -11,9 +11,10 @@ use topoalign_tm::ResourceMap;
 
 use crate::plugin::cache::VerdictCache;
 use crate::plugin::decide::{Decision, Judge, Judged, NeutralReason, Seen, mig_verdicts};
+use crate::plugin::effective::Effective;
 use crate::plugin::keys::KeyMap;
 use crate::plugin::podreq::PodRequest;
-use crate::plugin::state::{ClusterState, Effective, NodeView};
+use crate::plugin::state::{ClusterState, NodeView};
 use crate::protocol::{FailedNodesMap, HostPriority};
 
 /// The filter's answer.

@@ -16,7 +16,9 @@
 pub(crate) mod cache;
 pub(crate) mod decide;
 pub(crate) mod decider;
+pub(crate) mod effective;
 pub(crate) mod keys;
+pub(crate) mod node;
 pub(crate) mod nodeinfo;
 pub(crate) mod podreq;
 pub(crate) mod state;

@@ -12,7 +12,7 @@ use topoalign_kube_types::labels::*;
 use topoalign_kube_types::nrt::*;
 use topoalign_topology::{CpuSet, NodeUsage, Topology};
 
-use crate::plugin::state::{NodeEntry, NodeInfo, NodeTopology, Source, hash_of};
+use crate::plugin::node::{NodeEntry, NodeInfo, NodeTopology, Source, hash_of};
 
 /// Topologies by source key, parsed once and shared by every node reporting the same.
 #[derive(Debug, Default)]

@@ -12,8 +12,8 @@ use topoalign_tm::matrix::gpu_resource;
 use topoalign_tm::rng::Rng;
 use topoalign_topology::{NodeUsage, Topology};
 
+use crate::plugin::node::{NodeEntry, NodeInfo, Source};
 use crate::plugin::nodeinfo::Interner;
-use crate::plugin::state::{NodeEntry, NodeInfo, Source};
 
 /// The NIC resource a profile's pods ask for: SR-IOV VFs when the node has them, else
 /// RDMA physical functions.

@@ -96,7 +96,7 @@ impl Shared {
         state.set_mig(name, mig);
         match entry {
             Some(e) => {
-                if let crate::plugin::state::NodeEntry::Broken(why) = &e {
+                if let crate::plugin::node::NodeEntry::Broken(why) = &e {
                     tracing::warn!(node = name, %why, "node data unusable; the node gets a neutral score");
                 }
                 state.upsert_node(name, e);
