@@ -51,8 +51,9 @@ pub struct Judges<'a> {
     pub state: &'a RwLock<ClusterState>,
     /// The device-plugin wing's decision core.
     pub decider: &'a Decider,
-    /// The DRA wing's state.
-    pub dra: &'a DraShared,
+    /// The DRA wing's state (`None`: no DRA wing, every pod is judged by the
+    /// device-plugin wing, as offline where there are no slices).
+    pub dra: Option<&'a DraShared>,
     /// Where the call's counters go (`None`: not counted).
     pub metrics: Option<&'a Metrics>,
     /// The call's work budget, for the log when it runs out.
@@ -139,12 +140,23 @@ pub fn judge_all<N: AsRef<str>>(
     pod: &Value,
     names: &[N],
     deadline: Option<Instant>,
-    f: impl FnMut(NodeVerdict<'_>),
+    mut f: impl FnMut(NodeVerdict<'_>),
 ) -> Result<Judgement, PodError> {
-    let claims = judges.dra.resolve(pod);
-    if !matches!(claims, PodClaims::NotOurs) {
-        judge_dra(judges, verb, pod, claims, names, deadline, f);
-        return Ok(Judgement::Dra);
+    if let Some(dra) = judges.dra {
+        let claims = dra.resolve(pod);
+        if !matches!(claims, PodClaims::NotOurs) {
+            let (verdicts, scores) =
+                judge_dra(dra, judges.metrics, verb, pod, claims, names, deadline);
+            for (index, ((n, v), score)) in names.iter().zip(&verdicts).zip(scores).enumerate() {
+                f(NodeVerdict {
+                    index,
+                    name: n.as_ref(),
+                    ruling: Ruling::Dra(v.as_deref()),
+                    score,
+                });
+            }
+            return Ok(Judgement::Dra);
+        }
     }
     let req = pod_request(pod, judges.decider.resources())?;
     judge_plugin(judges, verb, &req, names, deadline, f);
@@ -283,19 +295,19 @@ impl Tally {
     }
 }
 
-/// The DRA wing of [`judge_all`]: every candidate judged first, then scored against
-/// each other (the capacity a placement uses up weighs by how many candidates can still
+/// The DRA wing of [`judge_all`]: every candidate judged first (the verdicts, `None` where
+/// the claims could not be judged), then scored against each other (the capacity a placement uses up weighs by how many candidates can still
 /// hold as many pairs; claims of other drivers score by the class the stock allocator
 /// gives first), then the metrics and logs.
 fn judge_dra<N: AsRef<str>>(
-    judges: &Judges<'_>,
+    dra: &DraShared,
+    metrics: Option<&Metrics>,
     verb: Verb,
     pod: &Value,
     claims: PodClaims,
     names: &[N],
     deadline: Option<Instant>,
-    mut f: impl FnMut(NodeVerdict<'_>),
-) {
+) -> (Vec<Option<Arc<DraNode>>>, Vec<i64>) {
     let quiet = verb == Verb::Explain;
     let verb = verb.as_str();
     let text = |p: &str| pod.pointer(p).and_then(Value::as_str).unwrap_or("");
@@ -315,7 +327,7 @@ fn judge_dra<N: AsRef<str>>(
             if r.from_template > 0 && !quiet {
                 tracing::debug!(verb, pod = %key, claims = r.from_template, "generated claims not seen yet; judged on their templates");
             }
-            let judged = judges.dra.judge_nodes(&r, names, deadline);
+            let judged = dra.judge_nodes(&r, names, deadline);
             for (n, v) in names.iter().zip(&judged) {
                 note(v.outcome(), n.as_ref());
                 if let DraNode::Neutral(why) = &**v
@@ -337,20 +349,22 @@ fn judge_dra<N: AsRef<str>>(
         }
         PodClaims::NotOurs => vec![None; names.len()],
     };
-    let weight = judges.dra.read().capacity_weight;
+    let weight = dra.read().capacity_weight;
     let refs: Vec<Option<&DraNode>> = verdicts.iter().map(Option::as_deref).collect();
     let scores = priorities(&refs, foreign, weight);
-    for (index, ((n, v), score)) in names.iter().zip(&refs).zip(scores).enumerate() {
-        f(NodeVerdict {
-            index,
-            name: n.as_ref(),
-            ruling: Ruling::Dra(*v),
-            score,
-        });
+    if let Some(metrics) = metrics {
+        record_dra(metrics, verb, &key, outcomes);
     }
-    let Some(metrics) = judges.metrics else {
-        return;
-    };
+    (verdicts, scores)
+}
+
+/// Writes the DRA outcomes of one call to the metrics and logs.
+fn record_dra(
+    metrics: &Metrics,
+    verb: &str,
+    key: &str,
+    outcomes: BTreeMap<&'static str, (u64, Vec<String>)>,
+) {
     for (outcome, (n, sample)) in outcomes {
         metrics
             .dra_verdicts

@@ -9,7 +9,6 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use topoalign_tm::ResourceMap;
 
-use crate::dra::shared::DraShared;
 use crate::dra::verdict::DraNode;
 use crate::judge::{Judges, Ruling, Verb, judge_all};
 use crate::plugin::decide::{Decision, Verdict};
@@ -104,11 +103,10 @@ pub fn decide_on_manifests(
         names.push(name.to_string());
     }
     let state = RwLock::new(state);
-    let dra = DraShared::new();
     let judges = Judges {
         state: &state,
         decider: &decider,
-        dra: &dra,
+        dra: None,
         metrics: None,
         budget: Duration::ZERO,
     };

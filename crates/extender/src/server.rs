@@ -90,7 +90,7 @@ impl App {
         Judges {
             state: &self.state,
             decider: &self.decider,
-            dra: &self.dra,
+            dra: Some(&self.dra),
             metrics: Some(&self.metrics),
             budget: self.limits.budget,
         }
