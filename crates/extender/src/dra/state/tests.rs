@@ -1,9 +1,10 @@
 //! Unit tests of the DRA state: claims found, devices held, the shared cache.
 
 use super::*;
+use crate::dra::judge::DraVerdict;
 use crate::dra::shared::DraShared;
 use crate::dra::verdict::{DraNeutral, DraNode, PodClaims, Resolved};
-use serde_json::json;
+use serde_json::{Value, json};
 use topoalign_dra::{ClaimSpec, PublishOptions, claim_spec, device_classes, resource_slices};
 
 fn state_with(nodes: &[(&str, &str)]) -> DraState {
