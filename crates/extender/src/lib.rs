@@ -46,13 +46,11 @@ pub use metrics::{Metrics, label};
 pub use offline::{
     NodeResult, OfflineError, decide_on_manifests, decide_table, node_items, node_list, node_table,
 };
-pub use plugin::decide::{
-    Decision, Judge, Judged, KUBELET_DRAWS, NeutralReason, RejectKind, Rejection, Seen, Verdict,
-};
-pub use plugin::decider::{CacheStats, Decider, FilterOutcome, Fresh, Pending, PrioritizeOutcome};
+pub use plugin::decide::{Decision, Judged, NeutralReason, RejectKind, Rejection, Seen, Verdict};
+pub use plugin::decider::{CacheStats, Decider, FilterOutcome, PrioritizeOutcome};
 pub use plugin::effective::Effective;
 pub use plugin::node::{NodeEntry, NodeInfo, NodeTopology, Source};
-pub use plugin::nodeinfo::{Interner, NodeDataError, from_node_labels, from_nrt};
+pub use plugin::nodeinfo::{Interner, from_node_labels, from_nrt};
 pub use plugin::podreq::{PodError, PodRequest, pod_request};
 pub use plugin::state::{ClusterState, NodeView};
 pub use plugin::synth::{SynthNode, synth_nodes};

@@ -234,23 +234,23 @@ impl Judged {
 
 /// The judge of one pod on one node: the resource map pods are read with.
 #[derive(Debug, Clone)]
-pub struct Judge {
+pub(crate) struct Judge {
     resources: ResourceMap,
 }
 
 impl Judge {
     /// A judge reading pods with `resources`.
-    pub fn new(resources: ResourceMap) -> Self {
+    pub(crate) fn new(resources: ResourceMap) -> Self {
         Judge { resources }
     }
 
     /// The resource map pods are read with.
-    pub fn resources(&self) -> &ResourceMap {
+    pub(crate) fn resources(&self) -> &ResourceMap {
         &self.resources
     }
 
     /// Judges one node with usable data.
-    pub fn judge<'s>(
+    pub(crate) fn judge<'s>(
         &self,
         e: &'s Effective,
         req: &PodRequest,
@@ -359,7 +359,7 @@ impl Judge {
 /// Draws of the kubelet's allocation a score averages: GPU device plugins without a
 /// preferred allocation get their devices in Go's random set order (the `tm` crate's
 /// `unsorted` allocator), so one draw is one possible outcome, not the outcome.
-pub const KUBELET_DRAWS: u64 = 4;
+pub(crate) const KUBELET_DRAWS: u64 = 4;
 
 /// The alignment of what the kubelet would allocate: its GPU↔closest-NIC pairs (as
 /// `nvidia-smi topo -m` classes them), the NUMA nodes it spans and the fragmentation

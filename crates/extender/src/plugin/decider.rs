@@ -41,41 +41,24 @@ pub struct PrioritizeOutcome {
 
 /// The node states a call still has to judge ([`Decider::pending`]).
 #[derive(Debug, Default)]
-pub struct Pending {
+pub(crate) struct Pending {
     nodes: Vec<(u64, Arc<Effective>)>,
-}
-
-impl Pending {
-    /// Node states to judge.
-    pub fn len(&self) -> usize {
-        self.nodes.len()
-    }
-
-    /// Whether nothing is left to judge.
-    pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
-    }
 }
 
 /// Verdicts judged with no lock held ([`Decider::judge_pending`]), by node state key.
 #[derive(Debug, Default)]
-pub struct Fresh {
+pub(crate) struct Fresh {
     verdicts: KeyMap<Judged>,
     /// Node states left unjudged because the budget ran out.
-    pub skipped: usize,
+    pub(crate) skipped: usize,
     /// Nanoseconds spent judging.
-    pub spent_ns: u64,
+    pub(crate) spent_ns: u64,
 }
 
 impl Fresh {
     /// Node states judged.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.verdicts.len()
-    }
-
-    /// Whether nothing was judged.
-    pub fn is_empty(&self) -> bool {
-        self.verdicts.is_empty()
     }
 }
 
@@ -120,8 +103,8 @@ impl Decider {
     /// Calls `f(index, name, seen)` for every candidate in order: the verdict from the
     /// cache, or judged now (and cached), or why the node is not judged. Nothing is
     /// copied per node: the verdict is borrowed for the call. No lock is held while a
-    /// node is judged ([`Decider::pending`], [`Decider::judge_pending`],
-    /// [`Decider::visit_judged`] in turn, with no budget).
+    /// node is judged (`pending`, `judge_pending`,
+    /// `visit_judged` in turn, with no budget).
     pub fn visit<N: AsRef<str>>(
         &self,
         state: &ClusterState,
@@ -138,7 +121,7 @@ impl Decider {
     /// The candidates a call still has to judge: one per distinct node state with no
     /// cached verdict for `req`, its data shared (so that the state's lock can be let go
     /// before judging).
-    pub fn pending<N: AsRef<str>>(
+    pub(crate) fn pending<N: AsRef<str>>(
         &self,
         state: &ClusterState,
         req: &PodRequest,
@@ -180,7 +163,7 @@ impl Decider {
     /// Judges `pending` with no lock held, until `deadline` (the call's work budget;
     /// `None`: all of them), at least one so that calls of a costly shape make progress
     /// from one to the next. Node states left over are counted in [`Fresh::skipped`].
-    pub fn judge_pending(
+    pub(crate) fn judge_pending(
         &self,
         req: &PodRequest,
         pending: &Pending,
@@ -204,7 +187,7 @@ impl Decider {
     /// Records `fresh` in the cache, then calls `f(index, name, seen)` for every
     /// candidate in order from the cache or `fresh`; nothing is judged here (a node
     /// judged neither before nor now is [`Seen::OverBudget`]).
-    pub fn visit_judged<N: AsRef<str>>(
+    pub(crate) fn visit_judged<N: AsRef<str>>(
         &self,
         state: &ClusterState,
         req: &PodRequest,
@@ -300,7 +283,7 @@ impl Decider {
     /// What warming `names` takes: per recently used shape whose judgement costs at
     /// most `max_cost_ns` a node (a costly shape is left to its own calls), the changed
     /// nodes it has no verdict for.
-    pub fn warm_plan<N: AsRef<str>>(
+    pub(crate) fn warm_plan<N: AsRef<str>>(
         &self,
         state: &ClusterState,
         names: &[N],
@@ -347,7 +330,7 @@ impl Decider {
     }
 
     /// Records verdicts judged elsewhere (background warming) in the cache.
-    pub fn record(&self, state: &ClusterState, req: &PodRequest, fresh: &Fresh) {
+    pub(crate) fn record(&self, state: &ClusterState, req: &PodRequest, fresh: &Fresh) {
         let Some(m) = &self.cache else {
             return;
         };

@@ -6,7 +6,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// A hasher for keys that already are 64-bit hashes (state keys, request hashes): it
 /// keeps the value as it is (any other input is folded in FNV-1a style).
 #[derive(Debug, Default, Clone, Copy)]
-pub struct KeyHasher(u64);
+pub(crate) struct KeyHasher(u64);
 
 impl Hasher for KeyHasher {
     fn finish(&self) -> u64 {

@@ -383,7 +383,7 @@ pub fn from_nrt(nrt: &Value, interner: &mut Interner) -> NodeEntry {
 
 /// Why a node's data cannot be read.
 #[derive(Debug, thiserror::Error)]
-pub enum NodeDataError {
+pub(crate) enum NodeDataError {
     /// The agent's report time is not an RFC 3339 time.
     #[error("annotation `{REPORTED_AT_ANNOTATION}`: `{text}` is not an RFC 3339 time")]
     ReportedAt {
