@@ -22,13 +22,13 @@ use serde_json::{Value, json};
 use topoalign_dra::{
     ClaimSpec, DRIVER_NAME, DeviceId, PublishOptions, claim_spec, device_classes, resource_slices,
 };
-use topoalign_extender::decide::Decider;
-use topoalign_extender::dra::{DraVerdict, judge};
-use topoalign_extender::dra_state::{DraShared, DraState, PodClaims, Resolved, priorities};
-use topoalign_extender::nodeinfo::Interner;
-use topoalign_extender::protocol::{FilterWriter, PriorityWriter, parse_args};
-use topoalign_extender::synth::synth_nodes;
+use topoalign_extender::Decider;
+use topoalign_extender::Interner;
+use topoalign_extender::synth_nodes;
 use topoalign_extender::{ClusterState, PodRequest, pod_request};
+use topoalign_extender::{DraShared, DraState, PodClaims, Resolved, priorities};
+use topoalign_extender::{DraVerdict, judge_claims as judge};
+use topoalign_extender::{FilterWriter, PriorityWriter, parse_args};
 use topoalign_kube_types::kubelet_settings::Policy;
 use topoalign_tm::ResourceMap;
 use topoalign_tm::rng::Rng;
@@ -148,10 +148,7 @@ fn dra_cluster() -> (DraState, Vec<String>) {
 fn dra_call(shared: &DraShared, claims: &Resolved, names: &[String]) {
     let mut rejected = 0usize;
     shared.visit(claims, names, None, |_, _, v| {
-        rejected += usize::from(matches!(
-            v,
-            topoalign_extender::dra_state::DraNode::Reject(_)
-        ));
+        rejected += usize::from(matches!(v, topoalign_extender::DraNode::Reject(_)));
     });
     let mut verdicts = Vec::with_capacity(names.len());
     shared.visit(claims, names, None, |_, _, v| verdicts.push(v.clone()));

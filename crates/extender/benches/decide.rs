@@ -10,11 +10,11 @@ use std::time::SystemTime;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use topoalign_extender::decide::Decider;
-use topoalign_extender::nodeinfo::Interner;
-use topoalign_extender::protocol::{FilterWriter, PriorityWriter, parse_args};
-use topoalign_extender::synth::synth_nodes;
+use topoalign_extender::Decider;
+use topoalign_extender::Interner;
+use topoalign_extender::synth_nodes;
 use topoalign_extender::{ClusterState, pod_request};
+use topoalign_extender::{FilterWriter, PriorityWriter, parse_args};
 use topoalign_kube_types::kubelet_settings::Policy;
 use topoalign_tm::ResourceMap;
 

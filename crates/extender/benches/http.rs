@@ -18,10 +18,10 @@ use hyper::body::Bytes;
 use hyper::client::conn::http1::SendRequest;
 use serde_json::json;
 use topoalign_extender::ClusterState;
-use topoalign_extender::decide::Decider;
-use topoalign_extender::nodeinfo::Interner;
-use topoalign_extender::server::{App, serve};
-use topoalign_extender::synth::synth_nodes;
+use topoalign_extender::Decider;
+use topoalign_extender::Interner;
+use topoalign_extender::synth_nodes;
+use topoalign_extender::{App, serve};
 use topoalign_kube_types::kubelet_settings::Policy;
 use topoalign_tm::ResourceMap;
 

@@ -33,18 +33,20 @@ pub struct ServeArgs {
     /// Verdict cache entries (0 disables the cache).
     #[arg(long, default_value_t = 200_000)]
     pub cache_size: usize,
+    /// The resource names pods ask devices by.
     #[command(flatten)]
     pub resources: ResourceArgs,
     /// DRA pods: points taken from a node for the capacity the pod would use up there
     /// (divided by the candidate nodes that can still hold as many pairs), so that small
     /// pods leave halves and quarters of nodes to pods that need one; 0 scores pair
     /// quality alone.
-    #[arg(long, default_value_t = crate::dra::CAPACITY_WEIGHT, value_parser = parse_weight)]
+    #[arg(long, default_value_t = crate::dra::judge::CAPACITY_WEIGHT, value_parser = parse_weight)]
     pub dra_capacity_weight: f64,
     /// DRA pods: the drivers whose ResourceSlices are judged besides topoalign.dev's
     /// (comma-separated or repeated, e.g. gpu.nvidia.com,dra.net); default: every driver.
     #[arg(long, value_name = "DRIVER", value_delimiter = ',', value_parser = parse_driver)]
     pub dra_drivers: Vec<String>,
+    /// The limits of the scheduler calls and of the server.
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -222,6 +224,7 @@ pub struct DecideArgs {
     /// The Pod manifest (JSON or YAML).
     #[arg(long, value_name = "FILE")]
     pub pod: PathBuf,
+    /// The resource names pods ask devices by.
     #[command(flatten)]
     pub resources: ResourceArgs,
     /// Output format.
@@ -267,7 +270,7 @@ mod tests {
             e.contains("--allocator") && e.contains("lowest-address"),
             "{e}"
         );
-        assert_eq!(c.dra_capacity_weight, crate::dra::CAPACITY_WEIGHT);
+        assert_eq!(c.dra_capacity_weight, crate::dra::judge::CAPACITY_WEIGHT);
         for bad in ["-1", "NaN", "inf", "much"] {
             let flag = format!("--dra-capacity-weight={bad}");
             let e = Serve::try_parse_from(["x", flag.as_str()]).unwrap_err();

@@ -65,7 +65,7 @@ impl CallLimits {
 
 /// Room for calls and body bytes (in KiB) in flight.
 #[derive(Debug)]
-pub struct Gate {
+pub(crate) struct Gate {
     calls: Arc<Semaphore>,
     kib: Arc<Semaphore>,
     total_kib: usize,
@@ -73,14 +73,14 @@ pub struct Gate {
 
 /// A call's room: released when dropped.
 #[derive(Debug)]
-pub struct Pass {
+pub(crate) struct Pass {
     _call: OwnedSemaphorePermit,
     _bytes: OwnedSemaphorePermit,
 }
 
 impl Gate {
     /// A gate for `limits`.
-    pub fn new(limits: &CallLimits) -> Self {
+    pub(crate) fn new(limits: &CallLimits) -> Self {
         let total_kib = limits
             .max_inflight_body_bytes
             .div_ceil(1024)
@@ -94,7 +94,7 @@ impl Gate {
 
     /// Waits up to [`CallLimits::queue_wait`] for room for one call of `declared` body
     /// bytes; `None` when none freed in time.
-    pub async fn enter(&self, declared: Option<usize>, limits: &CallLimits) -> Option<Pass> {
+    pub(crate) async fn enter(&self, declared: Option<usize>, limits: &CallLimits) -> Option<Pass> {
         let want = declared
             .unwrap_or(limits.max_body_bytes)
             .div_ceil(1024)

@@ -1,47 +1,61 @@
 //! topoalign's kube-scheduler extender: send each GPU+NIC pod to the node that can align it.
 //!
-//! - [`protocol`]: the extender wire types, exactly as `k8s.io/kube-scheduler/extender/v1`
-//!   serializes them;
-//! - [`podreq`]: what a pod asks (devices, `topoalign.dev/min-pair-class`);
-//! - [`state`]: the in-memory [`state::ClusterState`] (topology, Topology Manager
-//!   settings, used devices, assumed allocations per node);
-//! - [`decide`]: the pure filter/prioritize core over that state, with a verdict cache;
-//! - [`score`]: plan → priority (achievable alignment minus fragmentation caused);
-//! - [`nodeinfo`]: how API objects (NodeResourceTopology, node labels) become node data
-//!   (the label, annotation and NRT names are `topoalign_kube_types::{labels, nrt}`);
-//! - [`server`]: the axum HTTP server (on `topoalign_probes`' server kit), [`gate`]: the
-//!   limits of the scheduler calls (bodies, calls in flight, work budget); [`watch`]: the kube-rs watchers that fill the state;
-//!   [`runtime`]: the serving process (client, watchers, server, graceful shutdown);
-//! - [`cache`]: the verdict cache; [`dra`]: the DRA path's judgement (slices and claims),
-//!   [`dra_pairs`]: a node's pair devices, counters and pair capacity,
-//!   [`dra_foreign`]: claims of other drivers (NVIDIA's GPU driver, dranet) judged on the
-//!   stock allocator's choice and the devices' NUMA/PCI attributes,
-//!   [`dra_state`]: the slices, claims, templates and classes it judges on (pods with
-//!   ResourceClaims of known DeviceClasses take this path), [`dra_watch`]: their watchers;
-//! - [`offline`] and [`synth`]: decisions on Node manifests, synthetic nodes.
+//! Two wings judge the two kinds of pods:
+//! - `plugin`: device-plugin pods, judged on NodeResourceTopology objects or node labels
+//!   by predicting the kubelet's Topology Manager ([`Decider`] over a [`ClusterState`]);
+//! - `dra`: pods with ResourceClaims of known DeviceClasses, judged on ResourceSlices
+//!   ([`DraShared`] over a [`DraState`]).
+//!
+//! [`judge_all`] is the one entry point that judges a pod on candidate nodes, whichever
+//! wing it takes; the HTTP verbs ([`serve`]) and the offline decision
+//! ([`decide_on_manifests`]) answer from it.
+//!
+//! Shared process pieces stay at the top: the flags (`args`, with the `clap` feature), the
+//! wire types (`protocol`), the HTTP server (`server`) and its call limits (`gate`),
+//! the metrics, the serving process ([`run`]) and the scores shared by both wings
+//! (`score`).
+
+#![deny(unreachable_pub)]
+#![deny(missing_docs)]
 
 #[cfg(feature = "clap")]
-pub mod args;
-pub mod cache;
-pub mod decide;
-pub mod dra;
-pub mod dra_foreign;
-pub mod dra_pairs;
-pub mod dra_state;
-pub mod dra_watch;
-pub mod gate;
-pub mod metrics;
-pub mod nodeinfo;
-pub mod offline;
-pub mod podreq;
-pub mod protocol;
-pub mod runtime;
-pub mod score;
-pub mod server;
-pub mod state;
-pub mod synth;
-pub mod watch;
+mod args;
+mod dra;
+mod gate;
+mod judge;
+mod metrics;
+mod offline;
+mod plugin;
+mod protocol;
+mod runtime;
+mod score;
+mod server;
 
-pub use decide::{Decider, Decision, NeutralReason, RejectKind, Seen, Verdict};
-pub use podreq::{PodRequest, pod_request};
-pub use state::{ClusterState, NodeEntry, NodeInfo, NodeTopology, Source};
+#[cfg(feature = "clap")]
+pub use args::{DecideArgs, NodesArgs, ServeArgs};
+pub use dra::foreign::judge_foreign;
+pub use dra::judge::{
+    CAPACITY_WEIGHT, DraFit, DraVerdict, allocate, judge as judge_claims, judge_with_budget,
+};
+pub use dra::shared::DraShared;
+pub use dra::state::DraState;
+pub use dra::verdict::{DraNeutral, DraNode, PodClaims, Resolved, priorities};
+pub use gate::CallLimits;
+pub use judge::{Judgement, Judges, NodeVerdict, Refusal, Ruling, Verb, judge_all};
+pub use metrics::{Metrics, label};
+pub use offline::{
+    NodeResult, OfflineError, decide_on_manifests, decide_table, node_items, node_list, node_table,
+};
+pub use plugin::decide::{Decision, Judged, NeutralReason, RejectKind, Rejection, Seen, Verdict};
+pub use plugin::decider::{CacheStats, Decider, FilterOutcome, PrioritizeOutcome};
+pub use plugin::effective::Effective;
+pub use plugin::node::{NodeEntry, NodeInfo, NodeTopology, Source};
+pub use plugin::nodeinfo::{Interner, from_node_labels, from_nrt};
+pub use plugin::podreq::{PodError, PodRequest, pod_request};
+pub use plugin::state::{ClusterState, NodeView};
+pub use plugin::synth::{SynthNode, synth_nodes};
+pub use protocol::{
+    ExtenderArgs, ExtenderFilterResult, FilterWriter, HostPriority, PriorityWriter, parse_args,
+};
+pub use runtime::{RunError, ServeConfig, run};
+pub use server::{App, WARM_ROUND, serve};

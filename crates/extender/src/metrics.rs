@@ -1,13 +1,19 @@
 //! Prometheus metrics of the extender (`/metrics`).
 
+use std::sync::{Arc, RwLock};
+use std::time::SystemTime;
+
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::dra::shared::DraShared;
+use crate::plugin::state::{ClusterState, NodeView};
+
 /// Label set: name/value pairs.
-pub type Labels = Vec<(String, String)>;
+pub(crate) type Labels = Vec<(String, String)>;
 
 fn histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.000_05, 2.0, 16))
@@ -160,4 +166,49 @@ impl Metrics {
 /// One label pair.
 pub fn label(name: &str, value: &str) -> Labels {
     vec![(name.to_string(), value.to_string())]
+}
+
+/// The state gauges and what they count: the device-plugin wing's nodes (known, broken,
+/// stale) and assumed pods, the DRA wing's nodes, claims and held devices.
+#[derive(Debug, Clone)]
+pub struct Gauges {
+    /// Where the gauges are.
+    pub metrics: Arc<Metrics>,
+    /// The device-plugin wing's node state.
+    pub state: Arc<RwLock<ClusterState>>,
+    /// The DRA wing's state.
+    pub dra: Arc<DraShared>,
+}
+
+impl Gauges {
+    /// Refreshes the gauges.
+    pub fn update(&self, now: SystemTime) {
+        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        let (mut known, mut broken, mut stale) = (0i64, 0i64, 0i64);
+        for (_, v) in state.nodes() {
+            match v {
+                NodeView::Known(e) if state.is_stale(e, now) => stale += 1,
+                NodeView::Known(_) => known += 1,
+                NodeView::Broken(_) => broken += 1,
+            }
+        }
+        let m = &self.metrics;
+        m.nodes.get_or_create(&label("status", "known")).set(known);
+        m.nodes
+            .get_or_create(&label("status", "broken"))
+            .set(broken);
+        m.nodes.get_or_create(&label("status", "stale")).set(stale);
+        m.assumed.set(state.assumed_count() as i64);
+        drop(state);
+        let dra = self.dra.read();
+        for (what, n) in [
+            ("nodes", dra.node_count()),
+            ("claims", dra.claim_count()),
+            ("held_devices", dra.held_count()),
+        ] {
+            m.dra_state
+                .get_or_create(&label("what", what))
+                .set(n as i64);
+        }
+    }
 }

@@ -2,18 +2,21 @@
 //! and one decision on Node manifests without a cluster (`topoalign extender decide`).
 
 use std::fmt::Write as _;
-use std::time::SystemTime;
+use std::sync::RwLock;
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 use topoalign_tm::ResourceMap;
 
-use crate::decide::{Decider, Decision, Verdict};
-use crate::nodeinfo::{Interner, from_node_labels};
-use crate::podreq::{PodError, PodRequest, pod_request};
-use crate::score::NEUTRAL_SCORE;
-use crate::state::ClusterState;
-use crate::synth::SynthNode;
+use crate::dra::verdict::DraNode;
+use crate::judge::{Judges, Ruling, Verb, judge_all};
+use crate::plugin::decide::{Decision, Verdict};
+use crate::plugin::decider::Decider;
+use crate::plugin::nodeinfo::{Interner, from_node_labels};
+use crate::plugin::podreq::{PodError, PodRequest, pod_request};
+use crate::plugin::state::ClusterState;
+use crate::plugin::synth::SynthNode;
 
 /// Why an offline decision could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -99,25 +102,35 @@ pub fn decide_on_manifests(
         }
         names.push(name.to_string());
     }
-    let (decisions, _) = decider.decide(&state, &req, &names, SystemTime::now());
-    let results = names
-        .into_iter()
-        .zip(decisions)
-        .map(|(node, d)| {
-            let (passes, score, reason) = match d {
-                Decision::Judged(Verdict::Fit(s)) => (true, s, String::new()),
-                Decision::Judged(Verdict::Reject { message, .. }) => (false, 0, message),
-                Decision::Judged(Verdict::Neutral(w)) => (true, NEUTRAL_SCORE, w),
-                Decision::Neutral(w) => (true, NEUTRAL_SCORE, format!("neutral: {}", w.label())),
-            };
-            NodeResult {
-                node,
-                passes,
-                score,
-                reason,
-            }
-        })
-        .collect();
+    let state = RwLock::new(state);
+    let judges = Judges {
+        state: &state,
+        decider: &decider,
+        dra: None,
+        metrics: None,
+        budget: Duration::ZERO,
+    };
+    let mut results = Vec::with_capacity(names.len());
+    judge_all(&judges, Verb::Explain, pod, &names, None, |v| {
+        let reason = match v.ruling {
+            Ruling::Plugin(seen) => match seen.decision() {
+                Decision::Judged(Verdict::Fit(_)) => String::new(),
+                Decision::Judged(Verdict::Reject { message, .. }) => message,
+                Decision::Judged(Verdict::Neutral(w)) => w,
+                Decision::Neutral(w) => format!("neutral: {}", w.label()),
+            },
+            Ruling::Dra(Some(DraNode::Fit(_))) => String::new(),
+            Ruling::Dra(Some(DraNode::Reject(m))) => m.clone(),
+            Ruling::Dra(Some(DraNode::Neutral(n))) => format!("neutral: {}", n.label()),
+            Ruling::Dra(None) => "neutral: claims not judged".to_string(),
+        };
+        results.push(NodeResult {
+            node: v.name.to_string(),
+            passes: v.passes(),
+            score: v.score,
+            reason,
+        });
+    })?;
     Ok((req, results))
 }
 

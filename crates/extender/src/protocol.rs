@@ -14,9 +14,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 /// `MaxExtenderPriority`: the highest score an extender may give.
-pub const MAX_EXTENDER_PRIORITY: i64 = 10;
-/// `MinExtenderPriority`.
-pub const MIN_EXTENDER_PRIORITY: i64 = 0;
+pub(crate) const MAX_EXTENDER_PRIORITY: i64 = 10;
 
 /// `v1.NodeList` as the scheduler sends it when `nodeCacheCapable` is false: only
 /// `items[].metadata.name` is read; the items are echoed back untouched.
@@ -69,7 +67,7 @@ pub struct ExtenderArgs {
 }
 
 /// `FailedNodesMap`: node name → failure message.
-pub type FailedNodesMap = BTreeMap<String, String>;
+pub(crate) type FailedNodesMap = BTreeMap<String, String>;
 
 /// `ExtenderFilterResult`: the answer to a filter call.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -101,13 +99,10 @@ pub struct HostPriority {
     /// `Host`: the node name.
     #[serde(rename = "Host", alias = "host")]
     pub host: String,
-    /// `Score`: 0 ..= [`MAX_EXTENDER_PRIORITY`].
+    /// `Score`: 0 ..= `MAX_EXTENDER_PRIORITY`.
     #[serde(rename = "Score", alias = "score")]
     pub score: i64,
 }
-
-/// `HostPriorityList`.
-pub type HostPriorityList = Vec<HostPriority>;
 
 /// Why a request body could not be read.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -311,7 +306,7 @@ fn json_kind(raw: &str) -> &'static str {
 }
 
 /// Appends `s` as a JSON string.
-pub fn push_json_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn push_json_str(out: &mut Vec<u8>, s: &str) {
     // No early exit: the check vectorizes.
     let plain = s
         .bytes()

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use topoalign_tm::ResourceMap;
 
-use crate::decide::Decider;
 use crate::gate::CallLimits;
+use crate::plugin::decider::Decider;
+use crate::plugin::state::ClusterState;
+use crate::plugin::watch::WatchError;
 use crate::server::{App, serve};
-use crate::state::ClusterState;
-use crate::watch::WatchError;
 
 /// Serving settings.
 #[derive(Debug, Clone)]
@@ -28,7 +28,7 @@ pub struct ServeConfig {
     /// Resource names → devices.
     pub resources: ResourceMap,
     /// DRA path: the weight of the capacity a placement uses up
-    /// ([`crate::dra::capacity_penalty`]).
+    /// (`capacity_penalty`).
     pub dra_capacity_weight: f64,
     /// DRA path: the drivers whose slices are kept besides topoalign.dev's (`None`:
     /// every driver).
@@ -62,7 +62,7 @@ pub enum RunError {
 
 /// Beyond the server's own shutdown grace, how long the stop may take before it is
 /// given up (the server kit already bounds it; this only guards against a bug).
-pub const DRAIN_SLACK: Duration = Duration::from_secs(1);
+pub(crate) const DRAIN_SLACK: Duration = Duration::from_secs(1);
 
 /// Serves until `shutdown` resolves (or the watchers fail): binds, calls `listening`
 /// with the address, runs the watchers, the background warmer and the server, then
@@ -95,8 +95,8 @@ pub async fn run(
         dra.keep_drivers(cfg.dra_drivers.clone());
     }
     app.dra.expect_lists();
-    let dra_watch = tokio::spawn(crate::dra_watch::run(client.clone(), app.dra.clone()));
-    let watch = tokio::spawn(crate::watch::run(client, app.clone()));
+    let dra_watch = tokio::spawn(crate::dra::watch::run(client.clone(), app.dra.clone()));
+    let watch = tokio::spawn(crate::plugin::watch::run(client, app.feed()));
     let warmer = tokio::spawn(app.clone().warmer());
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let server = tokio::spawn(serve(listener, app, async move {

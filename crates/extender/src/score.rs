@@ -8,19 +8,13 @@ use crate::protocol::MAX_EXTENDER_PRIORITY;
 /// The score a node gets when the extender cannot judge it (no, stale or broken data):
 /// the middle of the scale, so that it neither wins over a node known to align the pod
 /// well nor loses to one known to align it badly.
-pub const NEUTRAL_SCORE: i64 = MAX_EXTENDER_PRIORITY / 2;
+pub(crate) const NEUTRAL_SCORE: i64 = MAX_EXTENDER_PRIORITY / 2;
 
-/// Alignment quality of a plan in 0.0 ..= 1.0: for pods with NICs, half the mean pair
-/// quality (PIX 1, PXB 0.75, PHB 0.5, NODE 0.25, SYS 0) and half the share of pairs with
-/// GPUDirect RDMA; 1.0 for GPU-only pods. Each NUMA node spanned beyond the first costs
-/// 0.1.
-pub fn quality(plan: &Plan) -> f64 {
-    score_quality(&plan.score)
-}
-
-/// [`quality`] of a score (the planner's, or one measured on what the kubelet would
-/// allocate).
-pub fn score_quality(s: &Score) -> f64 {
+/// Alignment quality of a score (the planner's, or one measured on what the kubelet
+/// would allocate) in 0.0 ..= 1.0: for pods with NICs, half the mean pair quality (PIX 1,
+/// PXB 0.75, PHB 0.5, NODE 0.25, SYS 0) and half the share of pairs with GPUDirect RDMA;
+/// 1.0 for GPU-only pods. Each NUMA node spanned beyond the first costs 0.1.
+pub(crate) fn score_quality(s: &Score) -> f64 {
     let mut q = if s.pairs == 0 {
         1.0
     } else {
@@ -35,28 +29,28 @@ pub fn score_quality(s: &Score) -> f64 {
 
 /// Points taken per switch, NUMA node or fabric island the placement leaves partially
 /// used (the planner's fragmentation measure), and given back per group it completes.
-pub const FRAGMENTATION_WEIGHT: f64 = 0.25;
+pub(crate) const FRAGMENTATION_WEIGHT: f64 = 0.25;
 /// The most points fragmentation can take (so alignment quality dominates).
-pub const MAX_FRAGMENTATION_PENALTY: f64 = 2.0;
+pub(crate) const MAX_FRAGMENTATION_PENALTY: f64 = 2.0;
 
 /// The priority: `10 × quality − 0.25 × (fragmentation after − before)`, the penalty
 /// bounded to −1 ..= 2 points, rounded and clamped to 0 ..= 10.
-pub fn priority(plan: &Plan, fragmentation_before: u32) -> i64 {
+pub(crate) fn priority(plan: &Plan, fragmentation_before: u32) -> i64 {
     score_priority(&plan.score, fragmentation_before)
 }
 
 /// [`priority`] of a score.
-pub fn score_priority(s: &Score, fragmentation_before: u32) -> i64 {
+pub(crate) fn score_priority(s: &Score, fragmentation_before: u32) -> i64 {
     to_priority(score_points(s, fragmentation_before))
 }
 
 /// Points rounded and clamped to the protocol's 0 ..= 10.
-pub fn to_priority(points: f64) -> i64 {
+pub(crate) fn to_priority(points: f64) -> i64 {
     (points.round() as i64).clamp(0, MAX_EXTENDER_PRIORITY)
 }
 
 /// The unrounded points of [`score_priority`] (to average several draws).
-pub fn score_points(s: &Score, fragmentation_before: u32) -> f64 {
+pub(crate) fn score_points(s: &Score, fragmentation_before: u32) -> f64 {
     let caused = i64::from(s.fragmentation) - i64::from(fragmentation_before);
     let penalty = (FRAGMENTATION_WEIGHT * caused as f64).clamp(-1.0, MAX_FRAGMENTATION_PENALTY);
     MAX_EXTENDER_PRIORITY as f64 * score_quality(s) - penalty

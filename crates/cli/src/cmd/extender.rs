@@ -6,12 +6,10 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use topoalign_extender::args::{DecideArgs, NodesArgs, ServeArgs};
-use topoalign_extender::offline::{
-    decide_on_manifests, decide_table, node_items, node_list, node_table,
-};
-use topoalign_extender::runtime::run as serve;
-use topoalign_extender::synth::synth_nodes;
+use topoalign_extender::run as serve;
+use topoalign_extender::synth_nodes;
+use topoalign_extender::{DecideArgs, NodesArgs, ServeArgs};
+use topoalign_extender::{decide_on_manifests, decide_table, node_items, node_list, node_table};
 use topoalign_kube_types::documents::read_document;
 use topoalign_probes::{Threads, kube_client, runtime, shutdown_signal};
 

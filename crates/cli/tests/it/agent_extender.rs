@@ -6,7 +6,7 @@ use topoalign_agent::nrt::nrt_object;
 use topoalign_agent::podresources::{Devices, KubeletView, PodDevices};
 use topoalign_agent::report::build;
 use topoalign_extender::NodeEntry;
-use topoalign_extender::nodeinfo::{Interner, from_nrt};
+use topoalign_extender::{Interner, from_nrt};
 use topoalign_kube_types::kubelet_settings::{CpuPolicy, Policy, Settings};
 use topoalign_kube_types::labels::RESERVED_CPUS_ANNOTATION;
 use topoalign_topology::CpuSet;

@@ -8,9 +8,9 @@ use std::time::SystemTime;
 
 use crate::common::*;
 use serde_json::{Value, json};
-use topoalign_extender::decide::Decider;
-use topoalign_extender::nodeinfo::{Interner, from_node_labels, from_nrt};
+use topoalign_extender::Decider;
 use topoalign_extender::{ClusterState, NodeEntry, RejectKind, pod_request};
+use topoalign_extender::{Interner, from_node_labels, from_nrt};
 use topoalign_kube_types::labels::*;
 use topoalign_kube_types::nrt::*;
 use topoalign_tm::ResourceMap;

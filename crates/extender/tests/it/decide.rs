@@ -4,8 +4,8 @@ use std::time::{Duration, SystemTime};
 
 use crate::common::*;
 use serde_json::json;
-use topoalign_extender::decide::{Decider, NeutralReason};
-use topoalign_extender::nodeinfo::Interner;
+use topoalign_extender::Interner;
+use topoalign_extender::{Decider, NeutralReason};
 use topoalign_extender::{NodeEntry, pod_request};
 use topoalign_kube_types::kubelet_settings::Policy;
 use topoalign_tm::ResourceMap;
@@ -102,7 +102,7 @@ fn scores_follow_what_the_kubelet_would_allocate_not_the_best_plan() {
     let planner = topoalign_plan::Planner::new(st.node("free").map_or_else(
         || panic!("free"),
         |v| match v {
-            topoalign_extender::state::NodeView::Known(e) => &e.info.topology.topology,
+            topoalign_extender::NodeView::Known(e) => &e.info.topology.topology,
             other => panic!("{other:?}"),
         },
     ));
@@ -354,7 +354,7 @@ fn assumed_pods_hold_what_the_kubelet_would_give_them() {
     );
     let d = Decider::new(ResourceMap::default(), 100);
     let used = |st: &topoalign_extender::ClusterState| match st.node("n") {
-        Some(topoalign_extender::state::NodeView::Known(e)) => {
+        Some(topoalign_extender::NodeView::Known(e)) => {
             (e.used.gpus.len(), e.used.nics.len(), e.unplaced.clone())
         }
         other => panic!("{other:?}"),

@@ -12,9 +12,9 @@ use k8s_openapi::api::resource::v1::{
 };
 use serde_json::{Value, json};
 use topoalign_dra::{ClaimSpec, PublishOptions, claim_template, device_classes, resource_slices};
-use topoalign_extender::decide::Decider;
-use topoalign_extender::server::{App, serve};
-use topoalign_extender::state::ClusterState;
+use topoalign_extender::ClusterState;
+use topoalign_extender::Decider;
+use topoalign_extender::{App, serve};
 use topoalign_tm::ResourceMap;
 
 /// An extender with topoalign's DeviceClasses and no node yet, judging pair quality

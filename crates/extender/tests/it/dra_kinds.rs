@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use topoalign_dra::{
     ClaimSpec, DRIVER_NAME, DeviceId, PublishOptions, claim_spec, device_classes, resource_slices,
 };
-use topoalign_extender::dra::{DraVerdict, judge};
-use topoalign_extender::dra_state::{DraShared, DraState, PodClaims, Resolved};
+use topoalign_extender::{DraShared, DraState, PodClaims, Resolved};
+use topoalign_extender::{DraVerdict, judge_claims as judge};
 use topoalign_tm::rng::Rng;
 
 const PROFILES: [&str; 3] = ["mi300x-8", "gb300-4", "dgx-h100"];

@@ -9,7 +9,7 @@ use crate::common::http;
 use crate::dra::{bare_app, holding};
 use serde_json::{Value, json};
 use topoalign_dra::{Inventory, slices_for};
-use topoalign_extender::server::serve;
+use topoalign_extender::serve;
 use topoalign_gang::{gang_claim_template, nic_rails, parse_job, parse_rail_source};
 
 const JOB: &str = include_str!("../../../../deploy/gang/job.yaml");

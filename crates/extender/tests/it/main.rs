@@ -8,6 +8,7 @@ mod decide;
 mod dra;
 mod dra_kinds;
 mod dra_rails;
+mod judge_all;
 mod mig;
 mod protocol;
 mod replay;

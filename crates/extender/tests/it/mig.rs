@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use crate::common::*;
 use serde_json::{Value, json};
-use topoalign_extender::nodeinfo::Interner;
+use topoalign_extender::Interner;
 use topoalign_extender::{Decider, pod_request};
 use topoalign_kube_types::kubelet_settings::Policy;
 use topoalign_mig::device_plugin::NodeMig;

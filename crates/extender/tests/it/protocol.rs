@@ -5,9 +5,9 @@ use std::sync::{Arc, RwLock};
 
 use crate::common::*;
 use serde_json::Value;
-use topoalign_extender::decide::Decider;
-use topoalign_extender::protocol::{ExtenderArgs, ExtenderFilterResult, HostPriority};
-use topoalign_extender::server::{App, serve};
+use topoalign_extender::Decider;
+use topoalign_extender::{App, serve};
+use topoalign_extender::{ExtenderArgs, ExtenderFilterResult, HostPriority};
 use topoalign_tm::ResourceMap;
 
 const ARGS_NAMES: &str = include_str!("../fixtures/filter_args_names.json");

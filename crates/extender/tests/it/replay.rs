@@ -23,9 +23,9 @@ use serde_json::{Value, json};
 use topoalign_dra::{
     ClaimSpec, DeviceId, PublishOptions, claim_spec, device_classes, resource_slices,
 };
-use topoalign_extender::dra::{CAPACITY_WEIGHT, DraVerdict, allocate, judge_with_budget};
-use topoalign_extender::dra_foreign::judge_foreign;
-use topoalign_extender::dra_state::{DraNode, priorities};
+use topoalign_extender::judge_foreign;
+use topoalign_extender::{CAPACITY_WEIGHT, DraVerdict, allocate, judge_with_budget};
+use topoalign_extender::{DraNode, priorities};
 use topoalign_tm::rng::Rng;
 
 const BUDGET: u64 = 200_000;

@@ -8,12 +8,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::common::*;
 use serde_json::{Value, json};
+use topoalign_extender::CallLimits;
 use topoalign_extender::ClusterState;
-use topoalign_extender::decide::Decider;
-use topoalign_extender::gate::CallLimits;
-use topoalign_extender::nodeinfo::Interner;
-use topoalign_extender::server::{App, WARM_ROUND, serve};
-use topoalign_extender::synth::synth_nodes;
+use topoalign_extender::Decider;
+use topoalign_extender::Interner;
+use topoalign_extender::synth_nodes;
+use topoalign_extender::{App, WARM_ROUND, serve};
 use topoalign_kube_types::kubelet_settings::Policy;
 use topoalign_tm::ResourceMap;
 

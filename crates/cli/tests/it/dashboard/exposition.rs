@@ -21,7 +21,7 @@ pub struct Series {
 /// the label values the component uses; `every_registered_metric_is_exposed` fails
 /// when a component registers a metric this does not bring out.
 pub fn expositions() -> Vec<(&'static str, String)> {
-    use topoalign_extender::metrics::label;
+    use topoalign_extender::label;
 
     let driver = topoalign_driver::metrics::Metrics::new().with_plugin(&Default::default());
     for component in ["publish", "watch", "discover", "plugin"] {
@@ -41,7 +41,7 @@ pub fn expositions() -> Vec<(&'static str, String)> {
         agent.devices_in_use.get_or_create(&kind).set(0);
     }
 
-    let ext = topoalign_extender::metrics::Metrics::new();
+    let ext = topoalign_extender::Metrics::new();
     let pair = |a: (&str, &str), b: (&str, &str)| {
         vec![
             (a.0.to_string(), a.1.to_string()),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use serde_json::{Value, json};
-use topoalign_extender::nodeinfo::Interner;
+use topoalign_extender::Interner;
 use topoalign_extender::{ClusterState, NodeEntry, NodeInfo, Source};
 use topoalign_kube_types::kubelet_settings::{Policy, Settings};
 use topoalign_topology::NodeUsage;

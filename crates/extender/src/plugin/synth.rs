@@ -12,12 +12,12 @@ use topoalign_tm::matrix::gpu_resource;
 use topoalign_tm::rng::Rng;
 use topoalign_topology::{NodeUsage, Topology};
 
-use crate::nodeinfo::Interner;
-use crate::state::{NodeEntry, NodeInfo, Source};
+use crate::plugin::node::{NodeEntry, NodeInfo, Source};
+use crate::plugin::nodeinfo::Interner;
 
 /// The NIC resource a profile's pods ask for: SR-IOV VFs when the node has them, else
 /// RDMA physical functions.
-pub fn nic_resource(topo: &Topology) -> &'static str {
+pub(crate) fn nic_resource(topo: &Topology) -> &'static str {
     if topo.nics.iter().any(|n| n.is_vf()) {
         "nvidia.com/sriov-rdma-vf"
     } else {
@@ -177,7 +177,7 @@ impl SynthNode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nodeinfo::from_node_labels;
+    use crate::plugin::nodeinfo::from_node_labels;
 
     #[test]
     fn synthetic_nodes_are_reproducible_and_read_back_from_their_manifest() {

@@ -2,122 +2,22 @@
 //! nodes of one machine type), the kubelet Topology Manager settings, the devices in use
 //! as last reported, and the allocations assumed for pods bound since that report.
 //!
-//! Nothing here does I/O: the watcher layer ([`crate::watch`]) turns API objects into
-//! [`NodeInfo`] and pod bindings, tests and benchmarks build them directly.
+//! Nothing here does I/O: the watcher layer ([`crate::plugin::watch`]) turns API objects into
+//! [`crate::plugin::node::NodeInfo`] and pod bindings, tests and benchmarks build them directly.
 
-use std::collections::hash_map::{DefaultHasher, RandomState};
+use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use topoalign_kube_types::kubelet_settings::{CpuPolicy, MemoryPolicy, Settings};
 use topoalign_mig::device_plugin::NodeMig;
-use topoalign_plan::score::device_score;
-use topoalign_plan::{Planner, Request};
-use topoalign_tm::{Case, Outcome, Pod, ResourceMap, simulate};
-use topoalign_topology::{NodeUsage, Topology};
+use topoalign_plan::Request;
+use topoalign_tm::{Pod, ResourceMap};
 
-use crate::cache::KeyHasher;
-
-/// A topology shared by every node that reports it.
-#[derive(Debug)]
-pub struct NodeTopology {
-    /// Where it came from: `profile:<name>` or `nrt:<hash>`.
-    pub key: String,
-    /// A hash of `key`, used in cache keys.
-    pub id: u64,
-    /// The model.
-    pub topology: Topology,
-}
-
-impl NodeTopology {
-    /// Wraps a topology under a source key.
-    pub fn new(key: String, topology: Topology) -> Self {
-        NodeTopology {
-            id: hash_of(&key),
-            key,
-            topology,
-        }
-    }
-}
-
-/// Where a node's data came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Source {
-    /// Node labels and annotations (`topoalign.dev/profile`, `topoalign.dev/used`):
-    /// declared, never stale, used when neither NRT nor slices exist.
-    Labels,
-    /// The node agent's NodeResourceTopology object.
-    Nrt,
-}
-
-impl Source {
-    /// A short name for logs and metrics.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Labels => "labels",
-            Source::Nrt => "nrt",
-        }
-    }
-}
-
-/// What the watchers know about one node.
-#[derive(Debug, Clone)]
-pub struct NodeInfo {
-    /// Its topology.
-    pub topology: Arc<NodeTopology>,
-    /// The kubelet Topology Manager settings (policy, scope, options).
-    pub settings: Arc<Settings>,
-    /// Devices in use as reported.
-    pub used: NodeUsage,
-    /// Where the data came from.
-    pub source: Source,
-    /// When the agent last reported (`None`: declared data that cannot go stale).
-    pub reported_at: Option<SystemTime>,
-    /// Pods (`namespace/name`) the report already accounts for.
-    pub reported_pods: BTreeSet<String>,
-}
-
-/// A node as the decisions see it.
-#[derive(Debug, Clone)]
-pub enum NodeEntry {
-    /// Usable data.
-    Known(NodeInfo),
-    /// Data exists but cannot be used (malformed, unknown profile …): the reason.
-    Broken(String),
-}
-
-/// An allocation assumed for a pod bound to a node but not yet in the node's report.
-#[derive(Debug, Clone)]
-pub struct Assumed {
-    /// The node it is bound to.
-    pub node: String,
-    /// What it asks for.
-    pub request: Request,
-    /// The pod as the kubelet's resource managers see it: with it the assumed devices
-    /// are the ones the kubelet's Topology Manager and device manager would give (the
-    /// `tm` simulation); without it, the planner's choice.
-    pub pod: Option<Pod>,
-    /// When the binding was first seen.
-    pub bound_at: SystemTime,
-}
-
-/// A known node with its assumed allocations applied.
-#[derive(Debug, Clone)]
-pub struct Effective {
-    /// The data.
-    pub info: NodeInfo,
-    /// Reported plus assumed usage.
-    pub used: NodeUsage,
-    /// Partially used switches, NUMA nodes and islands before any new allocation.
-    pub fragmentation: u32,
-    /// Hash of topology, settings and usage: equal keys get equal verdicts.
-    pub state_key: u64,
-    /// Assumed pods that hold nothing: the kubelet would reject them, or their devices
-    /// could not be chosen.
-    pub unplaced: Vec<String>,
-}
+use crate::plugin::effective::{Effective, effective};
+use crate::plugin::keys::KeyHasher;
+use crate::plugin::node::{Assumed, NodeEntry, Source};
 
 /// One node's entry in the state.
 #[derive(Debug, Clone)]
@@ -129,7 +29,7 @@ pub enum NodeView {
 }
 
 /// Where a node lives in the state: a dense index, stable while the node exists.
-pub type Slot = u32;
+pub(crate) type Slot = u32;
 
 /// The per-node data a scheduler call reads for every candidate, kept dense (one array,
 /// names in one arena) so that a call over thousands of nodes stays in the CPU caches.
@@ -206,7 +106,12 @@ impl ClusterState {
     pub fn upsert_node(&mut self, name: &str, entry: NodeEntry) {
         let view = match entry {
             NodeEntry::Broken(why) => NodeView::Broken(why),
-            NodeEntry::Known(info) => NodeView::Known(Arc::new(self.effective(name, info))),
+            NodeEntry::Known(info) => NodeView::Known(Arc::new(effective(
+                name,
+                info,
+                &self.assumed,
+                &self.resources,
+            ))),
         };
         self.put(name, view);
         self.changed.push(name.to_string());
@@ -304,7 +209,7 @@ impl ClusterState {
             .map(|(_, v)| v)
     }
 
-    /// Slots in all (some may be vacant): the bound of [`Slot`] values.
+    /// Slots in all (some may be vacant): the bound of `Slot` values.
     pub fn slot_count(&self) -> usize {
         self.slots.len()
     }
@@ -451,81 +356,9 @@ impl ClusterState {
     fn refresh(&mut self, name: &str) {
         if let Some(NodeView::Known(e)) = self.node(name) {
             let info = e.info.clone();
-            let eff = self.effective(name, info);
+            let eff = effective(name, info, &self.assumed, &self.resources);
             self.put(name, NodeView::Known(Arc::new(eff)));
             self.changed.push(name.to_string());
-        }
-    }
-
-    /// Applies the node's assumed allocations (in binding order) on top of its report.
-    fn effective(&self, name: &str, info: NodeInfo) -> Effective {
-        let topo = &info.topology.topology;
-        let mut used = info.used.clone();
-        let mut unplaced = Vec::new();
-        let mut pods: Vec<(&String, &Assumed)> = self
-            .assumed
-            .iter()
-            .filter(|(k, a)| a.node == name && !info.reported_pods.contains(*k))
-            .collect();
-        if !pods.is_empty() {
-            pods.sort_by(|a, b| a.1.bound_at.cmp(&b.1.bound_at).then(a.0.cmp(b.0)));
-            let mut planner = None;
-            for (key, a) in pods {
-                if let Some(pod) = &a.pod {
-                    let case = Case {
-                        topology: topo,
-                        settings: &info.settings,
-                        resources: &self.resources,
-                        pod,
-                        usage: &used,
-                        seed: 0,
-                    };
-                    match simulate(&case) {
-                        Ok(o) if o.admitted => {
-                            take_allocated(&mut used, topo, &o);
-                            continue;
-                        }
-                        Ok(_) => {
-                            unplaced.push(key.clone());
-                            continue;
-                        }
-                        Err(err) => {
-                            tracing::debug!(pod = %key, node = %name, error = %err,
-                                "kubelet simulation failed; assuming the planner's choice");
-                        }
-                    }
-                }
-                let planner = planner.get_or_insert_with(|| Planner::new(topo));
-                let mut req = a.request.clone();
-                // The kubelet ignores topoalign's bounds; take what it can.
-                req.max_pair = None;
-                req.gpu_link = topoalign_plan::GpuLinkBound::Any;
-                match planner.plan(&req, &used) {
-                    Ok(p) => {
-                        used.gpus.extend(p.gpus);
-                        used.nics.extend(p.nics);
-                    }
-                    Err(_) => unplaced.push(key.clone()),
-                }
-            }
-            used.gpus.sort();
-            used.gpus.dedup();
-            used.nics.sort();
-            used.nics.dedup();
-        }
-        let fragmentation = fragmentation_of(topo, &used);
-        let mut h = DefaultHasher::new();
-        info.topology.id.hash(&mut h);
-        hash_settings(&info.settings, &mut h);
-        used.gpus.hash(&mut h);
-        used.nics.hash(&mut h);
-        used.cpus.hash(&mut h);
-        Effective {
-            state_key: h.finish(),
-            info,
-            used,
-            fragmentation,
-            unplaced,
         }
     }
 }
@@ -593,95 +426,5 @@ impl NameIndex {
         }
         self.arena = arena;
         self.garbage = 0;
-    }
-}
-
-/// Adds what the kubelet allocated in `o` to `used`.
-pub(crate) fn take_allocated(used: &mut NodeUsage, topo: &Topology, o: &Outcome) {
-    for alloc in &o.allocations {
-        for (_, devices) in &alloc.devices {
-            for d in devices {
-                if topo.gpu_index(d.bdf).is_some() {
-                    used.gpus.push(d.bdf);
-                } else {
-                    used.nics.push(d.bdf);
-                }
-            }
-        }
-        used.cpus = used.cpus.union(&alloc.cpus);
-        for (numa, bytes) in &alloc.memory {
-            *used.memory.entry(*numa).or_default() += bytes;
-        }
-    }
-}
-
-fn hash_settings(s: &Settings, h: &mut DefaultHasher) {
-    s.topology_manager_policy.hash(h);
-    s.topology_manager_scope.hash(h);
-    s.topology_manager_policy_options.hash(h);
-    (s.cpu_manager_policy == CpuPolicy::Static).hash(h);
-    s.reserved_system_cpus.hash(h);
-    s.reserved_cpu_millis.hash(h);
-    // The simulation reads the memory manager too: two nodes that differ only there
-    // must not share a verdict.
-    (s.memory_manager_policy == MemoryPolicy::Static).hash(h);
-    s.reserved_memory.hash(h);
-}
-
-/// Partially used switches + NUMA nodes + fabric islands under `used` (the planner's
-/// fragmentation measure, before any new allocation). Unknown addresses are ignored.
-pub fn fragmentation_of(topo: &Topology, used: &NodeUsage) -> u32 {
-    let cls = topo.classifier();
-    let mut used_g = vec![false; topo.gpus.len()];
-    for b in &used.gpus {
-        if let Some(i) = topo.gpu_index(*b) {
-            used_g[i] = true;
-        }
-    }
-    let mut used_n = vec![false; topo.nics.len()];
-    for b in &used.nics {
-        if let Some(i) = topo.nic_index(*b) {
-            used_n[i] = true;
-        }
-    }
-    device_score(
-        topo,
-        &cls,
-        &used_g,
-        &used_n,
-        &topo.fabric_islands(),
-        &[],
-        &[],
-    )
-    .fragmentation
-}
-
-/// A stable 64-bit hash of a string.
-pub fn hash_of(s: &str) -> u64 {
-    let mut h = DefaultHasher::new();
-    s.hash(&mut h);
-    h.finish()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key(s: &Settings) -> u64 {
-        let mut h = DefaultHasher::new();
-        hash_settings(s, &mut h);
-        h.finish()
-    }
-
-    #[test]
-    fn the_state_key_tells_memory_manager_settings_apart() {
-        let base = Settings::default();
-        let mut stat = base.clone();
-        stat.memory_manager_policy = MemoryPolicy::Static;
-        assert_ne!(key(&base), key(&stat));
-        let mut reserved = stat.clone();
-        reserved.reserved_memory.insert(0, 1 << 30);
-        assert_ne!(key(&stat), key(&reserved));
-        assert_eq!(key(&base), key(&base.clone()));
     }
 }

@@ -15,7 +15,7 @@ use topoalign_dra::DRIVER_NAME;
 /// A counter: (counter set, counter name).
 type CounterKey = (String, String);
 /// A device of the pool: (pool, device name).
-pub type DeviceKey = (String, String);
+pub(crate) type DeviceKey = (String, String);
 
 /// One pair device: its rank (0 PIX … 4 SYS), its GPU and its counters.
 #[derive(Debug, Clone)]
@@ -31,14 +31,14 @@ struct Pair {
 
 /// The counters, consumptions and pair devices of one node's pools of the driver.
 #[derive(Debug, Clone, Default)]
-pub struct NodePairs {
+pub(crate) struct NodePairs {
     counters: BTreeMap<CounterKey, i64>,
     consumes: BTreeMap<DeviceKey, Vec<(CounterKey, i64)>>,
     pairs: BTreeMap<DeviceKey, Pair>,
 }
 
 /// Counter units left after the devices in use took theirs.
-pub struct Left(BTreeMap<CounterKey, i64>);
+pub(crate) struct Left(BTreeMap<CounterKey, i64>);
 
 fn attr<'a>(d: &'a Device, name: &str) -> Option<&'a DeviceAttribute> {
     let attrs = d.attributes.as_ref()?;
@@ -65,7 +65,7 @@ fn consumption(d: &Device) -> Vec<(CounterKey, i64)> {
 impl NodePairs {
     /// The pools of the driver on `node` in `slices` (slices of other drivers and nodes
     /// are skipped; counters with a value that is not a plain integer are left out).
-    pub fn of(slices: &[ResourceSlice], node: &str) -> NodePairs {
+    pub(crate) fn of(slices: &[ResourceSlice], node: &str) -> NodePairs {
         let mut out = NodePairs::default();
         let here = slices
             .iter()
@@ -91,18 +91,18 @@ impl NodePairs {
     }
 
     /// The rank of pair device `key`, if it is one.
-    pub fn rank(&self, key: &DeviceKey) -> Option<i64> {
+    pub(crate) fn rank(&self, key: &DeviceKey) -> Option<i64> {
         self.pairs.get(key).map(|p| p.rank)
     }
 
     /// The GPU (PCI address) of pair device `key`, if it is one.
-    pub fn gpu(&self, key: &DeviceKey) -> Option<&str> {
+    pub(crate) fn gpu(&self, key: &DeviceKey) -> Option<&str> {
         self.pairs.get(key).map(|p| p.gpu.as_str())
     }
 
     /// The counter units left when the devices `used` (pairs or plain GPUs and NICs) hold
     /// theirs.
-    pub fn left<'a>(&self, used: impl IntoIterator<Item = &'a DeviceKey>) -> Left {
+    pub(crate) fn left<'a>(&self, used: impl IntoIterator<Item = &'a DeviceKey>) -> Left {
         let mut left = self.counters.clone();
         for k in used {
             for (c, v) in self.consumes.get(k).into_iter().flatten() {
@@ -128,7 +128,7 @@ impl NodePairs {
     }
 
     /// GPUs (PCI address) with an allocatable pair of rank ≤ 1 (PXB or better).
-    pub fn good_gpus(&self, left: &Left) -> BTreeSet<String> {
+    pub(crate) fn good_gpus(&self, left: &Left) -> BTreeSet<String> {
         self.free_pairs(left)
             .filter(|p| p.rank <= 1)
             .map(|p| p.gpu.clone())
@@ -136,7 +136,7 @@ impl NodePairs {
     }
 
     /// GPUs whose counters are free in `before` and taken in `after`.
-    pub fn gpus_taken(&self, before: &Left, after: &Left) -> usize {
+    pub(crate) fn gpus_taken(&self, before: &Left, after: &Left) -> usize {
         let gpus: BTreeSet<&CounterKey> = self
             .pairs
             .values()
@@ -154,7 +154,7 @@ impl NodePairs {
     /// How many pairs can be allocated at once with the counters `left`: a maximum
     /// matching of free GPUs (one pair each) to NIC counter units (as many pairs as units
     /// left) over the allocatable pair devices.
-    pub fn capacity(&self, left: &Left) -> usize {
+    pub(crate) fn capacity(&self, left: &Left) -> usize {
         let mut edges: BTreeMap<&str, BTreeSet<&CounterKey>> = BTreeMap::new();
         let mut unlimited: BTreeSet<&str> = BTreeSet::new();
         for p in self.free_pairs(left) {

@@ -13,9 +13,9 @@ use topoalign_topology::PcieClass;
 
 /// Annotation: every GPU↔NIC pair of the pod must be this class or better
 /// (`PIX`, `PXB`, `PHB`, `NODE`, `SYS`).
-pub const MIN_PAIR_CLASS_ANNOTATION: &str = "topoalign.dev/min-pair-class";
+pub(crate) const MIN_PAIR_CLASS_ANNOTATION: &str = "topoalign.dev/min-pair-class";
 /// Annotation: `nvlink` requires every pair of the pod's GPUs to be NVLink/xGMI-linked.
-pub const GPU_LINK_ANNOTATION: &str = "topoalign.dev/gpu-link";
+pub(crate) const GPU_LINK_ANNOTATION: &str = "topoalign.dev/gpu-link";
 
 /// Why a pod could not be read.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -19,13 +19,14 @@ use kube::runtime::reflector::{self, Store, reflector};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 
-use crate::dra_state::{DraShared, DraState, key_of};
+use crate::dra::shared::DraShared;
+use crate::dra::state::{DraState, key_of};
 
 const KINDS: u8 = 4;
 
 /// Runs the DRA watchers until the process ends. When the API cannot be read, logs why,
 /// marks the DRA side ready (nothing to wait for) and returns.
-pub async fn run(client: Client, dra: Arc<DraShared>) {
+pub(crate) async fn run(client: Client, dra: Arc<DraShared>) {
     let slices: Api<ResourceSlice> = Api::all(client.clone());
     if let Err(e) = slices.list_metadata(&ListParams::default().limit(1)).await {
         tracing::warn!(error = %e, "resource.k8s.io/v1 ResourceSlices cannot be listed (no DRA API, or no RBAC for it); pods with ResourceClaims get neutral scores");

@@ -3,7 +3,7 @@
 //! allocator will actually give the claims there, since the extender cannot change
 //! which devices it picks, only the node.
 //!
-//! - Filter: a node where the allocator's search ([`crate::dra::allocate`], the one
+//! - Filter: a node where the allocator's search ([`crate::dra::judge::allocate`], the one
 //!   first-fit model) finds no allocation on the node's free devices is dropped.
 //! - Prioritize: the class of every GPU the allocation gives with the NIC NCCL would use
 //!   for it among the pod's NICs ([`Classifier::best_nic`]), on the topology the devices'
@@ -11,7 +11,7 @@
 //!   `resource.kubernetes.io/numaNode`, else the driver's `numaNode`; host bridge from
 //!   `pcieRoot`; address from `pciBusID`, `pciAddress`, `pcieBusID`): the same `pcieRoot`
 //!   is PHB, the same NUMA node NODE, different NUMA nodes SYS (worst). Scored by that
-//!   class first and the capacity used up second ([`crate::dra::foreign_score`]),
+//!   class first and the capacity used up second ([`crate::dra::judge::foreign_score`]),
 //!   capacity as the pairs of a free GPU and a free NIC the node can still give.
 //! - A GPU or NIC of the allocation without a NUMA node or PCI address: the class is not
 //!   known, so the node passes with the neutral score and a counted reason
@@ -24,7 +24,7 @@ use topoalign_dra::mixed::{DeviceRole, ForeignDevice, node_devices, topology_of}
 use topoalign_dra::{DRIVER_NAME, DeviceId, DraError};
 use topoalign_topology::Classifier;
 
-use crate::dra::{DraFit, DraVerdict, allocate};
+use crate::dra::judge::{DraFit, DraVerdict, allocate};
 
 /// The devices of the node's other drivers that are GPUs or NICs, by identity.
 fn roles_on(slices: &[ResourceSlice], node: &str) -> BTreeMap<DeviceId, ForeignDevice> {
@@ -133,9 +133,10 @@ mod tests {
     /// The fixture's slices and classes (seed 001's GB300 as NVIDIA's driver and dranet
     /// publish it; `gb-new` with the standard NUMA attribute, `gb-old` without).
     fn fixture() -> (Vec<ResourceSlice>, Vec<DeviceClass>) {
-        let list: Value =
-            serde_json::from_str(include_str!("../tests/fixtures/gb300-nvidia-dranet.json"))
-                .unwrap();
+        let list: Value = serde_json::from_str(include_str!(
+            "../../tests/fixtures/gb300-nvidia-dranet.json"
+        ))
+        .unwrap();
         let (mut slices, mut classes) = (Vec::new(), Vec::new());
         for item in list["items"].as_array().unwrap() {
             match item["kind"].as_str() {

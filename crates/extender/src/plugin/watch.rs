@@ -3,8 +3,8 @@
 //! No request ever lists anything: handlers only read the state.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 
 use futures::{Stream, StreamExt};
@@ -14,14 +14,39 @@ use kube::runtime::reflector::{self, Store, reflector, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::Value;
+use tokio::sync::Notify;
 use topoalign_kube_types::nrt::nrt_resource;
+use topoalign_tm::ResourceMap;
 
-use crate::nodeinfo::{Interner, from_node_labels, from_nrt};
-use crate::podreq::pod_request;
-use crate::server::App;
-use crate::state::ClusterState;
+use crate::metrics::Gauges;
+use crate::plugin::nodeinfo::{Interner, from_node_labels, from_nrt};
+use crate::plugin::podreq::pod_request;
+use crate::plugin::state::ClusterState;
 
 /// Raw inputs per node name, so that a node's entry can be rebuilt from whichever exist.
+/// What the device-plugin watchers update, and nothing of the server: the node state,
+/// the resource map bound pods are read with, the readiness flag, the signal that wakes
+/// the background warmer, and the state gauges.
+#[derive(Debug, Clone)]
+pub struct NodeFeed {
+    /// The node state the watchers fill.
+    pub state: Arc<RwLock<ClusterState>>,
+    /// The resource map bound pods are read with.
+    pub resources: ResourceMap,
+    /// Set once the watchers have listed everything.
+    pub ready: Arc<AtomicBool>,
+    /// Notified on every change (wakes the background warmer).
+    pub changed: Arc<Notify>,
+    /// The state gauges, refreshed every few seconds.
+    pub gauges: Gauges,
+}
+
+impl NodeFeed {
+    fn update_gauges(&self, now: SystemTime) {
+        self.gauges.update(now);
+    }
+}
+
 #[derive(Debug, Default)]
 struct Inputs {
     nodes: HashMap<String, Value>,
@@ -30,7 +55,7 @@ struct Inputs {
 }
 
 struct Shared {
-    app: Arc<App>,
+    feed: NodeFeed,
     inputs: Mutex<Inputs>,
     synced: AtomicU8,
     expected: u8,
@@ -38,7 +63,7 @@ struct Shared {
 
 impl Shared {
     fn state(&self) -> std::sync::RwLockWriteGuard<'_, ClusterState> {
-        self.app.state.write().unwrap_or_else(|p| p.into_inner())
+        self.feed.state.write().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Rebuilds one node's entry: its NRT when there is one, else its labels, else
@@ -71,7 +96,7 @@ impl Shared {
         state.set_mig(name, mig);
         match entry {
             Some(e) => {
-                if let crate::state::NodeEntry::Broken(why) = &e {
+                if let crate::plugin::node::NodeEntry::Broken(why) = &e {
                     tracing::warn!(node = name, %why, "node data unusable; the node gets a neutral score");
                 }
                 state.upsert_node(name, e);
@@ -83,7 +108,7 @@ impl Shared {
     fn mark_synced(&self, bit: u8) {
         let now = self.synced.fetch_or(bit, Ordering::SeqCst) | bit;
         if now.count_ones() as u8 >= self.expected {
-            self.app.set_ready(true);
+            self.feed.ready.store(true, Ordering::SeqCst);
             tracing::info!("initial lists done; ready");
         }
     }
@@ -105,7 +130,7 @@ pub enum WatchError {
 /// Runs the watchers until the process ends: Nodes, NodeResourceTopology objects (when
 /// the CRD is installed) and bound pods; marks the app ready after their first lists,
 /// and expires assumed allocations every few seconds.
-pub async fn run(client: Client, app: Arc<App>) -> Result<(), WatchError> {
+pub(crate) async fn run(client: Client, feed: NodeFeed) -> Result<(), WatchError> {
     let nodes: Api<Node> = Api::all(client.clone());
     nodes
         .list_metadata(&ListParams::default().limit(1))
@@ -124,7 +149,7 @@ pub async fn run(client: Client, app: Arc<App>) -> Result<(), WatchError> {
     };
     let pods: Api<Pod> = Api::all(client);
     let shared = Arc::new(Shared {
-        app: app.clone(),
+        feed,
         inputs: Mutex::new(Inputs::default()),
         synced: AtomicU8::new(0),
         expected: if nrt_enabled { 3 } else { 2 },
@@ -139,7 +164,7 @@ pub async fn run(client: Client, app: Arc<App>) -> Result<(), WatchError> {
     let node_task = tokio::spawn(consume(node_stream, node_store, move |ev, warm| {
         node_event(&s, ev);
         if warm {
-            s.app.note_changed();
+            s.feed.changed.notify_one();
         }
     }));
 
@@ -154,7 +179,7 @@ pub async fn run(client: Client, app: Arc<App>) -> Result<(), WatchError> {
         Some(tokio::spawn(consume(stream, store, move |ev, warm| {
             nrt_event(&s, ev);
             if warm {
-                s.app.note_changed();
+                s.feed.changed.notify_one();
             }
         })))
     } else {
@@ -169,7 +194,7 @@ pub async fn run(client: Client, app: Arc<App>) -> Result<(), WatchError> {
     let pod_task = tokio::spawn(consume(pod_stream, pod_store, move |ev, warm| {
         pod_event(&s, ev);
         if warm {
-            s.app.note_changed();
+            s.feed.changed.notify_one();
         }
     }));
 
@@ -179,8 +204,8 @@ pub async fn run(client: Client, app: Arc<App>) -> Result<(), WatchError> {
         loop {
             t.tick().await;
             s.state().expire(SystemTime::now());
-            s.app.note_changed();
-            s.app.update_gauges(SystemTime::now());
+            s.feed.changed.notify_one();
+            s.feed.update_gauges(SystemTime::now());
         }
     });
 
@@ -318,7 +343,7 @@ fn apply_pod(s: &Shared, p: &Pod) {
         s.state().forget_pod(&key);
         return;
     };
-    match pod_request(&to_value(p), s.app.decider.resources()) {
+    match pod_request(&to_value(p), &s.feed.resources) {
         Ok(r) => s.state().assume_pod(&key, &node, &r, SystemTime::now()),
         Err(e) => tracing::debug!(pod = %key, error = %e, "bound pod not understood; not assumed"),
     }

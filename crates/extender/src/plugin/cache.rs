@@ -1,77 +1,26 @@
 //! The verdict cache: per pod shape (the request hash), the verdict for each node state
 //! (the node's state key), so that a scheduler call over thousands of nodes is one map
 //! lookup per node once a shape has been seen. Nodes that change are re-judged for the
-//! recently used shapes in the background ([`crate::decide::Decider::warm`]), off the
+//! recently used shapes in the background ([`crate::plugin::decider::Decider::warm`]), off the
 //! request path and off the watchers.
 //!
 //! The cache is only ever locked for lookups and inserts: judgements are made with no
-//! lock held ([`crate::decide::Decider::pending`], then `judge_pending`, then
+//! lock held ([`crate::plugin::decider::Decider::pending`], then `judge_pending`, then
 //! `visit_judged`), so one costly pod never stalls other calls or the watchers.
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 
-use crate::decide::Verdict;
-use crate::podreq::PodRequest;
-use crate::state::{ClusterState, NodeView, Slot};
-
-/// A hasher for keys that already are 64-bit hashes (state keys, request hashes): it
-/// keeps the value as it is (any other input is folded in FNV-1a style).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.0 = self.0.rotate_left(29) ^ v;
-    }
-}
-
-/// A map keyed by a 64-bit hash.
-pub type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
-
-/// A verdict with its message already written as a JSON string (empty when the verdict
-/// has no message), so that answers copy it instead of escaping it per node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Judged {
-    /// The verdict.
-    pub verdict: Verdict,
-    /// The rejection message as a JSON string, quotes included.
-    pub message_json: Box<[u8]>,
-}
-
-impl Judged {
-    /// Wraps a verdict.
-    pub fn new(verdict: Verdict) -> Self {
-        let message_json = match &verdict {
-            Verdict::Reject { message, .. } => {
-                let mut out = Vec::with_capacity(message.len() + 2);
-                crate::protocol::push_json_str(&mut out, message);
-                out.into_boxed_slice()
-            }
-            _ => Box::default(),
-        };
-        Judged {
-            verdict,
-            message_json,
-        }
-    }
-}
+use crate::plugin::decide::{Judged, Verdict};
+use crate::plugin::keys::{KeyHasher, KeyMap};
+use crate::plugin::podreq::PodRequest;
+use crate::plugin::state::{ClusterState, NodeView, Slot};
 
 /// Pods with more containers than this (init containers included) keep no request in
 /// their shape, so are never warmed in the background: their judgement is costly (their
 /// own calls judge the nodes they need, within their budget) and their request large (a
 /// pod of 10,000 containers holds about 11 MB), while the cache is bounded in verdicts.
-pub const WARM_MAX_CONTAINERS: usize = 64;
+pub(crate) const WARM_MAX_CONTAINERS: usize = 64;
 
 /// No verdict recorded for a slot.
 const NONE: u32 = u32::MAX;
@@ -79,7 +28,7 @@ const NONE: u32 = u32::MAX;
 /// One pod shape's verdicts: distinct verdicts once, the verdict of each node state, and
 /// per state slot the verdict of the state it was last seen in.
 #[derive(Debug)]
-pub struct Shape {
+pub(crate) struct Shape {
     /// The request, kept to re-judge changed nodes on watch events; `None` for pods of
     /// more than [`WARM_MAX_CONTAINERS`] containers (never warmed).
     pub req: Option<PodRequest>,
@@ -109,13 +58,13 @@ impl Shape {
     }
 
     /// Whether a node state has a verdict (no slot record is touched).
-    pub fn contains(&self, key: u64) -> bool {
+    pub(crate) fn contains(&self, key: u64) -> bool {
         self.by_key.contains_key(&key)
     }
 
     /// The verdict of a node in `slot` whose state key is `key`, when recorded (the
     /// slot's record is updated for the next lookup).
-    pub fn get(&mut self, slot: Slot, key: u64) -> Option<&Judged> {
+    pub(crate) fn get(&mut self, slot: Slot, key: u64) -> Option<&Judged> {
         let i = slot as usize;
         if let Some(&(k, v)) = self.by_slot.get(i)
             && k == key
@@ -132,7 +81,7 @@ impl Shape {
     }
 
     /// Records the verdict of node state `key` (judged elsewhere, with no lock held).
-    pub fn insert(&mut self, key: u64, verdict: &Verdict) {
+    pub(crate) fn insert(&mut self, key: u64, verdict: &Verdict) {
         if self.by_key.contains_key(&key) {
             return;
         }
@@ -149,7 +98,7 @@ impl Shape {
     }
 
     /// Folds a measured judgement cost (`ns` for `nodes` nodes) into [`Shape::cost_ns`].
-    pub fn note_cost(&mut self, ns: u64, nodes: usize) {
+    pub(crate) fn note_cost(&mut self, ns: u64, nodes: usize) {
         if nodes == 0 {
             return;
         }
@@ -162,13 +111,8 @@ impl Shape {
     }
 
     /// Node states with a verdict.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.by_key.len()
-    }
-
-    /// Whether no verdict is held.
-    pub fn is_empty(&self) -> bool {
-        self.by_key.is_empty()
     }
 
     /// Keeps only the verdicts of the given live state keys.
@@ -186,18 +130,18 @@ impl Shape {
 
 /// Verdicts by pod shape, bounded in entries.
 #[derive(Debug)]
-pub struct VerdictCache {
+pub(crate) struct VerdictCache {
     shapes: KeyMap<Shape>,
     clock: u64,
     limit: usize,
 }
 
 /// Shapes re-judged on a node change: the most recently used ones.
-pub const WARM_SHAPES: usize = 16;
+pub(crate) const WARM_SHAPES: usize = 16;
 
 impl VerdictCache {
     /// An empty cache holding at most about `limit` verdicts.
-    pub fn new(limit: usize) -> Self {
+    pub(crate) fn new(limit: usize) -> Self {
         VerdictCache {
             shapes: KeyMap::default(),
             clock: 0,
@@ -206,18 +150,13 @@ impl VerdictCache {
     }
 
     /// Verdicts held, all shapes together.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.shapes.values().map(Shape::len).sum()
-    }
-
-    /// Whether nothing is held.
-    pub fn is_empty(&self) -> bool {
-        self.shapes.is_empty()
     }
 
     /// Makes room for `incoming` new verdicts: first drops verdicts of node states no
     /// node is in any more, then whole shapes, least recently used first.
-    pub fn make_room(&mut self, state: &ClusterState, incoming: usize) {
+    pub(crate) fn make_room(&mut self, state: &ClusterState, incoming: usize) {
         if self.len() + incoming <= self.limit {
             return;
         }
@@ -247,12 +186,12 @@ impl VerdictCache {
     }
 
     /// The shape of `req` when held (not marked as used).
-    pub fn peek(&self, req: &PodRequest) -> Option<&Shape> {
+    pub(crate) fn peek(&self, req: &PodRequest) -> Option<&Shape> {
         self.shapes.get(&req.hash)
     }
 
     /// The shape of `req`, created empty when new, marked as just used.
-    pub fn shape(&mut self, req: &PodRequest) -> &mut Shape {
+    pub(crate) fn shape(&mut self, req: &PodRequest) -> &mut Shape {
         self.clock += 1;
         let now = self.clock;
         let s = self
@@ -264,7 +203,7 @@ impl VerdictCache {
     }
 
     /// The [`WARM_SHAPES`] most recently used shapes.
-    pub fn recent(&mut self) -> Vec<&mut Shape> {
+    pub(crate) fn recent(&mut self) -> Vec<&mut Shape> {
         let mut all: Vec<&mut Shape> = self.shapes.values_mut().collect();
         all.sort_by_key(|s| std::cmp::Reverse(s.used_at));
         all.truncate(WARM_SHAPES);
@@ -275,7 +214,6 @@ impl VerdictCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::hash::BuildHasher;
 
     fn request(containers: usize) -> PodRequest {
         let mut cs =
@@ -286,7 +224,7 @@ mod tests {
             );
         }
         let pod = serde_json::json!({"metadata": {"name": "p", "namespace": "n"}, "spec": {"containers": cs}});
-        crate::podreq::pod_request(&pod, &topoalign_tm::ResourceMap::default())
+        crate::plugin::podreq::pod_request(&pod, &topoalign_tm::ResourceMap::default())
             .unwrap_or_else(|e| panic!("{e}"))
     }
 
@@ -300,18 +238,5 @@ mod tests {
         assert!(c.shape(&small).req.is_some());
         assert!(c.shape(&large).req.is_none());
         assert_eq!(c.shapes.len(), 2, "both shapes hold their verdicts");
-    }
-
-    #[test]
-    fn key_hasher_keeps_u64_keys_apart() {
-        let b = BuildHasherDefault::<KeyHasher>::default();
-        let h = |v: u64| b.hash_one(v);
-        assert_ne!(h(1), h(2));
-        assert_eq!(h(7), h(7));
-        let mut s = b.build_hasher();
-        s.write(b"ab");
-        let mut t = b.build_hasher();
-        t.write(b"ba");
-        assert_ne!(s.finish(), t.finish());
     }
 }

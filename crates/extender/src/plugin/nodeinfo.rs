@@ -12,7 +12,7 @@ use topoalign_kube_types::labels::*;
 use topoalign_kube_types::nrt::*;
 use topoalign_topology::{CpuSet, NodeUsage, Topology};
 
-use crate::state::{NodeEntry, NodeInfo, NodeTopology, Source, hash_of};
+use crate::plugin::node::{NodeEntry, NodeInfo, NodeTopology, Source, hash_of};
 
 /// Topologies by source key, parsed once and shared by every node reporting the same.
 #[derive(Debug, Default)]
@@ -184,7 +184,10 @@ fn zone_count(v: Option<&Value>, what: &str) -> Result<u64, String> {
 /// whose `available` leaves out CPUs held exclusively by pods. Returns the reserved CPUs
 /// (per NUMA node, capacity − allocatable, lowest ids) and the held CPUs (allocatable −
 /// available, next ids), or `None` when no CPU is allocatable (policy `none`).
-pub fn nrt_cpu_manager(nrt: &Value, topo: &Topology) -> Result<Option<(CpuSet, CpuSet)>, String> {
+pub(crate) fn nrt_cpu_manager(
+    nrt: &Value,
+    topo: &Topology,
+) -> Result<Option<(CpuSet, CpuSet)>, String> {
     let Some(zones) = nrt.get("zones").and_then(Value::as_array) else {
         return Ok(None);
     };
@@ -353,7 +356,7 @@ pub fn from_nrt(nrt: &Value, interner: &mut Interner) -> NodeEntry {
         }
         let reported_at = match annotations.get(REPORTED_AT_ANNOTATION) {
             None => None,
-            Some(t) => Some(parse_time(t)?),
+            Some(t) => Some(parse_time(t).map_err(|e| e.to_string())?),
         };
         let reported_pods: BTreeSet<String> = match annotations.get(PODS_ANNOTATION) {
             None => BTreeSet::new(),
@@ -378,10 +381,52 @@ pub fn from_nrt(nrt: &Value, interner: &mut Interner) -> NodeEntry {
     }
 }
 
+/// Why a node's data cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NodeDataError {
+    /// The agent's report time is not an RFC 3339 time.
+    #[error("annotation `{REPORTED_AT_ANNOTATION}`: `{text}` is not an RFC 3339 time")]
+    ReportedAt {
+        /// The annotation's value.
+        text: String,
+        /// Why it does not parse.
+        #[source]
+        source: jiff::Error,
+    },
+}
+
 /// Parses an RFC 3339 time (as the agent writes it).
-pub fn parse_time(text: &str) -> Result<SystemTime, String> {
-    let ts: jiff::Timestamp = text.parse().map_err(|_| {
-        format!("annotation `{REPORTED_AT_ANNOTATION}`: `{text}` is not an RFC 3339 time")
+pub(crate) fn parse_time(text: &str) -> Result<SystemTime, NodeDataError> {
+    let ts: jiff::Timestamp = text.parse().map_err(|source| NodeDataError::ReportedAt {
+        text: text.to_string(),
+        source,
     })?;
     Ok(ts.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn report_times_parse_or_name_the_annotation_with_the_cause_kept() {
+        assert_eq!(
+            parse_time("2026-01-02T03:04:05Z").ok(),
+            Some(UNIX_EPOCH + Duration::from_secs(1_767_323_045))
+        );
+        let err = match parse_time("yesterday") {
+            Err(e) => e,
+            Ok(t) => panic!("`yesterday` parsed as {t:?}"),
+        };
+        assert_eq!(
+            err.to_string(),
+            format!("annotation `{REPORTED_AT_ANNOTATION}`: `yesterday` is not an RFC 3339 time")
+        );
+        assert!(
+            err.source().is_some(),
+            "the parser's error is kept as the source"
+        );
+    }
 }

@@ -1,0 +1,301 @@
+//! The DRA path: for pods with ResourceClaims, judge a node on its ResourceSlices of the
+//! `topoalign.dev` driver minus the devices allocated claims hold, with the DRA crate's
+//! allocator (the stock allocator's search: classes, CEL selectors, `firstAvailable`,
+//! shared counters). Pure: the slices and claims come from reflector stores.
+//!
+//! - Filter: a node where some claim of the pod cannot be allocated (for example a
+//!   `gpu-nic-pair.topoalign.dev` request with `rank <= 1` where no PXB-or-better pair is
+//!   free) is dropped.
+//! - Prioritize (`dra_score`): the pair classes the allocation reaches (PIX 1, PXB 0.75,
+//!   PHB 0.5, NODE 0.25), minus the good pairs it spoils (free GPUs that had a free
+//!   PXB-or-better pair before and have none after, without being taken), minus the
+//!   capacity it uses up (`capacity_penalty`): a node of 8 pairs that can hold a claim
+//!   of 4 and would hold only 3 after a 1-pair pod loses its place for the 4-pair pods,
+//!   which costs more the fewer of the candidate nodes can still hold 4. So small pods
+//!   fill nodes that are already in use before they break up the last halves and
+//!   quarters; whole nodes are not held empty for whole-node claims (measured on the
+//!   `placement-dra` stream offline, `tests/it/replay.rs`, and end to end: fewer pods left
+//!   unschedulable than the stock scheduler, pairs better).
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceSlice,
+};
+use topoalign_dra::{DRIVER_NAME, DeviceId, DraError, NodeDevices, first_fit};
+
+use crate::dra::pairs::{DeviceKey, NodePairs};
+use crate::protocol::MAX_EXTENDER_PRIORITY;
+use crate::score::{FRAGMENTATION_WEIGHT, to_priority};
+
+/// Points a node loses, by default, for using up a capacity level that every candidate
+/// node has (`capacity_penalty`: the weight is divided by the number of candidates that
+/// have the level, so using up the last node that can hold 8 pairs costs 50 points, one
+/// of 10 such nodes 5). Chosen with the `placement-dra` end-to-end scenario's stream
+/// (weights 30 … 120 tried; `topoalign extender --dra-capacity-weight`).
+pub const CAPACITY_WEIGHT: f64 = 50.0;
+
+/// Devices the allocator may try per claim before giving up (then the node passes with
+/// a neutral score: the stock allocator decides).
+pub(crate) const SEARCH_BUDGET: u64 = 200_000;
+
+/// Devices held by allocated claims (`status.allocation.devices.results`).
+pub(crate) fn allocated_ids<'a>(
+    claims: impl IntoIterator<Item = &'a ResourceClaim>,
+) -> BTreeSet<DeviceId> {
+    claims
+        .into_iter()
+        .filter_map(|c| c.status.as_ref()?.allocation.as_ref()?.devices.as_ref())
+        .flat_map(|d| d.results.iter().flatten())
+        .map(|r| DeviceId {
+            driver: r.driver.clone(),
+            pool: r.pool.clone(),
+            device: r.device.clone(),
+        })
+        .collect()
+}
+
+/// What an allocation on a node would reach and cost, before it is weighed against the
+/// other candidates (`dra_score`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DraFit {
+    /// Ranks of the pair devices allocated (0 = PIX … 3 = NODE), in allocation order.
+    pub ranks: Vec<i64>,
+    /// Free GPUs that lose their last PXB-or-better pair without being taken.
+    pub spoiled: usize,
+    /// GPUs the allocation takes (through pair devices or plain GPU devices).
+    pub gpus: usize,
+    /// Pairs the node could hold at once before the allocation (`NodePairs::capacity`).
+    pub capacity_before: usize,
+    /// … and after it.
+    pub capacity_after: usize,
+    /// … and with nothing allocated: the whole node (`capacity_penalty` keeps no room
+    /// for claims of the whole node).
+    pub capacity_whole: usize,
+}
+
+/// A DRA judgement of one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DraVerdict {
+    /// Every claim can be allocated.
+    Fit {
+        /// What the allocation reaches and costs.
+        fit: DraFit,
+        /// The devices it takes.
+        devices: BTreeSet<DeviceId>,
+    },
+    /// A claim cannot be allocated on the node's free devices.
+    Reject(String),
+    /// The search ran out of budget: no judgement.
+    Undecided(String),
+    /// The claims can be allocated, but the devices they get publish too little to tell
+    /// their GPU–NIC pairs' class (no NUMA node, no PCI address): no judgement, never a
+    /// guess.
+    Blind(String),
+}
+
+/// The stock allocator's choice for a pod's claims on `node` (in order; each claim's
+/// devices are taken before the next is allocated): the devices, or the verdict when
+/// some claim cannot be allocated or the search runs out of `budget`.
+pub fn allocate(
+    claims: &[ResourceClaimSpec],
+    classes: &[DeviceClass],
+    slices: &[ResourceSlice],
+    node: &str,
+    allocated: &BTreeSet<DeviceId>,
+    budget: u64,
+) -> Result<Result<BTreeSet<DeviceId>, DraVerdict>, DraError> {
+    let mut free = NodeDevices::gather(slices, node)?;
+    free.mark_in_use(allocated);
+    let mut chosen = BTreeSet::new();
+    for (i, claim) in claims.iter().enumerate() {
+        let out = first_fit(claim, classes, &free, budget)?;
+        let Some(devices) = out.allocation else {
+            if out.gave_up {
+                return Ok(Err(DraVerdict::Undecided(format!(
+                    "claim {i}: no allocation found within {budget} devices tried"
+                ))));
+            }
+            return Ok(Err(DraVerdict::Reject(format!(
+                "topoalign: claim {i} cannot be allocated on the node's free devices"
+            ))));
+        };
+        let ids: BTreeSet<DeviceId> = devices
+            .iter()
+            .map(|d| DeviceId {
+                driver: d.driver.clone(),
+                pool: d.pool.clone(),
+                device: d.device.clone(),
+            })
+            .collect();
+        free.mark_in_use(&ids);
+        chosen.extend(ids);
+    }
+    Ok(Ok(chosen))
+}
+
+/// Judges `node` for a pod's claims (in order; each claim's devices are taken before
+/// the next is allocated), given every slice, the device classes, and the devices held
+/// by allocated claims.
+pub fn judge(
+    claims: &[ResourceClaimSpec],
+    classes: &[DeviceClass],
+    slices: &[ResourceSlice],
+    node: &str,
+    allocated: &BTreeSet<DeviceId>,
+) -> Result<DraVerdict, DraError> {
+    judge_with_budget(claims, classes, slices, node, allocated, SEARCH_BUDGET)
+}
+
+/// [`judge`] with the allocator's search bounded by `budget` devices tried per claim.
+pub fn judge_with_budget(
+    claims: &[ResourceClaimSpec],
+    classes: &[DeviceClass],
+    slices: &[ResourceSlice],
+    node: &str,
+    allocated: &BTreeSet<DeviceId>,
+    budget: u64,
+) -> Result<DraVerdict, DraError> {
+    let chosen = match allocate(claims, classes, slices, node, allocated, budget)? {
+        Ok(ids) => ids,
+        Err(verdict) => return Ok(verdict),
+    };
+    let pool = NodePairs::of(slices, node);
+    let ours = |ids: &BTreeSet<DeviceId>| -> Vec<DeviceKey> {
+        ids.iter()
+            .filter(|d| d.driver == DRIVER_NAME)
+            .map(|d| (d.pool.clone(), d.device.clone()))
+            .collect()
+    };
+    let held = ours(allocated);
+    let taking = ours(&chosen);
+    let before = pool.left(&held);
+    let after = pool.left(held.iter().chain(&taking));
+    let ranks: Vec<i64> = taking.iter().filter_map(|k| pool.rank(k)).collect();
+    let taken: BTreeSet<&str> = taking.iter().filter_map(|k| pool.gpu(k)).collect();
+    let gpus = pool.gpus_taken(&before, &after);
+    let now = pool.good_gpus(&after);
+    let spoiled = pool
+        .good_gpus(&before)
+        .iter()
+        .filter(|g| !now.contains(*g) && !taken.contains(g.as_str()))
+        .count();
+    Ok(DraVerdict::Fit {
+        fit: DraFit {
+            ranks,
+            spoiled,
+            gpus,
+            capacity_before: pool.capacity(&before),
+            capacity_after: pool.capacity(&after),
+            capacity_whole: pool.capacity(&pool.left(std::iter::empty::<&DeviceKey>())),
+        },
+        devices: chosen,
+    })
+}
+
+/// `10 × mean pair quality − 0.25 × spoiled` (at most 2 points), unrounded; claims
+/// without pair devices score by fragmentation alone.
+pub(crate) fn dra_points(ranks: &[i64], spoiled: usize) -> f64 {
+    let q = if ranks.is_empty() {
+        1.0
+    } else {
+        ranks
+            .iter()
+            .map(|r| 1.0 - (*r).clamp(0, 4) as f64 / 4.0)
+            .sum::<f64>()
+            / ranks.len() as f64
+    };
+    let penalty = (FRAGMENTATION_WEIGHT * spoiled as f64).min(2.0);
+    MAX_EXTENDER_PRIORITY as f64 * q - penalty
+}
+
+/// Capacity levels: claims of 1, 2, 4, 8 … pairs (the sizes GPU jobs ask for).
+fn levels_up_to(capacity: usize) -> impl Iterator<Item = usize> {
+    std::iter::successors(Some(1usize), |l| l.checked_mul(2)).take_while(move |l| *l <= capacity)
+}
+
+/// How many of the candidate nodes can hold a claim of 1, 2, 4, 8 … pairs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct CapacityLevels {
+    /// Index i: nodes whose capacity is at least 2^i.
+    holding: Vec<usize>,
+}
+
+impl CapacityLevels {
+    /// The levels of the candidates' capacities (before the pod).
+    pub(crate) fn of(capacities: impl IntoIterator<Item = usize>) -> CapacityLevels {
+        let mut holding = Vec::new();
+        for c in capacities {
+            for (i, _) in levels_up_to(c).enumerate() {
+                if holding.len() <= i {
+                    holding.resize(i + 1, 0);
+                }
+                holding[i] += 1;
+            }
+        }
+        CapacityLevels { holding }
+    }
+
+    /// Candidates that can hold a claim of `level` pairs (a power of two).
+    pub(crate) fn holding(&self, level: usize) -> usize {
+        let i = level.max(1).ilog2() as usize;
+        self.holding.get(i).copied().unwrap_or(0)
+    }
+}
+
+/// The capacity an allocation uses up: for each level (1, 2, 4, 8 … pairs) that the node
+/// could hold before and cannot after, that is larger than the GPUs the pod takes and
+/// smaller than the whole node, `weight / (candidates that can hold that level)`. Levels
+/// no larger than the pod are not counted: any node the pod goes to gives up that much. A
+/// pod taking a whole node, or the rest of a node, uses up nothing beyond itself.
+///
+/// The whole node is not kept: holding a node empty for claims of all its pairs turns
+/// away a node's worth of smaller pods each time, and whole-node claims are served by
+/// nodes as they empty (measured on the `placement-dra` stream, replayed offline in the
+/// crate's integration tests: keeping whole nodes left more pods unschedulable than the
+/// stock scheduler, keeping halves and quarters fewer).
+pub(crate) fn capacity_penalty(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> f64 {
+    let (before, after) = (fit.capacity_before, fit.capacity_after);
+    levels_up_to(before)
+        .filter(|l| *l > after && *l > fit.gpus && *l < fit.capacity_whole)
+        .map(|l| weight / levels.holding(l).max(1) as f64)
+        .sum()
+}
+
+/// The priority of a node for the pod: [`dra_points`] minus `capacity_penalty`, from
+/// −10 … 10 onto 0 ..= 10 (halved, so that nodes that use up capacity keep their order
+/// instead of all scoring 0): PIX pairs that use up nothing score 10, NODE pairs 6.
+pub(crate) fn dra_score(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> i64 {
+    let points = dra_points(&fit.ranks, fit.spoiled) - capacity_penalty(fit, levels, weight);
+    to_priority((points + MAX_EXTENDER_PRIORITY as f64) / 2.0)
+}
+
+/// Priority bands of [`foreign_score`] by the worst GPU–NIC class the allocation gives:
+/// PHB or better, NODE (same NUMA node), SYS (cross-NUMA), each (best, worst); the
+/// neutral score (5) lies between NODE and SYS, so a node whose pairs cannot be classed
+/// goes after every same-NUMA node and before every cross-NUMA one.
+pub(crate) const FOREIGN_BANDS: [(i64, i64); 3] = [(10, 9), (8, 6), (4, 1)];
+
+/// The priority of a node for a pod whose claims use other drivers' classes
+/// ([`crate::dra::foreign`]): the extender cannot change which devices the stock allocator
+/// gives, only the node, so the class it gives comes first — the band of the worst pair
+/// ([`FOREIGN_BANDS`]; cross-NUMA worst) — and the capacity it uses up
+/// (`capacity_penalty` as a share of `weight`) orders nodes within the band. A claim
+/// without GPU–NIC pairs scores in the best band.
+pub(crate) fn foreign_score(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> i64 {
+    let band = match fit.ranks.iter().max() {
+        None => FOREIGN_BANDS[0],
+        Some(r) if *r <= 2 => FOREIGN_BANDS[0],
+        Some(3) => FOREIGN_BANDS[1],
+        Some(_) => FOREIGN_BANDS[2],
+    };
+    let share = if weight > 0.0 {
+        (capacity_penalty(fit, levels, weight) / weight).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    band.0 - (share * (band.0 - band.1) as f64).round() as i64
+}
+
+#[cfg(test)]
+mod tests;

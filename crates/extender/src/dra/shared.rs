@@ -1,0 +1,210 @@
+//! The DRA state shared by the watchers and the scheduler calls, with its verdict cache:
+//! the state is read (and the cache looked up) first, then the nodes not cached are
+//! judged with no lock held.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::dra::state::{DraState, Gathered, Job, Keyed};
+use crate::dra::verdict::{DraNeutral, DraNode, PodClaims, Resolved, shareable};
+
+/// Verdicts kept before the cache starts over.
+const CACHE_LIMIT: usize = 100_000;
+
+/// Verdicts by (claims, node fingerprint), shared with the calls that read them.
+type VerdictMap = HashMap<(u64, u64), Arc<DraNode>>;
+
+/// The DRA state shared by the watchers and the handlers, its readiness and a verdict
+/// cache keyed by (claims, node fingerprint): nodes of one kind (the same slices but for
+/// their names) with the same devices held share a verdict, so a pod's first call judges
+/// each kind of node once, not each node.
+#[derive(Debug)]
+pub struct DraShared {
+    /// The state.
+    pub state: RwLock<DraState>,
+    ready: AtomicBool,
+    cache: Mutex<VerdictMap>,
+}
+
+impl Default for DraShared {
+    fn default() -> Self {
+        DraShared::new()
+    }
+}
+
+impl DraShared {
+    /// An empty state, ready (nothing to wait for until [`DraShared::expect_lists`]).
+    pub fn new() -> Self {
+        DraShared {
+            state: RwLock::new(DraState::default()),
+            ready: AtomicBool::new(true),
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Not ready until the DRA watchers have listed once.
+    pub fn expect_lists(&self) {
+        self.ready.store(false, Ordering::SeqCst);
+    }
+
+    /// Marks the first lists done.
+    pub fn set_ready(&self) {
+        self.ready.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the DRA watchers have listed (or are not expected).
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
+    }
+
+    /// Reads the state.
+    pub fn read(&self) -> std::sync::RwLockReadGuard<'_, DraState> {
+        self.state.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Writes the state.
+    pub fn write(&self) -> std::sync::RwLockWriteGuard<'_, DraState> {
+        self.state.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The pod's claims ([`DraState::resolve`]).
+    pub fn resolve(&self, pod: &Value) -> PodClaims {
+        self.read().resolve(pod)
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, VerdictMap> {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Calls `f(index, name, decision)` for every candidate in order. The state is read
+    /// (and the cache looked up) first; the nodes not cached are judged with no lock
+    /// held, one per kind and devices held (the others of the kind take its verdict when
+    /// it names no device, pool or slice: a fit, a rejection, a search out of budget;
+    /// else each is judged), until `deadline` (the rest pass neutral:
+    /// [`DraNeutral::OverBudget`], not cached), and their verdicts stored.
+    pub fn visit<N: AsRef<str>>(
+        &self,
+        claims: &Resolved,
+        names: &[N],
+        deadline: Option<Instant>,
+        mut f: impl FnMut(usize, &str, &DraNode),
+    ) {
+        let verdicts = self.judge_nodes(claims, names, deadline);
+        for (i, (n, v)) in names.iter().zip(&verdicts).enumerate() {
+            f(i, n.as_ref(), v);
+        }
+    }
+
+    /// Every candidate's decision, in order, as [`DraShared::visit`] finds them (shared,
+    /// so that a call can keep them to score the candidates against each other).
+    pub fn judge_nodes<N: AsRef<str>>(
+        &self,
+        claims: &Resolved,
+        names: &[N],
+        deadline: Option<Instant>,
+    ) -> Vec<Arc<DraNode>> {
+        let mut verdicts: Vec<Option<Arc<DraNode>>> = vec![None; names.len()];
+        // Per kind not cached: the first node's job and the other nodes' indices.
+        let mut groups: Vec<(usize, Job, Vec<usize>)> = Vec::new();
+        {
+            let state = self.read();
+            let own_pools = state.own_pools(&claims.own);
+            let keyed: Vec<Keyed> = names
+                .iter()
+                .map(|n| state.keys(claims, n.as_ref(), &own_pools))
+                .collect();
+            let mut group_of: HashMap<(u64, u64), usize> = HashMap::new();
+            let mut misses = Vec::new();
+            {
+                let cache = self.cache();
+                for (i, k) in keyed.into_iter().enumerate() {
+                    match k {
+                        Keyed::Done(v) => verdicts[i] = Some(Arc::new(v)),
+                        Keyed::Keys(k) => {
+                            let hit = cache.get(&k.shared).or_else(|| cache.get(&k.own));
+                            match hit {
+                                Some(v) => verdicts[i] = Some(v.clone()),
+                                None => misses.push((i, k)),
+                            }
+                        }
+                    }
+                }
+            }
+            for (i, k) in misses {
+                match group_of.get(&k.shared) {
+                    Some(&g) => groups[g].2.push(i),
+                    None => {
+                        if let Gathered::Job(job) = state.gather(claims, names[i].as_ref()) {
+                            group_of.insert(k.shared, groups.len());
+                            groups.push((i, job, Vec::new()));
+                        }
+                    }
+                }
+            }
+        }
+        let mut fresh: Vec<((u64, u64), Arc<DraNode>)> = Vec::new();
+        let mut alone = Vec::new();
+        for (first, job, others) in &groups {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            let judged = Arc::new(job.judge(claims));
+            verdicts[*first] = Some(judged.clone());
+            if shareable(&judged) {
+                for &i in others {
+                    verdicts[i] = Some(judged.clone());
+                }
+                fresh.push((job.keys.shared, judged));
+            } else {
+                fresh.push((job.keys.own, judged));
+                alone.extend(others.iter().copied());
+            }
+        }
+        if !alone.is_empty() {
+            let jobs: Vec<(usize, Gathered)> = {
+                let state = self.read();
+                alone
+                    .into_iter()
+                    .map(|i| (i, state.gather(claims, names[i].as_ref())))
+                    .collect()
+            };
+            for (i, g) in jobs {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    break;
+                }
+                let judged = Arc::new(match g {
+                    Gathered::Done(v) => v,
+                    Gathered::Job(job) => {
+                        let v = job.judge(claims);
+                        let key = if shareable(&v) {
+                            job.keys.shared
+                        } else {
+                            job.keys.own
+                        };
+                        let v = Arc::new(v);
+                        fresh.push((key, v.clone()));
+                        verdicts[i] = Some(v);
+                        continue;
+                    }
+                });
+                verdicts[i] = Some(judged);
+            }
+        }
+        if !fresh.is_empty() {
+            let mut cache = self.cache();
+            if cache.len() + fresh.len() > CACHE_LIMIT {
+                cache.clear();
+            }
+            cache.extend(fresh);
+        }
+        let over = Arc::new(DraNode::Neutral(DraNeutral::OverBudget));
+        verdicts
+            .into_iter()
+            .map(|v| v.unwrap_or_else(|| over.clone()))
+            .collect()
+    }
+}

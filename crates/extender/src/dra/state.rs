@@ -1,0 +1,419 @@
+//! The DRA path's view of the cluster: the ResourceSlices by node (`topoalign.dev`'s and
+//! the other drivers' — every driver, or those named with `--dra-drivers`), every
+//! ResourceClaim (the allocated ones hold devices), ResourceClaimTemplates and
+//! DeviceClasses, filled by the watchers in [`crate::dra::watch`] and read by the
+//! scheduler calls (never a list per request).
+//!
+//! Per call, [`DraState::resolve`] finds the pod's claims the way the scheduler does
+//! (`resourceClaimName`, or for `resourceClaimTemplateName` the generated claim named in
+//! `status.resourceClaimStatuses`, checked to be owned by the pod; while that claim is not
+//! seen yet, the template's spec), and [`crate::dra::shared::DraShared::visit`] judges each candidate on the
+//! node's slices minus the devices other claims hold: claims of topoalign's classes with
+//! [`crate::dra::judge::judge_with_budget`], claims of other drivers' classes with
+//! [`crate::dra::foreign::judge_foreign`]. The pod's own claims, allocated already when it
+//! is scheduled again, do not count as taken. The state's lock is held only to gather
+//! what each node's judgement needs (shared, not copied) and the verdict cache's only to
+//! look up and store: no lock is held across a judgement.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceClaimTemplate, ResourceSlice,
+};
+use topoalign_dra::{DRIVER_NAME, DeviceId};
+
+use crate::dra::judge::{CAPACITY_WEIGHT, SEARCH_BUDGET, allocated_ids};
+use crate::dra::verdict::ObjKey;
+
+/// What the state keeps of one claim.
+#[derive(Debug, Clone)]
+struct ClaimEntry {
+    owners: Vec<String>,
+    spec: ResourceClaimSpec,
+    held: BTreeSet<DeviceId>,
+}
+
+/// One node's slices (every driver watched), and a revision bumped on every change.
+#[derive(Debug, Clone, Default)]
+struct NodeSlices {
+    /// Shared with the judgements in flight; replaced, never changed in place.
+    slices: Arc<Vec<ResourceSlice>>,
+    /// Slices of `topoalign.dev` among them.
+    ours: usize,
+    rev: u64,
+    /// The node's pools, `(driver, pool)`, in the allocator's order (driver, then name).
+    pools: Vec<(String, String)>,
+    /// What a verdict depends on in the slices, the node's own name left out
+    /// ([`node_kind`]): nodes of one kind with the same devices held get the same verdict.
+    kind: u64,
+}
+
+impl NodeSlices {
+    /// Recomputes the pools and the kind after the slices changed.
+    fn refresh(&mut self, node: &str) {
+        let pools: BTreeSet<(String, String)> = self
+            .slices
+            .iter()
+            .map(|s| (s.spec.driver.clone(), s.spec.pool.name.clone()))
+            .collect();
+        self.pools = pools.into_iter().collect();
+        self.kind = node_kind(node, &self.slices, &self.pools);
+    }
+}
+
+/// A node's name as part of its pools' names, written as a mark that no object name
+/// contains (a NUL), so that two nodes whose pools differ only by the node's name look
+/// alike; other pool names are kept as they are. One-to-one on one node's pools.
+fn pool_alias(node: &str, pool: &str) -> String {
+    match pool.strip_prefix(node) {
+        Some(rest) => format!("\0{rest}"),
+        None => pool.to_string(),
+    }
+}
+
+/// A fingerprint of everything in a node's slices a verdict depends on, with the node's
+/// name left out: every slice's spec in the stored order (by slice name), its node name
+/// dropped and its pool written with [`pool_alias`], and the pools in the allocator's
+/// order. Two nodes of one kind differ only in names the judgement never reads (the
+/// allocator matches devices by driver, attributes and capacity, orders pools by driver
+/// and name, which this order keeps, and the verdicts of [`crate::dra::verdict::shareable`] kinds name no
+/// device, pool or slice).
+fn node_kind(node: &str, slices: &[ResourceSlice], pools: &[(String, String)]) -> u64 {
+    let mut h = DefaultHasher::new();
+    for (driver, pool) in pools {
+        (driver, pool_alias(node, pool)).hash(&mut h);
+    }
+    for s in slices {
+        let mut spec = s.spec.clone();
+        spec.node_name = None;
+        spec.pool.name = pool_alias(node, &spec.pool.name);
+        hash_json(&spec, &mut h);
+    }
+    h.finish()
+}
+
+/// The fingerprint of the devices held in one pool: their names in order.
+fn held_hash<'a>(devices: impl Iterator<Item = &'a DeviceId>) -> u64 {
+    let mut h = DefaultHasher::new();
+    for d in devices {
+        d.device.hash(&mut h);
+    }
+    h.finish()
+}
+
+/// The DRA objects the extender needs, indexed for the scheduler calls.
+#[derive(Debug, Clone)]
+pub struct DraState {
+    nodes: HashMap<String, NodeSlices>,
+    slice_node: HashMap<String, String>,
+    claims: HashMap<ObjKey, ClaimEntry>,
+    /// Devices held by allocated claims, by (driver, pool).
+    held: HashMap<(String, String), BTreeMap<DeviceId, ObjKey>>,
+    /// [`held_hash`] of each pool in `held`.
+    held_hashes: HashMap<(String, String), u64>,
+    templates: HashMap<ObjKey, Option<ResourceClaimSpec>>,
+    classes: BTreeMap<String, DeviceClass>,
+    /// The classes that select the driver's devices, every class, and their revision.
+    ours: Arc<Vec<DeviceClass>>,
+    all_classes: Arc<Vec<DeviceClass>>,
+    classes_rev: u64,
+    /// Drivers whose slices are kept besides `topoalign.dev`'s (`None`: every driver).
+    drivers: Option<BTreeSet<String>>,
+    rev: u64,
+    /// Devices the allocator's search may try per claim.
+    pub budget: u64,
+    /// The weight of the capacity a placement uses up (`capacity_penalty`).
+    pub capacity_weight: f64,
+}
+
+impl Default for DraState {
+    fn default() -> Self {
+        DraState {
+            nodes: HashMap::new(),
+            slice_node: HashMap::new(),
+            claims: HashMap::new(),
+            held: HashMap::new(),
+            held_hashes: HashMap::new(),
+            templates: HashMap::new(),
+            classes: BTreeMap::new(),
+            ours: Arc::default(),
+            all_classes: Arc::default(),
+            classes_rev: 0,
+            drivers: None,
+            rev: 0,
+            budget: SEARCH_BUDGET,
+            capacity_weight: CAPACITY_WEIGHT,
+        }
+    }
+}
+
+fn hash_json<T: serde::Serialize>(v: &T, h: &mut DefaultHasher) {
+    serde_json::to_string(v).unwrap_or_default().hash(h);
+}
+
+/// Whether a class selects devices of topoalign's driver.
+fn selects_driver(c: &DeviceClass) -> bool {
+    let selectors = c.spec.as_ref().and_then(|s| s.selectors.as_ref());
+    selectors.into_iter().flatten().any(|s| {
+        s.cel.as_ref().is_some_and(|cel| {
+            let e: String = cel.expression.split_whitespace().collect();
+            e.contains(&format!("device.driver==\"{DRIVER_NAME}\""))
+        })
+    })
+}
+
+/// The class names a claim's requests use (`exactly` and every `firstAvailable`).
+fn class_names(spec: &ResourceClaimSpec) -> Vec<&str> {
+    let mut out = Vec::new();
+    for r in spec
+        .devices
+        .as_ref()
+        .and_then(|d| d.requests.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        if let Some(e) = &r.exactly {
+            out.push(e.device_class_name.as_str());
+        }
+        for s in r.first_available.iter().flatten() {
+            out.push(s.device_class_name.as_str());
+        }
+    }
+    out
+}
+
+/// The `(namespace, name)` key of a claim or template.
+pub(crate) fn key_of<K: kube::ResourceExt>(o: &K) -> ObjKey {
+    (o.namespace().unwrap_or_default(), o.name_any())
+}
+
+impl DraState {
+    /// Keeps the slices of `topoalign.dev` and of these drivers only (`None`: every
+    /// driver, the default). Set before the first slice.
+    pub fn keep_drivers(&mut self, drivers: Option<BTreeSet<String>>) {
+        self.drivers = drivers;
+    }
+
+    fn keeps(&self, driver: &str) -> bool {
+        driver == DRIVER_NAME || self.drivers.as_ref().is_none_or(|d| d.contains(driver))
+    }
+
+    /// Sets (or replaces) a slice; slices of drivers not kept ([`DraState::keep_drivers`])
+    /// or of no single node are ignored.
+    pub fn apply_slice(&mut self, s: &ResourceSlice) {
+        let Some(name) = s.metadata.name.clone() else {
+            return;
+        };
+        self.delete_slice(&name);
+        let Some(node) = s.spec.node_name.clone() else {
+            return;
+        };
+        if !self.keeps(&s.spec.driver) {
+            return;
+        }
+        self.rev += 1;
+        let e = self.nodes.entry(node.clone()).or_default();
+        let slices = Arc::make_mut(&mut e.slices);
+        slices.push(s.clone());
+        slices.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        e.ours += usize::from(s.spec.driver == DRIVER_NAME);
+        e.rev = self.rev;
+        e.refresh(&node);
+        self.slice_node.insert(name, node);
+    }
+
+    /// Forgets a slice by name.
+    pub fn delete_slice(&mut self, name: &str) {
+        let Some(node) = self.slice_node.remove(name) else {
+            return;
+        };
+        self.rev += 1;
+        if let Some(e) = self.nodes.get_mut(&node) {
+            let slices = Arc::make_mut(&mut e.slices);
+            slices.retain(|s| s.metadata.name.as_deref() != Some(name));
+            e.ours = slices
+                .iter()
+                .filter(|s| s.spec.driver == DRIVER_NAME)
+                .count();
+            e.rev = self.rev;
+            if e.slices.is_empty() {
+                self.nodes.remove(&node);
+            } else {
+                e.refresh(&node);
+            }
+        }
+    }
+
+    /// Keeps only the named slices (after a re-list).
+    pub fn retain_slices(&mut self, live: &BTreeSet<String>) {
+        let gone: Vec<String> = self
+            .slice_node
+            .keys()
+            .filter(|k| !live.contains(*k))
+            .cloned()
+            .collect();
+        for g in gone {
+            self.delete_slice(&g);
+        }
+    }
+
+    /// Sets (or replaces) a claim: its spec, owners and the devices it holds.
+    pub fn apply_claim(&mut self, c: &ResourceClaim) {
+        let key = key_of(c);
+        self.delete_claim(&key);
+        let held = allocated_ids([c]);
+        let mut pools = BTreeSet::new();
+        for d in &held {
+            let pool = (d.driver.clone(), d.pool.clone());
+            self.held
+                .entry(pool.clone())
+                .or_default()
+                .insert(d.clone(), key.clone());
+            pools.insert(pool);
+        }
+        for p in pools {
+            self.rehash_held(p);
+        }
+        let owners = c
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .map(|o| o.uid.clone())
+            .collect();
+        self.claims.insert(
+            key,
+            ClaimEntry {
+                owners,
+                spec: c.spec.clone().unwrap_or_default(),
+                held,
+            },
+        );
+    }
+
+    /// Forgets a claim (its devices become free).
+    pub fn delete_claim(&mut self, key: &ObjKey) {
+        let Some(old) = self.claims.remove(key) else {
+            return;
+        };
+        let mut pools = BTreeSet::new();
+        for d in &old.held {
+            let pool = (d.driver.clone(), d.pool.clone());
+            if let Some(m) = self.held.get_mut(&pool) {
+                m.remove(d);
+                if m.is_empty() {
+                    self.held.remove(&pool);
+                }
+            }
+            pools.insert(pool);
+        }
+        for p in pools {
+            self.rehash_held(p);
+        }
+    }
+
+    /// Recomputes one pool's [`held_hash`].
+    fn rehash_held(&mut self, pool: (String, String)) {
+        match self.held.get(&pool) {
+            Some(m) => {
+                self.held_hashes.insert(pool, held_hash(m.keys()));
+            }
+            None => {
+                self.held_hashes.remove(&pool);
+            }
+        }
+    }
+
+    /// Keeps only the given claims (after a re-list).
+    pub fn retain_claims(&mut self, live: &BTreeSet<ObjKey>) {
+        let gone: Vec<ObjKey> = self
+            .claims
+            .keys()
+            .filter(|k| !live.contains(*k))
+            .cloned()
+            .collect();
+        for g in gone {
+            self.delete_claim(&g);
+        }
+    }
+
+    /// Sets (or replaces) a claim template.
+    pub fn apply_template(&mut self, t: &ResourceClaimTemplate) {
+        self.templates
+            .insert(key_of(t), t.spec.as_ref().and_then(|s| s.spec.clone()));
+    }
+
+    /// Forgets a template.
+    pub fn delete_template(&mut self, key: &ObjKey) {
+        self.templates.remove(key);
+    }
+
+    /// Keeps only the given templates (after a re-list).
+    pub fn retain_templates(&mut self, live: &BTreeSet<ObjKey>) {
+        self.templates.retain(|k, _| live.contains(k));
+    }
+
+    /// Sets (or replaces) a device class.
+    pub fn apply_class(&mut self, c: &DeviceClass) {
+        if let Some(name) = &c.metadata.name {
+            self.classes.insert(name.clone(), c.clone());
+            self.classes_changed();
+        }
+    }
+
+    /// Forgets a device class.
+    pub fn delete_class(&mut self, name: &str) {
+        if self.classes.remove(name).is_some() {
+            self.classes_changed();
+        }
+    }
+
+    /// Keeps only the named classes (after a re-list).
+    pub fn retain_classes(&mut self, live: &BTreeSet<String>) {
+        self.classes.retain(|k, _| live.contains(k));
+        self.classes_changed();
+    }
+
+    fn classes_changed(&mut self) {
+        self.ours = Arc::new(
+            self.classes
+                .values()
+                .filter(|c| selects_driver(c))
+                .cloned()
+                .collect(),
+        );
+        self.all_classes = Arc::new(self.classes.values().cloned().collect());
+        self.classes_rev += 1;
+    }
+
+    /// The slices kept for `node`, when it has any.
+    pub fn node_slices(&self, node: &str) -> Option<Arc<Vec<ResourceSlice>>> {
+        self.nodes.get(node).map(|n| n.slices.clone())
+    }
+
+    /// Nodes with slices (of any driver kept).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Claims known.
+    pub fn claim_count(&self) -> usize {
+        self.claims.len()
+    }
+
+    /// Devices held by allocated claims.
+    pub fn held_count(&self) -> usize {
+        self.held.values().map(BTreeMap::len).sum()
+    }
+}
+
+mod claims;
+mod judging;
+
+pub(crate) use judging::{Gathered, Job, Keyed};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,168 @@
+//! What one node's judgement needs, gathered under the state's lock and run with none
+//! held: the devices other claims hold, the verdict cache keys, the job.
+
+use std::collections::BTreeSet;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
+use topoalign_dra::DeviceId;
+
+use super::{DraState, NodeSlices, held_hash};
+use crate::dra::foreign::judge_foreign;
+use crate::dra::judge::{DraVerdict, judge_with_budget};
+use crate::dra::verdict::{DraNeutral, DraNode, ObjKey, Resolved};
+
+impl DraState {
+    /// The devices other claims hold on the node's pools (the pod's own claims' devices
+    /// are not taken from it).
+    fn taken(&self, ns: &NodeSlices, own: &BTreeSet<ObjKey>) -> BTreeSet<DeviceId> {
+        ns.pools
+            .iter()
+            .filter_map(|p| self.held.get(p))
+            .flat_map(|m| {
+                m.iter()
+                    .filter(|(_, k)| !own.contains(*k))
+                    .map(|(d, _)| d.clone())
+            })
+            .collect()
+    }
+
+    /// The pools in which the pod's own claims hold devices (usually none).
+    pub(crate) fn own_pools(&self, own: &BTreeSet<ObjKey>) -> BTreeSet<(String, String)> {
+        own.iter()
+            .filter_map(|k| self.claims.get(k))
+            .flat_map(|c| c.held.iter())
+            .map(|d| (d.driver.clone(), d.pool.clone()))
+            .collect()
+    }
+
+    /// The verdict cache keys of `node` for the pod's claims, or the verdict when there is
+    /// nothing to judge. Cheap: no device set is built (the held devices' fingerprints are
+    /// kept per pool), unless the pod's own claims hold devices in the node's pools.
+    pub(crate) fn keys(
+        &self,
+        claims: &Resolved,
+        node: &str,
+        own_pools: &BTreeSet<(String, String)>,
+    ) -> Keyed {
+        let Some(ns) = self.nodes.get(node) else {
+            return Keyed::Done(DraNode::Neutral(DraNeutral::NoSlices));
+        };
+        if !claims.foreign && ns.ours == 0 {
+            return Keyed::Done(DraNode::Neutral(DraNeutral::NoSlices));
+        }
+        let mut h = DefaultHasher::new();
+        (ns.kind, self.classes_rev, self.budget).hash(&mut h);
+        for p in &ns.pools {
+            let held = if own_pools.contains(p) {
+                self.held.get(p).map(|m| {
+                    held_hash(
+                        m.iter()
+                            .filter(|(_, k)| !claims.own.contains(*k))
+                            .map(|(d, _)| d),
+                    )
+                })
+            } else {
+                self.held_hashes.get(p).copied()
+            };
+            held.hash(&mut h);
+        }
+        let kind = h.finish();
+        let mut h = DefaultHasher::new();
+        (kind, node, ns.rev).hash(&mut h);
+        Keyed::Keys(Keys {
+            shared: (claims.hash, kind),
+            own: (claims.hash, h.finish()),
+        })
+    }
+
+    /// Judges one node for a pod's claims.
+    pub fn judge_node(&self, claims: &Resolved, node: &str) -> DraNode {
+        match self.gather(claims, node) {
+            Gathered::Done(v) => v,
+            Gathered::Job(job) => job.judge(claims),
+        }
+    }
+
+    /// What judging `node` needs, shared from the state (or the verdict, when there is
+    /// nothing to judge), with its cache keys.
+    pub(crate) fn gather(&self, claims: &Resolved, node: &str) -> Gathered {
+        let own_pools = self.own_pools(&claims.own);
+        let keys = match self.keys(claims, node, &own_pools) {
+            Keyed::Done(v) => return Gathered::Done(v),
+            Keyed::Keys(k) => k,
+        };
+        let Some(ns) = self.nodes.get(node) else {
+            return Gathered::Done(DraNode::Neutral(DraNeutral::NoSlices));
+        };
+        Gathered::Job(Job {
+            keys,
+            node: node.to_string(),
+            slices: ns.slices.clone(),
+            classes: if claims.foreign {
+                self.all_classes.clone()
+            } else {
+                self.ours.clone()
+            },
+            taken: self.taken(ns, &claims.own),
+            budget: self.budget,
+        })
+    }
+}
+
+/// The verdict cache keys of one node for one pod's claims: (claims, fingerprint).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Keys {
+    /// Shared by the nodes of one kind with the same devices held ([`crate::dra::verdict::shareable`]
+    /// verdicts).
+    pub(crate) shared: (u64, u64),
+    /// The node's own (its name and slice revision too): verdicts that name what they
+    /// could not read.
+    pub(crate) own: (u64, u64),
+}
+
+pub(crate) enum Keyed {
+    Done(DraNode),
+    Keys(Keys),
+}
+
+/// One node's judgement, ready to run with no lock held.
+pub(crate) struct Job {
+    pub(crate) keys: Keys,
+    node: String,
+    slices: Arc<Vec<ResourceSlice>>,
+    classes: Arc<Vec<DeviceClass>>,
+    taken: BTreeSet<DeviceId>,
+    budget: u64,
+}
+
+pub(crate) enum Gathered {
+    Done(DraNode),
+    Job(Job),
+}
+
+impl Job {
+    pub(crate) fn judge(&self, claims: &Resolved) -> DraNode {
+        let judge = if claims.foreign {
+            judge_foreign
+        } else {
+            judge_with_budget
+        };
+        match judge(
+            &claims.specs,
+            &self.classes,
+            &self.slices,
+            &self.node,
+            &self.taken,
+            self.budget,
+        ) {
+            Ok(DraVerdict::Fit { fit, .. }) => DraNode::Fit(fit),
+            Ok(DraVerdict::Reject(m)) => DraNode::Reject(m),
+            Ok(DraVerdict::Undecided(w)) => DraNode::Neutral(DraNeutral::Budget(w)),
+            Ok(DraVerdict::Blind(w)) => DraNode::Neutral(DraNeutral::Blind(w)),
+            Err(e) => DraNode::Neutral(DraNeutral::Error(e.to_string())),
+        }
+    }
+}

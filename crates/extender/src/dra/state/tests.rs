@@ -1,0 +1,381 @@
+//! Unit tests of the DRA state: claims found, devices held, the shared cache.
+
+use super::*;
+use crate::dra::judge::DraVerdict;
+use crate::dra::shared::DraShared;
+use crate::dra::verdict::{DraNeutral, DraNode, PodClaims, Resolved};
+use serde_json::{Value, json};
+use topoalign_dra::{ClaimSpec, PublishOptions, claim_spec, device_classes, resource_slices};
+
+fn state_with(nodes: &[(&str, &str)]) -> DraState {
+    let mut st = DraState::default();
+    for c in device_classes() {
+        st.apply_class(&c);
+    }
+    for (node, profile) in nodes {
+        let topo = topoalign_profiles::get(profile).unwrap();
+        for s in resource_slices(&topo, node, &PublishOptions::default()).unwrap() {
+            st.apply_slice(&s);
+        }
+    }
+    st
+}
+
+fn pairs(n: u32) -> ResourceClaimSpec {
+    claim_spec(&ClaimSpec::pairs(n)).unwrap()
+}
+
+/// A claim object, allocated to `devices` of `node` when given.
+fn claim(
+    ns: &str,
+    name: &str,
+    owner: &str,
+    spec: ResourceClaimSpec,
+    node: &str,
+    devices: &[String],
+) -> ResourceClaim {
+    let results: Vec<Value> = devices
+        .iter()
+        .map(|d| json!({"request": "pairs", "driver": DRIVER_NAME, "pool": node, "device": d}))
+        .collect();
+    let mut v = json!({
+        "metadata": {"namespace": ns, "name": name,
+                     "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": owner}]},
+        "spec": spec,
+    });
+    if !devices.is_empty() {
+        v["status"] = json!({"allocation": {"devices": {"results": results}}});
+    }
+    serde_json::from_value(v).unwrap()
+}
+
+fn pod(claims: Value, statuses: Value) -> Value {
+    json!({"metadata": {"namespace": "ns", "name": "p", "uid": "u1"},
+           "spec": {"containers": [], "resourceClaims": claims},
+           "status": {"resourceClaimStatuses": statuses}})
+}
+
+fn resolved(st: &DraState, p: &Value) -> Resolved {
+    match st.resolve(p) {
+        PodClaims::Judge(r) => r,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The devices the stock allocator would give `n` pairs on an empty `node`.
+fn first_pairs(st: &DraState, node: &str, n: u32) -> Vec<String> {
+    let slices = &st.nodes[node].slices;
+    match crate::dra::judge::judge(&[pairs(n)], &st.ours, slices, node, &BTreeSet::new()).unwrap() {
+        DraVerdict::Fit { devices, .. } => devices.into_iter().map(|d| d.device).collect(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn claims_are_found_by_name_and_by_template() {
+    let mut st = state_with(&[("n1", "mi300x-8")]);
+    // By name.
+    st.apply_claim(&claim("ns", "mine", "other", pairs(2), "n1", &[]));
+    let r = resolved(
+        &st,
+        &pod(
+            json!([{"name": "a", "resourceClaimName": "mine"}]),
+            json!([]),
+        ),
+    );
+    assert_eq!(r.specs, vec![pairs(2)]);
+    assert!(r.own.contains(&("ns".into(), "mine".into())));
+    // By name, not seen yet: neutral, never guessed.
+    let p = pod(
+        json!([{"name": "a", "resourceClaimName": "later"}]),
+        json!([]),
+    );
+    assert!(
+        matches!(st.resolve(&p), PodClaims::Unjudged("dra_claim_unseen", ref w) if w.contains("ns/later"))
+    );
+    // From a template, the generated claim not created yet: the template's spec.
+    let t: ResourceClaimTemplate = serde_json::from_value(json!({
+        "metadata": {"namespace": "ns", "name": "four"}, "spec": {"spec": pairs(4)}}))
+    .unwrap();
+    st.apply_template(&t);
+    let p = pod(
+        json!([{"name": "g", "resourceClaimTemplateName": "four"}]),
+        json!([]),
+    );
+    let r = resolved(&st, &p);
+    assert_eq!((r.specs.clone(), r.from_template), (vec![pairs(4)], 1));
+    // The generated claim exists and is the pod's: its own spec.
+    st.apply_claim(&claim("ns", "p-g-x1", "u1", pairs(3), "n1", &[]));
+    let p = pod(
+        json!([{"name": "g", "resourceClaimTemplateName": "four"}]),
+        json!([{"name": "g", "resourceClaimName": "p-g-x1"}]),
+    );
+    let r = resolved(&st, &p);
+    assert_eq!((r.specs.clone(), r.from_template), (vec![pairs(3)], 0));
+    // A claim of that name owned by another pod is not this pod's: the template.
+    st.apply_claim(&claim("ns", "p-g-x1", "someone-else", pairs(3), "n1", &[]));
+    assert_eq!(resolved(&st, &p).specs, vec![pairs(4)]);
+    // Status says no claim is needed.
+    let p = pod(
+        json!([{"name": "g", "resourceClaimTemplateName": "four"}]),
+        json!([{"name": "g"}]),
+    );
+    assert_eq!(st.resolve(&p), PodClaims::NotOurs);
+    // No claims, or only other drivers' classes: not the DRA path's pod.
+    assert_eq!(
+        st.resolve(&json!({"spec": {"containers": []}})),
+        PodClaims::NotOurs
+    );
+    let mut foreign = pairs(1);
+    if let Some(r) = foreign.devices.as_mut().and_then(|d| d.requests.as_mut()) {
+        r[0].exactly.as_mut().unwrap().device_class_name = "gpu.nvidia.com".into();
+    }
+    st.apply_claim(&claim("ns", "nv", "u1", foreign, "n1", &[]));
+    let p = pod(json!([{"name": "a", "resourceClaimName": "nv"}]), json!([]));
+    assert_eq!(st.resolve(&p), PodClaims::NotOurs);
+    // A malformed list is named.
+    let p = pod(json!([{"name": 3}]), json!([]));
+    assert!(
+        matches!(st.resolve(&p), PodClaims::Unjudged("dra_bad_pod", ref w) if w.contains("spec.resourceClaims"))
+    );
+}
+
+#[test]
+fn held_devices_are_taken_except_the_pods_own() {
+    let mut st = state_with(&[("n1", "mi300x-8")]);
+    let all = first_pairs(&st, "n1", 8);
+    // Another pod's allocated claim holds every GPU: a 1-pair claim cannot fit.
+    st.apply_claim(&claim("ns", "theirs", "u9", pairs(8), "n1", &all));
+    assert_eq!(st.held_count(), 8);
+    st.apply_claim(&claim("ns", "mine", "u1", pairs(1), "n1", &[]));
+    let p = pod(
+        json!([{"name": "a", "resourceClaimName": "mine"}]),
+        json!([]),
+    );
+    let r = resolved(&st, &p);
+    assert!(matches!(st.judge_node(&r, "n1"), DraNode::Reject(ref m) if m.contains("claim 0")));
+    // The pod's own claim allocated to those devices (the pod scheduled again): they
+    // are not counted against it.
+    st.delete_claim(&("ns".into(), "theirs".into()));
+    assert_eq!(st.held_count(), 0);
+    st.apply_claim(&claim("ns", "mine", "u1", pairs(8), "n1", &all));
+    let r = resolved(&st, &p);
+    match st.judge_node(&r, "n1") {
+        DraNode::Fit(f) => assert_eq!((f.ranks.len(), f.capacity_before), (8, 8)),
+        other => panic!("{other:?}"),
+    }
+    // Deleting the claim frees its devices for everyone.
+    st.retain_claims(&BTreeSet::new());
+    assert_eq!((st.held_count(), st.claim_count()), (0, 0));
+}
+
+#[test]
+fn nodes_without_slices_and_exhausted_searches_are_neutral() {
+    let mut st = state_with(&[("n1", "dgx-h100")]);
+    st.apply_claim(&claim("ns", "mine", "u1", pairs(2), "n1", &[]));
+    let p = pod(
+        json!([{"name": "a", "resourceClaimName": "mine"}]),
+        json!([]),
+    );
+    let r = resolved(&st, &p);
+    assert_eq!(
+        st.judge_node(&r, "elsewhere"),
+        DraNode::Neutral(DraNeutral::NoSlices)
+    );
+    // A free node: 8 pairs before, 6 after the pod's two.
+    assert!(matches!(
+        st.judge_node(&r, "n1"),
+        DraNode::Fit(f) if (f.capacity_before, f.capacity_after, f.gpus) == (8, 6, 2)
+    ));
+    // A budget too small for the search: no judgement, never a rejection.
+    st.budget = 1;
+    let v = st.judge_node(&r, "n1");
+    assert!(
+        matches!(v, DraNode::Neutral(DraNeutral::Budget(_))),
+        "{v:?}"
+    );
+    assert_eq!(v.outcome(), "dra_budget");
+    // Slices removed by a re-list: the node is no longer a topoalign node.
+    st.budget = SEARCH_BUDGET;
+    st.retain_slices(&BTreeSet::new());
+    assert_eq!(st.node_count(), 0);
+    assert_eq!(
+        st.judge_node(&r, "n1"),
+        DraNode::Neutral(DraNeutral::NoSlices)
+    );
+}
+
+#[test]
+fn a_slice_with_an_unreadable_counter_is_neutral_and_named() {
+    let mut st = state_with(&[("n1", "gb300-4")]);
+    let mut bad = st.nodes["n1"].slices[0].clone();
+    let set = bad
+        .spec
+        .shared_counters
+        .as_mut()
+        .unwrap()
+        .first_mut()
+        .unwrap();
+    let (counter, value) = set.counters.iter_mut().next().unwrap();
+    let counter = counter.clone();
+    value.value.0 = "lots".into();
+    st.apply_slice(&bad);
+    st.apply_template(&{
+        let mut t = topoalign_dra::claim_template(&ClaimSpec::pairs(1)).unwrap();
+        t.metadata.namespace = Some("ns".into());
+        t.metadata.name = Some("one".into());
+        t
+    });
+    let p = pod(
+        json!([{"name": "a", "resourceClaimTemplateName": "one"}]),
+        json!([]),
+    );
+    let r = resolved(&st, &p);
+    match st.judge_node(&r, "n1") {
+        DraNode::Neutral(n @ DraNeutral::Error(_)) => {
+            let why = n.why();
+            let slice = bad.metadata.name.as_deref().unwrap();
+            assert!(why.contains(slice) && why.contains(&counter), "{why}");
+            assert_eq!(n.label(), "dra_error");
+        }
+        other => panic!("a bad counter must not judge the node: {other:?}"),
+    }
+}
+
+#[test]
+fn the_shared_cache_follows_changes() {
+    let shared = DraShared::new();
+    {
+        let mut st = shared.write();
+        *st = state_with(&[("n1", "mi300x-8"), ("n2", "gb300-4")]);
+        st.apply_claim(&claim("ns", "mine", "u1", pairs(1), "n1", &[]));
+    }
+    let p = pod(
+        json!([{"name": "a", "resourceClaimName": "mine"}]),
+        json!([]),
+    );
+    let PodClaims::Judge(r) = shared.resolve(&p) else {
+        panic!()
+    };
+    let run = |r: &Resolved| {
+        let mut out = Vec::new();
+        shared.visit(r, &["n1", "n2", "n3"], None, |_, n, v| {
+            out.push((n.to_string(), v.clone()))
+        });
+        out
+    };
+    let first = run(&r);
+    // mi300x-8 has PIX pairs (rank 0), gb300-4 only NODE pairs (rank 3).
+    assert!(matches!(&first[0].1, DraNode::Fit(f) if f.ranks == [0] && f.capacity_before == 8));
+    assert!(matches!(&first[1].1, DraNode::Fit(f) if f.ranks == [3] && f.capacity_before == 4));
+    assert_eq!(first[2].1, DraNode::Neutral(DraNeutral::NoSlices));
+    assert_eq!(run(&r), first, "cached verdicts are the same");
+    // n1's PIX pairs all taken by another claim: the cached verdict is not reused.
+    let all = first_pairs(&shared.read(), "n1", 8);
+    shared
+        .write()
+        .apply_claim(&claim("ns", "theirs", "u9", pairs(8), "n1", &all));
+    let after = run(&r);
+    assert!(matches!(&after[0].1, DraNode::Reject(_)), "{:?}", after[0]);
+}
+/// The fixture of other drivers' slices and classes (NVIDIA's GPU driver, dranet).
+fn foreign_state(drivers: Option<&[&str]>) -> DraState {
+    let list: Value = serde_json::from_str(include_str!(
+        "../../../tests/fixtures/gb300-nvidia-dranet.json"
+    ))
+    .unwrap();
+    let mut st = state_with(&[("n1", "gb300-4")]);
+    st.keep_drivers(drivers.map(|d| d.iter().map(|s| s.to_string()).collect()));
+    for item in list["items"].as_array().unwrap() {
+        match item["kind"].as_str() {
+            Some("ResourceSlice") => st.apply_slice(&serde_json::from_value(item.clone()).unwrap()),
+            _ => st.apply_class(&serde_json::from_value(item.clone()).unwrap()),
+        }
+    }
+    st
+}
+
+fn gpu_nic_claim(class_nic: &str) -> ResourceClaimSpec {
+    serde_json::from_value(json!({"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}},
+        {"name": "nic", "exactly": {"deviceClassName": class_nic}}]}}))
+    .unwrap()
+}
+
+#[test]
+fn claims_of_other_drivers_are_judged_on_their_slices() {
+    let mut st = foreign_state(None);
+    assert_eq!(st.node_count(), 3);
+    st.apply_claim(&claim(
+        "ns",
+        "nv",
+        "u1",
+        gpu_nic_claim("dranet.net"),
+        "n1",
+        &[],
+    ));
+    let p = pod(json!([{"name": "a", "resourceClaimName": "nv"}]), json!([]));
+    let r = resolved(&st, &p);
+    assert!(r.foreign);
+    // First fit on gb-new: GPU 0008 + NIC 0101, both NUMA 0: NODE.
+    assert!(matches!(st.judge_node(&r, "gb-new"), DraNode::Fit(f) if f.ranks == [3]));
+    // The older GPU driver publishes no NUMA node: neutral, counted as blind.
+    let v = st.judge_node(&r, "gb-old");
+    assert_eq!(v.outcome(), "dra_blind");
+    // A topoalign node has no devices of these classes: the claim cannot be allocated.
+    assert!(matches!(st.judge_node(&r, "n1"), DraNode::Reject(_)));
+    assert_eq!(
+        st.judge_node(&r, "nowhere"),
+        DraNode::Neutral(DraNeutral::NoSlices)
+    );
+    // A class the cluster does not have (yet) beside a known one: not judged.
+    st.apply_claim(&claim(
+        "ns",
+        "nv2",
+        "u1",
+        gpu_nic_claim("nope.example.com"),
+        "n1",
+        &[],
+    ));
+    let p = pod(
+        json!([{"name": "a", "resourceClaimName": "nv2"}]),
+        json!([]),
+    );
+    assert!(
+        matches!(st.resolve(&p), PodClaims::Unjudged("dra_claim_unseen", ref w) if w.contains("DeviceClass nope.example.com"))
+    );
+    // topoalign's own claims still go their way (and are not judged on slices of
+    // other drivers: a node with none of topoalign's slices is neutral).
+    st.apply_claim(&claim("ns", "mine", "u1", pairs(1), "n1", &[]));
+    let p = pod(
+        json!([{"name": "a", "resourceClaimName": "mine"}]),
+        json!([]),
+    );
+    let r = resolved(&st, &p);
+    assert!(!r.foreign);
+    assert!(matches!(st.judge_node(&r, "n1"), DraNode::Fit(_)));
+    assert_eq!(
+        st.judge_node(&r, "gb-new"),
+        DraNode::Neutral(DraNeutral::NoSlices)
+    );
+}
+
+#[test]
+fn only_the_drivers_named_are_kept() {
+    // --dra-drivers gpu.nvidia.com: dranet's slices are dropped, the claim's NIC
+    // cannot be found on the node.
+    let mut st = foreign_state(Some(&["gpu.nvidia.com"]));
+    st.apply_claim(&claim(
+        "ns",
+        "nv",
+        "u1",
+        gpu_nic_claim("dranet.net"),
+        "n1",
+        &[],
+    ));
+    let p = pod(json!([{"name": "a", "resourceClaimName": "nv"}]), json!([]));
+    let r = resolved(&st, &p);
+    assert!(matches!(st.judge_node(&r, "gb-new"), DraNode::Reject(_)));
+    // topoalign.dev is always kept.
+    assert!(st.nodes.contains_key("n1"));
+}

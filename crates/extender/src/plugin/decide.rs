@@ -1,0 +1,422 @@
+//! The pure judgement of the device-plugin wing: one pod on one node of the
+//! [`ClusterState`], with no cache and no lock (the verdict cache memoises it:
+//! [`crate::plugin::cache`], and [`crate::plugin::decider`] puts both together for calls).
+//!
+//! Per node: the kubelet's admission simulated on the node's free devices (its Topology
+//! Manager policy and scope, its device and CPU managers, via `topoalign-tm`), then the
+//! planner (`topoalign-plan`) for the pod's required pair class and GPU link. The score
+//! is the alignment of the devices the kubelet would actually allocate (it does not
+//! follow topoalign's plan: on a device-plugin node each plugin picks on its own within
+//! the Topology Manager's NUMA hint), minus the fragmentation they cause; the planner's
+//! achievable score stands in where the kubelet cannot be simulated. Nodes without
+//! usable data are never filtered and get [`NEUTRAL_SCORE`].
+
+use topoalign_kube_types::kubelet_settings::Policy;
+use topoalign_mig::device_plugin::Ever;
+use topoalign_plan::{Bound, PlanError, Planner, Score};
+use topoalign_tm::{Case, Outcome, ResourceMap, simulate};
+use topoalign_topology::{NodeUsage, PcieClass};
+
+use crate::plugin::effective::{Effective, fragmentation_of, take_allocated};
+use crate::plugin::keys::KeyMap;
+use crate::plugin::podreq::PodRequest;
+use crate::plugin::state::ClusterState;
+use crate::protocol::push_json_str;
+use crate::score::{NEUTRAL_SCORE, priority, score_points, to_priority};
+
+/// Why a node was filtered out, for metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RejectKind {
+    /// The node's Topology Manager would refuse the pod.
+    TopologyManager,
+    /// The node cannot reach the pod's required pair class.
+    PairClass,
+    /// The planner cannot place the pod otherwise (too few devices, no NVLink …).
+    Placement,
+    /// The node's MIG devices cannot hold the pod's MIG set.
+    Mig,
+}
+
+impl RejectKind {
+    /// A short label for metrics.
+    pub fn label(self) -> &'static str {
+        match self {
+            RejectKind::TopologyManager => "topology_manager",
+            RejectKind::PairClass => "pair_class",
+            RejectKind::Placement => "placement",
+            RejectKind::Mig => "mig",
+        }
+    }
+}
+
+/// A judged node.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// The pod fits and aligns; its priority.
+    Fit(i64),
+    /// The node cannot take the pod aligned.
+    Reject {
+        /// Why, in words (shown in the pod's events by the scheduler).
+        message: String,
+        /// Whether preempting pods on the node could not help.
+        unresolvable: bool,
+        /// The reason's kind.
+        kind: RejectKind,
+    },
+    /// The data could not answer (a device the topology lacks …): neutral, with why.
+    Neutral(String),
+}
+
+/// Why a node was not judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NeutralReason {
+    /// The pod asks for no GPU.
+    NotManaged,
+    /// No data for the node.
+    Unknown,
+    /// The agent's report is too old.
+    Stale,
+    /// The data is unusable.
+    Broken(String),
+    /// The data could not answer this pod.
+    Undecided(String),
+    /// The call's work budget ran out before the node was judged.
+    OverBudget,
+}
+
+impl NeutralReason {
+    /// A short label for metrics.
+    pub fn label(&self) -> &'static str {
+        match self {
+            NeutralReason::NotManaged => "not_managed",
+            NeutralReason::Unknown => "unknown_node",
+            NeutralReason::Stale => "stale",
+            NeutralReason::Broken(_) => "broken",
+            NeutralReason::Undecided(_) => "undecided",
+            NeutralReason::OverBudget => "budget",
+        }
+    }
+}
+
+/// One node's decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Judged.
+    Judged(Verdict),
+    /// Not judged: passes the filter with a neutral score.
+    Neutral(NeutralReason),
+}
+
+/// One candidate as [`crate::Decider::visit`] sees it, borrowed from the state and the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen<'a> {
+    /// Judged (a [`Verdict::Neutral`] is an undecided node: passed with a neutral score).
+    Judged(&'a Judged),
+    /// The pod asks for no GPU.
+    NotManaged,
+    /// No data for the node.
+    Unknown,
+    /// The agent's report is too old.
+    Stale,
+    /// The data is unusable, with why.
+    Broken(&'a str),
+    /// Not judged: the call's work budget ran out first.
+    OverBudget,
+}
+
+impl<'a> Seen<'a> {
+    /// The owned decision.
+    pub fn decision(&self) -> Decision {
+        match *self {
+            Seen::Judged(Judged {
+                verdict: Verdict::Neutral(w),
+                ..
+            }) => Decision::Neutral(NeutralReason::Undecided(w.clone())),
+            Seen::Judged(j) => Decision::Judged(j.verdict.clone()),
+            Seen::NotManaged => Decision::Neutral(NeutralReason::NotManaged),
+            Seen::Unknown => Decision::Neutral(NeutralReason::Unknown),
+            Seen::Stale => Decision::Neutral(NeutralReason::Stale),
+            Seen::Broken(w) => Decision::Neutral(NeutralReason::Broken(w.to_string())),
+            Seen::OverBudget => Decision::Neutral(NeutralReason::OverBudget),
+        }
+    }
+
+    /// The neutral reason's metrics label, `None` for judged nodes.
+    pub fn neutral_label(&self) -> Option<&'static str> {
+        Some(match self {
+            Seen::Judged(Judged {
+                verdict: Verdict::Neutral(_),
+                ..
+            }) => "undecided",
+            Seen::Judged(_) => return None,
+            Seen::NotManaged => "not_managed",
+            Seen::Unknown => "unknown_node",
+            Seen::Stale => "stale",
+            Seen::Broken(_) => "broken",
+            Seen::OverBudget => "budget",
+        })
+    }
+
+    /// The filter's answer: `None` when the node passes.
+    pub fn rejection(&self) -> Option<Rejection<'a>> {
+        match *self {
+            Seen::Judged(Judged {
+                verdict:
+                    Verdict::Reject {
+                        message,
+                        unresolvable,
+                        kind,
+                    },
+                message_json,
+            }) => Some(Rejection {
+                message,
+                message_json,
+                unresolvable: *unresolvable,
+                kind: *kind,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The prioritize answer.
+    pub fn score(&self) -> i64 {
+        match self {
+            Seen::Judged(j) => match j.verdict {
+                Verdict::Fit(s) => s,
+                Verdict::Reject { .. } => 0,
+                Verdict::Neutral(_) => NEUTRAL_SCORE,
+            },
+            _ => NEUTRAL_SCORE,
+        }
+    }
+}
+
+/// A rejected node's answer, borrowed from the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rejection<'a> {
+    /// Why, in words.
+    pub message: &'a str,
+    /// The same as a JSON string (quotes included).
+    pub message_json: &'a [u8],
+    /// Whether preemption cannot help.
+    pub unresolvable: bool,
+    /// The reason's kind.
+    pub kind: RejectKind,
+}
+
+/// A verdict with its message already written as a JSON string (empty when the verdict
+/// has no message), so that answers copy it instead of escaping it per node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judged {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The rejection message as a JSON string, quotes included.
+    pub message_json: Box<[u8]>,
+}
+
+impl Judged {
+    /// Wraps a verdict.
+    pub fn new(verdict: Verdict) -> Self {
+        let message_json = match &verdict {
+            Verdict::Reject { message, .. } => {
+                let mut out = Vec::with_capacity(message.len() + 2);
+                push_json_str(&mut out, message);
+                out.into_boxed_slice()
+            }
+            _ => Box::default(),
+        };
+        Judged {
+            verdict,
+            message_json,
+        }
+    }
+}
+
+/// The judge of one pod on one node: the resource map pods are read with.
+#[derive(Debug, Clone)]
+pub(crate) struct Judge {
+    resources: ResourceMap,
+}
+
+impl Judge {
+    /// A judge reading pods with `resources`.
+    pub(crate) fn new(resources: ResourceMap) -> Self {
+        Judge { resources }
+    }
+
+    /// The resource map pods are read with.
+    pub(crate) fn resources(&self) -> &ResourceMap {
+        &self.resources
+    }
+
+    /// Judges one node with usable data.
+    pub(crate) fn judge<'s>(
+        &self,
+        e: &'s Effective,
+        req: &PodRequest,
+        planners: &mut KeyMap<Planner<'s>>,
+    ) -> Verdict {
+        let Some(request) = &req.plan else {
+            return Verdict::Fit(NEUTRAL_SCORE);
+        };
+        let nt = &e.info.topology;
+        let planner = planners
+            .entry(nt.id)
+            .or_insert_with(|| Planner::new(&nt.topology));
+        let settings = &e.info.settings;
+        let strict = matches!(
+            settings.topology_manager_policy,
+            Policy::Restricted | Policy::SingleNumaNode
+        );
+        let kubelet = self.kubelet(e, req, &e.used, 0);
+        if strict && let Some(o) = kubelet.as_ref().filter(|o| !o.admitted) {
+            let unresolvable = self
+                .kubelet(e, req, &NodeUsage::empty(), 0)
+                .is_some_and(|o| !o.admitted);
+            return Verdict::Reject {
+                message: format!(
+                    "Topology Manager ({}, scope {}) would reject the pod: {}: {}",
+                    settings.topology_manager_policy.as_str(),
+                    settings.topology_manager_scope.as_str(),
+                    o.reason.as_deref().unwrap_or("rejected"),
+                    o.message.as_deref().unwrap_or("")
+                ),
+                unresolvable,
+                kind: RejectKind::TopologyManager,
+            };
+        }
+        match planner.plan(request, &e.used) {
+            Ok(plan) => Verdict::Fit(match kubelet.filter(|o| o.admitted) {
+                Some(first) => self.kubelet_priority(e, req, first),
+                None => priority(&plan, e.fragmentation),
+            }),
+            Err(PlanError::Unsatisfiable { bound, detail, .. }) => {
+                let unresolvable = planner.plan(request, &NodeUsage::empty()).is_err();
+                let kind = match bound {
+                    Bound::MaxPair => RejectKind::PairClass,
+                    _ => RejectKind::Placement,
+                };
+                let what = match bound {
+                    Bound::MaxPair => format!(
+                        "cannot reach pair class {} on its free devices",
+                        request.max_pair.map_or("?", |c| c.as_str())
+                    ),
+                    Bound::GpuLink => "cannot give NVLink/xGMI-linked GPUs".to_string(),
+                    _ => format!("cannot place the pod ({bound})"),
+                };
+                Verdict::Reject {
+                    message: format!("topoalign: node {what}: {detail}"),
+                    unresolvable,
+                    kind,
+                }
+            }
+            Err(e) => Verdict::Neutral(format!("planner: {e}")),
+        }
+    }
+
+    /// The priority of what the kubelet would allocate, averaged over
+    /// [`KUBELET_DRAWS`] draws of the device plugins' random choices (`first` is draw 0).
+    fn kubelet_priority(&self, e: &Effective, req: &PodRequest, first: Outcome) -> i64 {
+        let mut total = score_points(&kubelet_score(e, &first), e.fragmentation);
+        let mut n = 1.0;
+        for seed in 1..KUBELET_DRAWS {
+            if let Some(o) = self.kubelet(e, req, &e.used, seed).filter(|o| o.admitted) {
+                total += score_points(&kubelet_score(e, &o), e.fragmentation);
+                n += 1.0;
+            }
+        }
+        to_priority(total / n)
+    }
+
+    /// The kubelet's admission of the pod on `usage` (`seed`: the draw of the plugins'
+    /// random choices), or `None` when it cannot be simulated on this data (which is
+    /// not held against the node).
+    fn kubelet(
+        &self,
+        e: &Effective,
+        req: &PodRequest,
+        usage: &NodeUsage,
+        seed: u64,
+    ) -> Option<Outcome> {
+        let case = Case {
+            topology: &e.info.topology.topology,
+            settings: &e.info.settings,
+            resources: &self.resources,
+            pod: &req.pod,
+            usage,
+            seed,
+        };
+        match simulate(&case) {
+            Ok(o) => Some(o),
+            Err(err) => {
+                tracing::debug!(pod = %req.key, error = %err, "Topology Manager simulation skipped");
+                None
+            }
+        }
+    }
+}
+
+/// Draws of the kubelet's allocation a score averages: GPU device plugins without a
+/// preferred allocation get their devices in Go's random set order (the `tm` crate's
+/// `unsorted` allocator), so one draw is one possible outcome, not the outcome.
+pub(crate) const KUBELET_DRAWS: u64 = 4;
+
+/// The alignment of what the kubelet would allocate: its GPU↔closest-NIC pairs (as
+/// `nvidia-smi topo -m` classes them), the NUMA nodes it spans and the fragmentation
+/// left on the node.
+fn kubelet_score(e: &Effective, o: &Outcome) -> Score {
+    let topo = &e.info.topology.topology;
+    let classes: Vec<PcieClass> = o.pairs.iter().filter_map(|p| p.class).collect();
+    let mut after = e.used.clone();
+    take_allocated(&mut after, topo, o);
+    Score {
+        pairs: classes.len(),
+        gdr_pairs: o
+            .pairs
+            .iter()
+            .filter(|p| p.class.is_some() && p.gdr)
+            .count(),
+        worst_pair: classes.iter().copied().max_by_key(|c| c.rank()),
+        pair_rank_sum: classes.iter().map(|c| c.rank()).sum(),
+        numa_span: o.numa_nodes_used.len(),
+        numa_distance: 0,
+        gpu_interconnect: 0,
+        fragmentation: fragmentation_of(topo, &after),
+    }
+}
+
+/// The MIG verdict of each candidate for a pod asking `nvidia.com/mig-*` (empty for
+/// other pods): a rejection where the node's MIG devices cannot hold the set now
+/// (unresolvable when no geometry of the node ever could), `None` where they can or the
+/// node shows no MIG (judged as any node).
+pub(crate) fn mig_verdicts<N: AsRef<str>>(
+    state: &ClusterState,
+    req: &PodRequest,
+    names: &[N],
+) -> Vec<Option<Judged>> {
+    if !req.mig.has_profiles() {
+        return Vec::new();
+    }
+    names
+        .iter()
+        .map(|n| {
+            let node = state.mig_node(n.as_ref())?;
+            let short = node.fits_now(&req.mig).err()?;
+            let ever = node.ever(&req.mig);
+            let never = !matches!(ever, Ok(Ever::Yes(_) | Ever::Unknown));
+            let message = match ever {
+                Err(e) => format!("MIG: {e}"),
+                Ok(_) => format!(
+                    "MIG: the pod asks {} on one node: {short} (the node offers {})",
+                    req.mig.text(),
+                    node.offer()
+                ),
+            };
+            Some(Judged::new(Verdict::Reject {
+                message,
+                unresolvable: never,
+                kind: RejectKind::Mig,
+            }))
+        })
+        .collect()
+}

@@ -1,0 +1,32 @@
+//! The device-plugin wing: pods asking `amd.com/gpu`/`nvidia.com/gpu` and NICs through
+//! device plugins, judged on each node's NodeResourceTopology or labels by predicting
+//! what its kubelet's Topology Manager would admit and allocate.
+//!
+//! One-way dependencies: [`node`] → [`effective`] → [`state`] are data; [`decide`] is
+//! the pure judgement over it; [`cache`] memoises verdicts; [`decider`] puts judgement
+//! and cache together for calls. No two modules import each other.
+//!
+//! - [`podreq`]: what a pod asks (devices, `topoalign.dev/min-pair-class`);
+//! - [`node`]: what the watchers know about one node, and assumed allocations;
+//! - [`effective`]: a node with its assumed allocations applied, and its state key;
+//! - [`state`]: the in-memory [`state::ClusterState`] (topology, Topology Manager
+//!   settings, used devices, assumed allocations per node);
+//! - [`keys`]: maps keyed by 64-bit hashes;
+//! - [`decide`]: one pod judged on one node (Topology Manager prediction, planner);
+//! - [`cache`]: the verdict cache; [`decider`]: the decisions for calls;
+//! - [`nodeinfo`]: how API objects (NodeResourceTopology, node labels) become node data
+//!   (the label, annotation and NRT names are `topoalign_kube_types::{labels, nrt}`);
+//! - [`synth`]: synthetic labelled nodes;
+//! - [`watch`]: the kube-rs watchers that fill the state, through a [`watch::NodeFeed`].
+
+pub(crate) mod cache;
+pub(crate) mod decide;
+pub(crate) mod decider;
+pub(crate) mod effective;
+pub(crate) mod keys;
+pub(crate) mod node;
+pub(crate) mod nodeinfo;
+pub(crate) mod podreq;
+pub(crate) mod state;
+pub(crate) mod synth;
+pub(crate) mod watch;
