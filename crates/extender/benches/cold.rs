@@ -30,8 +30,8 @@ use topoalign_extender::{DraShared, DraState, PodClaims, Resolved, priorities};
 use topoalign_extender::{DraVerdict, judge_claims as judge};
 use topoalign_extender::{FilterWriter, PriorityWriter, parse_args};
 use topoalign_kube_types::kubelet_settings::Policy;
+use topoalign_rng::Rng;
 use topoalign_tm::ResourceMap;
-use topoalign_tm::rng::Rng;
 
 const NODES: usize = 5_000;
 const DOMAIN: usize = 72;

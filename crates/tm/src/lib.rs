@@ -59,5 +59,3 @@ pub use simulate::{Case, SimError, simulate};
 /// stability: `topoalign_tm::quantity::{Quantity, QuantityError}`).
 pub use topoalign_kube_types::quantity;
 pub use topoalign_kube_types::quantity::Quantity;
-// TODO(lead): remove after the extender moves to topoalign_rng
-pub use topoalign_rng as rng;

@@ -14,7 +14,7 @@
 use topoalign_kube_types::kubelet_settings::Policy;
 use topoalign_mig::device_plugin::Ever;
 use topoalign_plan::{Bound, PlanError, Planner, Score};
-use topoalign_tm::{Case, Outcome, ResourceMap, simulate};
+use topoalign_tm::{Outcome, Prepared, ResourceMap};
 use topoalign_topology::{NodeUsage, PcieClass};
 
 use crate::plugin::effective::{Effective, fragmentation_of, take_allocated};
@@ -249,30 +249,35 @@ impl Judge {
         &self.resources
     }
 
-    /// Judges one node with usable data.
+    /// Judges one node with usable data. `reuse` keeps, for the call, what nodes of one
+    /// machine type share (the planner, the Topology Manager prepared for its settings).
     pub(crate) fn judge<'s>(
-        &self,
+        &'s self,
         e: &'s Effective,
         req: &PodRequest,
-        planners: &mut KeyMap<Planner<'s>>,
+        reuse: &mut Reuse<'s>,
     ) -> Verdict {
         let Some(request) = &req.plan else {
             return Verdict::Fit(NEUTRAL_SCORE);
         };
         let nt = &e.info.topology;
-        let planner = planners
+        let planner = reuse
+            .planners
             .entry(nt.id)
             .or_insert_with(|| Planner::new(&nt.topology));
+        let tm = reuse
+            .prepared
+            .entry(e.machine_key)
+            .or_insert_with(|| Prepared::new(&nt.topology, &e.info.settings, &self.resources));
         let settings = &e.info.settings;
         let strict = matches!(
             settings.topology_manager_policy,
             Policy::Restricted | Policy::SingleNumaNode
         );
-        let kubelet = self.kubelet(e, req, &e.used, 0);
+        let kubelet = kubelet_on(tm, req, &e.used, 0);
         if strict && let Some(o) = kubelet.as_ref().filter(|o| !o.admitted) {
-            let unresolvable = self
-                .kubelet(e, req, &NodeUsage::empty(), 0)
-                .is_some_and(|o| !o.admitted);
+            let unresolvable =
+                kubelet_on(tm, req, &NodeUsage::empty(), 0).is_some_and(|o| !o.admitted);
             return Verdict::Reject {
                 message: format!(
                     "Topology Manager ({}, scope {}) would reject the pod: {}: {}",
@@ -287,7 +292,7 @@ impl Judge {
         }
         match planner.plan(request, &e.used) {
             Ok(plan) => Verdict::Fit(match kubelet.filter(|o| o.admitted) {
-                Some(first) => self.kubelet_priority(e, req, first),
+                Some(first) => kubelet_priority(tm, e, req, first),
                 None => priority(&plan, e.fragmentation),
             }),
             Err(PlanError::Unsatisfiable { bound, detail, .. }) => {
@@ -313,45 +318,44 @@ impl Judge {
             Err(e) => Verdict::Neutral(format!("planner: {e}")),
         }
     }
+}
 
-    /// The priority of what the kubelet would allocate, averaged over
-    /// [`KUBELET_DRAWS`] draws of the device plugins' random choices (`first` is draw 0).
-    fn kubelet_priority(&self, e: &Effective, req: &PodRequest, first: Outcome) -> i64 {
-        let mut total = score_points(&kubelet_score(e, &first), e.fragmentation);
-        let mut n = 1.0;
-        for seed in 1..KUBELET_DRAWS {
-            if let Some(o) = self.kubelet(e, req, &e.used, seed).filter(|o| o.admitted) {
-                total += score_points(&kubelet_score(e, &o), e.fragmentation);
-                n += 1.0;
-            }
+/// What one call's judgements of many nodes share, per machine type: the planner (by
+/// topology) and the Topology Manager prepared for the topology and its settings.
+#[derive(Default)]
+pub(crate) struct Reuse<'s> {
+    planners: KeyMap<Planner<'s>>,
+    prepared: KeyMap<Prepared<'s>>,
+}
+
+/// The priority of what the kubelet would allocate, averaged over [`KUBELET_DRAWS`]
+/// draws of the device plugins' random choices (`first` is draw 0).
+fn kubelet_priority(tm: &Prepared<'_>, e: &Effective, req: &PodRequest, first: Outcome) -> i64 {
+    let mut total = score_points(&kubelet_score(e, &first), e.fragmentation);
+    let mut n = 1.0;
+    for seed in 1..KUBELET_DRAWS {
+        if let Some(o) = kubelet_on(tm, req, &e.used, seed).filter(|o| o.admitted) {
+            total += score_points(&kubelet_score(e, &o), e.fragmentation);
+            n += 1.0;
         }
-        to_priority(total / n)
     }
+    to_priority(total / n)
+}
 
-    /// The kubelet's admission of the pod on `usage` (`seed`: the draw of the plugins'
-    /// random choices), or `None` when it cannot be simulated on this data (which is
-    /// not held against the node).
-    fn kubelet(
-        &self,
-        e: &Effective,
-        req: &PodRequest,
-        usage: &NodeUsage,
-        seed: u64,
-    ) -> Option<Outcome> {
-        let case = Case {
-            topology: &e.info.topology.topology,
-            settings: &e.info.settings,
-            resources: &self.resources,
-            pod: &req.pod,
-            usage,
-            seed,
-        };
-        match simulate(&case) {
-            Ok(o) => Some(o),
-            Err(err) => {
-                tracing::debug!(pod = %req.key, error = %err, "Topology Manager simulation skipped");
-                None
-            }
+/// The kubelet's admission of the pod on `usage` (`seed`: the draw of the plugins'
+/// random choices), or `None` when it cannot be simulated on this data (which is not
+/// held against the node).
+fn kubelet_on(
+    tm: &Prepared<'_>,
+    req: &PodRequest,
+    usage: &NodeUsage,
+    seed: u64,
+) -> Option<Outcome> {
+    match tm.simulate(&req.pod, usage, seed) {
+        Ok(o) => Some(o),
+        Err(err) => {
+            tracing::debug!(pod = %req.key, error = %err, "Topology Manager simulation skipped");
+            None
         }
     }
 }

@@ -6,11 +6,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
-use topoalign_plan::Planner;
 use topoalign_tm::ResourceMap;
 
 use crate::plugin::cache::VerdictCache;
-use crate::plugin::decide::{Decision, Judge, Judged, NeutralReason, Seen, mig_verdicts};
+use crate::plugin::decide::{Decision, Judge, Judged, NeutralReason, Reuse, Seen, mig_verdicts};
 use crate::plugin::effective::Effective;
 use crate::plugin::keys::KeyMap;
 use crate::plugin::podreq::PodRequest;
@@ -171,13 +170,13 @@ impl Decider {
     ) -> Fresh {
         let t0 = Instant::now();
         let mut fresh = Fresh::default();
-        let mut planners: KeyMap<Planner<'_>> = KeyMap::default();
+        let mut reuse = Reuse::default();
         for (i, (key, e)) in pending.nodes.iter().enumerate() {
             if i > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
                 fresh.skipped = pending.nodes.len() - i;
                 break;
             }
-            let v = self.judge.judge(e, req, &mut planners);
+            let v = self.judge.judge(e, req, &mut reuse);
             fresh.verdicts.insert(*key, Judged::new(v));
         }
         fresh.spent_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);

@@ -9,7 +9,7 @@ use std::hash::{Hash, Hasher};
 use topoalign_kube_types::kubelet_settings::{CpuPolicy, MemoryPolicy, Settings};
 use topoalign_plan::Planner;
 use topoalign_plan::score::device_score;
-use topoalign_tm::{Case, Outcome, ResourceMap, simulate};
+use topoalign_tm::{Outcome, Prepared, ResourceMap};
 use topoalign_topology::{NodeUsage, Topology};
 
 use crate::plugin::node::{Assumed, NodeInfo};
@@ -23,6 +23,8 @@ pub struct Effective {
     pub used: NodeUsage,
     /// Partially used switches, NUMA nodes and islands before any new allocation.
     pub fragmentation: u32,
+    /// Hash of topology and settings: equal keys share one prepared Topology Manager.
+    pub machine_key: u64,
     /// Hash of topology, settings and usage: equal keys get equal verdicts.
     pub state_key: u64,
     /// Assumed pods that hold nothing: the kubelet would reject them, or their devices
@@ -47,17 +49,10 @@ pub(crate) fn effective(
     if !pods.is_empty() {
         pods.sort_by(|a, b| a.1.bound_at.cmp(&b.1.bound_at).then(a.0.cmp(b.0)));
         let mut planner = None;
+        let tm = Prepared::new(topo, &info.settings, resources);
         for (key, a) in pods {
             if let Some(pod) = &a.pod {
-                let case = Case {
-                    topology: topo,
-                    settings: &info.settings,
-                    resources,
-                    pod,
-                    usage: &used,
-                    seed: 0,
-                };
-                match simulate(&case) {
+                match tm.simulate(pod, &used, 0) {
                     Ok(o) if o.admitted => {
                         take_allocated(&mut used, topo, &o);
                         continue;
@@ -94,11 +89,13 @@ pub(crate) fn effective(
     let mut h = DefaultHasher::new();
     info.topology.id.hash(&mut h);
     hash_settings(&info.settings, &mut h);
+    let machine_key = h.finish();
     used.gpus.hash(&mut h);
     used.nics.hash(&mut h);
     used.cpus.hash(&mut h);
     Effective {
         state_key: h.finish(),
+        machine_key,
         info,
         used,
         fragmentation,

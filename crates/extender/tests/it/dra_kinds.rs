@@ -13,7 +13,7 @@ use topoalign_dra::{
 };
 use topoalign_extender::{DraShared, DraState, PodClaims, Resolved};
 use topoalign_extender::{DraVerdict, judge_claims as judge};
-use topoalign_tm::rng::Rng;
+use topoalign_rng::Rng;
 
 const PROFILES: [&str; 3] = ["mi300x-8", "gb300-4", "dgx-h100"];
 const BOUNDS: [Option<u32>; 5] = [None, Some(0), Some(1), Some(2), Some(3)];

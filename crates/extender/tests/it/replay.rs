@@ -26,7 +26,7 @@ use topoalign_dra::{
 use topoalign_extender::judge_foreign;
 use topoalign_extender::{CAPACITY_WEIGHT, DraVerdict, allocate, judge_with_budget};
 use topoalign_extender::{DraNode, priorities};
-use topoalign_tm::rng::Rng;
+use topoalign_rng::Rng;
 
 const BUDGET: u64 = 200_000;
 const BATCH: usize = 20;
