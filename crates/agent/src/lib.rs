@@ -6,10 +6,18 @@
 //! ([`nrt`]) plus debounced node labels ([`labels`]) by server-side apply ([`publish`]).
 //! `--once` ([`run::once`]) prints what it would publish and exits.
 
-pub mod labels;
-pub mod metrics;
-pub mod nrt;
-pub mod podresources;
-pub mod publish;
-pub mod report;
-pub mod run;
+mod labels;
+mod metrics;
+mod nrt;
+mod podresources;
+mod publish;
+mod report;
+mod run;
+pub use metrics::{Kind, Metrics};
+pub use nrt::nrt_object;
+/// The kubelet pod-resources gRPC API (generated from its proto), a namespace of its own:
+/// the messages and the lister client and server.
+pub use podresources::v1 as pod_resources_api;
+pub use podresources::{Devices, KubeletView, PodDevices};
+pub use report::build;
+pub use run::{AgentArgs, Config, once, run_serving};

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::{Request, Response, Status};
-use topoalign_agent::podresources::v1::pod_resources_lister_server::{
+use topoalign_agent::pod_resources_api::pod_resources_lister_server::{
     PodResourcesLister, PodResourcesListerServer,
 };
-use topoalign_agent::podresources::v1::*;
-use topoalign_agent::run::{Config, once};
+use topoalign_agent::pod_resources_api::*;
+use topoalign_agent::{Config, once};
 use topoalign_kube_types::kubelet_settings::{Policy, Settings};
 use topoalign_kube_types::labels::{PODS_ANNOTATION, REPORTED_AT_ANNOTATION, USED_ANNOTATION};
 

@@ -1,10 +1,10 @@
 //! Loading the topology that the shared source flags
-//! ([`topoalign_discover::args::TopologyArgs`]) name.
+//! ([`topoalign_discover::TopologyArgs`]) name.
 
 use anyhow::Context;
 use topoalign_discover::{Discovery, Source};
 
-pub use topoalign_discover::args::TopologyArgs;
+pub use topoalign_discover::TopologyArgs;
 
 /// Loads the topology `args` name, else `default` (asking `nvidia-smi` on the live host
 /// for what sysfs lacks), printing discovery warnings to stderr.

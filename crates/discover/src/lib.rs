@@ -12,15 +12,22 @@
 //! - `args` (feature `clap`): the topology-source flags as one clap argument group.
 
 #[cfg(feature = "clap")]
-pub mod args;
-pub mod error;
-pub mod host;
-pub mod nvidia_smi_tool;
-pub mod parse;
-pub mod source;
+mod args;
+mod error;
+mod host;
+mod nvidia_smi_tool;
+mod parse;
+mod source;
 pub mod sysfs;
-pub mod sysfs_write;
+mod sysfs_write;
 
+pub use args::TopologyArgs;
 pub use error::DiscoverError;
 pub use host::load_on_host;
+pub use nvidia_smi_tool::{ToolOutput, merge_nvlinks, program_from_env, run_tool};
+pub use parse::amd::{AmdFormat, detect};
+pub use parse::nvlink_merge::apply_nvlink_text;
+pub use parse::paste::decode;
+pub use parse::{apply_nvlink_file, parse_amd_smi, parse_nccl_xml, parse_nvidia_smi};
 pub use source::{Discovery, Source, load};
+pub use sysfs_write::{sysfs_view, write_tree};

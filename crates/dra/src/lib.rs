@@ -38,56 +38,75 @@
 //! per PF that is 16 pairs instead of 32, and the upstream allocator refuses 9 pairs in
 //! about 90 ms instead of 7.3 s.
 
-pub mod allocator;
+mod allocator;
 pub mod attr;
-pub mod cdi;
-pub mod cdi_netdev;
-pub mod cdi_vendor;
-pub mod cel;
+mod cdi;
+mod cdi_netdev;
+mod cdi_vendor;
+mod cel;
 #[cfg(feature = "clap")]
-pub mod claim_args;
-pub mod claim_text;
-pub mod claims;
-pub mod classes;
+mod claim_args;
+mod claim_text;
+mod claims;
+mod classes;
 mod error;
-pub mod explain;
-pub mod explain_node;
-pub mod explain_pod;
-pub mod inventory;
-pub mod limits;
-pub mod mig;
-pub mod mig_claims;
+mod explain;
+mod explain_node;
+mod explain_pod;
+mod inventory;
+mod limits;
+mod mig;
+mod mig_claims;
 pub mod mixed;
-pub mod names;
-pub mod prepare;
-pub mod rails;
-pub mod slice_file;
-pub mod slices;
+mod names;
+mod prepare;
+mod rails;
+mod slice_file;
+mod slices;
 
 pub use allocator::{DeviceId, Found, NodeDevices, Outcome, PreparedClaim, first_fit};
 pub use cdi::{
     CdiDevice, CdiPlan, CdiSpec, ComposedCdi, ContainerEdits, DeviceNode, NetDevice, cdi_device_id,
     compose_cdi,
 };
+pub use cdi::{ENV_GPU_NIC_MAP, ENV_NCCL_IB_HCA, ENV_NVIDIA_VISIBLE_DEVICES, cdi_file_name};
+pub use cdi_netdev::{LINK_LAYER_ETHERNET, add_roce_net_devices};
+pub use cdi_vendor::{AMD_KIND, NVIDIA_GENERATE, NVIDIA_KIND, VendorDevice, node_number};
 pub use cdi_vendor::{
     VendorCdiError, VendorSpec, parse_vendor_spec, vendor_gpu_ids, vendor_mig_ids,
 };
+pub use cel::Selector;
+pub use claim_args::ClaimArgs;
+pub use claim_text::{claim_object, claim_table};
 pub use claims::{ClaimShape, ClaimSpec, claim_spec, claim_template, resource_claim};
 pub use classes::{
     CLASS_GPU, CLASS_MIG, CLASS_MIG_PAIR, CLASS_NIC, CLASS_PAIR, device_classes, mig_device_classes,
 };
 pub use error::{AllocationError, DraError};
 pub use explain::{Explanation, explain};
+pub use explain::{mark_usage, resolve_with};
+pub use explain_node::{SimulatedNode, explain_mixed, own_request};
+pub use explain_pod::{
+    ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,
+};
 pub use inventory::{
     CounterUse, DeviceKind, DeviceRef, GpuEntry, Inventory, NicFunction, PairEntry, PairsPerGpu,
     PhysicalNic, PublishOptions,
 };
+pub use limits::{
+    MAX_ATTRIBUTES_AND_CAPACITIES, MAX_CONSUMES_COUNTERS_PER_DEVICE, MAX_COUNTER_SETS_PER_SLICE,
+    MAX_COUNTERS_PER_SET, MAX_DEVICES_PER_CLAIM, MAX_DEVICES_PER_SLICE,
+    MAX_DEVICES_PER_SLICE_WITH_COUNTERS, MAX_STRING_ATTRIBUTE,
+};
 pub use mig::{MigEntry, MigGpuLayout, MigInstance, MigJoinError, MigPairEntry, NodeMig};
 pub use mig_claims::{MigClaimSpec, mig_claim_spec};
 pub use mixed::{MixedClaim, MixedSpec, MixedStrategy, mixed_claim};
+pub use names::dns_label_problem;
 pub use prepare::{
     AllocatedDevice, Holdings, PreparedDevice, PreparedGpu, PreparedMig, prepare_allocation,
 };
+pub use rails::pin_rails;
+pub use slice_file::parse_slice_file;
 pub use slices::{counter_sets, resource_slices, slices_for};
 
 /// The driver's name, a DNS subdomain the project uses as its own domain.

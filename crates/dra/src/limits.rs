@@ -19,8 +19,6 @@ pub const MAX_STRING_ATTRIBUTE: usize = 64;
 pub const MAX_REQUESTS_PER_CLAIM: usize = 32;
 /// Constraints per claim.
 pub const MAX_CONSTRAINTS_PER_CLAIM: usize = 32;
-/// `firstAvailable` alternatives per request.
-pub const MAX_FIRST_AVAILABLE: usize = 8;
 /// Devices the allocator hands to one claim (the API accepts `count: 33`, the
 /// allocator refuses it).
 pub const MAX_DEVICES_PER_CLAIM: usize = 32;

@@ -65,7 +65,8 @@ pub struct SliceFile {
 /// Parses `text` (the content of `file`): a YAML stream, a `kind: *List`, a JSON object
 /// or a JSON array of ResourceSlices. At least one slice is required; DeviceClasses are
 /// skipped (read them with [`parse_slice_file`]).
-pub fn parse_slices(text: &str, file: &str) -> Result<Vec<ResourceSlice>, SliceFileError> {
+#[cfg(test)]
+pub(crate) fn parse_slices(text: &str, file: &str) -> Result<Vec<ResourceSlice>, SliceFileError> {
     parse_slice_file(text, file).map(|f| f.slices)
 }
 

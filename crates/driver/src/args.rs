@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use topoalign_discover::Source;
-use topoalign_discover::args::TopologyArgs;
+use topoalign_discover::TopologyArgs;
 use topoalign_dra::{PairsPerGpu, PublishOptions};
 use topoalign_kubelet_plugin::{FaultPoint, PluginArgs};
 use topoalign_render::format::Format;

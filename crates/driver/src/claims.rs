@@ -4,7 +4,7 @@
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::Client;
 use kube::api::Api;
-use topoalign_kubelet_plugin::claims::check_uid;
+use topoalign_kubelet_plugin::check_uid;
 use topoalign_kubelet_plugin::{BoxFuture, ClaimAllocation, ClaimSource, ClaimSourceError};
 
 /// Reads ResourceClaims with kube-rs (needs `get` on `resourceclaims` in every namespace

@@ -20,20 +20,26 @@
 //! kube-apiserver started with the e2e harness's `e2e/lib`.
 
 #[cfg(feature = "clap")]
-pub mod args;
-pub mod claims;
-pub mod diff;
+mod args;
+mod claims;
+mod diff;
+/// The objects `topoalign driver --dry-run` prints instead of publishing (`objects`, then
+/// `list` or `table`): a separate sub-API of its own, named as a namespace by its callers.
 pub mod dry_run;
 mod error;
-pub mod http;
-pub mod metrics;
-pub mod mig_live;
-pub mod mig_mode;
-pub mod mig_source;
-pub mod publisher;
-pub mod rails;
-pub mod readback;
-pub mod runtime;
+mod http;
+mod metrics;
+mod mig_live;
+mod mig_mode;
+mod mig_source;
+mod publisher;
+mod rails;
+mod readback;
+mod runtime;
 
+pub use args::DriverArgs;
+pub use diff::{Memo, SyncPlan, Written, fingerprint, plan as sync_plan};
 pub use error::DriverError;
+pub use metrics::{Metrics, OpLabel};
+pub use mig_source::{MigSource, attach_caps};
 pub use runtime::{DriverConfig, run_blocking};

@@ -7,7 +7,7 @@
 //! instances. A tool that cannot be run, hangs, or fails otherwise is an error naming
 //! the command and what it printed.
 
-use topoalign_discover::nvidia_smi_tool::{ToolOutput, program_from_env, run_tool};
+use topoalign_discover::{ToolOutput, program_from_env, run_tool};
 
 /// The commands run, in [`LiveOutputs`] order.
 pub const COMMANDS: [&[&str]; 3] = [&["-L"], &["mig", "-lgi"], &["mig", "-lci"]];

@@ -5,10 +5,10 @@
 
 use std::path::Path;
 
-use topoalign_discover::nvidia_smi_tool::run_tool;
+use topoalign_discover::run_tool;
 use topoalign_mig::ReadError;
 use topoalign_mig::SavedOutput;
-use topoalign_mig::read_query::{MigMode, QueryGpu, read_query};
+use topoalign_mig::{MigMode, QueryGpu, read_query};
 
 /// `nvidia-smi -q` in a `--mig-state` directory (optional).
 pub const QUERY_FILE: &str = "query.txt";

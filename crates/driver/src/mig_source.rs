@@ -97,9 +97,7 @@ impl MigSource {
         let mig = self.layout(topo)?;
         let warnings = match self {
             MigSource::State(dir) => crate::mig_mode::from_dir(dir)?,
-            MigSource::Host => {
-                crate::mig_mode::from_tool(&topoalign_discover::nvidia_smi_tool::program_from_env())
-            }
+            MigSource::Host => crate::mig_mode::from_tool(&topoalign_discover::program_from_env()),
             MigSource::None | MigSource::Want(_) => Vec::new(),
         };
         Ok((mig, warnings))
@@ -203,7 +201,7 @@ fn node_model(topo: &Topology) -> Result<&'static Model, String> {
         let m = topoalign_mig::model_for_name(name).ok_or_else(|| {
             format!(
                 "the node's GPU model {name:?} has no MIG profile table: expected one of {}",
-                topoalign_mig::model::known_models()
+                topoalign_mig::known_models()
             )
         })?;
         match found {
@@ -260,7 +258,8 @@ pub fn attach_caps(mig: &mut NodeMig, topo: &Topology, root: &Path) -> Vec<Strin
 }
 
 /// The directory of a `--mig-state` flag, as given.
-pub fn state_dir(dir: &Path) -> MigSource {
+#[cfg(test)]
+pub(crate) fn state_dir(dir: &Path) -> MigSource {
     MigSource::State(dir.to_path_buf())
 }
 

@@ -148,11 +148,6 @@ impl Publisher {
         }
     }
 
-    /// Whether pair devices are published now.
-    pub fn mode(&self) -> PairMode {
-        self.mode
-    }
-
     /// Logs the API server's version as a hint and starts with plain devices on servers
     /// older than the first with `DRAPartitionableDevices` on by default (the readback
     /// still decides: the gate may be on there, or off on a newer one).

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use topoalign_render::matrix::{MatrixStyle, render};
-use topoalign_render::table::Table;
-use topoalign_topology::matrix::{MatrixDeviceKind, MatrixOptions};
+use topoalign_render::Table;
+use topoalign_render::{MatrixStyle, render_matrix};
+use topoalign_topology::{MatrixDeviceKind, MatrixOptions};
 use topoalign_topology::{PairMatrix, Topology};
 
 use crate::dra::MatchOn;
@@ -220,7 +220,7 @@ pub fn story(topo: &Arc<Topology>, opts: DemoOptions) -> Result<DemoReport, Flee
         nic_kind: if model.nics_are_vfs { "VF" } else { "NIC" },
         big,
         matrix: match opts.full_matrix {
-            true => render(&matrix, MatrixStyle::Aligned),
+            true => render_matrix(&matrix, MatrixStyle::Aligned),
             false => compact_matrix(&matrix),
         },
         big_pod: Vec::new(),

@@ -11,11 +11,11 @@
 
 use std::collections::BTreeSet;
 
-use topoalign_dra::rails::pin_rails;
+use topoalign_dra::pin_rails;
 use topoalign_dra::{
     ClaimSpec, DeviceRef, Inventory, PreparedClaim, claim_spec, device_classes, slices_for,
 };
-use topoalign_gang::rails::{NicKey, RailKind};
+use topoalign_gang::{NicKey, RailKind};
 use topoalign_gang::{NicRails, RailSource, nic_rails};
 use topoalign_topology::PcieClass;
 

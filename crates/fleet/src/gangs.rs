@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde::Serialize;
-use topoalign_gang::job::{DEFAULT_IMAGE, check_fits};
+use topoalign_gang::{DEFAULT_IMAGE, check_fits};
 use topoalign_gang::{Job, Level, Mode};
 use topoalign_topology::PcieClass;
 

@@ -24,29 +24,33 @@
 //! pod through the same allocator model ([`gang_node`]), reported by [`gang_report`].
 
 #[cfg(feature = "clap")]
-pub mod args;
-pub mod demo;
-pub mod dra;
-pub mod engine;
-pub mod error;
-pub mod gang_node;
-pub mod gang_report;
-pub mod gangs;
-pub mod kubelet;
-pub mod metrics;
-pub mod node;
-pub mod options;
-pub mod placers;
-pub mod policy;
-pub mod rng;
-pub mod svg;
+mod args;
+mod demo;
+mod dra;
+mod engine;
+mod error;
+mod gang_node;
+mod gang_report;
+mod gangs;
+mod kubelet;
+mod metrics;
+mod node;
+mod options;
+mod placers;
+mod policy;
+mod rng;
+mod svg;
 #[cfg(test)]
 mod testing;
-pub mod text;
-pub mod workload;
+mod text;
+mod workload;
 
+pub use args::SimArgs;
+pub use demo::{DemoOptions, story};
+pub use dra::MatchOn;
 pub use engine::{NodeGroup, SimConfig, SimReport, simulate, simulate_with_progress};
 pub use error::FleetError;
+pub use gang_node::RailRule;
 pub use gang_report::{GangPolicy, GangPolicyReport, GangReport};
 pub use gangs::{DomainLevel, DomainMode, GangConfig, GangSpec, simulate_gangs};
 pub use metrics::{PolicyReport, SizeStats, UtilSample};
@@ -54,4 +58,5 @@ pub use node::{Assignment, NodeModel, NodeState, PairCounts};
 pub use options::{SimOptions, parse_fleet};
 pub use placers::{Attempt, NodeKind, PlaceOptions};
 pub use policy::Policy;
+pub use svg::report_svg;
 pub use workload::{Mix, PodArrival, StreamLength, WorkloadSpec};

@@ -1,10 +1,10 @@
 //! The ResourceClaimTemplate every pod of a gang gets: its pairs, at the class asked or
 //! better, pinned to the job's rail set with one pair per rail. Built by the DRA model's
 //! claim writer (the one `topoalign claims --pairs` uses) and pinned by
-//! [`topoalign_dra::rails::pin_rails`]; nothing here writes a claim of its own.
+//! [`topoalign_dra::pin_rails`]; nothing here writes a claim of its own.
 
 use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
-use topoalign_dra::rails::pin_rails;
+use topoalign_dra::pin_rails;
 use topoalign_dra::{ClaimSpec, claim_template};
 
 use crate::{GangError, Job};

@@ -12,7 +12,6 @@
 //! | `tier-N` (N ≥ 3) | `fabric.topograph.run/tier-N` | Topograph v1 (tier 0 is nearest the node) |
 //! | `node` | `kubernetes.io/hostname` | the kubelet |
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// Topograph v1: the accelerator (NVLink) domain.
@@ -168,7 +167,11 @@ pub fn known_keys() -> Vec<String> {
 
 /// The key for `level` among a node's labels, by precedence: the first of
 /// [`Level::keys`] the node carries, with its value.
-pub fn lookup(level: Level, labels: &BTreeMap<String, String>) -> Option<(String, &str)> {
+#[cfg(test)]
+pub(crate) fn lookup(
+    level: Level,
+    labels: &std::collections::BTreeMap<String, String>,
+) -> Option<(String, &str)> {
     level
         .keys()
         .into_iter()
@@ -195,6 +198,7 @@ pub fn check_key(key: &str, level: Option<Level>) -> Result<Level, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

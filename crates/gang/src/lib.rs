@@ -13,23 +13,25 @@
 //!   ResourceClaimTemplate pinning the job's rails ([`claim`]); the dialects are
 //!   [`kube`], [`kueue`], [`volcano`] and [`kai`].
 
-pub mod claim;
+mod claim;
 mod error;
-pub mod fleet;
-pub mod input;
-pub mod job;
-pub mod kai;
-pub mod kube;
-pub mod kueue;
-pub mod labels;
-pub mod manifest;
-pub mod rails;
-pub mod volcano;
+mod fleet;
+mod input;
+mod job;
+mod kai;
+mod kube;
+mod kueue;
+mod labels;
+mod manifest;
+mod rails;
+mod volcano;
 
 pub use claim::gang_claim_template;
 pub use error::GangError;
 pub use fleet::{NodeLabels, parse_nodes};
+pub use job::{DEFAULT_IMAGE, check_fits};
 pub use job::{Job, Mode, fit_fleet, parse_job};
 pub use labels::Level;
 pub use manifest::{Dialect, Manifests, Summary, manifests, summary_table};
+pub use rails::{NicKey, RailKind};
 pub use rails::{NicRails, RailSource, nic_rails, parse_rail_source};

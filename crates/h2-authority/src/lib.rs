@@ -13,7 +13,9 @@
 //! The shim already stops changing anything the day `http` accepts such authorities:
 //! its validity test is `http`'s own parser.
 
-pub mod hpack;
-pub mod shim;
+mod hpack;
+mod shim;
 
+pub use hpack::{Decoder, Encoder, Header};
+pub use shim::frame_header;
 pub use shim::{AuthorityRewriter, PREFACE, REPLACEMENT_AUTHORITY, authority_is_valid, wrap};

@@ -15,15 +15,18 @@
 //! - [`admission`]: the kubelet's admission verdict on a pod.
 //! - [`documents`]: the JSON/YAML document reader.
 
-pub mod admission;
-pub mod documents;
-pub mod dra_attr;
+mod admission;
+mod documents;
+mod dra_attr;
 pub mod kubelet_settings;
 pub mod labels;
 pub mod nrt;
-pub mod qos;
-pub mod quantity;
+mod qos;
+mod quantity;
 
+pub use admission::{Admission, MergedHint, TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
+pub use documents::{DocumentError, read_document, yaml_error};
+pub use dra_attr::{NUMA_NODE_STD, PCI_BUS_ID, PCIE_ROOT};
 pub use qos::{
     CPU, MEMORY, NotGuaranteed, PodQos, QosClass, ResourceList, container_guaranteed, pod_qos,
 };

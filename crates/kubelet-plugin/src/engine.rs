@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use topoalign_atomic::{WriteOptions, WriteStep};
-use topoalign_dra::cdi::cdi_file_name;
-use topoalign_dra::cdi_netdev::add_roce_net_devices;
+use topoalign_dra::add_roce_net_devices;
+use topoalign_dra::cdi_file_name;
 use topoalign_dra::{
     CdiPlan, Holdings, Inventory, PreparedDevice, PreparedGpu, compose_cdi, prepare_allocation,
     vendor_gpu_ids, vendor_mig_ids,

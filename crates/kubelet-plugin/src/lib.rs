@@ -22,18 +22,20 @@
 //! percent-encoded socket path there) talk to tonic is its own crate,
 //! `topoalign_h2_authority`, put in front of both sockets in [`server`].
 
-pub mod checkpoint;
-pub mod claims;
-pub mod config;
-pub mod engine;
-pub mod error;
-pub mod health;
-pub mod metrics;
-pub mod plugin;
-pub mod server;
-pub mod vendor;
+mod checkpoint;
+mod claims;
+mod config;
+mod engine;
+mod error;
+mod health;
+mod metrics;
+mod plugin;
+mod server;
+mod vendor;
 
+pub use checkpoint::json_bytes;
 pub use checkpoint::{Checkpoint, PreparedClaim, PreparedRecord};
+pub use claims::check_uid;
 pub use claims::{BoxFuture, ClaimAllocation, ClaimSource, ClaimSourceError, InMemoryClaims};
 #[cfg(feature = "clap")]
 pub use config::PluginArgs;
@@ -43,6 +45,7 @@ pub use error::{ClaimError, PluginError};
 pub use health::{DeviceHealthEntry, Health};
 pub use metrics::Metrics;
 pub use plugin::{ClaimRef, Plugin, RegistrationStatus};
+pub use server::RegistrationService;
 pub use vendor::{VendorCdiStatus, VendorScan};
 
 /// The kubelet's gRPC APIs, generated from `proto/`.

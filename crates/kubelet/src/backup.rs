@@ -94,7 +94,8 @@ pub fn list_backups(file: &Path) -> Result<Vec<PathBuf>, ConfigError> {
 }
 
 /// The newest backup of `file`.
-pub fn newest_backup(file: &Path) -> Result<PathBuf, ConfigError> {
+#[cfg(test)]
+pub(crate) fn newest_backup(file: &Path) -> Result<PathBuf, ConfigError> {
     list_backups(file)?
         .pop()
         .ok_or_else(|| ConfigError::NoBackup {

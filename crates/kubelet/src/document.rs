@@ -132,7 +132,7 @@ pub fn parse_value(path: &Path, format: ConfigFormat, text: &str) -> Result<Valu
             }
             serde_saphyr::from_str::<Value>(text).map_err(|e| ConfigError::Yaml {
                 path: path.to_path_buf(),
-                message: topoalign_kube_types::documents::yaml_error(&e),
+                message: topoalign_kube_types::yaml_error(&e),
             })
         }
     }

@@ -6,7 +6,7 @@
 use std::fmt;
 
 use serde_json::Value;
-use topoalign_kube_types::admission::Admission;
+use topoalign_kube_types::Admission;
 use topoalign_kube_types::kubelet_settings::{Scope, Settings};
 use topoalign_topology::Topology;
 

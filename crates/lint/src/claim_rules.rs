@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::str::FromStr;
 
 use serde_json::Value;
-use topoalign_kube_types::dra_attr::PCIE_ROOT;
+use topoalign_kube_types::PCIE_ROOT;
 use topoalign_topology::{Bdf, Topology};
 
 use crate::finding::Severity;

@@ -44,7 +44,7 @@ pub struct SyntaxError(pub String);
 /// The parser's message, first line only, prefixed with the file line of the parser's own
 /// location (not a line number recovered from the text).
 fn parser_message(e: &serde_saphyr::Error, body_line: usize) -> String {
-    let first = topoalign_kube_types::documents::yaml_error(e);
+    let first = topoalign_kube_types::yaml_error(e);
     let first = first.as_str();
     // Drop the parser's own "line N column M: " prefix; the location below replaces it.
     let first = match first.split_once(": ") {

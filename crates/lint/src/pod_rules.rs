@@ -1,6 +1,6 @@
 //! Rules for pod specs: QoS for CPU alignment, single-NUMA capacity, MIG, policy none.
 
-use topoalign_kube_types::admission::{Admission, TOPOLOGY_AFFINITY_ERROR};
+use topoalign_kube_types::{Admission, TOPOLOGY_AFFINITY_ERROR};
 
 use crate::admission::{admit, policy_rejects};
 use crate::capacity::NumaCapacity;

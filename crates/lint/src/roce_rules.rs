@@ -2,7 +2,7 @@
 //! their verbs devices but not their network interfaces, so it needs its own way to the
 //! RoCE network: `hostNetwork: true` or a CNI attachment (Multus).
 
-use topoalign_dra::cdi_netdev::LINK_LAYER_ETHERNET;
+use topoalign_dra::LINK_LAYER_ETHERNET;
 use topoalign_dra::{CLASS_NIC, CLASS_PAIR, Inventory};
 
 use crate::cluster::{ClaimRef, Cluster};

@@ -19,23 +19,23 @@
 //!   [`read_lgi`], [`read_lci`], [`read_lgipp`]; errors in [`read_table`]).
 //! - [`synth`]: a MIG state without hardware, from placements or a plan.
 
-pub mod capacity;
-pub mod configs;
+mod capacity;
+mod configs;
 pub mod device_plugin;
-pub mod export;
-pub mod geometry;
-pub mod mix;
-pub mod model;
-pub mod planner;
-pub mod pods;
-pub mod read_lci;
-pub mod read_lgi;
-pub mod read_lgipp;
-pub mod read_list;
-pub mod read_query;
-pub mod read_state;
-pub mod read_table;
-pub mod synth;
+mod export;
+mod geometry;
+mod mix;
+mod model;
+mod planner;
+mod pods;
+mod read_lci;
+mod read_lgi;
+mod read_lgipp;
+mod read_list;
+mod read_query;
+mod read_state;
+mod read_table;
+mod synth;
 
 #[cfg(test)]
 mod brute;
@@ -44,11 +44,15 @@ mod exhaustive;
 #[cfg(test)]
 mod read_state_tests;
 
+pub use export::{mig_parted, node_groups, nvidia_smi_commands, ranges};
 pub use geometry::{GeometryError, Placement, validate};
 pub use mix::{Mix, MixError, ProfileCounts, parse_mix};
+pub use model::{MEMORY_SLICES, SM_SLICES, known_models};
 pub use model::{MODELS, Model, ModelError, Shape, lookup};
 pub use planner::{GpuPlan, Plan, PlanError, Request, plan};
 pub use pods::{Pod, PodError, PodPlacement, PodsFile, plan_pods, resolve_pods};
+pub use read_list::MigDevice;
+pub use read_query::{MigMode, QueryGpu, read_query};
 pub use read_state::{
     ComputeInstance, GpuInstance, MigGpu, MigOutputs, MigState, model_for_name, read_state,
 };

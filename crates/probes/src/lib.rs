@@ -13,12 +13,13 @@
 //! from a kubeconfig, the SIGTERM/SIGINT shutdown future and the tokio runtime;
 //! [`logging`], the log format and the one log subscriber.
 
-pub mod kit;
-pub mod logging;
+mod kit;
+mod logging;
 pub mod process;
 
 pub use kit::{BodyError, ConnStats, Limits, Stopped, read_body, serve_with};
 pub use logging::LogFormat;
+pub use logging::{DEFAULT_FILTER, install};
 pub use process::{
     ClientError, Threads, kube_client, kube_config, runtime, shutdown_signal, shutdown_signals,
 };

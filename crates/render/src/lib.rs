@@ -12,12 +12,17 @@
 //!
 //! Everything here is pure: functions take a model and return a `String`.
 
-pub mod chart;
-pub mod dot;
+mod chart;
+mod dot;
 pub mod format;
-pub mod matrix;
-pub mod scene;
-pub mod summary;
-pub mod svg;
-pub mod table;
-pub mod text;
+mod matrix;
+mod scene;
+mod summary;
+mod svg;
+mod table;
+mod text;
+pub use chart::{lines, stack, stacked_bars};
+pub use matrix::{MatrixStyle, render as render_matrix};
+pub use summary::render as render_summary;
+pub use svg::render as render_svg;
+pub use table::{Table, terminal_width, wrap};

@@ -1,12 +1,12 @@
 //! The files `tm` reads beside the node: a whole case, a Pod manifest and the devices
 //! already in use, each read with
-//! [`topoalign_kube_types::documents::read_document`] (JSON or YAML) and decoded, errors
+//! [`topoalign_kube_types::read_document`] (JSON or YAML) and decoded, errors
 //! naming the file.
 
 use std::path::Path;
 
 use thiserror::Error;
-use topoalign_kube_types::documents::{DocumentError, read_document};
+use topoalign_kube_types::{DocumentError, read_document};
 
 use crate::case::CaseFile;
 use crate::error::InputError;

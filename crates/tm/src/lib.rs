@@ -18,43 +18,47 @@
 //!   the kubelet's Go code;
 //! - [`matrix`] mirrors seed 000's policy table, computed by simulation.
 
-pub mod admission;
-pub mod allocate;
+mod admission;
+mod allocate;
 #[cfg(feature = "clap")]
-pub mod args;
-pub mod bitmask;
-pub mod case;
+mod args;
+mod bitmask;
+mod case;
 pub mod error;
-pub mod hint;
-pub mod input_files;
+mod hint;
+mod input_files;
 pub mod matrix;
-pub mod matrix_run;
-pub mod merge;
-pub mod merge_cases;
-pub mod node;
-pub mod numa_info;
-pub mod outcome;
-pub mod pod;
-pub mod policy;
-pub mod providers;
-pub mod request;
-pub mod resources;
+mod matrix_run;
+mod merge;
+mod merge_cases;
+mod node;
+mod numa_info;
+mod outcome;
+mod pod;
+mod policy;
+mod providers;
+mod request;
+mod resources;
 pub mod rng;
 pub mod simulate;
-pub mod text;
+mod text;
 
 pub use admission::admit_on_empty_node;
+pub use args::TmArgs;
 pub use bitmask::NumaMask;
+pub use bitmask::iterate_masks;
 pub use error::InputError;
 pub use hint::{ProviderHints, TopologyHint};
+pub use matrix_run::run_matrix;
+pub use merge::{filter_providers_hints, iterate_all_provider_topology_hints, merge_permutation};
+pub use merge_cases::{MergeResult, run_cases};
 pub use node::Usage;
+pub use numa_info::NumaInfo;
 pub use outcome::Outcome;
 pub use pod::{Pod, QosClass};
 pub use policy::TopologyManager;
+pub use policy::merge_with_policy;
 pub use request::TmRequest;
 pub use resources::{DeviceKind, PluginAllocator, ResourceMap};
 pub use simulate::{Case, SimError, simulate};
-/// Kubernetes resource quantities, shared with the other crates (re-exported for API
-/// stability: `topoalign_tm::quantity::{Quantity, QuantityError}`).
-pub use topoalign_kube_types::quantity;
-pub use topoalign_kube_types::quantity::Quantity;
+pub use topoalign_kube_types::Quantity;

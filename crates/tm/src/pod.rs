@@ -9,7 +9,7 @@ use serde_json::Value;
 pub use topoalign_kube_types::{CPU, MEMORY, QosClass};
 
 use crate::error::InputError;
-use crate::quantity::Quantity;
+use topoalign_kube_types::Quantity;
 
 /// One container's resources.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

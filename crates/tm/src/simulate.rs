@@ -23,10 +23,10 @@ use crate::policy::TopologyManager;
 use crate::providers::{cpu, devices, memory};
 use crate::resources::{PluginAllocator, ResourceMap};
 use crate::rng::Rng;
-use topoalign_kube_types::admission::{TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
 use topoalign_kube_types::kubelet_settings::{
     ConfigError, CpuPolicy, MemoryPolicy, Policy, Settings,
 };
+use topoalign_kube_types::{TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
 
 /// Why a simulation could not run.
 #[derive(Debug, Error, PartialEq, Eq)]

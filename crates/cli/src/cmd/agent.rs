@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use topoalign_agent::run::{AgentArgs, once, run_serving};
+use topoalign_agent::{AgentArgs, once, run_serving};
 use topoalign_discover::Source;
 use topoalign_kubelet::ConfigDocument;
 use topoalign_probes::{LogFormat, Threads, kube_client, runtime, shutdown_signal};

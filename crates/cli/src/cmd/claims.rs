@@ -9,11 +9,11 @@ use std::process::ExitCode;
 use anyhow::Context;
 use k8s_openapi::api::resource::v1::ResourceClaimSpec;
 use topoalign_discover::Source;
-use topoalign_dra::claim_args::ClaimArgs;
-use topoalign_dra::claim_text::{claim_object, claim_table};
-use topoalign_dra::explain::Explanation;
-use topoalign_dra::explain_node::{SimulatedNode, explain_mixed, own_request};
-use topoalign_dra::slice_file::parse_slice_file;
+use topoalign_dra::ClaimArgs;
+use topoalign_dra::Explanation;
+use topoalign_dra::parse_slice_file;
+use topoalign_dra::{SimulatedNode, explain_mixed, own_request};
+use topoalign_dra::{claim_object, claim_table};
 use topoalign_dra::{claim_spec, mig_claim_spec, mixed_claim};
 
 use crate::cmd::plan::read_usage;

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use topoalign_fleet::demo::{DemoOptions, story};
+use topoalign_fleet::{DemoOptions, story};
 
 use crate::output::{Format, print, with_errors};
 

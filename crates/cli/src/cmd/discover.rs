@@ -23,7 +23,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let d = load(&args.topology, Source::host())?;
     print(&d.topology, args.format, || {
-        topoalign_render::summary::render(&d.topology)
+        topoalign_render::render_summary(&d.topology)
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -12,7 +12,7 @@ use topoalign_extender::offline::{
 };
 use topoalign_extender::runtime::run as serve;
 use topoalign_extender::synth::synth_nodes;
-use topoalign_kube_types::documents::read_document;
+use topoalign_kube_types::read_document;
 use topoalign_probes::{Threads, kube_client, runtime, shutdown_signal};
 
 use crate::output::{print, with_errors};

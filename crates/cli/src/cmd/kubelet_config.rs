@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
-use topoalign_kubelet::args::{Action, SetArgs};
+use topoalign_kubelet::{Action, SetArgs};
 use topoalign_kubelet::{SetReport, ShowReport, apply_set, cpu_state_warning, plan_set, rollback};
 
 use crate::output::{Format, exit, print, warn, with_errors};

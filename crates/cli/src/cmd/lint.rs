@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use topoalign_discover::Source;
 use topoalign_kubelet::ConfigDocument;
-use topoalign_lint::args::LintArgs;
+use topoalign_lint::LintArgs;
 use topoalign_lint::{Report, lint_texts};
-use topoalign_render::table::{terminal_width, wrap};
+use topoalign_render::{terminal_width, wrap};
 
 use crate::output::{Format, exit, print, with_errors};
 use crate::source::{TopologyArgs, load};

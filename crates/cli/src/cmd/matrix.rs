@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use topoalign_discover::Source;
 use topoalign_render::format::MatrixFormat;
-use topoalign_render::matrix::{MatrixStyle, render};
+use topoalign_render::{MatrixStyle, render_matrix};
+use topoalign_topology::MatrixOptions;
 use topoalign_topology::PairMatrix;
-use topoalign_topology::matrix::MatrixOptions;
 
 use crate::output::{print_structured, write_stdout};
 use crate::source::{TopologyArgs, load};
@@ -44,7 +44,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         false => MatrixStyle::Tabs,
     };
     match args.format.structured() {
-        None => write_stdout(&render(&m, style))?,
+        None => write_stdout(&render_matrix(&m, style))?,
         Some(f) => print_structured(&m, f)?,
     }
     Ok(ExitCode::SUCCESS)

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use topoalign_mig::export::{mig_parted, node_groups, nvidia_smi_commands, ranges};
 use topoalign_mig::{
     GpuPlan, Model, Plan, PodsFile, Request, lookup, parse_mix, plan, plan_pods, resolve_pods,
 };
-use topoalign_render::table::Table;
+use topoalign_mig::{mig_parted, node_groups, nvidia_smi_commands, ranges};
+use topoalign_render::Table;
 
 use crate::output::{Format, exit, print, with_errors, write_stdout};
 
@@ -127,7 +127,7 @@ fn run_plan(a: &PlanArgs) -> anyhow::Result<ExitCode> {
 /// Reads and checks a `--pods` file.
 fn read_pods(model: &Model, path: &Path) -> anyhow::Result<Vec<topoalign_mig::Pod>> {
     let what = format!("--pods {}", path.display());
-    let doc = topoalign_kube_types::documents::read_document(path).with_context(|| what.clone())?;
+    let doc = topoalign_kube_types::read_document(path).with_context(|| what.clone())?;
     let file: PodsFile = serde_json::from_value(doc).with_context(|| {
         format!(
             "{what}: expected {{pods: [{{name: NAME, replicas: N, want: {{PROFILE: COUNT}}}}]}}"

@@ -99,7 +99,7 @@ pub fn read_usage(path: Option<&std::path::Path>) -> anyhow::Result<Usage> {
     let Some(p) = path else {
         return Ok(Usage::empty());
     };
-    serde_json::from_value(topoalign_kube_types::documents::read_document(p)?).with_context(|| {
+    serde_json::from_value(topoalign_kube_types::read_document(p)?).with_context(|| {
         format!(
             "usage file {}: expected {{gpus: [BDF…], nics: [BDF…], cpus: \"cpu list\", memory: {{node: bytes}}}}",
             p.display()

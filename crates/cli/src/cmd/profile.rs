@@ -55,11 +55,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Action::Show { name, output } => {
             let topo = lookup(&name)?;
-            print(&topo, output, || topoalign_render::summary::render(&topo))?;
+            print(&topo, output, || topoalign_render::render_summary(&topo))?;
         }
         Action::Write { name, dir } => {
             let topo = lookup(&name)?;
-            topoalign_discover::sysfs_write::write_tree(&topo, &dir)
+            topoalign_discover::write_tree(&topo, &dir)
                 .with_context(|| format!("writing profile `{name}` to {}", dir.display()))?;
             println!(
                 "wrote profile `{name}` as a sysfs tree under {} (use --sysfs-root {0})",

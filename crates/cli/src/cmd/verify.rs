@@ -6,7 +6,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use topoalign_verify::args::VerifyArgs;
+use topoalign_verify::VerifyArgs;
 
 use crate::output::{Format, exit, print, warn, with_errors};
 

@@ -2,9 +2,9 @@
 //! object the agent writes is read back by the extender as the node's data. The CLI is
 //! the one crate that links both.
 
-use topoalign_agent::nrt::nrt_object;
-use topoalign_agent::podresources::{Devices, KubeletView, PodDevices};
-use topoalign_agent::report::build;
+use topoalign_agent::build;
+use topoalign_agent::nrt_object;
+use topoalign_agent::{Devices, KubeletView, PodDevices};
 use topoalign_extender::NodeEntry;
 use topoalign_extender::nodeinfo::{Interner, from_nrt};
 use topoalign_kube_types::kubelet_settings::{CpuPolicy, Policy, Settings};

@@ -29,10 +29,10 @@ use std::path::{Path, PathBuf};
 use crate::error::DiscoverError;
 use crate::source::Discovery;
 
-pub use amd::{AmdFormat, parse_amd_smi};
+pub use amd::parse_amd_smi;
 pub use nccl::parse_nccl_xml;
 pub use nvlink_merge::apply_nvlink_file;
-pub use nvsmi::{NvidiaSmiTopo, NvsmiNic, parse_nvidia_smi};
+pub use nvsmi::parse_nvidia_smi;
 
 /// Reads a file as text ([`paste::decode`]: UTF-8 or UTF-16, BOM dropped, invalid bytes
 /// replaced), naming the path on failure.

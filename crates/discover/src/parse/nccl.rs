@@ -478,7 +478,7 @@ fn parse_link(node: Node) -> Option<PcieLink> {
 /// significant first).
 pub fn parse_cpu_mask(mask: &str) -> Result<CpuSet, String> {
     let words: Vec<&str> = mask.trim().split(',').collect();
-    if words.len() > (topoalign_topology::numa::MAX_CPU_ID as usize / 32) {
+    if words.len() > (topoalign_topology::MAX_CPU_ID as usize / 32) {
         return Err("mask is too long".to_string());
     }
     let mut ids = Vec::new();

@@ -19,7 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::Path;
 
-use topoalign_topology::matrix::MatrixOptions;
+use topoalign_topology::MatrixOptions;
 use topoalign_topology::pci::{class, vendor};
 use topoalign_topology::{
     CpuSet, FabricKind, Gpu, GpuVendor, Nic, PairClass, PairMatrix, PciKind, PciParent, PcieClass,

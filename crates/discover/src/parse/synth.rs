@@ -31,7 +31,8 @@ pub const BRIDGE_DOMAIN: u16 = 0xfff3;
 const MAX_BRIDGES: u32 = 256 * 32;
 
 /// True when an address belongs to one of the synthetic domains.
-pub fn is_synthetic(bdf: Bdf) -> bool {
+#[cfg(test)]
+pub(crate) fn is_synthetic(bdf: Bdf) -> bool {
     bdf.domain >= HOST_BRIDGE_DOMAIN
 }
 

@@ -16,13 +16,11 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
-use topoalign_discover::parse::nvlink_merge::apply_nvlink_text;
-use topoalign_discover::parse::paste::decode;
-use topoalign_discover::parse::{
-    apply_nvlink_file, parse_amd_smi, parse_nccl_xml, parse_nvidia_smi,
-};
+use topoalign_discover::apply_nvlink_text;
+use topoalign_discover::decode;
 use topoalign_discover::sysfs::{config, fsread, gpu, kfd, nic, nvml, pci};
-use topoalign_discover::{Discovery, sysfs_write};
+use topoalign_discover::{Discovery, write_tree};
+use topoalign_discover::{apply_nvlink_file, parse_amd_smi, parse_nccl_xml, parse_nvidia_smi};
 use topoalign_topology::{Bdf, CpuSet};
 
 /// Inputs per parser in the normal suite.
@@ -221,7 +219,7 @@ fn a_corrupted_sysfs_file_never_panics_the_walker() {
         .iter()
         .map(|profile| {
             let root = dir.path().join(profile);
-            sysfs_write::write_tree(&topoalign_profiles::get(profile).unwrap(), &root).unwrap();
+            write_tree(&topoalign_profiles::get(profile).unwrap(), &root).unwrap();
             let files = files_under(&root);
             (root, files)
         })

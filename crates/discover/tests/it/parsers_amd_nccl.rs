@@ -2,9 +2,9 @@
 
 use std::path::Path;
 
-use topoalign_discover::parse::amd::{AmdFormat, detect};
-use topoalign_discover::parse::{parse_amd_smi, parse_nccl_xml};
+use topoalign_discover::{AmdFormat, detect};
 use topoalign_discover::{DiscoverError, Source, load};
+use topoalign_discover::{parse_amd_smi, parse_nccl_xml};
 use topoalign_topology::{FabricKind, PairClass, PcieClass};
 
 use crate::common::fixture;

@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use topoalign_discover::parse::paste::decode;
-use topoalign_discover::parse::{parse_amd_smi, parse_nccl_xml, parse_nvidia_smi};
+use topoalign_discover::decode;
 use topoalign_discover::{Discovery, Source, load};
+use topoalign_discover::{parse_amd_smi, parse_nccl_xml, parse_nvidia_smi};
 use topoalign_topology::FabricStatus;
 
 fn read(name: &str) -> String {

@@ -1,8 +1,8 @@
 //! The legend (pair-class colours, fabric colour) and the GPU×NIC class grid drawn under
 //! the machine.
 
-use topoalign_topology::matrix::{MatrixDeviceKind, MatrixOptions};
 use topoalign_topology::{Classifier, PairMatrix, PcieClass, Topology};
+use topoalign_topology::{MatrixDeviceKind, MatrixOptions};
 
 use super::elements::{Anchor, Svg, attr};
 use crate::scene::{BestNic, FABRIC_COLOR, class_color, class_meaning};

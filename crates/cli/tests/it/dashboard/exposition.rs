@@ -23,21 +23,21 @@ pub struct Series {
 pub fn expositions() -> Vec<(&'static str, String)> {
     use topoalign_extender::metrics::label;
 
-    let driver = topoalign_driver::metrics::Metrics::new().with_plugin(&Default::default());
+    let driver = topoalign_driver::Metrics::new().with_plugin(&Default::default());
     for component in ["publish", "watch", "discover", "plugin"] {
         driver.error(component);
     }
     for op in ["apply", "delete"] {
-        let op = topoalign_driver::metrics::OpLabel { op };
+        let op = topoalign_driver::OpLabel { op };
         driver.slice_writes.get_or_create(&op).inc();
     }
 
-    let agent = topoalign_agent::metrics::Metrics::new();
+    let agent = topoalign_agent::Metrics::new();
     agent.kubelet_read(None);
     agent.wrote("nrt", true);
     agent.wrote("labels", false);
     for kind in ["gpu", "nic"] {
-        let kind = topoalign_agent::metrics::Kind { kind };
+        let kind = topoalign_agent::Kind { kind };
         agent.devices_in_use.get_or_create(&kind).set(0);
     }
 

@@ -99,9 +99,7 @@ impl Served {
     }
 
     pub fn cdi_file(&self, uid: &str) -> PathBuf {
-        self.config
-            .cdi_dir
-            .join(topoalign_dra::cdi::cdi_file_name(uid))
+        self.config.cdi_dir.join(topoalign_dra::cdi_file_name(uid))
     }
 }
 
