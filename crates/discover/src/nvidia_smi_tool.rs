@@ -13,10 +13,10 @@ use crate::parse::nvlink_merge::apply_nvlink_text;
 use crate::source::Discovery;
 
 /// The variable that names another `nvidia-smi` binary (default: `nvidia-smi` on PATH).
-pub const PROGRAM_ENV: &str = "TOPOALIGN_NVIDIA_SMI";
+pub(crate) const PROGRAM_ENV: &str = "TOPOALIGN_NVIDIA_SMI";
 
 /// How long `nvidia-smi topo -m` may run; a wedged driver can make it hang.
-pub const TIMEOUT: Duration = Duration::from_secs(20);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The program to run: `$TOPOALIGN_NVIDIA_SMI` or `nvidia-smi`.
 pub fn program_from_env() -> String {

@@ -31,7 +31,7 @@ impl Inventory {
 /// `"rail" in device.attributes["topoalign.dev"] && (… == 0 || … == 1)`. The `in` test
 /// comes first so that a device without a rail is refused instead of failing the
 /// expression (a CEL runtime error fails the whole allocation).
-pub fn rail_selector(rails: &BTreeSet<u32>) -> String {
+pub(crate) fn rail_selector(rails: &BTreeSet<u32>) -> String {
     let value = attr::cel(attr::RAIL);
     let alternatives: Vec<String> = rails.iter().map(|r| format!("{value} == {r}")).collect();
     format!(

@@ -10,7 +10,7 @@ use topoalign_kubelet_plugin::{BoxFuture, ClaimAllocation, ClaimSource, ClaimSou
 /// Reads ResourceClaims with kube-rs (needs `get` on `resourceclaims` in every namespace
 /// whose pods may run on this node).
 #[derive(Clone)]
-pub struct KubeClaims {
+pub(crate) struct KubeClaims {
     client: Client,
 }
 
@@ -22,7 +22,7 @@ impl std::fmt::Debug for KubeClaims {
 
 impl KubeClaims {
     /// A source using `client`.
-    pub fn new(client: Client) -> Self {
+    pub(crate) fn new(client: Client) -> Self {
         KubeClaims { client }
     }
 }

@@ -10,7 +10,7 @@
 use topoalign_discover::{ToolOutput, program_from_env, run_tool};
 
 /// The commands run, in [`LiveOutputs`] order.
-pub const COMMANDS: [&[&str]; 3] = [&["-L"], &["mig", "-lgi"], &["mig", "-lci"]];
+pub(crate) const COMMANDS: [&[&str]; 3] = [&["-L"], &["mig", "-lgi"], &["mig", "-lci"]];
 
 /// Answers of `nvidia-smi` on a host (or GPU) without MIG, which read as "no instances".
 const NO_MIG: [&str; 4] = [
@@ -22,7 +22,7 @@ const NO_MIG: [&str; 4] = [
 
 /// What the three commands printed: `(shown command, text)` each.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LiveOutputs {
+pub(crate) struct LiveOutputs {
     /// `nvidia-smi -L`.
     pub list: (String, String),
     /// `nvidia-smi mig -lgi`.
@@ -39,7 +39,7 @@ pub struct LiveOutputs {
 pub struct LiveError(pub String);
 
 /// Runs the commands with `program` (`None`: `$TOPOALIGN_NVIDIA_SMI` or `nvidia-smi`).
-pub fn run_live(program: Option<&str>) -> Result<LiveOutputs, LiveError> {
+pub(crate) fn run_live(program: Option<&str>) -> Result<LiveOutputs, LiveError> {
     let program = program.map_or_else(program_from_env, str::to_string);
     let mut texts = COMMANDS.iter().map(|args| {
         let shown = format!("`{program} {}`", args.join(" "));

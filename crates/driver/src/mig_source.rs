@@ -19,13 +19,13 @@ use topoalign_mig::{
 use topoalign_topology::{GpuVendor, Topology};
 
 /// `nvidia-smi -L` in a `--mig-state` directory.
-pub const LIST_FILE: &str = "list.txt";
+pub(crate) const LIST_FILE: &str = "list.txt";
 /// `nvidia-smi mig -lgi` in a `--mig-state` directory.
-pub const LGI_FILE: &str = "lgi.txt";
+pub(crate) const LGI_FILE: &str = "lgi.txt";
 /// `nvidia-smi mig -lci` in a `--mig-state` directory.
-pub const LCI_FILE: &str = "lci.txt";
+pub(crate) const LCI_FILE: &str = "lci.txt";
 /// `nvidia-smi mig -lgipp` in a `--mig-state` directory.
-pub const LGIPP_FILE: &str = "lgipp.txt";
+pub(crate) const LGIPP_FILE: &str = "lgipp.txt";
 
 /// Where the MIG instances come from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -166,7 +166,10 @@ impl MigSource {
 
 /// The node's MIG layout from the live tool (`program`, default `$TOPOALIGN_NVIDIA_SMI`
 /// or `nvidia-smi`).
-pub fn live_layout(topo: &Topology, program: Option<&str>) -> Result<NodeMig, MigSourceError> {
+pub(crate) fn live_layout(
+    topo: &Topology,
+    program: Option<&str>,
+) -> Result<NodeMig, MigSourceError> {
     let live = crate::mig_live::run_live(program)?;
     fn saved((name, text): &(String, String)) -> Option<SavedOutput<'_>> {
         Some(SavedOutput {

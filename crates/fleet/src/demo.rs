@@ -166,7 +166,7 @@ pub struct BigPod {
 
 /// What to deploy to get the "topoalign" row in a cluster (the README's "Install on a
 /// cluster" has the whole commands).
-pub fn next_steps() -> String {
+pub(crate) fn next_steps() -> String {
     [
         "",
         "== To get the \"topoalign\" row in a cluster (README: Install on a cluster) ==",

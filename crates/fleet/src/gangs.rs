@@ -42,7 +42,7 @@ use crate::node::{Assignment, NodeModel, NodeState};
 use crate::rng::Rng;
 
 /// At most this many candidate rail sets (K of R rails).
-pub const MAX_RAIL_SETS: usize = 256;
+pub(crate) const MAX_RAIL_SETS: usize = 256;
 
 /// The domain a gang stays inside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]

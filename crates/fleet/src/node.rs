@@ -11,7 +11,7 @@ use crate::error::FleetError;
 /// CPUs every node reserves for system daemons (`reservedSystemCPUs`): the static CPU
 /// manager never hands them to containers, the planner never plans on them, and they do
 /// not count as allocatable.
-pub const RESERVED_CPUS: usize = 2;
+pub(crate) const RESERVED_CPUS: usize = 2;
 
 /// A node type: a topology plus the facts every policy needs, computed once.
 #[derive(Debug, Clone)]

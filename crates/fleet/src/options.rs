@@ -13,7 +13,7 @@ use crate::policy::Policy;
 use crate::workload::{Mix, StreamLength, WorkloadSpec};
 
 /// The longest `--duration` accepted, in minutes (about 19 years).
-pub const MAX_DURATION_MINUTES: f64 = 1e7;
+pub(crate) const MAX_DURATION_MINUTES: f64 = 1e7;
 
 /// What `topoalign simulate` is asked to run.
 #[derive(Debug, Clone, PartialEq)]

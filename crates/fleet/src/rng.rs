@@ -3,4 +3,4 @@
 //! platform and every run. Each consumer of a seed (the workload, each policy, the demo's
 //! draws) takes its own named sub-stream with [`Rng::derive`].
 
-pub use topoalign_tm::rng::Rng;
+pub(crate) use topoalign_tm::rng::Rng;

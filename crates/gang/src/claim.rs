@@ -10,13 +10,13 @@ use topoalign_dra::{ClaimSpec, claim_template};
 use crate::{GangError, Job};
 
 /// The name of a job's claim template: `<job>-pairs`.
-pub fn template_name(job: &Job) -> String {
+pub(crate) fn template_name(job: &Job) -> String {
     format!("{}-pairs", job.name)
 }
 
 /// The name pods use for the claim in `spec.resourceClaims` and
 /// `containers[].resources.claims`.
-pub const POD_CLAIM_NAME: &str = "pairs";
+pub(crate) const POD_CLAIM_NAME: &str = "pairs";
 
 /// The job's claim template.
 pub fn gang_claim_template(job: &Job) -> Result<ResourceClaimTemplate, GangError> {

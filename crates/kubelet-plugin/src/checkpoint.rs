@@ -13,7 +13,7 @@ use topoalign_topology::Bdf;
 use crate::error::PluginError;
 
 /// The checkpoint format version this code reads and writes.
-pub const CHECKPOINT_VERSION: u32 = 1;
+pub(crate) const CHECKPOINT_VERSION: u32 = 1;
 
 /// The whole checkpoint file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

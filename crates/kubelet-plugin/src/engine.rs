@@ -130,7 +130,7 @@ impl std::fmt::Debug for Engine {
 }
 
 /// Checks that a claim UID is safe in a file name (Kubernetes UIDs are UUIDs).
-pub fn check_uid(uid: &str) -> Result<(), String> {
+pub(crate) fn check_uid(uid: &str) -> Result<(), String> {
     if uid.is_empty() {
         return Err("the uid is empty".into());
     }

@@ -48,7 +48,9 @@ pub use plugin::{ClaimRef, Plugin, RegistrationStatus};
 pub use server::RegistrationService;
 pub use vendor::{VendorCdiStatus, VendorScan};
 
-/// The kubelet's gRPC APIs, generated from `proto/`.
+/// The kubelet's gRPC APIs, generated from `proto/`: a namespace of its own (the
+/// kubelet's wire types and services). The generated code carries no doc comments.
+#[allow(missing_docs)]
 pub mod pb {
     /// `pluginregistration`: the plugin watcher's Registration service.
     pub mod pluginregistration {

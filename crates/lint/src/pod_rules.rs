@@ -11,7 +11,7 @@ use crate::workloads::PodSpecAt;
 
 /// A finding before the file/document/object are attached.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RawFinding {
+pub(crate) struct RawFinding {
     /// Field path.
     pub path: String,
     /// Severity.
@@ -68,7 +68,7 @@ pub(crate) fn has(devs: &[(String, u64)], kind: ResourceKind) -> bool {
 }
 
 /// Lints one pod spec.
-pub fn lint_pod(pod: &PodSpecAt, ctx: &LintContext<'_>) -> Vec<RawFinding> {
+pub(crate) fn lint_pod(pod: &PodSpecAt, ctx: &LintContext<'_>) -> Vec<RawFinding> {
     let cs = containers(pod);
     let app: Vec<&Container<'_>> = cs.iter().filter(|c| !c.init).collect();
     let pod_devices = summed(&app);
@@ -112,7 +112,7 @@ fn quantity_rules(cs: &[Container<'_>], out: &mut Vec<RawFinding>) {
 
 /// The command that turns alignment on, runnable as printed: the static CPU manager needs
 /// reserved CPUs, here the first CPU of each NUMA node.
-pub fn enable_alignment_command(ctx: &LintContext<'_>) -> String {
+pub(crate) fn enable_alignment_command(ctx: &LintContext<'_>) -> String {
     let mut reserved: Vec<String> = ctx
         .topology
         .numa
@@ -131,7 +131,7 @@ pub fn enable_alignment_command(ctx: &LintContext<'_>) -> String {
 }
 
 /// kubeadm's KubeletConfiguration path, used in suggestions when none was given.
-pub const DEFAULT_KUBELET_CONFIG: &str = "/var/lib/kubelet/config.yaml";
+pub(crate) const DEFAULT_KUBELET_CONFIG: &str = "/var/lib/kubelet/config.yaml";
 
 fn gpu_nic_rules(
     pod: &PodSpecAt,

@@ -11,7 +11,7 @@ use crate::pod_rules::RawFinding;
 use crate::workloads::PodSpecAt;
 
 /// The Multus annotation that attaches further networks to a pod.
-pub const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
+pub(crate) const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
 
 /// The RDMA devices (else netdevs) of the RoCE NICs a claim of `classes` can get on the
 /// linted node (the NICs of the published pairs for [`CLASS_PAIR`], every physical NIC
@@ -45,7 +45,7 @@ fn has_roce_network(pod: &PodSpecAt) -> bool {
 
 /// Lints one pod spec of an object in `namespace` against the claims of the input.
 /// Claims the input does not hold are not judged.
-pub fn lint_roce(
+pub(crate) fn lint_roce(
     pod: &PodSpecAt,
     namespace: Option<&str>,
     cluster: &Cluster,

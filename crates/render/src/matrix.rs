@@ -56,7 +56,7 @@ const XGMI_LEGEND: (&str, &str) = (
 /// Appended to a cell that is `SYS` only because a NUMA node is unknown (the pair runs
 /// between host bridges; with the nodes unknown it may be `NODE`). nvidia-smi never prints
 /// it: the tool always knows the nodes.
-pub const UNKNOWN_NUMA_MARK: char = '*';
+pub(crate) const UNKNOWN_NUMA_MARK: char = '*';
 
 /// The legend line explaining [`UNKNOWN_NUMA_MARK`].
 const UNKNOWN_NUMA_LEGEND: (&str, &str) = (

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
-pub use topoalign_kube_types::{CPU, MEMORY, QosClass};
+pub use topoalign_kube_types::QosClass;
+pub(crate) use topoalign_kube_types::{CPU, MEMORY};
 
 use crate::error::InputError;
 use topoalign_kube_types::Quantity;

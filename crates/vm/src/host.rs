@@ -155,7 +155,7 @@ fn switch_above(t: &Topology, i: usize) -> Option<Bdf> {
 }
 
 /// Reads `<capabilities><host><topology><cells><cell id><cpus><cpu id>`.
-pub fn capabilities_nodes(xml: &str) -> Result<Vec<HostNode>, VmError> {
+pub(crate) fn capabilities_nodes(xml: &str) -> Result<Vec<HostNode>, VmError> {
     let doc = parse("the capabilities XML", xml)?;
     let root = doc.root_element();
     if root.tag_name().name() != "capabilities" {

@@ -15,7 +15,7 @@ use crate::source::{TopologyArgs, load};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     topology: TopologyArgs,
     #[command(flatten)]
@@ -29,7 +29,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let format = args.output;
     with_errors(format, || {
         let topo = load(&args.topology, Source::host())?.topology;

@@ -17,10 +17,10 @@ use crate::output::{Format, print_structured, print_yaml_stream, with_errors, wr
 use crate::source::load;
 
 /// Arguments.
-pub type Args = topoalign_driver::DriverArgs;
+pub(crate) type Args = topoalign_driver::DriverArgs;
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.dry_run {
         return with_errors(args.format, || dry(&args));
     }

@@ -21,7 +21,7 @@ use crate::output::{Format, exit, print, with_errors};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     what: What,
 }
@@ -50,7 +50,7 @@ struct PodArgs {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let What::Pod(a) = args.what;
     with_errors(a.output, || {
         let (ns, name) = parse_target(&a.target)?;

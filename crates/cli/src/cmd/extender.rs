@@ -20,7 +20,7 @@ use crate::output::{print, with_errors};
 /// Arguments.
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     command: Option<Sub>,
     #[command(flatten)]
@@ -36,7 +36,7 @@ enum Sub {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Some(Sub::Nodes(a)) => with_errors(a.output, || nodes(&a)),
         Some(Sub::Decide(a)) => with_errors(a.output, || decide(&a)),

@@ -11,7 +11,7 @@ use crate::output::{Format, exit, print, warn, with_errors};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     action: Action,
     /// Output format.
@@ -20,7 +20,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let f = args.output;
     with_errors(f, || match args.action {
         Action::Show { file } => show(file, f),

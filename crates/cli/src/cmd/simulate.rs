@@ -14,7 +14,7 @@ use crate::output::{Format, print, with_errors};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     pub sim: SimArgs,
     /// Also write an SVG chart to FILE (atomically).
@@ -29,7 +29,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(a: Args) -> anyhow::Result<ExitCode> {
     with_errors(a.output, || {
         if let Some(options) = a.sim.gang_options() {
             let config = options?.config(topoalign_profiles::get, &topoalign_profiles::NAMES)?;

@@ -21,7 +21,7 @@ use crate::source::{TopologyArgs, load};
     args_conflicts_with_subcommands = true,
     after_help = "Examples:\n  topoalign tm --profile mi300x-8 --policy restricted --gpus 4 --nics 4\n  topoalign tm --profile mi300x-8 --policy restricted --pod pod.yaml --used used.yaml\n  topoalign tm --matrix --profile mi300x-8\n  topoalign tm merge-cases --input cases.jsonl -o table"
 )]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     action: Option<Action>,
     #[command(flatten)]
@@ -48,7 +48,7 @@ enum Action {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(Action::MergeCases { input, output }) = &args.action {
         return with_errors(*output, || {
             let text = std::fs::read_to_string(input)

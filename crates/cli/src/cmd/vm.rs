@@ -18,7 +18,7 @@ use crate::source::{TopologyArgs, load};
 #[command(
     after_help = "Examples:\n  topoalign vm --profile mi300x-8 --domain d.xml --mirror-switches --explain\n  topoalign vm --profile mi300x-8 --domain d.xml --vmi deploy/kubevirt/vmi-example.yaml"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// Where to read the host topology (default: sysfs of this host, `/`).
     #[command(flatten)]
     pub topology: TopologyArgs,
@@ -38,7 +38,7 @@ fn write(path: &Path, flag: &str, text: &str) -> anyhow::Result<()> {
 }
 
 /// Runs the command.
-pub fn run(Args { topology, vm: args }: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(Args { topology, vm: args }: Args) -> anyhow::Result<ExitCode> {
     let domain_xml = read(&args.domain, "--domain")?;
     let vmi = match &args.vmi {
         Some(p) => Some(

@@ -476,7 +476,7 @@ fn parse_link(node: Node) -> Option<PcieLink> {
 
 /// Parses a Linux cpumask (`0000ffff,00000000,…`: comma-separated 32-bit hex words, most
 /// significant first).
-pub fn parse_cpu_mask(mask: &str) -> Result<CpuSet, String> {
+pub(crate) fn parse_cpu_mask(mask: &str) -> Result<CpuSet, String> {
     let words: Vec<&str> = mask.trim().split(',').collect();
     if words.len() > (topoalign_topology::MAX_CPU_ID as usize / 32) {
         return Err("mask is too long".to_string());

@@ -19,13 +19,13 @@
 use topoalign_topology::{Bdf, PciDevice, PciKind, PciParent, TopologyBuilder};
 
 /// Domain of synthetic host bridges.
-pub const HOST_BRIDGE_DOMAIN: u16 = 0xfff0;
+pub(crate) const HOST_BRIDGE_DOMAIN: u16 = 0xfff0;
 /// Domain of synthetic GPU addresses.
-pub const GPU_DOMAIN: u16 = 0xfff1;
+pub(crate) const GPU_DOMAIN: u16 = 0xfff1;
 /// Domain of synthetic NIC addresses.
-pub const NIC_DOMAIN: u16 = 0xfff2;
+pub(crate) const NIC_DOMAIN: u16 = 0xfff2;
 /// Domain of synthetic bridges (root ports and switch ports).
-pub const BRIDGE_DOMAIN: u16 = 0xfff3;
+pub(crate) const BRIDGE_DOMAIN: u16 = 0xfff3;
 
 /// The most bridges the scheme can number (256 buses × 32 devices).
 const MAX_BRIDGES: u32 = 256 * 32;
@@ -37,14 +37,14 @@ pub(crate) fn is_synthetic(bdf: Bdf) -> bool {
 }
 
 /// The synthetic address of GPU `index`; `None` past 255.
-pub fn gpu_bdf(index: usize) -> Option<Bdf> {
+pub(crate) fn gpu_bdf(index: usize) -> Option<Bdf> {
     u8::try_from(index)
         .ok()
         .map(|b| Bdf::new(GPU_DOMAIN, b, 0, 0))
 }
 
 /// The synthetic address of NIC `index`; `None` past 255.
-pub fn nic_bdf(index: usize) -> Option<Bdf> {
+pub(crate) fn nic_bdf(index: usize) -> Option<Bdf> {
     u8::try_from(index)
         .ok()
         .map(|b| Bdf::new(NIC_DOMAIN, b, 0, 0))
@@ -52,7 +52,7 @@ pub fn nic_bdf(index: usize) -> Option<Bdf> {
 
 /// A [`TopologyBuilder`] that also hands out synthetic host bridges and bridges.
 #[derive(Debug)]
-pub struct SynthTree {
+pub(crate) struct SynthTree {
     /// The builder the tree is written into.
     pub builder: TopologyBuilder,
     next_host: u32,
@@ -61,7 +61,7 @@ pub struct SynthTree {
 
 impl SynthTree {
     /// Starts an empty topology with a name.
-    pub fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         SynthTree {
             builder: TopologyBuilder::new(name),
             next_host: 0,
@@ -70,7 +70,7 @@ impl SynthTree {
     }
 
     /// Adds the next synthetic host bridge; fails past 256 of them.
-    pub fn host_bridge(&mut self) -> Result<PciParent, String> {
+    pub(crate) fn host_bridge(&mut self) -> Result<PciParent, String> {
         let bus = u8::try_from(self.next_host)
             .map_err(|_| "more than 256 host bridges needed; the input is too large".to_string())?;
         self.next_host += 1;
@@ -78,7 +78,7 @@ impl SynthTree {
     }
 
     /// Adds the next synthetic bridge of `kind` below `parent`; fails past 8192 of them.
-    pub fn bridge(
+    pub(crate) fn bridge(
         &mut self,
         parent: PciParent,
         kind: PciKind,

@@ -8,7 +8,7 @@ use super::elements::{Anchor, Svg, attr};
 use crate::scene::{BestNic, FABRIC_COLOR, class_color, class_meaning};
 
 /// Draws the legend from (x, y) wrapping at `max_w`; returns its (width, height).
-pub fn legend(svg: &mut Svg, x: f64, y: f64, max_w: f64) -> (f64, f64) {
+pub(super) fn legend(svg: &mut Svg, x: f64, y: f64, max_w: f64) -> (f64, f64) {
     let mut items: Vec<(String, &str)> = PcieClass::ALL
         .iter()
         .map(|c| {
@@ -47,7 +47,7 @@ pub fn legend(svg: &mut Svg, x: f64, y: f64, max_w: f64) -> (f64, f64) {
 
 /// Draws the GPU×NIC grid (the NICs `nvidia-smi topo -m` would list) from (x, y); the
 /// cell of each GPU's closest NIC is outlined. Returns its (width, height).
-pub fn class_grid(
+pub(super) fn class_grid(
     svg: &mut Svg,
     topo: &Topology,
     c: &Classifier<'_>,

@@ -20,13 +20,13 @@ use topoalign_topology::{
 };
 
 /// Deterministic randomness from a proptest seed: a PCG-64 stream.
-pub struct Rng(Pcg64);
+pub(crate) struct Rng(Pcg64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Rng(Pcg64::seed_from_u64(seed))
     }
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.0.random_range(0..n.max(1))
     }
 }
@@ -34,7 +34,7 @@ impl Rng {
 /// A random node: 1–4 NUMA nodes (numa_node sometimes unknown), host bridges with or
 /// without PCIe switches, up to `max_gpus` GPUs and `max_nics` NIC PFs with 0–`max_vfs`
 /// VFs each, sometimes all-to-all fabric links.
-pub fn random_topology(seed: u64, max_gpus: u64, max_nics: u64, max_vfs: u64) -> Topology {
+pub(crate) fn random_topology(seed: u64, max_gpus: u64, max_nics: u64, max_vfs: u64) -> Topology {
     let mut r = Rng::new(seed);
     let mut b = TopologyBuilder::new("random");
     let numa = 1 + r.below(4) as u32;
@@ -198,7 +198,7 @@ pub fn random_topology(seed: u64, max_gpus: u64, max_nics: u64, max_vfs: u64) ->
 }
 
 /// Every API limit a pool of slices must keep; returns the first violation.
-pub fn check_limits(slices: &[ResourceSlice]) -> Result<(), String> {
+pub(crate) fn check_limits(slices: &[ResourceSlice]) -> Result<(), String> {
     let mut names = BTreeSet::new();
     let mut device_names = BTreeSet::new();
     let mut counters: BTreeMap<(String, String), i64> = BTreeMap::new();
