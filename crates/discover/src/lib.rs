@@ -22,7 +22,7 @@ pub mod sysfs;
 mod sysfs_write;
 
 pub use args::TopologyArgs;
-pub use error::DiscoverError;
+pub use error::{DiscoverError, ToolError};
 pub use host::load_on_host;
 pub use nvidia_smi_tool::{ToolOutput, merge_nvlinks, program_from_env, run_tool};
 pub use parse::amd::{AmdFormat, detect};

@@ -14,6 +14,8 @@
 
 use std::fmt;
 
+use crate::error::KeyError;
+
 /// Topograph v1: the accelerator (NVLink) domain.
 pub(crate) const TOPOGRAPH_DOMAIN: &str = "accelerator.topograph.run/domain";
 /// Topograph v1: a sub-domain inside the accelerator domain.
@@ -180,17 +182,18 @@ pub(crate) fn lookup(
 
 /// Checks a key the user gave: known, and of `level` when a level is given. The error
 /// text lists the known keys (of the level, or all).
-pub(crate) fn check_key(key: &str, level: Option<Level>) -> Result<Level, String> {
+pub(crate) fn check_key(key: &str, level: Option<Level>) -> Result<Level, KeyError> {
     let known = |l: Option<Level>| match l {
         Some(l) => l.keys().join(", "),
         None => known_keys().join(", ") + ", fabric.topograph.run/tier-N",
     };
     match (Level::of_key(key), level) {
-        (None, l) => Err(known(l)),
-        (Some(found), Some(l)) if found != l => Err(format!(
-            "{} (the key is for level {found}, not {l})",
-            known(Some(l))
-        )),
+        (None, l) => Err(KeyError::Unknown { known: known(l) }),
+        (Some(found), Some(l)) if found != l => Err(KeyError::OtherLevel {
+            known: known(Some(l)),
+            found,
+            wanted: l,
+        }),
         (Some(found), _) => Ok(found),
     }
 }
@@ -253,12 +256,16 @@ mod tests {
 
     #[test]
     fn unknown_and_mismatched_keys_are_refused_with_the_known_ones() {
-        let e = check_key("topology.kubernetes.io/rack", None).unwrap_err();
+        let e = check_key("topology.kubernetes.io/rack", None)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains(TOPOGRAPH_DOMAIN) && e.contains(GFD_CLIQUE),
             "{e}"
         );
-        let e = check_key(OLD_SPINE, Some(Level::LEAF)).unwrap_err();
+        let e = check_key(OLD_SPINE, Some(Level::LEAF))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("for level spine, not leaf"), "{e}");
         assert_eq!(
             check_key(GFD_CLIQUE, Some(Level::Nvlink)),

@@ -27,7 +27,7 @@ mod rails;
 mod volcano;
 
 pub use claim::gang_claim_template;
-pub use error::GangError;
+pub use error::{GangError, KeyError};
 pub use fleet::{NodeLabels, parse_nodes};
 pub use job::{DEFAULT_IMAGE, check_fits};
 pub use job::{Job, Mode, fit_fleet, parse_job};

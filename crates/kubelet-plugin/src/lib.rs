@@ -41,7 +41,7 @@ pub use claims::{BoxFuture, ClaimAllocation, ClaimSource, ClaimSourceError, InMe
 pub use config::PluginArgs;
 pub use config::PluginConfig;
 pub use engine::{Engine, FaultHook, FaultPoint, ReconcileReport};
-pub use error::{ClaimError, PluginError};
+pub use error::{ClaimError, PluginError, UidError};
 pub use health::{DeviceHealthEntry, Health};
 pub use metrics::Metrics;
 pub use plugin::{ClaimRef, Plugin, RegistrationStatus};

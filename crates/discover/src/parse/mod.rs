@@ -71,11 +71,15 @@ fn topology_name(path: &Path) -> String {
 }
 
 /// Builds a [`DiscoverError::Malformed`].
-pub(crate) fn malformed(path: &Path, line: usize, message: impl Into<String>) -> DiscoverError {
+pub(crate) fn malformed(
+    path: &Path,
+    line: usize,
+    message: impl std::fmt::Display,
+) -> DiscoverError {
     DiscoverError::Malformed {
         path: PathBuf::from(path),
         line,
-        message: message.into(),
+        message: message.to_string(),
     }
 }
 

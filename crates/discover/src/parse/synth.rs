@@ -18,6 +18,8 @@
 
 use topoalign_topology::{Bdf, PciDevice, PciKind, PciParent, TopologyBuilder};
 
+use crate::error::SynthError;
+
 /// Domain of synthetic host bridges.
 pub(crate) const HOST_BRIDGE_DOMAIN: u16 = 0xfff0;
 /// Domain of synthetic GPU addresses.
@@ -70,9 +72,8 @@ impl SynthTree {
     }
 
     /// Adds the next synthetic host bridge; fails past 256 of them.
-    pub(crate) fn host_bridge(&mut self) -> Result<PciParent, String> {
-        let bus = u8::try_from(self.next_host)
-            .map_err(|_| "more than 256 host bridges needed; the input is too large".to_string())?;
+    pub(crate) fn host_bridge(&mut self) -> Result<PciParent, SynthError> {
+        let bus = u8::try_from(self.next_host).map_err(|_| SynthError::HostBridges)?;
         self.next_host += 1;
         Ok(self.builder.host_bridge(HOST_BRIDGE_DOMAIN, bus))
     }
@@ -83,12 +84,10 @@ impl SynthTree {
         parent: PciParent,
         kind: PciKind,
         numa: Option<u32>,
-    ) -> Result<PciParent, String> {
+    ) -> Result<PciParent, SynthError> {
         let n = self.next_bridge;
         if n >= MAX_BRIDGES {
-            return Err(format!(
-                "more than {MAX_BRIDGES} bridges needed; the input is too large"
-            ));
+            return Err(SynthError::Bridges(MAX_BRIDGES));
         }
         self.next_bridge += 1;
         let bdf = Bdf::new(BRIDGE_DOMAIN, (n / 32) as u8, (n % 32) as u8, 0);
