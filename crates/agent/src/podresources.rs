@@ -16,6 +16,7 @@ pub mod v1 {
 use v1::pod_resources_lister_client::PodResourcesListerClient;
 
 /// The kubelet's pod-resources socket.
+#[cfg(feature = "clap")]
 pub(crate) const DEFAULT_SOCKET: &str = "/var/lib/kubelet/pod-resources/kubelet.sock";
 
 /// Why the kubelet could not be read.

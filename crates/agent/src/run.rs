@@ -81,6 +81,7 @@ pub struct AgentArgs {
 }
 
 /// A flag value the agent cannot run with.
+#[cfg(feature = "clap")]
 #[derive(Debug, thiserror::Error)]
 pub enum AgentArgsError {
     /// Neither `--node` nor `NODE_NAME`.
@@ -236,7 +237,7 @@ pub(crate) fn output(cfg: &Config, view: crate::podresources::KubeletView, at: &
 
 /// Runs until `shutdown` resolves: read, publish on change or heartbeat, label with
 /// hysteresis. Kubelet and API errors are logged and retried next interval.
-/// [`run`] with `/healthz`, `/readyz` and `/metrics` served on `metrics_addr` until
+/// `run` with `/healthz`, `/readyz` and `/metrics` served on `metrics_addr` until
 /// `shutdown` resolves.
 pub async fn run_serving(
     cfg: Config,

@@ -84,7 +84,7 @@ pub struct ToolOutput {
     pub status: String,
 }
 
-/// Runs `<program> <args…>` bounded by [`TIMEOUT`], returning what it printed whatever
+/// Runs `<program> <args…>` bounded by `TIMEOUT`, returning what it printed whatever
 /// its exit status (some answers, like `No MIG-enabled devices found.`, come with a
 /// non-zero one), or why it could not be run or did not finish.
 pub fn run_tool(program: &str, args: &[&str]) -> Result<ToolOutput, ToolError> {

@@ -50,7 +50,7 @@ pub struct ContainerEdits {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub device_nodes: Vec<DeviceNode>,
     /// Network interfaces the runtime moves into the container's network namespace (CDI
-    /// spec 1.1.0; see [`crate::cdi_netdev`]).
+    /// spec 1.1.0; see `crate::cdi_netdev`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub net_devices: Vec<NetDevice>,
 }

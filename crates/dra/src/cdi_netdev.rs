@@ -47,7 +47,7 @@ pub(crate) fn roce_netdev<'d>(inv: &Inventory, d: &'d PreparedDevice) -> Option<
 
 /// Adds a `netDevices` edit to the CDI device of each prepared RoCE function of a claim
 /// (same interface name in the container), and raises the spec to
-/// [`CDI_VERSION_NET_DEVICES`]; a device that had no CDI device of its own gets one (and
+/// `CDI_VERSION_NET_DEVICES`; a device that had no CDI device of its own gets one (and
 /// its id). Returns the interfaces added; nothing changes when there are none.
 /// `devices` must be the list `composed` was made from, in the same order.
 pub fn add_roce_net_devices(

@@ -8,11 +8,11 @@
 //!   allocated device name back to hardware.
 //! - [`resource_slices`]: the node's pool: counter sets (one counter per GPU, one per
 //!   physical NIC whose value is its number of functions) in slices of their own, then
-//!   pairs (best first), GPUs and NICs, split within the API limits ([`limits`]).
+//!   pairs (best first), GPUs and NICs, split within the API limits (`limits`).
 //! - [`device_classes`]: `gpu.topoalign.dev`, `nic.topoalign.dev`,
 //!   `gpu-nic-pair.topoalign.dev`; [`mig_device_classes`]: `mig.topoalign.dev`,
 //!   `mig-nic-pair.topoalign.dev`.
-//! - [`mig`]: static MIG: a node's MIG instances ([`NodeMig`]) published as MIG devices
+//! - `mig`: static MIG: a node's MIG instances ([`NodeMig`]) published as MIG devices
 //!   and MIG×NIC pairs with per-GPU memory-slice counters; [`mig_claim_spec`] claims them.
 //! - [`claim_template`] / [`resource_claim`]: "N GPUs, each with its own NIC".
 //! - [`prepare_allocation`] and [`compose_cdi`]: what the kubelet plugin checks and writes;
@@ -76,6 +76,7 @@ pub use cdi_vendor::{
     VendorCdiError, VendorSpec, parse_vendor_spec, vendor_gpu_ids, vendor_mig_ids,
 };
 pub use cel::Selector;
+#[cfg(feature = "clap")]
 pub use claim_args::ClaimArgs;
 pub use claim_text::{claim_object, claim_table};
 pub use claims::{ClaimShape, ClaimSpec, claim_spec, claim_template, resource_claim};

@@ -43,7 +43,7 @@ pub(crate) fn rail_selector(rails: &BTreeSet<u32>) -> String {
 }
 
 /// Pins a claim built by [`crate::claim_spec`] to `rails`: every request (and
-/// `firstAvailable` alternative) for pair or NIC devices gets [`rail_selector`]. With
+/// `firstAvailable` alternative) for pair or NIC devices gets `rail_selector`. With
 /// `distinct`, the pair requests also get a `distinctAttribute` on the rail, so that
 /// every pair of the pod is on a different rail: with as many rails as pairs, every pod
 /// then uses exactly the rails of the set.

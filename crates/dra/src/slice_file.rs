@@ -70,7 +70,7 @@ pub(crate) fn parse_slices(text: &str, file: &str) -> Result<Vec<ResourceSlice>,
     parse_slice_file(text, file).map(|f| f.slices)
 }
 
-/// Parses `text` (the content of `file`) like [`parse_slices`], keeping the DeviceClasses.
+/// Parses `text` (the content of `file`) like `parse_slices`, keeping the DeviceClasses.
 pub fn parse_slice_file(text: &str, file: &str) -> Result<SliceFile, SliceFileError> {
     let docs: Vec<Value> =
         serde_saphyr::from_multiple(text).map_err(|source| SliceFileError::Syntax {

@@ -37,7 +37,7 @@ pub enum MigSource {
     State(PathBuf),
     /// A `PROFILE=COUNT,…` mix placed by the planner.
     Want(String),
-    /// This host's live `nvidia-smi` ([`crate::mig_live`]).
+    /// This host's live `nvidia-smi` (`crate::mig_live`).
     Host,
 }
 
@@ -88,7 +88,7 @@ pub enum MigSourceError {
 
 impl MigSource {
     /// The node's MIG layout on `topo` and warnings about it: GPUs whose MIG mode
-    /// change waits for a reset ([`crate::mig_mode`], from `query.txt` in a state
+    /// change waits for a reset (`crate::mig_mode`, from `query.txt` in a state
     /// directory or the live `nvidia-smi -q`).
     pub fn layout_checked(
         &self,

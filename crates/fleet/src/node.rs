@@ -39,7 +39,7 @@ pub struct NodeModel {
     pub nic_root: Vec<String>,
     /// GPU×NIC paths, row-major over the positions in `gpus` and `nics`.
     pub paths: Vec<GpuNicPath>,
-    /// The CPUs reserved for the system ([`RESERVED_CPUS`] lowest CPU ids).
+    /// The CPUs reserved for the system (`RESERVED_CPUS` lowest CPU ids).
     pub reserved_cpus: CpuSet,
     /// CPUs pods may request: all CPUs minus the reserved ones.
     pub allocatable_cpus: u32,

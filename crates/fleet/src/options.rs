@@ -8,6 +8,7 @@ use topoalign_topology::Topology;
 use crate::dra::MatchOn;
 use crate::engine::{NodeGroup, SimConfig};
 use crate::error::FleetError;
+#[cfg(feature = "clap")]
 use crate::gangs::{GangConfig, GangSpec};
 use crate::policy::Policy;
 use crate::workload::{Mix, StreamLength, WorkloadSpec};
@@ -96,6 +97,7 @@ fn resolve_fleet(
 }
 
 /// What `topoalign simulate --gangs` is asked to run.
+#[cfg(feature = "clap")]
 #[derive(Debug, Clone, PartialEq)]
 pub struct GangOptions {
     /// `PROFILE=COUNT` groups.
@@ -110,6 +112,7 @@ pub struct GangOptions {
     pub spec: GangSpec,
 }
 
+#[cfg(feature = "clap")]
 impl GangOptions {
     /// Checks the options and builds the configuration.
     pub fn config(

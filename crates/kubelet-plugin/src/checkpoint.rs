@@ -19,7 +19,7 @@ pub(crate) const CHECKPOINT_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Checkpoint {
-    /// [`CHECKPOINT_VERSION`].
+    /// `CHECKPOINT_VERSION`.
     pub version: u32,
     /// Prepared claims by UID.
     pub claims: BTreeMap<String, PreparedClaim>,

@@ -11,16 +11,16 @@
 //! [`InMemoryClaims`] in tests), checks every allocated device of this driver with
 //! [`topoalign_dra::prepare_allocation`] (this node's pool, published, free, NIC function
 //! chosen), reserves it in an atomic checkpoint and writes one CDI spec per claim
-//! ([`topoalign_dra::compose_cdi`]) with `topoalign_atomic`; see [`engine`] for the crash
+//! ([`topoalign_dra::compose_cdi`]) with `topoalign_atomic`; see `engine` for the crash
 //! safety argument. Each GPU's CDI ids name its device in the vendor's own spec
 //! (`nvidia.com/gpu=…`, `amd.com/gpu=…`) where the runtime's CDI directories have one
-//! ([`vendor`]), so the vendor's driver libraries and hooks reach the container.
+//! (`vendor`), so the vendor's driver libraries and hooks reach the container.
 //!
 //! * [`pb`]: the kubelet's gRPC APIs, compiled from `proto/` with protox.
 //!
 //! The HTTP/2 `:authority` shim that lets the kubelet's registration client (which sends a
 //! percent-encoded socket path there) talk to tonic is its own crate,
-//! `topoalign_h2_authority`, put in front of both sockets in [`server`].
+//! `topoalign_h2_authority`, put in front of both sockets in `server`.
 
 mod checkpoint;
 mod claims;

@@ -27,6 +27,7 @@ mod text;
 mod timestamp;
 mod validate;
 
+#[cfg(feature = "clap")]
 pub use args::{Action, SetArgs};
 pub use backup::BackupKind;
 pub use backup::list_backups;

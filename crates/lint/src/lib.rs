@@ -32,6 +32,7 @@ mod workloads;
 
 use serde_json::Value;
 
+#[cfg(feature = "clap")]
 pub use args::LintArgs;
 pub use finding::{Finding, LintContext, NodePolicy, Severity};
 pub use report::Report;

@@ -5,19 +5,19 @@
 //! the start slots and GI profile IDs of each profile shape, the profile names of each
 //! model).
 //!
-//! - [`model`]: [`Shape`]s and [`Model`]s ([`lookup`]).
-//! - [`geometry`]: [`validate`] a GPU's instances by the rules.
-//! - [`mix`]: a [`Mix`] of instances and the `PROFILE=COUNT,…` form ([`parse_mix`]).
-//! - [`capacity`]: whether a mix fits on N GPUs, exactly, in constant time.
-//! - [`configs`]: every valid single-GPU layout and the planner's menu.
-//! - [`planner`]: [`plan`] a request (one node or a fleet).
-//! - [`pods`]: the pod form, each pod's mix on one node ([`pods::plan_pods`]).
+//! - `model`: [`Shape`]s and [`Model`]s ([`lookup`]).
+//! - `geometry`: [`validate`] a GPU's instances by the rules.
+//! - `mix`: a [`Mix`] of instances and the `PROFILE=COUNT,…` form ([`parse_mix`]).
+//! - `capacity`: whether a mix fits on N GPUs, exactly, in constant time.
+//! - `configs`: every valid single-GPU layout and the planner's menu.
+//! - `planner`: [`plan`] a request (one node or a fleet).
+//! - `pods`: the pod form, each pod's mix on one node ([`pods::plan_pods`]).
 //! - [`device_plugin`]: a node's MIG devices from GFD labels and allocatable resources,
 //!   a pod's MIG set, whether it fits now or ever ([`device_plugin::NodeMig`]).
-//! - [`export`]: `nvidia-smi mig` commands and mig-parted configs.
-//! - [`mod@read_state`]: a host's MIG state from saved `nvidia-smi` output ([`read_list`],
-//!   [`read_lgi`], [`read_lci`], [`read_lgipp`]; errors in [`read_table`]).
-//! - [`synth`]: a MIG state without hardware, from placements or a plan.
+//! - `export`: `nvidia-smi mig` commands and mig-parted configs.
+//! - `read_state`: a host's MIG state from saved `nvidia-smi` output (`read_list`,
+//!   `read_lgi`, `read_lci`, `read_lgipp`; errors in `read_table`).
+//! - `synth`: a MIG state without hardware, from placements or a plan.
 
 mod capacity;
 mod configs;

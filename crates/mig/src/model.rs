@@ -44,7 +44,7 @@ pub(crate) const SHAPES: [Shape; 7] = [
 ];
 
 impl Shape {
-    /// Position in [`SHAPES`] (0 for `7g` … 6 for `1g+me`).
+    /// Position in `SHAPES` (0 for `7g` … 6 for `1g+me`).
     pub fn index(self) -> usize {
         self as usize
     }

@@ -21,7 +21,7 @@ pub enum LogFormat {
     Text,
 }
 
-/// Installs the one log subscriber on stderr, filtered by [`FILTER_ENV`] (else
+/// Installs the one log subscriber on stderr, filtered by `FILTER_ENV` (else
 /// `default_filter`): lines as `format` asks, or, with no format (a one-shot command),
 /// text coloured only on a terminal. Does nothing when a subscriber is already installed.
 pub fn install(format: Option<LogFormat>, default_filter: &str) {

@@ -2,19 +2,19 @@
 //! scopes) and the device manager's allocation.
 //!
 //! Each module names the kubelet file and function it mirrors:
-//! - [`bitmask`] mirrors `topologymanager/bitmask/bitmask.go`;
-//! - [`numa_info`] mirrors `topologymanager/numa_info.go` (`Closest`, `Narrowest`);
-//! - [`merge`] mirrors `topologymanager/policy.go` (`filterProvidersHints`, `mergePermutation`,
+//! - `bitmask` mirrors `topologymanager/bitmask/bitmask.go`;
+//! - `numa_info` mirrors `topologymanager/numa_info.go` (`Closest`, `Narrowest`);
+//! - `merge` mirrors `topologymanager/policy.go` (`filterProvidersHints`, `mergePermutation`,
 //!   `HintMerger`, `iterateAllProviderTopologyHints`);
-//! - [`policy`] mirrors `policy_*.go` and `NewManager` (the settings' values are
+//! - `policy` mirrors `policy_*.go` and `NewManager` (the settings' values are
 //!   [`topoalign_kube_types::kubelet_settings`]);
-//! - [`providers`] mirrors `devicemanager/topology_hints.go`, `cpumanager/policy_static.go`,
+//! - `providers` mirrors `devicemanager/topology_hints.go`, `cpumanager/policy_static.go`,
 //!   `memorymanager/policy_static.go`;
-//! - [`admission`] is the kubelet's admission of a pod on an empty node, as the lint asks
+//! - `admission` is the kubelet's admission of a pod on an empty node, as the lint asks
 //!   for it;
-//! - [`allocate`] mirrors `devicemanager/manager.go` (`devicesToAllocate`, `filterByAffinity`);
+//! - `allocate` mirrors `devicemanager/manager.go` (`devicesToAllocate`, `filterByAffinity`);
 //! - [`simulate`] mirrors `scope_container.go`, `scope_pod.go`, `scope_none.go`;
-//! - [`merge_cases`] evaluates JSON-lines merge cases for the differential test against
+//! - `merge_cases` evaluates JSON-lines merge cases for the differential test against
 //!   the kubelet's Go code;
 //! - [`matrix`] mirrors seed 000's policy table, computed by simulation.
 
@@ -26,7 +26,11 @@ mod bitmask;
 mod case;
 pub mod error;
 mod hint;
+#[cfg(any(feature = "clap", test))]
 mod input_files;
+/// Why a `--case`, `--pod` or `--usage` file of `TmArgs` does not read.
+#[cfg(any(feature = "clap", test))]
+pub use input_files::InputFileError;
 pub mod matrix;
 mod matrix_run;
 mod merge;
@@ -44,6 +48,7 @@ pub mod simulate;
 mod text;
 
 pub use admission::admit_on_empty_node;
+#[cfg(feature = "clap")]
 pub use args::TmArgs;
 pub use bitmask::NumaMask;
 pub use bitmask::iterate_masks;

@@ -7,7 +7,7 @@
 //!
 //! [`Classifier`] answers what `nvidia-smi topo -m` would print for any two devices
 //! (`X`, `NV#`, `PIX`, `PXB`, `PHB`, `NODE`, `SYS`, plus `XGMI` for AMD) and NCCL's path
-//! type and GPUDirect RDMA decision for a GPU→NIC pair; see [`class`] for the rules.
+//! type and GPUDirect RDMA decision for a GPU→NIC pair; see `class` for the rules.
 
 mod builder;
 mod class;

@@ -19,6 +19,7 @@ mod visible;
 
 use std::path::Path;
 
+#[cfg(feature = "clap")]
 pub use args::VerifyArgs;
 pub use env::{EnvSelection, GpuRef, GpuSelector, parse_env};
 pub use error::VerifyError;

@@ -29,6 +29,7 @@ mod xml;
 use serde::Serialize;
 use topoalign_topology::Bdf;
 
+#[cfg(feature = "clap")]
 pub use args::VmArgs;
 pub use domain::{Domain, PciAddress};
 pub use error::VmError;
@@ -36,7 +37,7 @@ pub use host::{HostDevice, HostNode, HostView, Role};
 pub use layout::{Expander, NewController};
 pub use mapping::CellMapping;
 pub use standin::stand_ins;
-pub use vmi::parse;
+pub use vmi::parse as parse_vmi;
 
 /// Rewrite options.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

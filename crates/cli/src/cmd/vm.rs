@@ -42,7 +42,7 @@ pub(crate) fn run(Args { topology, vm: args }: Args) -> anyhow::Result<ExitCode>
     let domain_xml = read(&args.domain, "--domain")?;
     let vmi = match &args.vmi {
         Some(p) => Some(
-            topoalign_vm::parse(&read(p, "--vmi")?)
+            topoalign_vm::parse_vmi(&read(p, "--vmi")?)
                 .with_context(|| format!("--vmi {}", p.display()))?,
         ),
         None => None,

@@ -2,7 +2,7 @@
 //! `nvidia-smi topo -m` parser (and the NVLink merge), the amd-smi / rocm-smi parser (all
 //! text and JSON layouts), the NCCL topology XML parser, and the sysfs file readers.
 //!
-//! Each harness feeds bytes through [`decode`] (so the UTF-16 and BOM paths are fuzzed
+//! Each harness feeds bytes through [`decode_paste`] (so the UTF-16 and BOM paths are fuzzed
 //! too): half of the inputs are arbitrary bytes, half are real captures with random byte
 //! edits (insertions, deletions, replacements, truncation), which reach deep into the
 //! parsers. An error is fine; a panic fails the test with the shrunk input.
@@ -17,7 +17,7 @@ use std::path::Path;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use topoalign_discover::apply_nvlink_text;
-use topoalign_discover::decode;
+use topoalign_discover::decode_paste;
 use topoalign_discover::sysfs::{config, fsread, gpu, kfd, nic, nvml, pci};
 use topoalign_discover::{Discovery, write_tree};
 use topoalign_discover::{apply_nvlink_file, parse_amd_smi, parse_nccl_xml, parse_nvidia_smi};
@@ -122,7 +122,7 @@ fn fuzz(name: &str, captures: &'static [&'static str], body: impl Fn(&[u8])) -> 
 fn nvidia_smi_parser_never_panics() {
     let base = Discovery::clean(topoalign_profiles::get("dgx-h100").unwrap());
     let n = fuzz("nvidia-smi topo -m", NVSMI, |bytes| {
-        let text = decode(bytes);
+        let text = decode_paste(bytes);
         let p = Path::new("fuzz");
         if let Ok(t) = parse_nvidia_smi(&text, p) {
             let _ = t.to_topology("fuzz", p);
@@ -136,14 +136,14 @@ fn nvidia_smi_parser_never_panics() {
 #[test]
 fn amd_parser_never_panics() {
     fuzz("amd-smi/rocm-smi", AMD, |bytes| {
-        let _ = parse_amd_smi(&decode(bytes), Path::new("fuzz"), "fuzz");
+        let _ = parse_amd_smi(&decode_paste(bytes), Path::new("fuzz"), "fuzz");
     });
 }
 
 #[test]
 fn nccl_xml_parser_never_panics() {
     fuzz("NCCL XML", NCCL, |bytes| {
-        let _ = parse_nccl_xml(&decode(bytes), Path::new("fuzz"), "fuzz");
+        let _ = parse_nccl_xml(&decode_paste(bytes), Path::new("fuzz"), "fuzz");
     });
 }
 
@@ -151,7 +151,7 @@ fn nccl_xml_parser_never_panics() {
 fn sysfs_file_readers_never_panic() {
     let dgx = topoalign_profiles::get("dgx-h100").unwrap();
     fuzz("sysfs files", SYSFS, |bytes| {
-        let text = decode(bytes);
+        let text = decode_paste(bytes);
         let mut t = dgx.clone();
         let _ = nvml::apply_memory_csv(&mut t, &text, Path::new("fuzz"));
         let props = kfd::parse_properties(&text);
