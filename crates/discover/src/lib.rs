@@ -18,6 +18,9 @@ mod host;
 mod nvidia_smi_tool;
 mod parse;
 mod source;
+/// Public as a namespace: The sysfs tree reader and its per-file readers (`gpu`, `nic`,
+/// `pci`, `fsread`, ...): a sub-API of its own, used as a namespace by verify (`fsread`)
+/// and the readers' fuzz tests.
 pub mod sysfs;
 mod sysfs_write;
 

@@ -39,6 +39,10 @@
 //! about 90 ms instead of 7.3 s.
 
 mod allocator;
+/// Public as a namespace: The attribute names topoalign publishes (`attr::GPU`,
+/// `attr::RAIL`, ...): a namespace of constants, read as such by driver, gang and
+/// crates/extender (restructured by another helper) names items by this path; kept `pub`
+/// until it moves to the root re-exports.
 pub mod attr;
 mod cdi;
 mod cdi_netdev;
@@ -57,6 +61,9 @@ mod inventory;
 mod limits;
 mod mig;
 mod mig_claims;
+/// Public as a namespace: Claims mixing topoalign devices with other drivers' devices.
+/// crates/extender (restructured by another helper) names items by this path; kept `pub`
+/// until it moves to the root re-exports.
 pub mod mixed;
 mod names;
 mod prepare;

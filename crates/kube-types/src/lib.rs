@@ -18,8 +18,19 @@
 mod admission;
 mod documents;
 mod dra_attr;
+/// Public as a namespace: The kubelet's topology settings and their keys
+/// (`kubelet_settings::keys`): a sub-API of its own. crates/extender (restructured by
+/// another helper) names items by this path; kept `pub` until it moves to the root re-
+/// exports.
 pub mod kubelet_settings;
+/// Public as a namespace: The node label and annotation keys topoalign writes: a
+/// namespace of constants (callers write `labels::FABRIC_LABEL`). crates/extender
+/// (restructured by another helper) names items by this path; kept `pub` until it moves
+/// to the root re-exports.
 pub mod labels;
+/// Public as a namespace: NodeResourceTopology object fields. crates/extender
+/// (restructured by another helper) names items by this path; kept `pub` until it moves
+/// to the root re-exports.
 pub mod nrt;
 mod qos;
 mod quantity;

@@ -21,6 +21,9 @@
 
 mod capacity;
 mod configs;
+/// Public as a namespace: A node's MIG devices as the NVIDIA device plugin and GFD show
+/// them: a sub-API of its own. crates/extender (restructured by another helper) names
+/// items by this path; kept `pub` until it moves to the root re-exports.
 pub mod device_plugin;
 mod export;
 mod geometry;

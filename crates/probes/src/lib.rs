@@ -15,7 +15,7 @@
 
 mod kit;
 mod logging;
-pub mod process;
+mod process;
 
 pub use kit::{BodyError, ConnStats, Limits, Stopped, read_body, serve_with};
 pub use logging::LogFormat;

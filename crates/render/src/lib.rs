@@ -14,6 +14,9 @@
 
 mod chart;
 mod dot;
+/// Public as a namespace: The `-o` output formats. crates/extender (restructured by
+/// another helper) names items by this path; kept `pub` until it moves to the root re-
+/// exports.
 pub mod format;
 mod matrix;
 mod scene;

@@ -24,6 +24,8 @@ mod allocate;
 mod args;
 mod bitmask;
 mod case;
+/// Public as a namespace: crates/extender (restructured by another helper) names items by
+/// this path; kept `pub` until it moves to the root re-exports.
 pub mod error;
 mod hint;
 #[cfg(any(feature = "clap", test))]
@@ -31,6 +33,8 @@ mod input_files;
 /// Why a `--case`, `--pod` or `--usage` file of `TmArgs` does not read.
 #[cfg(any(feature = "clap", test))]
 pub use input_files::InputFileError;
+/// Public as a namespace: crates/extender (restructured by another helper) names items by
+/// this path; kept `pub` until it moves to the root re-exports.
 pub mod matrix;
 mod matrix_run;
 mod merge;
@@ -43,8 +47,11 @@ mod policy;
 mod providers;
 mod request;
 mod resources;
+/// Public as a namespace: The seeded PRNG (another helper moves it into a crate of its
+/// own). crates/extender (restructured by another helper) names items by this path; kept
+/// `pub` until it moves to the root re-exports.
 pub mod rng;
-pub mod simulate;
+mod simulate;
 mod text;
 
 pub use admission::admit_on_empty_node;

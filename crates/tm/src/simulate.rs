@@ -67,7 +67,7 @@ struct NodeState {
 }
 
 /// The prefix of the NVIDIA device plugin's MIG resources (mixed strategy).
-pub const MIG_RESOURCE_PREFIX: &str = "nvidia.com/mig-";
+pub(crate) const MIG_RESOURCE_PREFIX: &str = "nvidia.com/mig-";
 
 fn build_state(case: &Case<'_>) -> Result<NodeState, SimError> {
     let topo = case.topology;

@@ -17,6 +17,8 @@ mod error;
 mod ids;
 mod matrix;
 mod numa;
+/// Public as a namespace: PCI vocabulary: `pci::class` and `pci::vendor` constants and
+/// the PCI device model, a namespace its callers name (`class::GPU`, `vendor::NVIDIA`).
 pub mod pci;
 mod usage;
 
