@@ -9,7 +9,7 @@ use topoalign_kube_types::labels::{BEST_PAIR_LABEL, FABRIC_LABEL};
 use crate::report::Report;
 
 /// The labels a report asks for (`none` when no free GPU has a free NIC).
-pub fn wanted(report: &Report) -> BTreeMap<String, String> {
+pub(crate) fn wanted(report: &Report) -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
     m.insert(
         BEST_PAIR_LABEL.to_string(),
@@ -24,7 +24,7 @@ pub fn wanted(report: &Report) -> BTreeMap<String, String> {
 /// Hysteresis for a set of labels: a changed value is published only once it has been
 /// wanted continuously for `hold`; a value that comes back before then cancels the change.
 #[derive(Debug, Clone)]
-pub struct Debouncer {
+pub(crate) struct Debouncer {
     hold: Duration,
     published: Option<BTreeMap<String, String>>,
     pending: Option<(BTreeMap<String, String>, Instant)>,
@@ -32,7 +32,7 @@ pub struct Debouncer {
 
 impl Debouncer {
     /// A debouncer holding changes for `hold`.
-    pub fn new(hold: Duration) -> Self {
+    pub(crate) fn new(hold: Duration) -> Self {
         Debouncer {
             hold,
             published: None,
@@ -42,7 +42,7 @@ impl Debouncer {
 
     /// Feeds the wanted labels at `now`; returns the labels to publish when they should
     /// change now (the first observation is published at once).
-    pub fn observe(
+    pub(crate) fn observe(
         &mut self,
         wanted: BTreeMap<String, String>,
         now: Instant,
@@ -77,7 +77,7 @@ impl Debouncer {
 
     /// Forgets what was published (after a failed write), so the next observation
     /// publishes again.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.published = None;
         self.pending = None;
     }

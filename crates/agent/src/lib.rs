@@ -1,15 +1,25 @@
 //! topoalign's node agent for device-plugin clusters.
 //!
-//! Every interval it reads the kubelet's pod-resources API ([`podresources`]:
+//! Every interval it reads the kubelet's pod-resources API (`podresources`:
 //! `GetAllocatableResources` and `List` over the unix socket), maps the devices in use
-//! onto the node's topology ([`report`]), and publishes a NodeResourceTopology object
-//! ([`nrt`]) plus debounced node labels ([`labels`]) by server-side apply ([`publish`]).
+//! onto the node's topology (`report`), and publishes a NodeResourceTopology object
+//! (`nrt`) plus debounced node labels (`labels`) by server-side apply (`publish`).
 //! `--once` ([`run::once`]) prints what it would publish and exits.
 
-pub mod labels;
-pub mod metrics;
-pub mod nrt;
-pub mod podresources;
-pub mod publish;
-pub mod report;
-pub mod run;
+mod labels;
+mod metrics;
+mod nrt;
+mod podresources;
+mod publish;
+mod report;
+mod run;
+pub use metrics::{Kind, Metrics};
+pub use nrt::nrt_object;
+/// The kubelet pod-resources gRPC API (generated from its proto), a namespace of its own:
+/// the messages and the lister client and server.
+pub use podresources::v1 as pod_resources_api;
+pub use podresources::{Devices, KubeletView, PodDevices};
+pub use report::build as build_report;
+#[cfg(feature = "clap")]
+pub use run::AgentArgs;
+pub use run::{Config, once as run_once, run_serving};

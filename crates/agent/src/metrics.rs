@@ -202,7 +202,7 @@ impl Probe for Metrics {
 }
 
 /// Serves `/healthz`, `/readyz` and `/metrics` on `listener` until `shutdown` completes.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()> + Send + 'static,

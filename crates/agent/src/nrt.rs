@@ -13,7 +13,7 @@ use topoalign_topology::Topology;
 use crate::report::Report;
 
 /// The `topologyPolicies` value (`RestrictedContainerLevel`, …) of a policy and scope.
-pub fn legacy_policy(policy: Policy, scope: Scope) -> &'static str {
+pub(crate) fn legacy_policy(policy: Policy, scope: Scope) -> &'static str {
     match (policy, scope) {
         (Policy::None, _) => "None",
         (Policy::BestEffort, Scope::Container) => "BestEffortContainerLevel",
@@ -30,7 +30,7 @@ fn zone_name(id: u32) -> String {
 }
 
 /// `k=v,k=v` of the policy options.
-pub fn options_text(settings: &Settings) -> String {
+pub(crate) fn options_text(settings: &Settings) -> String {
     settings
         .topology_manager_policy_options
         .iter()

@@ -16,7 +16,8 @@ pub mod v1 {
 use v1::pod_resources_lister_client::PodResourcesListerClient;
 
 /// The kubelet's pod-resources socket.
-pub const DEFAULT_SOCKET: &str = "/var/lib/kubelet/pod-resources/kubelet.sock";
+#[cfg(feature = "clap")]
+pub(crate) const DEFAULT_SOCKET: &str = "/var/lib/kubelet/pod-resources/kubelet.sock";
 
 /// Why the kubelet could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -116,7 +117,7 @@ fn devices(d: v1::ContainerDevices) -> Devices {
 
 /// Checks that `path` is a socket, saying what it is otherwise (a gRPC dial of a
 /// regular file only says "connection refused").
-pub async fn check_socket(path: &Path) -> Result<(), PodResourcesError> {
+pub(crate) async fn check_socket(path: &Path) -> Result<(), PodResourcesError> {
     let meta = match tokio::fs::metadata(path).await {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -163,7 +164,7 @@ pub async fn check_socket(path: &Path) -> Result<(), PodResourcesError> {
 
 /// A connected client.
 #[derive(Debug, Clone)]
-pub struct PodResourcesClient {
+pub(crate) struct PodResourcesClient {
     path: PathBuf,
     inner: PodResourcesListerClient<Channel>,
 }
@@ -171,7 +172,7 @@ pub struct PodResourcesClient {
 impl PodResourcesClient {
     /// Connects to the socket at `path` (HTTP/2 over the unix socket, as the kubelet's
     /// own clients do), failing after `timeout`.
-    pub async fn connect(path: &Path, timeout: Duration) -> Result<Self, PodResourcesError> {
+    pub(crate) async fn connect(path: &Path, timeout: Duration) -> Result<Self, PodResourcesError> {
         check_socket(path).await?;
         let socket = path.to_path_buf();
         // The URI is required by the API but unused: the connector dials the socket.
@@ -198,7 +199,7 @@ impl PodResourcesClient {
     }
 
     /// Calls `GetAllocatableResources` then `List`.
-    pub async fn snapshot(&mut self) -> Result<KubeletView, PodResourcesError> {
+    pub(crate) async fn snapshot(&mut self) -> Result<KubeletView, PodResourcesError> {
         let alloc = self
             .inner
             .get_allocatable_resources(v1::AllocatableResourcesRequest {})

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use topoalign_kube_types::nrt::nrt_resource;
 
 /// The server-side apply field manager of the agent.
-pub const FIELD_MANAGER: &str = "topoalign-agent";
+pub(crate) const FIELD_MANAGER: &str = "topoalign-agent";
 
 /// Why a write failed.
 #[derive(Debug, thiserror::Error)]
@@ -28,7 +28,11 @@ pub enum PublishError {
 }
 
 /// Applies the NodeResourceTopology object (cluster-scoped, named after the node).
-pub async fn apply_nrt(client: &Client, node: &str, object: &Value) -> Result<(), PublishError> {
+pub(crate) async fn apply_nrt(
+    client: &Client,
+    node: &str,
+    object: &Value,
+) -> Result<(), PublishError> {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &nrt_resource());
     let pp = PatchParams::apply(FIELD_MANAGER).force();
     api.patch(node, &pp, &Patch::Apply(object))
@@ -42,7 +46,7 @@ pub async fn apply_nrt(client: &Client, node: &str, object: &Value) -> Result<()
 }
 
 /// Applies the agent's node labels (only the labels this field manager owns change).
-pub async fn apply_labels(
+pub(crate) async fn apply_labels(
     client: &Client,
     node: &str,
     labels: &BTreeMap<String, String>,

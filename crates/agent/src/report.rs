@@ -13,7 +13,7 @@ use crate::podresources::KubeletView;
 
 /// A device ID the kubelet reported, resolved on the topology.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum DeviceRef {
+pub(crate) enum DeviceRef {
     /// GPU index.
     Gpu(usize),
     /// NIC index.
@@ -22,7 +22,7 @@ pub enum DeviceRef {
 
 /// Resolves a device plugin's device ID: a PCI address (AMD GPU, SR-IOV and RDMA plugins)
 /// or an NVIDIA GPU UUID (`GPU-…`, the NVIDIA plugin).
-pub fn resolve_id(topo: &Topology, id: &str) -> Option<DeviceRef> {
+pub(crate) fn resolve_id(topo: &Topology, id: &str) -> Option<DeviceRef> {
     if let Ok(b) = id.trim().parse::<Bdf>() {
         if let Some(g) = topo.gpu_index(b) {
             return Some(DeviceRef::Gpu(g));
@@ -210,7 +210,7 @@ fn switch_of(topo: &Topology, pci: usize) -> Option<usize> {
 }
 
 /// `switch: gpu,gpu | nic,nic` per PCIe switch holding a GPU or a physical NIC.
-pub fn switch_groups(topo: &Topology) -> String {
+pub(crate) fn switch_groups(topo: &Topology) -> String {
     let mut groups: BTreeMap<Bdf, (Vec<Bdf>, Vec<Bdf>)> = BTreeMap::new();
     for g in 0..topo.gpus.len() {
         if let Some(s) = switch_of(topo, topo.gpus[g].pci) {

@@ -81,6 +81,7 @@ pub struct AgentArgs {
 }
 
 /// A flag value the agent cannot run with.
+#[cfg(feature = "clap")]
 #[derive(Debug, thiserror::Error)]
 pub enum AgentArgsError {
     /// Neither `--node` nor `NODE_NAME`.
@@ -192,10 +193,10 @@ impl Output {
 }
 
 /// Unknown device IDs shown in a log line or report: at most this many, then the count.
-pub const UNKNOWN_SAMPLE: usize = 5;
+pub(crate) const UNKNOWN_SAMPLE: usize = 5;
 
 /// `ids` in one short line: their count and the first [`UNKNOWN_SAMPLE`] of them.
-pub fn unknown_summary(ids: &[String]) -> String {
+pub(crate) fn unknown_summary(ids: &[String]) -> String {
     let shown: Vec<&str> = ids
         .iter()
         .take(UNKNOWN_SAMPLE)
@@ -222,7 +223,7 @@ pub async fn once(cfg: &Config) -> Result<Output, AgentError> {
 }
 
 /// Builds the output for a kubelet view at a time.
-pub fn output(cfg: &Config, view: crate::podresources::KubeletView, at: &str) -> Output {
+pub(crate) fn output(cfg: &Config, view: crate::podresources::KubeletView, at: &str) -> Output {
     let report = build(&cfg.topology, &view);
     let object = nrt_object(&cfg.node, &cfg.topology, &report, &cfg.settings, at);
     let labels = wanted(&report);
@@ -236,7 +237,7 @@ pub fn output(cfg: &Config, view: crate::podresources::KubeletView, at: &str) ->
 
 /// Runs until `shutdown` resolves: read, publish on change or heartbeat, label with
 /// hysteresis. Kubelet and API errors are logged and retried next interval.
-/// [`run`] with `/healthz`, `/readyz` and `/metrics` served on `metrics_addr` until
+/// `run` with `/healthz`, `/readyz` and `/metrics` served on `metrics_addr` until
 /// `shutdown` resolves.
 pub async fn run_serving(
     cfg: Config,
@@ -268,7 +269,7 @@ pub async fn run_serving(
 
 /// Every round is counted in `metrics`, which also says whether the agent is ready
 /// (the last round read the kubelet and the API server holds its report).
-pub async fn run(
+pub(crate) async fn run(
     cfg: Config,
     client: kube::Client,
     metrics: std::sync::Arc<crate::metrics::Metrics>,

@@ -98,11 +98,11 @@ fn main() -> ExitCode {
 /// agents' JSON or text lines as their `--log-format` asks (the driver at `TOPOALIGN_LOG`,
 /// default info), else text at `TOPOALIGN_LOG` (default warn).
 fn install_log_subscriber(command: &Command) {
-    use topoalign_probes::logging::{DEFAULT_FILTER, install};
+    use topoalign_probes::{DEFAULT_FILTER, install_logging};
     let (format, default) = match command {
         Command::Driver(a) if !a.dry_run => (Some(a.log_format), DEFAULT_FILTER),
         Command::Agent(a) => (Some(a.log_format), "warn"),
         _ => (None, "warn"),
     };
-    install(format, default);
+    install_logging(format, default);
 }

@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use anyhow::Context;
 use serde::Serialize;
 
-pub use topoalign_render::format::Format;
+pub(crate) use topoalign_render::format::Format;
 
 /// Prints `value` as JSON or YAML to stdout (the table form is each command's own).
-pub fn print_structured<T: Serialize>(value: &T, format: Format) -> anyhow::Result<()> {
+pub(crate) fn print_structured<T: Serialize>(value: &T, format: Format) -> anyhow::Result<()> {
     let text = match format {
         Format::Json => {
             let mut s = serde_json::to_string_pretty(value).context("encoding JSON")?;
@@ -24,7 +24,7 @@ pub fn print_structured<T: Serialize>(value: &T, format: Format) -> anyhow::Resu
 }
 
 /// Prints `docs` as one YAML stream (`---` between documents).
-pub fn print_yaml_stream<T: Serialize>(docs: &[T]) -> anyhow::Result<()> {
+pub(crate) fn print_yaml_stream<T: Serialize>(docs: &[T]) -> anyhow::Result<()> {
     let docs = docs.iter().map(serde_saphyr::to_string);
     let docs = docs
         .collect::<Result<Vec<_>, _>>()
@@ -33,13 +33,13 @@ pub fn print_yaml_stream<T: Serialize>(docs: &[T]) -> anyhow::Result<()> {
 }
 
 /// Writes `text` to stdout as is.
-pub fn write_stdout(text: &str) -> anyhow::Result<()> {
+pub(crate) fn write_stdout(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes()).context("writing to stdout")
 }
 
 /// Prints `table` (text) or `value` (JSON/YAML).
-pub fn print<T: Serialize>(
+pub(crate) fn print<T: Serialize>(
     value: &T,
     format: Format,
     table: impl FnOnce() -> String,
@@ -53,7 +53,7 @@ pub fn print<T: Serialize>(
 /// Runs a command body; with JSON or YAML output an error is also printed on stdout as
 /// `{"error": "..."}`, so a reader of stdout always gets a document. The error still goes
 /// to `main`, which prints it on stderr and exits 2.
-pub fn with_errors(
+pub(crate) fn with_errors(
     format: Format,
     body: impl FnOnce() -> anyhow::Result<ExitCode>,
 ) -> anyhow::Result<ExitCode> {
@@ -67,7 +67,7 @@ pub fn with_errors(
 /// The one line an error prints as: each cause of the chain after a colon, except a
 /// cause whose text the line already holds (library errors that name their source in
 /// their own message and also keep it as `source()` would otherwise say it twice).
-pub fn error_text(e: &anyhow::Error) -> String {
+pub(crate) fn error_text(e: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in e.chain() {
         let text = cause.to_string();
@@ -82,14 +82,14 @@ pub fn error_text(e: &anyhow::Error) -> String {
 }
 
 /// Prints each warning on stderr.
-pub fn warn(warnings: &[String]) {
+pub(crate) fn warn(warnings: &[String]) {
     for w in warnings {
         eprintln!("warning: {w}");
     }
 }
 
 /// Exit 0 when `ok`, else 1 (a finding, a refusal: not a usage error).
-pub fn exit(ok: bool) -> ExitCode {
+pub(crate) fn exit(ok: bool) -> ExitCode {
     if ok {
         ExitCode::SUCCESS
     } else {

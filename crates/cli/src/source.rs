@@ -1,14 +1,14 @@
 //! Loading the topology that the shared source flags
-//! ([`topoalign_discover::args::TopologyArgs`]) name.
+//! ([`topoalign_discover::TopologyArgs`]) name.
 
 use anyhow::Context;
 use topoalign_discover::{Discovery, Source};
 
-pub use topoalign_discover::args::TopologyArgs;
+pub(crate) use topoalign_discover::TopologyArgs;
 
 /// Loads the topology `args` name, else `default` (asking `nvidia-smi` on the live host
 /// for what sysfs lacks), printing discovery warnings to stderr.
-pub fn load(args: &TopologyArgs, default: Source) -> anyhow::Result<Discovery> {
+pub(crate) fn load(args: &TopologyArgs, default: Source) -> anyhow::Result<Discovery> {
     let source = args.source(default);
     let d = topoalign_discover::load_on_host(&source)
         .with_context(|| format!("reading the topology from {}", source.describe()))?;

@@ -13,9 +13,9 @@ use std::path::Path;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use topoalign_discover::sysfs::discover;
-use topoalign_discover::sysfs_write::write_tree;
+use topoalign_discover::write_tree;
 use topoalign_profiles::{self as profiles, NAMES as PROFILE_NAMES};
-use topoalign_topology::matrix::MatrixOptions;
+use topoalign_topology::MatrixOptions;
 use topoalign_topology::{PairMatrix, Topology};
 
 /// The profile with the most PCI functions.

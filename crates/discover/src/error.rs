@@ -43,3 +43,79 @@ pub enum DiscoverError {
     #[error("source not supported yet: {0}")]
     Unsupported(String),
 }
+
+/// Why an external tool (`nvidia-smi`) gave no answer to read.
+#[derive(Debug, Error)]
+pub enum ToolError {
+    /// The program could not be started.
+    #[error("cannot run `{program}`: {source}")]
+    Spawn {
+        /// The program as given.
+        program: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The program ran past the time limit and was killed.
+    #[error("`{command}` did not finish within {seconds} s")]
+    Timeout {
+        /// The command line as run.
+        command: String,
+        /// The time limit.
+        seconds: u64,
+    },
+    /// Waiting for the program failed.
+    #[error("waiting for `{program}`: {source}")]
+    Wait {
+        /// The program as given.
+        program: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The thread reading one of its pipes panicked.
+    #[error("reading the output of `{program}` failed")]
+    ReaderPanicked {
+        /// The program as given.
+        program: String,
+    },
+    /// Reading one of its pipes failed.
+    #[error("reading the output of `{program}`: {source}")]
+    Read {
+        /// The program as given.
+        program: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// It ran but exited with a failure where an answer was needed.
+    #[error("`{command}` exited with {status}")]
+    Failed {
+        /// The command line as run.
+        command: String,
+        /// The exit status, as the OS words it.
+        status: String,
+    },
+}
+
+/// Why a Linux cpumask (`0000ffff,00000000`) does not read.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub(crate) enum CpuMaskError {
+    /// More words than CPU ids allow.
+    #[error("mask is too long")]
+    TooLong,
+    /// A word is empty or longer than 8 hex digits.
+    #[error("`{0}` is not a 32-bit hex word")]
+    NotWord(String),
+    /// A word has a non-hex digit.
+    #[error("`{0}` is not hexadecimal")]
+    NotHex(String),
+}
+
+/// Why a synthetic PCI tree (built for inputs that carry no PCI addresses) cannot grow.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub(crate) enum SynthError {
+    /// Past 256 host bridges.
+    #[error("more than 256 host bridges needed; the input is too large")]
+    HostBridges,
+    /// Past the bridge numbering scheme's capacity.
+    #[error("more than {0} bridges needed; the input is too large")]
+    Bridges(u32),
+}

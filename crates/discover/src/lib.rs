@@ -2,27 +2,38 @@
 //!
 //! Sources, all producing a [`topoalign_topology::Topology`]:
 //! - [`sysfs`]: walks Linux sysfs/procfs under a configurable root (default `/`);
-//! - [`parse`]: parsers for vendor tool output a user already has (`nvidia-smi topo -m`,
+//! - `parse`: parsers for vendor tool output a user already has (`nvidia-smi topo -m`,
 //!   `amd-smi topology` / `rocm-smi --showtopo`, NCCL topology XML);
-//! - [`sysfs_write`]: materialises a topology (a built-in profile from the
+//! - `sysfs_write`: materialises a topology (a built-in profile from the
 //!   `topoalign-profiles` crate) as a real sysfs tree (how the walker is tested on what
 //!   Linux shows);
-//! - [`nvidia_smi_tool`]: on a live NVIDIA host, NVLink counts from `nvidia-smi topo -m`,
+//! - `nvidia_smi_tool`: on a live NVIDIA host, NVLink counts from `nvidia-smi topo -m`,
 //!   run only when the caller (the CLI) asks for it; no other call spawns a process;
 //! - `args` (feature `clap`): the topology-source flags as one clap argument group.
 
 #[cfg(feature = "clap")]
-pub mod args;
-pub mod discovery;
-pub mod error;
-pub mod host;
-pub mod nvidia_smi_tool;
-pub mod parse;
-pub mod source;
+mod args;
+mod discovery;
+mod error;
+mod host;
+mod nvidia_smi_tool;
+mod parse;
+mod source;
+/// Public as a namespace: The sysfs tree reader and its per-file readers (`gpu`, `nic`,
+/// `pci`, `fsread`, ...): a sub-API of its own, used as a namespace by verify (`fsread`)
+/// and the readers' fuzz tests.
 pub mod sysfs;
-pub mod sysfs_write;
+mod sysfs_write;
 
+#[cfg(feature = "clap")]
+pub use args::TopologyArgs;
 pub use discovery::Discovery;
-pub use error::DiscoverError;
+pub use error::{DiscoverError, ToolError};
 pub use host::load_on_host;
+pub use nvidia_smi_tool::{ToolOutput, merge_nvlinks, program_from_env, run_tool};
+pub use parse::amd::{AmdFormat, detect as detect_amd_format};
+pub use parse::nvlink_merge::apply_nvlink_text;
+pub use parse::paste::decode as decode_paste;
+pub use parse::{apply_nvlink_file, parse_amd_smi, parse_nccl_xml, parse_nvidia_smi};
 pub use source::{Source, load};
+pub use sysfs_write::{sysfs_view, write_tree};

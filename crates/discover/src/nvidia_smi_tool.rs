@@ -10,13 +10,14 @@ use std::time::{Duration, Instant};
 use topoalign_topology::GpuVendor;
 
 use crate::discovery::Discovery;
+use crate::error::ToolError;
 use crate::parse::nvlink_merge::apply_nvlink_text;
 
 /// The variable that names another `nvidia-smi` binary (default: `nvidia-smi` on PATH).
-pub const PROGRAM_ENV: &str = "TOPOALIGN_NVIDIA_SMI";
+pub(crate) const PROGRAM_ENV: &str = "TOPOALIGN_NVIDIA_SMI";
 
 /// How long `nvidia-smi topo -m` may run; a wedged driver can make it hang.
-pub const TIMEOUT: Duration = Duration::from_secs(20);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The program to run: `$TOPOALIGN_NVIDIA_SMI` or `nvidia-smi`.
 pub fn program_from_env() -> String {
@@ -59,10 +60,13 @@ pub fn merge_nvlinks(discovery: &mut Discovery, program: &str) -> bool {
 }
 
 /// Runs `<program> topo -m`, returning its stdout, or why it could not.
-fn run(program: &str) -> Result<String, String> {
+fn run(program: &str) -> Result<String, ToolError> {
     let out = run_tool(program, &["topo", "-m"])?;
     if !out.success {
-        return Err(format!("`{program} topo -m` exited with {}", out.status));
+        return Err(ToolError::Failed {
+            command: format!("{program} topo -m"),
+            status: out.status,
+        });
     }
     Ok(out.stdout)
 }
@@ -80,10 +84,10 @@ pub struct ToolOutput {
     pub status: String,
 }
 
-/// Runs `<program> <args…>` bounded by [`TIMEOUT`], returning what it printed whatever
+/// Runs `<program> <args…>` bounded by `TIMEOUT`, returning what it printed whatever
 /// its exit status (some answers, like `No MIG-enabled devices found.`, come with a
 /// non-zero one), or why it could not be run or did not finish.
-pub fn run_tool(program: &str, args: &[&str]) -> Result<ToolOutput, String> {
+pub fn run_tool(program: &str, args: &[&str]) -> Result<ToolOutput, ToolError> {
     let shown = format!("{program} {}", args.join(" "));
     let mut child = Command::new(program)
         .args(args)
@@ -91,7 +95,10 @@ pub fn run_tool(program: &str, args: &[&str]) -> Result<ToolOutput, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run `{program}`: {e}"))?;
+        .map_err(|source| ToolError::Spawn {
+            program: program.to_string(),
+            source,
+        })?;
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         // Read on a thread so a chatty tool cannot block on a full pipe while we wait.
         std::thread::spawn(move || {
@@ -122,19 +129,29 @@ pub fn run_tool(program: &str, args: &[&str]) -> Result<ToolOutput, String> {
             Ok(None) if start.elapsed() > TIMEOUT => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "`{shown}` did not finish within {} s",
-                    TIMEOUT.as_secs()
-                ));
+                return Err(ToolError::Timeout {
+                    command: shown,
+                    seconds: TIMEOUT.as_secs(),
+                });
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(format!("waiting for `{program}`: {e}")),
+            Err(source) => {
+                return Err(ToolError::Wait {
+                    program: program.to_string(),
+                    source,
+                });
+            }
         }
     };
     let read = |h: std::thread::JoinHandle<std::io::Result<Vec<u8>>>| {
         h.join()
-            .map_err(|_| format!("reading the output of `{program}` failed"))?
-            .map_err(|e| format!("reading the output of `{program}`: {e}"))
+            .map_err(|_| ToolError::ReaderPanicked {
+                program: program.to_string(),
+            })?
+            .map_err(|source| ToolError::Read {
+                program: program.to_string(),
+                source,
+            })
     };
     let out = read(stdout)?;
     let err = read(stderr)?;

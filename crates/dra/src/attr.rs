@@ -8,7 +8,7 @@
 
 /// The standard names, whose one home is the shared vocabulary (the lint and the fleet
 /// simulation's stand-in drivers speak them too).
-pub use topoalign_kube_types::dra_attr::{NUMA_NODE_STD, PCI_BUS_ID, PCIE_ROOT};
+pub use topoalign_kube_types::{NUMA_NODE_STD, PCI_BUS_ID, PCIE_ROOT};
 
 /// Driver domain: `gpu`, `nic` or `pair` (string).
 pub const TYPE: &str = "type";

@@ -10,9 +10,9 @@ use topoalign_topology::Bdf;
 use crate::prepare::{PreparedDevice, PreparedGpu};
 
 /// The CDI spec version written (supported by containerd ≥ 1.7 and CRI-O ≥ 1.28).
-pub const CDI_VERSION: &str = "0.6.0";
+pub(crate) const CDI_VERSION: &str = "0.6.0";
 /// The CDI kind of every device this driver exposes (`vendor/class`).
-pub const CDI_KIND: &str = "topoalign.dev/device";
+pub(crate) const CDI_KIND: &str = "topoalign.dev/device";
 
 /// A CDI spec file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,7 +50,7 @@ pub struct ContainerEdits {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub device_nodes: Vec<DeviceNode>,
     /// Network interfaces the runtime moves into the container's network namespace (CDI
-    /// spec 1.1.0; see [`crate::cdi_netdev`]).
+    /// spec 1.1.0; see `crate::cdi_netdev`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub net_devices: Vec<NetDevice>,
 }
@@ -103,7 +103,7 @@ const SHARED_NODES: [&str; 5] = [
 ];
 
 /// The CDI device name of an allocated device in a claim: `<claim uid>-<device>`.
-pub fn cdi_device_name(claim_uid: &str, device: &str) -> String {
+pub(crate) fn cdi_device_name(claim_uid: &str, device: &str) -> String {
     format!("{claim_uid}-{device}")
 }
 
@@ -127,7 +127,7 @@ pub const ENV_NCCL_IB_HCA: &str = "NCCL_IB_HCA";
 pub const ENV_GPU_NIC_MAP: &str = "TOPOALIGN_GPU_NIC_MAP";
 /// UCX's list of network devices (`mlx5_0:1,mlx5_3:1`), written instead of
 /// [`ENV_NCCL_IB_HCA`] on a claim with a MIG instance (NCCL does not run on MIG).
-pub const ENV_UCX_NET_DEVICES: &str = "UCX_NET_DEVICES";
+pub(crate) const ENV_UCX_NET_DEVICES: &str = "UCX_NET_DEVICES";
 /// What the NVIDIA runtime hook (legacy mode) reads to choose GPUs; see [`compose_cdi`].
 pub const ENV_NVIDIA_VISIBLE_DEVICES: &str = "NVIDIA_VISIBLE_DEVICES";
 

@@ -30,14 +30,14 @@ use crate::inventory::Inventory;
 use crate::prepare::PreparedDevice;
 
 /// The CDI spec version that has `netDevices`.
-pub const CDI_VERSION_NET_DEVICES: &str = "1.1.0";
+pub(crate) const CDI_VERSION_NET_DEVICES: &str = "1.1.0";
 /// The kernel's `link_layer` word of RoCE ports.
 pub const LINK_LAYER_ETHERNET: &str = "Ethernet";
 
 /// The netdev of a prepared device's NIC function when that NIC is RoCE (Ethernet link
 /// layer); `None` for GPUs, InfiniBand functions (an IPoIB interface is not moved) and
 /// functions without a netdev.
-pub fn roce_netdev<'d>(inv: &Inventory, d: &'d PreparedDevice) -> Option<&'d str> {
+pub(crate) fn roce_netdev<'d>(inv: &Inventory, d: &'d PreparedDevice) -> Option<&'d str> {
     let f = d.nic_function.as_ref()?;
     let nic = inv.nics.iter().find(|n| Some(&n.name) == d.nic.as_ref())?;
     (nic.link_layer.as_deref() == Some(LINK_LAYER_ETHERNET))
@@ -47,7 +47,7 @@ pub fn roce_netdev<'d>(inv: &Inventory, d: &'d PreparedDevice) -> Option<&'d str
 
 /// Adds a `netDevices` edit to the CDI device of each prepared RoCE function of a claim
 /// (same interface name in the container), and raises the spec to
-/// [`CDI_VERSION_NET_DEVICES`]; a device that had no CDI device of its own gets one (and
+/// `CDI_VERSION_NET_DEVICES`; a device that had no CDI device of its own gets one (and
 /// its id). Returns the interfaces added; nothing changes when there are none.
 /// `devices` must be the list `composed` was made from, in the same order.
 pub fn add_roce_net_devices(

@@ -27,7 +27,7 @@ pub const AMD_KIND: &str = "amd.com/gpu";
 /// The command that writes the NVIDIA spec where runtimes look for it.
 pub const NVIDIA_GENERATE: &str = "nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml";
 /// The command that writes the AMD spec.
-pub const AMD_GENERATE: &str = "amd-ctk cdi generate --output=/var/run/cdi/amd.json";
+pub(crate) const AMD_GENERATE: &str = "amd-ctk cdi generate --output=/var/run/cdi/amd.json";
 
 /// One vendor spec file, reduced to device names and their device node paths.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -24,7 +24,7 @@ pub const CLASS_MIG: &str = "mig.topoalign.dev";
 pub const CLASS_MIG_PAIR: &str = "mig-nic-pair.topoalign.dev";
 
 /// The class name for a kind of device.
-pub fn class_name(kind: DeviceKind) -> &'static str {
+pub(crate) fn class_name(kind: DeviceKind) -> &'static str {
     match kind {
         DeviceKind::Gpu => CLASS_GPU,
         DeviceKind::Nic => CLASS_NIC,
@@ -35,7 +35,7 @@ pub fn class_name(kind: DeviceKind) -> &'static str {
 }
 
 /// The CEL selector of a class: the driver and the device's `type` attribute.
-pub fn class_selector(kind: DeviceKind) -> String {
+pub(crate) fn class_selector(kind: DeviceKind) -> String {
     format!(
         "device.driver == \"{DRIVER_NAME}\" && {} == \"{}\"",
         attr::cel(attr::TYPE),
@@ -61,7 +61,7 @@ pub fn mig_device_classes() -> Vec<DeviceClass> {
 }
 
 /// The DeviceClass of one kind of device.
-pub fn device_class(kind: DeviceKind) -> DeviceClass {
+pub(crate) fn device_class(kind: DeviceKind) -> DeviceClass {
     DeviceClass {
         metadata: ObjectMeta {
             name: Some(class_name(kind).to_string()),

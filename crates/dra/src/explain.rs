@@ -83,7 +83,7 @@ fn group_of(request: &str, index: usize) -> String {
 type Group = (Vec<Bdf>, Vec<Bdf>, Vec<String>);
 
 /// Turns an allocation into pairs: `resolve` gives each device's GPUs and NICs.
-pub fn pairs_of(
+pub(crate) fn pairs_of(
     topo: &Topology,
     allocation: &[AllocatedDevice],
     resolve: impl Fn(&AllocatedDevice) -> (Vec<Bdf>, Vec<Bdf>),

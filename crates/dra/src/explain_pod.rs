@@ -28,7 +28,7 @@ use node::NodeView;
 use why::{compare, device_plugin};
 
 /// Devices the simulated stock allocator may try per claim before it gives up.
-pub const FIRST_FIT_BUDGET: u64 = 200_000;
+pub(crate) const FIRST_FIT_BUDGET: u64 = 200_000;
 
 /// Why a pod cannot be explained.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -86,7 +86,7 @@ pub struct ClaimRef {
 }
 
 /// `namespace/name` of the pod.
-pub fn pod_key(pod: &Pod) -> String {
+pub(crate) fn pod_key(pod: &Pod) -> String {
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
     format!("{ns}/{}", pod.metadata.name.as_deref().unwrap_or(""))
 }

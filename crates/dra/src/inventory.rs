@@ -37,7 +37,7 @@ pub struct PublishOptions {
     /// How many pair devices each GPU gets (default [`PairsPerGpu::Auto`]).
     pub pairs_per_gpu: PairsPerGpu,
     /// The node's MIG instances (default none): each instance is published as a MIG
-    /// device and paired with its parent's NICs ([`crate::mig`]).
+    /// device and paired with its parent's NICs (`crate::mig`).
     pub mig: NodeMig,
 }
 
@@ -166,9 +166,9 @@ pub struct GpuEntry {
     /// Character devices a container needs for it (control nodes included).
     pub device_nodes: Vec<String>,
     /// The counter set holding its counter (a MIG-enabled GPU's own set,
-    /// [`names::mig_counter_set`]).
+    /// `names::mig_counter_set`).
     pub counter_set: String,
-    /// In MIG mode with instances ([`crate::mig`]): the whole GPU consumes every memory
+    /// In MIG mode with instances (`crate::mig`): the whole GPU consumes every memory
     /// and SM slice of its counter set.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mig_enabled: bool,

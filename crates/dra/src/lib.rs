@@ -8,11 +8,11 @@
 //!   allocated device name back to hardware.
 //! - [`resource_slices`]: the node's pool: counter sets (one counter per GPU, one per
 //!   physical NIC whose value is its number of functions) in slices of their own, then
-//!   pairs (best first), GPUs and NICs, split within the API limits ([`limits`]).
+//!   pairs (best first), GPUs and NICs, split within the API limits (`limits`).
 //! - [`device_classes`]: `gpu.topoalign.dev`, `nic.topoalign.dev`,
 //!   `gpu-nic-pair.topoalign.dev`; [`mig_device_classes`]: `mig.topoalign.dev`,
 //!   `mig-nic-pair.topoalign.dev`.
-//! - [`mig`]: static MIG: a node's MIG instances ([`NodeMig`]) published as MIG devices
+//! - `mig`: static MIG: a node's MIG instances ([`NodeMig`]) published as MIG devices
 //!   and MIG×NIC pairs with per-GPU memory-slice counters; [`mig_claim_spec`] claims them.
 //! - [`claim_template`] / [`resource_claim`]: "N GPUs, each with its own NIC".
 //! - [`prepare_allocation`] and [`compose_cdi`]: what the kubelet plugin checks and writes;
@@ -46,7 +46,7 @@
 //!
 //! ```
 //! use topoalign_discover::{Source, load};
-//! use topoalign_dra::{PublishOptions, attr, names, resource_slices};
+//! use topoalign_dra::{PublishOptions, attr, pair_device, resource_slices};
 //! use topoalign_plan::{NicCount, Planner, Request, Usage};
 //! use topoalign_topology::PcieClass;
 //!
@@ -68,7 +68,7 @@
 //! // 8 GPUs, 4 VFs per NIC: each GPU gets its best pair and one alternative.
 //! assert_eq!(pairs.len(), 16);
 //! for chosen in &plan.pairs {
-//!     let name = names::pair_device(chosen.gpu, chosen.nic);
+//!     let name = pair_device(chosen.gpu, chosen.nic);
 //!     let device = (pairs.iter().find(|d| d.name == name)).ok_or("pair not published")?;
 //!     let class = (device.attributes.as_ref())
 //!         .and_then(|a| a.get(attr::CLASS))
@@ -79,56 +79,83 @@
 //! # }
 //! ```
 
-pub mod allocator;
+mod allocator;
+/// Public as a namespace: The attribute names topoalign publishes (`attr::GPU`,
+/// `attr::RAIL`, ...): a namespace of constants, read as such by driver, gang and
+/// crates/extender (restructured by another helper) names items by this path; kept `pub`
+/// until it moves to the root re-exports.
 pub mod attr;
-pub mod cdi;
-pub mod cdi_netdev;
-pub mod cdi_vendor;
-pub mod cel;
+mod cdi;
+mod cdi_netdev;
+mod cdi_vendor;
+mod cel;
 #[cfg(feature = "clap")]
-pub mod claim_args;
-pub mod claim_text;
-pub mod claims;
-pub mod classes;
+mod claim_args;
+mod claim_text;
+mod claims;
+mod classes;
 mod error;
-pub mod explain;
-pub mod explain_node;
-pub mod explain_pod;
-pub mod inventory;
-pub mod limits;
-pub mod mig;
-pub mod mig_claims;
+mod explain;
+mod explain_node;
+mod explain_pod;
+mod inventory;
+mod limits;
+mod mig;
+mod mig_claims;
+/// Public as a namespace: Claims mixing topoalign devices with other drivers' devices.
+/// crates/extender (restructured by another helper) names items by this path; kept `pub`
+/// until it moves to the root re-exports.
 pub mod mixed;
-pub mod names;
-pub mod prepare;
-pub mod rails;
-pub mod slice_file;
-pub mod slices;
+mod names;
+mod prepare;
+mod rails;
+mod slice_file;
+mod slices;
 
 pub use allocator::{DeviceId, Found, NodeDevices, Outcome, PreparedClaim, first_fit};
 pub use cdi::{
     CdiDevice, CdiPlan, CdiSpec, ComposedCdi, ContainerEdits, DeviceNode, NetDevice, cdi_device_id,
     compose_cdi,
 };
+pub use cdi::{ENV_GPU_NIC_MAP, ENV_NCCL_IB_HCA, ENV_NVIDIA_VISIBLE_DEVICES, cdi_file_name};
+pub use cdi_netdev::{LINK_LAYER_ETHERNET, add_roce_net_devices};
+pub use cdi_vendor::{AMD_KIND, NVIDIA_GENERATE, NVIDIA_KIND, VendorDevice, node_number};
 pub use cdi_vendor::{
     VendorCdiError, VendorSpec, parse_vendor_spec, vendor_gpu_ids, vendor_mig_ids,
 };
+pub use cel::Selector;
+#[cfg(feature = "clap")]
+pub use claim_args::ClaimArgs;
+pub use claim_text::{claim_object, claim_table};
 pub use claims::{ClaimShape, ClaimSpec, claim_spec, claim_template, resource_claim};
 pub use classes::{
     CLASS_GPU, CLASS_MIG, CLASS_MIG_PAIR, CLASS_NIC, CLASS_PAIR, device_classes, mig_device_classes,
 };
 pub use error::{AllocationError, DraError};
 pub use explain::{Explanation, explain};
+pub use explain::{mark_usage, resolve_with};
+pub use explain_node::{SimulatedNode, explain_mixed, own_request};
+pub use explain_pod::{
+    ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,
+};
 pub use inventory::{
     CounterUse, DeviceKind, DeviceRef, GpuEntry, Inventory, NicFunction, PairEntry, PairsPerGpu,
     PhysicalNic, PublishOptions,
 };
+pub use limits::{
+    MAX_ATTRIBUTES_AND_CAPACITIES, MAX_CONSUMES_COUNTERS_PER_DEVICE, MAX_COUNTER_SETS_PER_SLICE,
+    MAX_COUNTERS_PER_SET, MAX_DEVICES_PER_CLAIM, MAX_DEVICES_PER_SLICE,
+    MAX_DEVICES_PER_SLICE_WITH_COUNTERS, MAX_STRING_ATTRIBUTE,
+};
 pub use mig::{MigEntry, MigGpuLayout, MigInstance, MigJoinError, MigPairEntry, NodeMig};
 pub use mig_claims::{MigClaimSpec, mig_claim_spec};
 pub use mixed::{MixedClaim, MixedSpec, MixedStrategy, mixed_claim};
+pub use names::{dns_label_problem, pair_device};
 pub use prepare::{
     AllocatedDevice, Holdings, PreparedDevice, PreparedGpu, PreparedMig, prepare_allocation,
 };
+pub use rails::pin_rails;
+pub use slice_file::parse_slice_file;
 pub use slices::{counter_sets, resource_slices, slices_for};
 
 /// The driver's name, a DNS subdomain the project uses as its own domain.

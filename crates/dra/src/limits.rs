@@ -16,11 +16,9 @@ pub const MAX_ATTRIBUTES_AND_CAPACITIES: usize = 32;
 /// Length of a string attribute value.
 pub const MAX_STRING_ATTRIBUTE: usize = 64;
 /// Requests per claim.
-pub const MAX_REQUESTS_PER_CLAIM: usize = 32;
+pub(crate) const MAX_REQUESTS_PER_CLAIM: usize = 32;
 /// Constraints per claim.
-pub const MAX_CONSTRAINTS_PER_CLAIM: usize = 32;
-/// `firstAvailable` alternatives per request.
-pub const MAX_FIRST_AVAILABLE: usize = 8;
+pub(crate) const MAX_CONSTRAINTS_PER_CLAIM: usize = 32;
 /// Devices the allocator hands to one claim (the API accepts `count: 33`, the
 /// allocator refuses it).
 pub const MAX_DEVICES_PER_CLAIM: usize = 32;

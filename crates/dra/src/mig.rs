@@ -21,7 +21,7 @@
 //! break the placement rules are errors ([`MigJoinError`]).
 
 use serde::{Deserialize, Serialize};
-use topoalign_mig::model::Shape;
+use topoalign_mig::Shape;
 use topoalign_mig::{MigState, Model, Placement, model_for_name, validate};
 use topoalign_topology::{Bdf, GpuVendor, Topology};
 
@@ -29,14 +29,14 @@ use crate::inventory::{GpuEntry, PairEntry, PhysicalNic};
 use crate::names;
 
 /// Memory slices of one GPU (REFERENCE §11).
-pub const MEMORY_SLICES: u8 = topoalign_mig::model::MEMORY_SLICES;
+pub(crate) const MEMORY_SLICES: u8 = topoalign_mig::MEMORY_SLICES;
 /// SM slices of one GPU.
-pub const SM_SLICES: u8 = topoalign_mig::model::SM_SLICES;
+pub(crate) const SM_SLICES: u8 = topoalign_mig::SM_SLICES;
 /// The counter of SM slices in a MIG GPU's counter set.
-pub const COUNTER_SM_SLICES: &str = "sm-slices";
+pub(crate) const COUNTER_SM_SLICES: &str = "sm-slices";
 
 /// The counter of memory slice `i` in a MIG GPU's counter set: `memory-slice-<i>`.
-pub fn memory_slice_counter(i: u8) -> String {
+pub(crate) fn memory_slice_counter(i: u8) -> String {
     format!("memory-slice-{i}")
 }
 
@@ -267,7 +267,7 @@ impl NodeMig {
                             .or(topo_model)
                             .unwrap_or("unknown model")
                             .to_string(),
-                        known: topoalign_mig::model::known_models(),
+                        known: topoalign_mig::known_models(),
                     });
                 }
             };

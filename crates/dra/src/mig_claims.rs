@@ -29,12 +29,12 @@ pub struct MigClaimSpec {
 }
 
 /// The request's name in a MIG claim: `mig` or `mig-pairs`.
-pub fn request_name(with_nic: bool) -> &'static str {
+pub(crate) fn request_name(with_nic: bool) -> &'static str {
     if with_nic { "mig-pairs" } else { "mig" }
 }
 
 /// Every MIG profile name of the built-in models, sorted and without duplicates.
-pub fn known_profiles() -> Vec<&'static str> {
+pub(crate) fn known_profiles() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = topoalign_mig::MODELS
         .iter()
         .flat_map(|m| m.profile_names())

@@ -17,7 +17,7 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 use topoalign_plan::{NicCount, Planner, Request, Usage};
-use topoalign_topology::ids::parse_root_name;
+use topoalign_topology::parse_root_name;
 use topoalign_topology::pci::{class, vendor};
 use topoalign_topology::{Bdf, CpuSet, Gpu, GpuVendor, Nic, PciParent, Topology, TopologyBuilder};
 

@@ -3,7 +3,7 @@
 use topoalign_topology::Bdf;
 
 /// The label form of a PCI address: `0000:3b:00.0` → `0000-3b-00-0`.
-pub fn bdf_label(bdf: Bdf) -> String {
+pub(crate) fn bdf_label(bdf: Bdf) -> String {
     format!(
         "{:04x}-{:02x}-{:02x}-{:x}",
         bdf.domain, bdf.bus, bdf.device, bdf.function
@@ -11,13 +11,13 @@ pub fn bdf_label(bdf: Bdf) -> String {
 }
 
 /// The device name of a GPU: `gpu-0000-3b-00-0`. Also the name of its counter.
-pub fn gpu_device(bdf: Bdf) -> String {
+pub(crate) fn gpu_device(bdf: Bdf) -> String {
     format!("gpu-{}", bdf_label(bdf))
 }
 
 /// The device name of a physical NIC (its PF, or a NIC without SR-IOV):
 /// `nic-0000-0c-00-0`. Also the name of its counter.
-pub fn nic_device(bdf: Bdf) -> String {
+pub(crate) fn nic_device(bdf: Bdf) -> String {
     format!("nic-{}", bdf_label(bdf))
 }
 
@@ -29,7 +29,7 @@ pub fn pair_device(gpu: Bdf, nic: Bdf) -> String {
 
 /// A MIG profile as a DNS-label part: lower-case letters and digits only
 /// (`1g.10gb+me` → `1g10gbme`).
-pub fn profile_label(profile: &str) -> String {
+pub(crate) fn profile_label(profile: &str) -> String {
     profile
         .chars()
         .filter(char::is_ascii_alphanumeric)
@@ -40,7 +40,7 @@ pub fn profile_label(profile: &str) -> String {
 /// The device name of a MIG instance: its parent's name, then the NVIDIA DRA driver's
 /// suffix `mig-<profile without dots>-<GI profile ID>-<start>`:
 /// `gpu-0000-1b-00-0-mig-1g10gb-19-0` (at most 36 characters).
-pub fn mig_device(gpu: Bdf, profile: &str, profile_id: u32, start: u8) -> String {
+pub(crate) fn mig_device(gpu: Bdf, profile: &str, profile_id: u32, start: u8) -> String {
     format!(
         "{}-mig-{}-{profile_id}-{start}",
         gpu_device(gpu),
@@ -50,7 +50,13 @@ pub fn mig_device(gpu: Bdf, profile: &str, profile_id: u32, start: u8) -> String
 
 /// The device name of a MIG instance paired with a NIC:
 /// `pair-0000-1b-00-0-mig-1g10gb-19-0-0000-18-00-0` (at most 50 characters).
-pub fn mig_pair_device(gpu: Bdf, profile: &str, profile_id: u32, start: u8, nic: Bdf) -> String {
+pub(crate) fn mig_pair_device(
+    gpu: Bdf,
+    profile: &str,
+    profile_id: u32,
+    start: u8,
+    nic: Bdf,
+) -> String {
     format!(
         "pair-{}-mig-{}-{profile_id}-{start}-{}",
         bdf_label(gpu),
@@ -61,7 +67,7 @@ pub fn mig_pair_device(gpu: Bdf, profile: &str, profile_id: u32, start: u8, nic:
 
 /// The counter set of a MIG-enabled GPU: `gpu-0000-1b-00-0-counter-set` (the NVIDIA
 /// DRA driver's `gpu-<minor>-counter-set`, named by address like every other name here).
-pub fn mig_counter_set(gpu: Bdf) -> String {
+pub(crate) fn mig_counter_set(gpu: Bdf) -> String {
     format!("{}-counter-set", gpu_device(gpu))
 }
 
@@ -90,7 +96,7 @@ pub fn dns_label_problem(s: &str) -> Option<String> {
 
 /// Why `s` is not a DNS subdomain (RFC 1123: at most 253 characters, dot-separated DNS
 /// labels), or `None` when it is one. Node names and most object names must be.
-pub fn dns_subdomain_problem(s: &str) -> Option<String> {
+pub(crate) fn dns_subdomain_problem(s: &str) -> Option<String> {
     if s.is_empty() {
         return Some("it is empty".into());
     }

@@ -31,7 +31,7 @@ impl Inventory {
 /// `"rail" in device.attributes["topoalign.dev"] && (… == 0 || … == 1)`. The `in` test
 /// comes first so that a device without a rail is refused instead of failing the
 /// expression (a CEL runtime error fails the whole allocation).
-pub fn rail_selector(rails: &BTreeSet<u32>) -> String {
+pub(crate) fn rail_selector(rails: &BTreeSet<u32>) -> String {
     let value = attr::cel(attr::RAIL);
     let alternatives: Vec<String> = rails.iter().map(|r| format!("{value} == {r}")).collect();
     format!(
@@ -43,7 +43,7 @@ pub fn rail_selector(rails: &BTreeSet<u32>) -> String {
 }
 
 /// Pins a claim built by [`crate::claim_spec`] to `rails`: every request (and
-/// `firstAvailable` alternative) for pair or NIC devices gets [`rail_selector`]. With
+/// `firstAvailable` alternative) for pair or NIC devices gets `rail_selector`. With
 /// `distinct`, the pair requests also get a `distinctAttribute` on the rail, so that
 /// every pair of the pod is on a different rail: with as many rails as pairs, every pod
 /// then uses exactly the rails of the set.

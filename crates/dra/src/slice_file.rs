@@ -65,11 +65,12 @@ pub struct SliceFile {
 /// Parses `text` (the content of `file`): a YAML stream, a `kind: *List`, a JSON object
 /// or a JSON array of ResourceSlices. At least one slice is required; DeviceClasses are
 /// skipped (read them with [`parse_slice_file`]).
-pub fn parse_slices(text: &str, file: &str) -> Result<Vec<ResourceSlice>, SliceFileError> {
+#[cfg(test)]
+pub(crate) fn parse_slices(text: &str, file: &str) -> Result<Vec<ResourceSlice>, SliceFileError> {
     parse_slice_file(text, file).map(|f| f.slices)
 }
 
-/// Parses `text` (the content of `file`) like [`parse_slices`], keeping the DeviceClasses.
+/// Parses `text` (the content of `file`) like `parse_slices`, keeping the DeviceClasses.
 pub fn parse_slice_file(text: &str, file: &str) -> Result<SliceFile, SliceFileError> {
     let docs: Vec<Value> =
         serde_saphyr::from_multiple(text).map_err(|source| SliceFileError::Syntax {

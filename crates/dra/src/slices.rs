@@ -21,7 +21,7 @@ use crate::{DRIVER_NAME, DraError, attr, names};
 
 /// The label every slice carries so that a driver can list its own:
 /// `app.kubernetes.io/managed-by: topoalign`.
-pub const MANAGED_BY_LABEL: (&str, &str) = ("app.kubernetes.io/managed-by", "topoalign");
+pub(crate) const MANAGED_BY_LABEL: (&str, &str) = ("app.kubernetes.io/managed-by", "topoalign");
 
 /// The slices of one node's pool. The pool is named after the node; every slice names
 /// the node (`spec.nodeName`), carries `generation` from `opts` and the total slice
@@ -271,7 +271,7 @@ fn bandwidth(n: &PhysicalNic) -> Option<Quantity> {
 }
 
 /// One published device as the API object.
-pub fn device(d: &DeviceRef<'_>) -> Result<Device, DraError> {
+pub(crate) fn device(d: &DeviceRef<'_>) -> Result<Device, DraError> {
     let mut a = Attrs::new(d.name());
     let mut cap: BTreeMap<String, DeviceCapacity> = BTreeMap::new();
     let mut put_cap = |k: &str, q: Option<Quantity>| {

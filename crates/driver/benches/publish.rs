@@ -14,8 +14,8 @@ use std::hint::black_box;
 use criterion::{Criterion, criterion_group, criterion_main};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use topoalign_dra::PublishOptions;
-use topoalign_driver::diff::{self, Memo, Written};
 use topoalign_driver::dry_run;
+use topoalign_driver::{Memo, Written, fingerprint, sync_plan};
 
 const PROFILE: &str = "dgx-h100";
 const NODE: &str = "gpu-node-001";
@@ -57,16 +57,16 @@ fn bench(c: &mut Criterion) {
                 d.metadata.name.clone().unwrap(),
                 Written {
                     resource_version: e.metadata.resource_version.clone().unwrap(),
-                    fingerprint: diff::fingerprint(d),
+                    fingerprint: fingerprint(d),
                 },
             )
         })
         .collect();
-    assert!(diff::plan(&desired, &served, &Memo::new(), 0).is_noop());
+    assert!(sync_plan(&desired, &served, &Memo::new(), 0).is_noop());
     let mut changed = desired.clone();
     let last = changed.last_mut().unwrap();
     last.spec.devices.as_mut().unwrap().pop();
-    assert!(diff::plan(&changed, &served, &Memo::new(), 0).bumped);
+    assert!(sync_plan(&changed, &served, &Memo::new(), 0).bumped);
 
     let mut g = c.benchmark_group(format!("publish/{PROFILE}"));
     g.bench_function("desired_slices", |b| {
@@ -79,13 +79,13 @@ fn bench(c: &mut Criterion) {
         b.iter(|| dry_run::objects(black_box(&topo), NODE, &opts, None).unwrap())
     });
     g.bench_function("plan_steady", |b| {
-        b.iter(|| diff::plan(black_box(&desired), black_box(&served), &Memo::new(), 0))
+        b.iter(|| sync_plan(black_box(&desired), black_box(&served), &Memo::new(), 0))
     });
     g.bench_function("plan_steady_memo", |b| {
-        b.iter(|| diff::plan(black_box(&desired), black_box(&served), &memo, 3))
+        b.iter(|| sync_plan(black_box(&desired), black_box(&served), &memo, 3))
     });
     g.bench_function("plan_changed", |b| {
-        b.iter(|| diff::plan(black_box(&changed), black_box(&served), &Memo::new(), 0))
+        b.iter(|| sync_plan(black_box(&changed), black_box(&served), &Memo::new(), 0))
     });
     g.finish();
 }

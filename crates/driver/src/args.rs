@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use topoalign_discover::Source;
-use topoalign_discover::args::TopologyArgs;
+use topoalign_discover::TopologyArgs;
 use topoalign_dra::{PairsPerGpu, PublishOptions};
 use topoalign_kubelet_plugin::{FaultPoint, PluginArgs};
 use topoalign_render::format::Format;
@@ -147,7 +147,7 @@ impl DriverArgs {
 
 /// A duration flag that is not one.
 #[derive(Debug, thiserror::Error)]
-pub enum IntervalError {
+pub(crate) enum IntervalError {
     /// Not a duration at all.
     #[error("{text:?} is not a duration (expected e.g. 60s, 5m, 500ms): {why}")]
     NotADuration {
@@ -165,7 +165,7 @@ pub enum IntervalError {
 }
 
 /// Reads `60s`, `5m`, `1h 30m`, `500ms`, `PT1M` (at least 100 ms).
-pub fn parse_interval(text: &str) -> Result<Duration, IntervalError> {
+pub(crate) fn parse_interval(text: &str) -> Result<Duration, IntervalError> {
     let d: jiff::SignedDuration = text.parse().map_err(|why| IntervalError::NotADuration {
         text: text.to_string(),
         why,

@@ -4,13 +4,13 @@
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use kube::Client;
 use kube::api::Api;
-use topoalign_kubelet_plugin::claims::check_uid;
+use topoalign_kubelet_plugin::check_uid;
 use topoalign_kubelet_plugin::{BoxFuture, ClaimAllocation, ClaimSource, ClaimSourceError};
 
 /// Reads ResourceClaims with kube-rs (needs `get` on `resourceclaims` in every namespace
 /// whose pods may run on this node).
 #[derive(Clone)]
-pub struct KubeClaims {
+pub(crate) struct KubeClaims {
     client: Client,
 }
 
@@ -22,7 +22,7 @@ impl std::fmt::Debug for KubeClaims {
 
 impl KubeClaims {
     /// A source using `client`.
-    pub fn new(client: Client) -> Self {
+    pub(crate) fn new(client: Client) -> Self {
         KubeClaims { client }
     }
 }

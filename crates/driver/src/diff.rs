@@ -187,7 +187,7 @@ fn metadata_holds(desired: &ResourceSlice, existing: &ResourceSlice) -> bool {
 /// The spec as the comparison sees it: JSON without the generation, without empty lists,
 /// maps and nulls (the server omits them), with every quantity in canonical form (the
 /// server rewrites `1024Mi` as `1Gi`).
-pub fn normalized_spec(spec: &k8s_openapi::api::resource::v1::ResourceSliceSpec) -> Value {
+pub(crate) fn normalized_spec(spec: &k8s_openapi::api::resource::v1::ResourceSliceSpec) -> Value {
     let mut v = serde_json::to_value(spec).unwrap_or(Value::Null);
     if let Some(pool) = v.get_mut("pool").and_then(Value::as_object_mut) {
         pool.remove("generation");

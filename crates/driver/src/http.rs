@@ -14,7 +14,7 @@ use crate::metrics::Metrics;
 
 /// What `/readyz` reports on, updated by the publisher and the plugin.
 #[derive(Debug)]
-pub struct Health {
+pub(crate) struct Health {
     published: AtomicBool,
     plugin_serving: AtomicBool,
     plugin_required: bool,
@@ -30,7 +30,7 @@ pub struct Health {
 
 impl Health {
     /// A driver that is not ready yet; `plugin_required` is false with `--no-plugin`.
-    pub fn new(plugin_required: bool) -> Self {
+    pub(crate) fn new(plugin_required: bool) -> Self {
         Health {
             published: AtomicBool::new(false),
             plugin_serving: AtomicBool::new(false),
@@ -44,18 +44,18 @@ impl Health {
 
     /// The publishing mode the last completed round confirmed, in words (`/readyz` names
     /// it whether ready or not).
-    pub fn set_mode(&self, note: String) {
+    pub(crate) fn set_mode(&self, note: String) {
         set(&self.mode, Some(note));
     }
 
     /// What `/readyz` says beside its verdict: the publishing mode, once known.
-    pub fn notes(&self) -> Vec<String> {
+    pub(crate) fn notes(&self) -> Vec<String> {
         get(&self.mode).into_iter().collect()
     }
 
     /// The last publishing round succeeded: the API server holds the desired pool
     /// (any drift seen before it is repaired).
-    pub fn set_published(&self) {
+    pub(crate) fn set_published(&self) {
         self.published.store(true, Ordering::SeqCst);
         set(&self.last_publish_error, None);
         set(&self.drift, None);
@@ -63,18 +63,18 @@ impl Health {
 
     /// The watch on this node's slices failed with `why` (the pool may have changed
     /// unseen), or works again (`None`).
-    pub fn set_watch_error(&self, why: Option<String>) {
+    pub(crate) fn set_watch_error(&self, why: Option<String>) {
         set(&self.watch_error, why);
     }
 
     /// The published pool was changed by someone else (`what`); cleared by the next
     /// successful publishing round.
-    pub fn set_drift(&self, what: String) {
+    pub(crate) fn set_drift(&self, what: String) {
         set(&self.drift, Some(what));
     }
 
     /// The last publishing round failed with `why`.
-    pub fn set_publish_failed(&self, why: String) {
+    pub(crate) fn set_publish_failed(&self, why: String) {
         self.published.store(false, Ordering::SeqCst);
         if let Ok(mut e) = self.last_publish_error.lock() {
             *e = Some(why);
@@ -82,12 +82,12 @@ impl Health {
     }
 
     /// The kubelet plugin's sockets serve (or stopped serving).
-    pub fn set_plugin_serving(&self, serving: bool) {
+    pub(crate) fn set_plugin_serving(&self, serving: bool) {
         self.plugin_serving.store(serving, Ordering::SeqCst);
     }
 
     /// Why the driver is not ready; empty when it is.
-    pub fn not_ready_reasons(&self) -> Vec<String> {
+    pub(crate) fn not_ready_reasons(&self) -> Vec<String> {
         let mut why = Vec::new();
         if !self.published.load(Ordering::SeqCst) {
             let last = get(&self.last_publish_error);
@@ -121,7 +121,7 @@ fn get(m: &Mutex<Option<String>>) -> Option<String> {
 
 /// What the handlers share.
 #[derive(Debug, Clone)]
-pub struct AppState {
+pub(crate) struct AppState {
     /// Readiness.
     pub health: Arc<Health>,
     /// Metrics.
@@ -143,7 +143,7 @@ impl Probe for AppState {
 }
 
 /// Serves the endpoints on `listener` until `shutdown` completes.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,

@@ -1,17 +1,17 @@
 //! The topoalign node agent (`topoalign driver`).
 //!
-//! * [`publisher`]: publishes this node's pool of GPUs, NICs and GPU+NIC pairs as
+//! * `publisher`: publishes this node's pool of GPUs, NICs and GPU+NIC pairs as
 //!   `resource.k8s.io/v1` ResourceSlices with server-side apply, keeps it published
 //!   (rescans, a watch that repairs deletions and edits, retries with backoff) and
-//!   removes it on shutdown; [`diff`] holds its generation rules, [`readback`] its
+//!   removes it on shutdown; `diff` holds its generation rules, `readback` its
 //!   check that the API server kept the counters pair devices rely on.
-//! * [`claims`]: the kubelet plugin's claim source, reading ResourceClaims with kube-rs.
+//! * `claims`: the kubelet plugin's claim source, reading ResourceClaims with kube-rs.
 //! * [`dry_run`]: every object the driver would create, for `--dry-run`.
-//! * [`mig_source`]: static MIG instances from saved `nvidia-smi` output or a planned mix.
-//! * [`rails`]: the node's rails (`--rails FILE`) on the inventory.
-//! * [`http`]: `/healthz`, `/readyz`, `/metrics`; [`metrics`]: the Prometheus metrics.
+//! * `mig_source`: static MIG instances from saved `nvidia-smi` output or a planned mix.
+//! * `rails`: the node's rails (`--rails FILE`) on the inventory.
+//! * `http`: `/healthz`, `/readyz`, `/metrics`; `metrics`: the Prometheus metrics.
 //! * `args` (feature `clap`): `topoalign driver`'s flags, each defined once.
-//! * [`runtime`]: the whole agent: publisher, kubelet plugin and HTTP server, with
+//! * `runtime`: the whole agent: publisher, kubelet plugin and HTTP server, with
 //!   graceful shutdown on SIGTERM/SIGINT, assembled from the process kit
 //!   (`topoalign_probes`: client, signals, runtime, log format).
 //!
@@ -20,20 +20,27 @@
 //! kube-apiserver started with the e2e harness's `e2e/lib`.
 
 #[cfg(feature = "clap")]
-pub mod args;
-pub mod claims;
-pub mod diff;
+mod args;
+mod claims;
+mod diff;
+/// The objects `topoalign driver --dry-run` prints instead of publishing (`objects`, then
+/// `list` or `table`): a separate sub-API of its own, named as a namespace by its callers.
 pub mod dry_run;
 mod error;
-pub mod http;
-pub mod metrics;
-pub mod mig_live;
-pub mod mig_mode;
-pub mod mig_source;
-pub mod publisher;
-pub mod rails;
-pub mod readback;
-pub mod runtime;
+mod http;
+mod metrics;
+mod mig_live;
+mod mig_mode;
+mod mig_source;
+mod publisher;
+mod rails;
+mod readback;
+mod runtime;
 
+#[cfg(feature = "clap")]
+pub use args::DriverArgs;
+pub use diff::{Memo, SyncPlan, Written, fingerprint, plan as sync_plan};
 pub use error::DriverError;
+pub use metrics::{Metrics, OpLabel};
+pub use mig_source::{MigSource, attach_caps};
 pub use runtime::{DriverConfig, run_blocking};

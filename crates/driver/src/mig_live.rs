@@ -7,10 +7,10 @@
 //! instances. A tool that cannot be run, hangs, or fails otherwise is an error naming
 //! the command and what it printed.
 
-use topoalign_discover::nvidia_smi_tool::{ToolOutput, program_from_env, run_tool};
+use topoalign_discover::{ToolError, ToolOutput, program_from_env, run_tool};
 
 /// The commands run, in [`LiveOutputs`] order.
-pub const COMMANDS: [&[&str]; 3] = [&["-L"], &["mig", "-lgi"], &["mig", "-lci"]];
+pub(crate) const COMMANDS: [&[&str]; 3] = [&["-L"], &["mig", "-lgi"], &["mig", "-lci"]];
 
 /// Answers of `nvidia-smi` on a host (or GPU) without MIG, which read as "no instances".
 const NO_MIG: [&str; 4] = [
@@ -22,7 +22,7 @@ const NO_MIG: [&str; 4] = [
 
 /// What the three commands printed: `(shown command, text)` each.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LiveOutputs {
+pub(crate) struct LiveOutputs {
     /// `nvidia-smi -L`.
     pub list: (String, String),
     /// `nvidia-smi mig -lgi`.
@@ -32,24 +32,32 @@ pub struct LiveOutputs {
 }
 
 /// Why the live state cannot be had.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "--mig-from-host: {0} (set $TOPOALIGN_NVIDIA_SMI to another nvidia-smi, or save the outputs and pass --mig-state DIR)"
-)]
-pub struct LiveError(pub String);
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    /// The tool could not be run or did not finish.
+    #[error(
+        "--mig-from-host: {0} (set $TOPOALIGN_NVIDIA_SMI to another nvidia-smi, or save the outputs and pass --mig-state DIR)"
+    )]
+    Tool(#[from] ToolError),
+    /// It ran and failed without a no-MIG answer: the command and what it printed.
+    #[error(
+        "--mig-from-host: {0} (set $TOPOALIGN_NVIDIA_SMI to another nvidia-smi, or save the outputs and pass --mig-state DIR)"
+    )]
+    Failed(String),
+}
 
 /// Runs the commands with `program` (`None`: `$TOPOALIGN_NVIDIA_SMI` or `nvidia-smi`).
-pub fn run_live(program: Option<&str>) -> Result<LiveOutputs, LiveError> {
+pub(crate) fn run_live(program: Option<&str>) -> Result<LiveOutputs, LiveError> {
     let program = program.map_or_else(program_from_env, str::to_string);
     let mut texts = COMMANDS.iter().map(|args| {
         let shown = format!("`{program} {}`", args.join(" "));
-        let out = run_tool(&program, args).map_err(LiveError)?;
+        let out = run_tool(&program, args)?;
         Ok((shown.clone(), accept(&shown, out)?))
     });
     let mut next = || {
         texts
             .next()
-            .unwrap_or_else(|| Err(LiveError("no command left".into())))
+            .unwrap_or_else(|| Err(LiveError::Failed("no command left".into())))
     };
     Ok(LiveOutputs {
         list: next()?,
@@ -81,7 +89,7 @@ fn accept(shown: &str, out: ToolOutput) -> Result<String, LiveError> {
         .take(3)
         .collect::<Vec<_>>()
         .join(" / ");
-    Err(LiveError(format!(
+    Err(LiveError::Failed(format!(
         "{shown} exited with {}{}",
         out.status,
         if said.is_empty() {

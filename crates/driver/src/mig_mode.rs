@@ -5,13 +5,13 @@
 
 use std::path::Path;
 
-use topoalign_discover::nvidia_smi_tool::run_tool;
+use topoalign_discover::run_tool;
 use topoalign_mig::ReadError;
 use topoalign_mig::SavedOutput;
-use topoalign_mig::read_query::{MigMode, QueryGpu, read_query};
+use topoalign_mig::{MigMode, QueryGpu, read_query};
 
 /// `nvidia-smi -q` in a `--mig-state` directory (optional).
-pub const QUERY_FILE: &str = "query.txt";
+pub(crate) const QUERY_FILE: &str = "query.txt";
 
 fn mode(m: MigMode) -> &'static str {
     match m {
@@ -22,7 +22,7 @@ fn mode(m: MigMode) -> &'static str {
 }
 
 /// One warning per GPU whose pending MIG mode differs from its current one.
-pub fn mode_warnings(gpus: &[QueryGpu], input: &str) -> Vec<String> {
+pub(crate) fn mode_warnings(gpus: &[QueryGpu], input: &str) -> Vec<String> {
     gpus.iter()
         .filter(|g| g.mig_change_pending())
         .filter_map(|g| {
@@ -42,7 +42,7 @@ pub fn mode_warnings(gpus: &[QueryGpu], input: &str) -> Vec<String> {
 
 /// The warnings of a saved `query.txt` in `dir`, none when it is absent; a file that
 /// does not read is an error naming it and the line.
-pub fn from_dir(dir: &Path) -> Result<Vec<String>, ReadError> {
+pub(crate) fn from_dir(dir: &Path) -> Result<Vec<String>, ReadError> {
     let path = dir.join(QUERY_FILE);
     let Ok(text) = std::fs::read_to_string(&path) else {
         return Ok(Vec::new());
@@ -54,7 +54,7 @@ pub fn from_dir(dir: &Path) -> Result<Vec<String>, ReadError> {
 
 /// The warnings of the live `<program> -q`; a tool that fails or output that does not
 /// read is one warning (the MIG state itself came from the other commands).
-pub fn from_tool(program: &str) -> Vec<String> {
+pub(crate) fn from_tool(program: &str) -> Vec<String> {
     let name = format!("`{program} -q`");
     let text = match run_tool(program, &["-q"]) {
         Ok(out) if out.success => out.stdout,

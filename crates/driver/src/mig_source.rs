@@ -19,13 +19,13 @@ use topoalign_mig::{
 use topoalign_topology::{GpuVendor, Topology};
 
 /// `nvidia-smi -L` in a `--mig-state` directory.
-pub const LIST_FILE: &str = "list.txt";
+pub(crate) const LIST_FILE: &str = "list.txt";
 /// `nvidia-smi mig -lgi` in a `--mig-state` directory.
-pub const LGI_FILE: &str = "lgi.txt";
+pub(crate) const LGI_FILE: &str = "lgi.txt";
 /// `nvidia-smi mig -lci` in a `--mig-state` directory.
-pub const LCI_FILE: &str = "lci.txt";
+pub(crate) const LCI_FILE: &str = "lci.txt";
 /// `nvidia-smi mig -lgipp` in a `--mig-state` directory.
-pub const LGIPP_FILE: &str = "lgipp.txt";
+pub(crate) const LGIPP_FILE: &str = "lgipp.txt";
 
 /// Where the MIG instances come from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -37,7 +37,7 @@ pub enum MigSource {
     State(PathBuf),
     /// A `PROFILE=COUNT,…` mix placed by the planner.
     Want(String),
-    /// This host's live `nvidia-smi` ([`crate::mig_live`]).
+    /// This host's live `nvidia-smi` (`crate::mig_live`).
     Host,
 }
 
@@ -88,7 +88,7 @@ pub enum MigSourceError {
 
 impl MigSource {
     /// The node's MIG layout on `topo` and warnings about it: GPUs whose MIG mode
-    /// change waits for a reset ([`crate::mig_mode`], from `query.txt` in a state
+    /// change waits for a reset (`crate::mig_mode`, from `query.txt` in a state
     /// directory or the live `nvidia-smi -q`).
     pub fn layout_checked(
         &self,
@@ -97,9 +97,7 @@ impl MigSource {
         let mig = self.layout(topo)?;
         let warnings = match self {
             MigSource::State(dir) => crate::mig_mode::from_dir(dir)?,
-            MigSource::Host => {
-                crate::mig_mode::from_tool(&topoalign_discover::nvidia_smi_tool::program_from_env())
-            }
+            MigSource::Host => crate::mig_mode::from_tool(&topoalign_discover::program_from_env()),
             MigSource::None | MigSource::Want(_) => Vec::new(),
         };
         Ok((mig, warnings))
@@ -168,7 +166,10 @@ impl MigSource {
 
 /// The node's MIG layout from the live tool (`program`, default `$TOPOALIGN_NVIDIA_SMI`
 /// or `nvidia-smi`).
-pub fn live_layout(topo: &Topology, program: Option<&str>) -> Result<NodeMig, MigSourceError> {
+pub(crate) fn live_layout(
+    topo: &Topology,
+    program: Option<&str>,
+) -> Result<NodeMig, MigSourceError> {
     let live = crate::mig_live::run_live(program)?;
     fn saved((name, text): &(String, String)) -> Option<SavedOutput<'_>> {
         Some(SavedOutput {
@@ -203,7 +204,7 @@ fn node_model(topo: &Topology) -> Result<&'static Model, String> {
         let m = topoalign_mig::model_for_name(name).ok_or_else(|| {
             format!(
                 "the node's GPU model {name:?} has no MIG profile table: expected one of {}",
-                topoalign_mig::model::known_models()
+                topoalign_mig::known_models()
             )
         })?;
         match found {
@@ -260,7 +261,8 @@ pub fn attach_caps(mig: &mut NodeMig, topo: &Topology, root: &Path) -> Vec<Strin
 }
 
 /// The directory of a `--mig-state` flag, as given.
-pub fn state_dir(dir: &Path) -> MigSource {
+#[cfg(test)]
+pub(crate) fn state_dir(dir: &Path) -> MigSource {
     MigSource::State(dir.to_path_buf())
 }
 

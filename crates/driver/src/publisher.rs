@@ -46,7 +46,7 @@ const DEBOUNCE: Duration = Duration::from_millis(100);
 
 /// What to publish, for which node, from which topology source.
 #[derive(Debug, Clone)]
-pub struct PublisherConfig {
+pub(crate) struct PublisherConfig {
     /// `spec.nodeName` and pool name.
     pub node_name: String,
     /// Where the topology is read from, at start and on every rescan.
@@ -62,12 +62,12 @@ pub struct PublisherConfig {
 }
 
 /// The field selector of this driver's slices for `node`.
-pub fn field_selector(node: &str) -> String {
+pub(crate) fn field_selector(node: &str) -> String {
     format!("spec.nodeName={node},spec.driver={DRIVER_NAME}")
 }
 
 /// The node agent's publishing half.
-pub struct Publisher {
+pub(crate) struct Publisher {
     client: Client,
     slices: Api<ResourceSlice>,
     nodes: Api<Node>,
@@ -114,12 +114,12 @@ const OWNER_CHECK: Duration = Duration::from_secs(5);
 
 /// Called with the new inventory (the same one the publisher publishes) when a rescan
 /// finds the node's devices changed.
-pub type TopologyHook = Box<dyn Fn(&Arc<Inventory>) + Send + Sync>;
+pub(crate) type TopologyHook = Box<dyn Fn(&Arc<Inventory>) + Send + Sync>;
 
 impl Publisher {
     /// A publisher for `topology` (already discovered from `cfg.source`) and its
     /// `inventory` under `cfg.options` (shared with the kubelet plugin).
-    pub fn new(
+    pub(crate) fn new(
         client: Client,
         cfg: PublisherConfig,
         topology: Topology,
@@ -148,15 +148,10 @@ impl Publisher {
         }
     }
 
-    /// Whether pair devices are published now.
-    pub fn mode(&self) -> PairMode {
-        self.mode
-    }
-
     /// Logs the API server's version as a hint and starts with plain devices on servers
     /// older than the first with `DRAPartitionableDevices` on by default (the readback
     /// still decides: the gate may be on there, or off on a newer one).
-    pub async fn check_version(&mut self) {
+    pub(crate) async fn check_version(&mut self) {
         let info = match self.client.apiserver_version().await {
             Ok(info) => info,
             Err(e) => {
@@ -184,7 +179,7 @@ impl Publisher {
     /// Calls `hook` with the new inventory whenever a rescan finds a device added or
     /// removed, before the pool is republished (the kubelet plugin takes it, so it
     /// prepares what the slices now say).
-    pub fn on_topology_change(mut self, hook: TopologyHook) -> Self {
+    pub(crate) fn on_topology_change(mut self, hook: TopologyHook) -> Self {
         self.on_change = Some(hook);
         self
     }
@@ -243,7 +238,7 @@ impl Publisher {
     /// One publishing round: read what the API server holds, write what differs, read
     /// the counters back. A mode switch rebuilds the pool at once (at most one switch back
     /// to pairs per call, so contradictory readbacks cannot loop).
-    pub async fn sync(&mut self) -> Result<SyncPlan, DriverError> {
+    pub(crate) async fn sync(&mut self) -> Result<SyncPlan, DriverError> {
         let mut upgrades = 1;
         loop {
             match self.round(upgrades > 0).await? {
@@ -538,7 +533,10 @@ impl Publisher {
 
     /// Publishes, then keeps the pool published until `shutdown` turns true; then
     /// deletes every slice of this driver and node.
-    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) -> Result<(), DriverError> {
+    pub(crate) async fn run(
+        mut self,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> Result<(), DriverError> {
         self.check_version().await;
         let config = watcher::Config::default().fields(&field_selector(&self.cfg.node_name));
         let watch = |slices: Api<ResourceSlice>, config: watcher::Config| {
@@ -634,7 +632,7 @@ impl Publisher {
     /// Deletes every slice of this driver and node, retrying until
     /// [`PublisherConfig::removal_timeout`] has passed (each try is cut off at that
     /// deadline too): it gives up at the deadline, not before.
-    pub async fn remove_all(&mut self) -> Result<(), DriverError> {
+    pub(crate) async fn remove_all(&mut self) -> Result<(), DriverError> {
         let timeout = self.cfg.removal_timeout;
         let deadline = Instant::now() + timeout;
         let mut backoff = retry_backoff();

@@ -5,17 +5,21 @@
 //! The file's forms and checks belong to `topoalign_gang::rails`; here it is only read
 //! and applied.
 
+#[cfg(any(feature = "clap", test))]
 use std::path::Path;
 
 use topoalign_dra::{Inventory, PublishOptions};
-use topoalign_gang::{RailSource, nic_rails, parse_rail_source};
+#[cfg(any(feature = "clap", test))]
+use topoalign_gang::parse_rail_source;
+use topoalign_gang::{RailSource, nic_rails};
 use topoalign_topology::Topology;
 
 use crate::error::DriverError;
 
 /// Reads and checks the rail source in `path` (YAML or JSON); errors name the file and
 /// the field.
-pub fn read_rail_source(path: &Path) -> Result<RailSource, DriverError> {
+#[cfg(any(feature = "clap", test))]
+pub(crate) fn read_rail_source(path: &Path) -> Result<RailSource, DriverError> {
     let text = std::fs::read_to_string(path).map_err(|source| DriverError::RailsFile {
         path: path.to_path_buf(),
         source,
@@ -26,7 +30,7 @@ pub fn read_rail_source(path: &Path) -> Result<RailSource, DriverError> {
 /// The inventory of `topo` under `options`, each physical NIC on the rail `rails` gives
 /// it on this topology (no rail anywhere without a source). The one way the driver builds
 /// an inventory, so the publisher, the kubelet plugin and `--dry-run` agree.
-pub fn inventory(
+pub(crate) fn inventory(
     topo: &Topology,
     options: &PublishOptions,
     rails: Option<&RailSource>,

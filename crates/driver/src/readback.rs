@@ -18,11 +18,11 @@ use k8s_openapi::api::resource::v1::ResourceSlice;
 use k8s_openapi::apimachinery::pkg::version::Info;
 
 /// The first Kubernetes minor version (1.x) with `DRAPartitionableDevices` on by default.
-pub const FIRST_PARTITIONABLE_BY_DEFAULT: (u32, u32) = (1, 36);
+pub(crate) const FIRST_PARTITIONABLE_BY_DEFAULT: (u32, u32) = (1, 36);
 
 /// What the publisher puts in the pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PairMode {
+pub(crate) enum PairMode {
     /// Pair devices beside plain GPUs and NICs (the counters survive).
     Pairs,
     /// Plain GPUs and NICs only (the counters were dropped, or not yet seen to survive).
@@ -31,7 +31,7 @@ pub enum PairMode {
 
 impl PairMode {
     /// The mode's name in `/readyz` and the logs.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             PairMode::Pairs => "pairs",
             PairMode::PlainOnly => "plain-only",
@@ -39,7 +39,7 @@ impl PairMode {
     }
 
     /// Whether pair devices are published in this mode.
-    pub fn pairs(self) -> bool {
+    pub(crate) fn pairs(self) -> bool {
         self == PairMode::Pairs
     }
 }
@@ -51,14 +51,14 @@ impl fmt::Display for PairMode {
 }
 
 /// The warning logged (once per switch) when the publisher falls back to plain devices.
-pub const DROPPED_WARNING: &str = "ResourceSlice counters were dropped by the API server \
+pub(crate) const DROPPED_WARNING: &str = "ResourceSlice counters were dropped by the API server \
      (DRAPartitionableDevices off?): publishing plain GPU and NIC devices only; pair devices \
      need Kubernetes >= 1.36 or the gate on kube-apiserver and kube-scheduler";
 
 /// Counters the API server did not keep: slices whose `sharedCounters` (or some of their
 /// counter sets) are gone, devices whose `consumesCounters` are.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Loss {
+pub(crate) struct Loss {
     /// Slices that lost counter sets.
     pub slices: Vec<String>,
     /// Devices that lost their counter consumption.
@@ -67,7 +67,7 @@ pub struct Loss {
 
 impl Loss {
     /// Whether nothing was lost.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.slices.is_empty() && self.devices.is_empty()
     }
 }
@@ -106,7 +106,7 @@ fn set_names(s: &ResourceSlice) -> Vec<&str> {
 }
 
 /// Whether `desired` publishes counters (counter sets, or devices consuming them).
-pub fn has_counters(desired: &ResourceSlice) -> bool {
+pub(crate) fn has_counters(desired: &ResourceSlice) -> bool {
     !set_names(desired).is_empty()
         || desired
             .spec
@@ -119,7 +119,7 @@ pub fn has_counters(desired: &ResourceSlice) -> bool {
 /// What of `desired`'s counters the `stored` copy lacks: every counter set by name, and
 /// for every device that consumes counters, a consumption of each counter set it names
 /// (values are not compared: the server may rewrite quantities).
-pub fn slice_loss(desired: &ResourceSlice, stored: &ResourceSlice) -> Loss {
+pub(crate) fn slice_loss(desired: &ResourceSlice, stored: &ResourceSlice) -> Loss {
     let name = desired.metadata.name.clone().unwrap_or_default();
     let mut loss = Loss::default();
     let kept = set_names(stored);
@@ -159,7 +159,7 @@ pub fn slice_loss(desired: &ResourceSlice, stored: &ResourceSlice) -> Loss {
 
 /// What of the desired pool's counters the stored slices (by name) lack. A desired slice
 /// with no stored copy is not evidence either way and is skipped.
-pub fn pool_loss<'a>(
+pub(crate) fn pool_loss<'a>(
     desired: impl IntoIterator<Item = &'a ResourceSlice>,
     stored: &BTreeMap<String, ResourceSlice>,
 ) -> Loss {
@@ -180,7 +180,7 @@ pub fn pool_loss<'a>(
 /// to pairs only when every counter survived, there were counters to see (`counted`)
 /// and the round may switch back (`may_upgrade`: at most once per publish, so
 /// contradictory readbacks cannot loop).
-pub fn next_mode(
+pub(crate) fn next_mode(
     mode: PairMode,
     loss: &Loss,
     counted: bool,
@@ -195,7 +195,7 @@ pub fn next_mode(
 
 /// `(major, minor)` of the API server's version (`minor` may carry a suffix, as in
 /// `"35+"`; `gitVersion` `v1.35.2-eks…` is the fallback).
-pub fn version(info: &Info) -> Option<(u32, u32)> {
+pub(crate) fn version(info: &Info) -> Option<(u32, u32)> {
     let num = |s: &str| -> Option<u32> {
         let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
         digits.parse().ok()
@@ -209,7 +209,7 @@ pub fn version(info: &Info) -> Option<(u32, u32)> {
 }
 
 /// Whether a server of `version` has `DRAPartitionableDevices` on by default.
-pub fn partitionable_by_default(version: (u32, u32)) -> bool {
+pub(crate) fn partitionable_by_default(version: (u32, u32)) -> bool {
     version >= FIRST_PARTITIONABLE_BY_DEFAULT
 }
 

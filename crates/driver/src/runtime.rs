@@ -99,7 +99,7 @@ async fn joined(
 
 /// The agent on a running tokio runtime, for `topology` and its `inventory` under
 /// `cfg.options` (with `cfg.rails` applied: [`crate::rails::inventory`]).
-pub async fn run(
+pub(crate) async fn run(
     cfg: DriverConfig,
     topology: Topology,
     inventory: Arc<Inventory>,

@@ -6,7 +6,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use topoalign_fleet::gang_node::RailRule;
+use topoalign_fleet::RailRule;
 use topoalign_fleet::{DomainLevel, DomainMode, GangConfig, GangSpec, NodeGroup, simulate_gangs};
 
 const NODES: usize = 10_000;

@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use topoalign_render::matrix::{MatrixStyle, render};
-use topoalign_render::table::Table;
+use topoalign_render::Table;
+use topoalign_render::{MatrixStyle, render_matrix};
 use topoalign_rng::Rng;
-use topoalign_topology::matrix::{MatrixDeviceKind, MatrixOptions};
+use topoalign_topology::{MatrixDeviceKind, MatrixOptions};
 use topoalign_topology::{PairMatrix, Topology};
 
 use crate::dra::MatchOn;
@@ -166,7 +166,7 @@ pub struct BigPod {
 
 /// What to deploy to get the "topoalign" row in a cluster (the README's "Install on a
 /// cluster" has the whole commands).
-pub fn next_steps() -> String {
+pub(crate) fn next_steps() -> String {
     [
         "",
         "== To get the \"topoalign\" row in a cluster (README: Install on a cluster) ==",
@@ -220,7 +220,7 @@ pub fn story(topo: &Arc<Topology>, opts: DemoOptions) -> Result<DemoReport, Flee
         nic_kind: if model.nics_are_vfs { "VF" } else { "NIC" },
         big,
         matrix: match opts.full_matrix {
-            true => render(&matrix, MatrixStyle::Aligned),
+            true => render_matrix(&matrix, MatrixStyle::Aligned),
             false => compact_matrix(&matrix),
         },
         big_pod: Vec::new(),

@@ -18,7 +18,7 @@ use k8s_openapi::api::resource::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
-use topoalign_dra::limits::MAX_DEVICES_PER_CLAIM;
+use topoalign_dra::MAX_DEVICES_PER_CLAIM;
 use topoalign_dra::mixed::{MixedSpec, stand_in_classes};
 use topoalign_dra::{NodeDevices, PreparedClaim, attr};
 use topoalign_topology::GpuVendor;
@@ -27,7 +27,7 @@ use crate::error::FleetError;
 use crate::node::{NodeModel, NodeState};
 
 /// The NIC driver's name (dranet).
-pub const NIC_DRIVER: &str = "dra.net";
+pub(crate) const NIC_DRIVER: &str = "dra.net";
 
 /// The attribute a pair's `matchAttribute` constraint names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -64,7 +64,7 @@ impl MatchOn {
 }
 
 /// The GPU driver (and its DeviceClass) of a node: the vendor's.
-pub fn gpu_driver(model: &NodeModel) -> &'static str {
+pub(crate) fn gpu_driver(model: &NodeModel) -> &'static str {
     let topo = &*model.topology;
     match topo.gpus.first().map(|g| g.vendor) {
         Some(GpuVendor::Amd) => "gpu.amd.com",
@@ -77,7 +77,7 @@ pub fn gpu_driver(model: &NodeModel) -> &'static str {
 /// [`NodeModel::gpus`] and [`NodeModel::nics`]) as two drivers would: one slice each in
 /// the pool `node`, devices by PCI address, with `pciBusID`, `pcieRoot` and (not for NUMA
 /// node -1, KEP-6072) `numaNode`.
-pub fn publish(model: &NodeModel, node: &str) -> Vec<ResourceSlice> {
+pub(crate) fn publish(model: &NodeModel, node: &str) -> Vec<ResourceSlice> {
     let topo = &*model.topology;
     let string = |s: String| DeviceAttribute {
         string: Some(s),
@@ -131,7 +131,7 @@ pub fn publish(model: &NodeModel, node: &str) -> Vec<ResourceSlice> {
 
 /// The DeviceClasses of the two drivers, named after them, each selecting its driver's
 /// devices (`device.driver == "…"`).
-pub fn classes(model: &NodeModel) -> Vec<DeviceClass> {
+pub(crate) fn classes(model: &NodeModel) -> Vec<DeviceClass> {
     let gpu = gpu_driver(model).to_string();
     stand_in_classes(&MixedSpec {
         node: String::new(),
@@ -147,7 +147,7 @@ pub fn classes(model: &NodeModel) -> Vec<DeviceClass> {
 /// The claim a topology-minded user writes for `pairs` GPU+NIC pairs: requests `gpu-i`
 /// (class `gpu_class`) and `nic-i` ([`NIC_DRIVER`]), one device each, and one
 /// `matchAttribute` per pair.
-pub fn pairs_claim(pairs: u32, on: MatchOn, gpu_class: &str) -> ResourceClaimSpec {
+pub(crate) fn pairs_claim(pairs: u32, on: MatchOn, gpu_class: &str) -> ResourceClaimSpec {
     let request = |name: String, class: &str| DeviceRequest {
         name,
         exactly: Some(ExactDeviceRequest {

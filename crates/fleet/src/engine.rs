@@ -13,7 +13,7 @@ use topoalign_topology::{GpuNicPath, Topology};
 use crate::dra::MatchOn;
 use crate::error::FleetError;
 use crate::metrics::{PolicyReport, UtilSample};
-use crate::node::{Assignment, NodeState, PairCounts};
+use crate::node::{Assignment, NodeState};
 use crate::placers::{Attempt, NodeKind, PlaceOptions};
 use crate::policy::Policy;
 use crate::workload::{self, PodArrival, StreamLength, WorkloadSpec};
@@ -409,13 +409,4 @@ impl Quality {
     fn is_ideal(&self) -> bool {
         self.no_gdr == 0 && self.rank_sum == 0
     }
-}
-
-/// Convenience: pair counts of a whole report list, by policy.
-pub fn gdr_by_policy(report: &SimReport) -> Vec<(Policy, PairCounts)> {
-    report
-        .policies
-        .iter()
-        .map(|p| (p.policy, p.pairs))
-        .collect()
 }

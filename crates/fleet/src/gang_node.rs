@@ -11,11 +11,11 @@
 
 use std::collections::BTreeSet;
 
-use topoalign_dra::rails::pin_rails;
+use topoalign_dra::pin_rails;
 use topoalign_dra::{
     ClaimSpec, DeviceRef, Inventory, PreparedClaim, claim_spec, device_classes, slices_for,
 };
-use topoalign_gang::rails::{NicKey, RailKind};
+use topoalign_gang::{NicKey, RailKind};
 use topoalign_gang::{NicRails, RailSource, nic_rails};
 use topoalign_topology::PcieClass;
 
@@ -49,7 +49,7 @@ enum Dev {
 
 /// A node type with its rails and the gang claims prepared.
 #[derive(Debug)]
-pub struct GangKind {
+pub(crate) struct GangKind {
     /// The node model.
     pub model: NodeModel,
     /// Each physical NIC's rail, and where that came from.
@@ -65,7 +65,7 @@ pub struct GangKind {
 /// Resolves a node type's rails with `rule`.
 /// Node types whose pods get SR-IOV VFs are refused: a gang's pair takes a whole
 /// physical NIC (its rail).
-pub fn resolve_rails(model: &NodeModel, rule: RailRule) -> Result<NicRails, FleetError> {
+pub(crate) fn resolve_rails(model: &NodeModel, rule: RailRule) -> Result<NicRails, FleetError> {
     let topo = &*model.topology;
     if model.nics_are_vfs {
         return Err(FleetError::UnusableNode {
@@ -110,7 +110,7 @@ pub fn resolve_rails(model: &NodeModel, rule: RailRule) -> Result<NicRails, Flee
 impl GangKind {
     /// Prepares a node type with its rails ([`resolve_rails`]) for gangs of `pairs` pairs
     /// per pod, with one pinned claim per rail set of `rail_sets`.
-    pub fn new(
+    pub(crate) fn new(
         model: NodeModel,
         rails: NicRails,
         pairs: u32,
@@ -175,7 +175,7 @@ impl GangKind {
     }
 
     /// The stock pod's devices on a node in `state`: first fit of K GPUs and K NICs.
-    pub fn stock(
+    pub(crate) fn stock(
         &self,
         state: &NodeState,
         pairs: u32,
@@ -198,7 +198,7 @@ impl GangKind {
 
     /// The topoalign pod's devices on a node in `state`: K pairs pinned to rail set
     /// number `set` (of the sets given to [`GangKind::new`]).
-    pub fn pinned(
+    pub(crate) fn pinned(
         &self,
         set: usize,
         state: &NodeState,
@@ -229,7 +229,7 @@ impl GangKind {
     }
 
     /// The rails of an assignment's NICs (`None` when one is on no rail).
-    pub fn rails_of(&self, a: &Assignment) -> Option<BTreeSet<u32>> {
+    pub(crate) fn rails_of(&self, a: &Assignment) -> Option<BTreeSet<u32>> {
         a.nics.iter().map(|&n| self.nic_rail[n]).collect()
     }
 }

@@ -3,7 +3,7 @@
 //! SVG drawn with `topoalign_render::chart`.
 
 use serde::Serialize;
-use topoalign_render::chart::{stack, stacked_bars};
+use topoalign_render::{stack, stacked_bars};
 use topoalign_topology::PcieClass;
 
 use crate::gangs::{FleetSummary, GangConfig, GangSpec};

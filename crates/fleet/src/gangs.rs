@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde::Serialize;
-use topoalign_gang::job::{DEFAULT_IMAGE, check_fits};
+use topoalign_gang::{DEFAULT_IMAGE, check_fits};
 use topoalign_gang::{Job, Level, Mode};
 use topoalign_rng::Rng;
 use topoalign_topology::PcieClass;
@@ -42,7 +42,7 @@ use crate::gang_report::{GangPolicy, GangPolicyReport, GangReport};
 use crate::node::{Assignment, NodeModel, NodeState};
 
 /// At most this many candidate rail sets (K of R rails).
-pub const MAX_RAIL_SETS: usize = 256;
+pub(crate) const MAX_RAIL_SETS: usize = 256;
 
 /// The domain a gang stays inside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]

@@ -15,9 +15,9 @@ use crate::node::{Assignment, NodeModel, NodeState};
 use crate::workload::PodArrival;
 
 /// The resource name of the SR-IOV VF pool (seed 000's `nvidia.com/sriov-rdma-vf`).
-pub const VF_RESOURCE: &str = "nvidia.com/sriov-rdma-vf";
+pub(crate) const VF_RESOURCE: &str = "nvidia.com/sriov-rdma-vf";
 /// The resource name of the RDMA physical-function pool on nodes without VFs.
-pub const PF_RESOURCE: &str = "rdma/rdma_pf";
+pub(crate) const PF_RESOURCE: &str = "rdma/rdma_pf";
 /// Memory each GPU of a pod asks for (it makes the pod Guaranteed; no memory manager runs).
 const MEMORY_PER_GPU: i64 = 16 << 30;
 

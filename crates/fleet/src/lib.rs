@@ -3,49 +3,54 @@
 //!
 //! A fleet of nodes (one or more profiles) receives pod arrivals (Poisson) with
 //! exponential lifetimes and a mix of 1+1, 2+2, 4+4, 8+8 GPU+NIC requests
-//! ([`workload`]). The same stream runs under every [`Policy`], each on its own copy of
-//! the fleet ([`engine`]): nodes are tried in a fixed order (topoalign takes the node
+//! (`workload`). The same stream runs under every [`Policy`], each on its own copy of
+//! the fleet (`engine`): nodes are tried in a fixed order (topoalign takes the node
 //! whose plan scores best, the scheduler-extender role), pods that fit nowhere wait in a
-//! FIFO queue with a patience limit. Per policy the [`metrics`] count GPU↔NIC pairs by
+//! FIFO queue with a patience limit. Per policy the `metrics` count GPU↔NIC pairs by
 //! class (each GPU with its best NIC of the pod, as NCCL pairs them), GPUDirect RDMA,
 //! placed / rejected / timed-out / pending pods and GPU utilisation over time.
 //!
 //! On each node, `blind` and `tm-restricted` are decided by the kubelet model of
-//! `topoalign_tm` ([`kubelet`]), `topoalign` by the planner of `topoalign_plan` (one per
+//! `topoalign_tm` (`kubelet`), `topoalign` by the planner of `topoalign_plan` (one per
 //! node type), `dra-first-fit` by the one model of the DRA structured-parameters
 //! allocator, `topoalign_dra::first_fit` (first full solution in pool/slice/device order,
-//! backtracking, no scoring), on the node's devices as [`dra`] publishes them; [`svg`]
+//! backtracking, no scoring), on the node's devices as `dra` publishes them; `svg`
 //! draws the report with `topoalign_render::chart`. Every random choice comes from
 //! [`topoalign_rng::Rng`] (PCG-64) seeded by the user: same seed, same numbers.
 //!
-//! [`gangs`] (`simulate --gangs`) places multi-node gangs on NVLink racks and
+//! `gangs` (`simulate --gangs`) places multi-node gangs on NVLink racks and
 //! rail-optimized leaves as topology-aware workload scheduling does, under `stock` (labels
 //! and counts, first-fit devices) and `topoalign` (GDR pairs on one pinned rail set), per
-//! pod through the same allocator model ([`gang_node`]), reported by [`gang_report`].
+//! pod through the same allocator model (`gang_node`), reported by `gang_report`.
 
 #[cfg(feature = "clap")]
-pub mod args;
-pub mod demo;
-pub mod dra;
-pub mod engine;
-pub mod error;
-pub mod gang_node;
-pub mod gang_report;
-pub mod gangs;
-pub mod kubelet;
-pub mod metrics;
-pub mod node;
-pub mod options;
-pub mod placers;
-pub mod policy;
-pub mod svg;
+mod args;
+mod demo;
+mod dra;
+mod engine;
+mod error;
+mod gang_node;
+mod gang_report;
+mod gangs;
+mod kubelet;
+mod metrics;
+mod node;
+mod options;
+mod placers;
+mod policy;
+mod svg;
 #[cfg(test)]
 mod testing;
-pub mod text;
-pub mod workload;
+mod text;
+mod workload;
 
+#[cfg(feature = "clap")]
+pub use args::SimArgs;
+pub use demo::{DemoOptions, story};
+pub use dra::MatchOn;
 pub use engine::{NodeGroup, SimConfig, SimReport, simulate, simulate_with_progress};
 pub use error::FleetError;
+pub use gang_node::RailRule;
 pub use gang_report::{GangPolicy, GangPolicyReport, GangReport};
 pub use gangs::{DomainLevel, DomainMode, GangConfig, GangSpec, simulate_gangs};
 pub use metrics::{PolicyReport, SizeStats, UtilSample};
@@ -53,4 +58,5 @@ pub use node::{Assignment, NodeModel, NodeState, PairCounts};
 pub use options::{SimOptions, parse_fleet};
 pub use placers::{Attempt, NodeKind, PlaceOptions};
 pub use policy::Policy;
+pub use svg::report_svg;
 pub use workload::{Mix, PodArrival, StreamLength, WorkloadSpec};

@@ -11,7 +11,7 @@ use crate::error::FleetError;
 /// CPUs every node reserves for system daemons (`reservedSystemCPUs`): the static CPU
 /// manager never hands them to containers, the planner never plans on them, and they do
 /// not count as allocatable.
-pub const RESERVED_CPUS: usize = 2;
+pub(crate) const RESERVED_CPUS: usize = 2;
 
 /// A node type: a topology plus the facts every policy needs, computed once.
 #[derive(Debug, Clone)]
@@ -39,7 +39,7 @@ pub struct NodeModel {
     pub nic_root: Vec<String>,
     /// GPU×NIC paths, row-major over the positions in `gpus` and `nics`.
     pub paths: Vec<GpuNicPath>,
-    /// The CPUs reserved for the system ([`RESERVED_CPUS`] lowest CPU ids).
+    /// The CPUs reserved for the system (`RESERVED_CPUS` lowest CPU ids).
     pub reserved_cpus: CpuSet,
     /// CPUs pods may request: all CPUs minus the reserved ones.
     pub allocatable_cpus: u32,

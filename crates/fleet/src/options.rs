@@ -8,12 +8,13 @@ use topoalign_topology::Topology;
 use crate::dra::MatchOn;
 use crate::engine::{NodeGroup, SimConfig};
 use crate::error::FleetError;
+#[cfg(feature = "clap")]
 use crate::gangs::{GangConfig, GangSpec};
 use crate::policy::Policy;
 use crate::workload::{Mix, StreamLength, WorkloadSpec};
 
 /// The longest `--duration` accepted, in minutes (about 19 years).
-pub const MAX_DURATION_MINUTES: f64 = 1e7;
+pub(crate) const MAX_DURATION_MINUTES: f64 = 1e7;
 
 /// What `topoalign simulate` is asked to run.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,6 +97,7 @@ fn resolve_fleet(
 }
 
 /// What `topoalign simulate --gangs` is asked to run.
+#[cfg(feature = "clap")]
 #[derive(Debug, Clone, PartialEq)]
 pub struct GangOptions {
     /// `PROFILE=COUNT` groups.
@@ -110,6 +112,7 @@ pub struct GangOptions {
     pub spec: GangSpec,
 }
 
+#[cfg(feature = "clap")]
 impl GangOptions {
     /// Checks the options and builds the configuration.
     pub fn config(

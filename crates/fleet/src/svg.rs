@@ -2,7 +2,7 @@
 //! `topoalign_render::chart`: pair classes per policy (stacked shares), pairs with and
 //! without GPUDirect RDMA, what became of the pods, and fleet GPU utilisation over time.
 
-use topoalign_render::chart::{lines, stack, stacked_bars};
+use topoalign_render::{lines, stack, stacked_bars};
 use topoalign_topology::PcieClass;
 
 use crate::engine::SimReport;

@@ -189,7 +189,7 @@ impl PodArrival {
 }
 
 /// Generates the stream for `seed`. The same spec and seed always give the same pods.
-pub fn generate(spec: &WorkloadSpec, seed: u64) -> Result<Vec<PodArrival>, FleetError> {
+pub(crate) fn generate(spec: &WorkloadSpec, seed: u64) -> Result<Vec<PodArrival>, FleetError> {
     spec.validate()?;
     let mut rng = Rng::derive(seed, "workload");
     let mut pods = Vec::new();

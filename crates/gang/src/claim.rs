@@ -1,22 +1,22 @@
 //! The ResourceClaimTemplate every pod of a gang gets: its pairs, at the class asked or
 //! better, pinned to the job's rail set with one pair per rail. Built by the DRA model's
 //! claim writer (the one `topoalign claims --pairs` uses) and pinned by
-//! [`topoalign_dra::rails::pin_rails`]; nothing here writes a claim of its own.
+//! [`topoalign_dra::pin_rails`]; nothing here writes a claim of its own.
 
 use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
-use topoalign_dra::rails::pin_rails;
+use topoalign_dra::pin_rails;
 use topoalign_dra::{ClaimSpec, claim_template};
 
 use crate::{GangError, Job};
 
 /// The name of a job's claim template: `<job>-pairs`.
-pub fn template_name(job: &Job) -> String {
+pub(crate) fn template_name(job: &Job) -> String {
     format!("{}-pairs", job.name)
 }
 
 /// The name pods use for the claim in `spec.resourceClaims` and
 /// `containers[].resources.claims`.
-pub const POD_CLAIM_NAME: &str = "pairs";
+pub(crate) const POD_CLAIM_NAME: &str = "pairs";
 
 /// The job's claim template.
 pub fn gang_claim_template(job: &Job) -> Result<ResourceClaimTemplate, GangError> {

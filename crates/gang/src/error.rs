@@ -3,6 +3,8 @@
 
 use thiserror::Error;
 
+use crate::labels::Level;
+
 /// Everything that can go wrong reading a rail source, a job description or a node list,
 /// or turning a job into manifests.
 #[derive(Debug, Error)]
@@ -38,7 +40,7 @@ pub enum GangError {
         why: String,
     },
     /// A domain label key that no known source writes.
-    #[error("{file}: {field}: unknown domain label key {key:?}; known keys: {known}")]
+    #[error("{file}: {field}: unknown domain label key {key:?}; known keys: {source}")]
     UnknownKey {
         /// The file.
         file: String,
@@ -46,8 +48,9 @@ pub enum GangError {
         field: String,
         /// The key given.
         key: String,
-        /// The known keys (for the level, when one is given), comma-separated.
-        known: String,
+        /// Why it is refused: the known keys (for the level, when one is given).
+        #[source]
+        source: KeyError,
     },
     /// A rail source that does not fit the node's NICs.
     #[error("{file}: {field}: {why}")]
@@ -97,5 +100,27 @@ pub enum GangError {
         /// The DRA model's error.
         #[source]
         source: topoalign_dra::DraError,
+    },
+}
+
+/// Why a domain label key the user gave is refused. The text is the known keys
+/// (comma-separated), of the level when one is given, and why the level does not match.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum KeyError {
+    /// No known source writes the key.
+    #[error("{known}")]
+    Unknown {
+        /// The known keys (of the level, or all), comma-separated.
+        known: String,
+    },
+    /// A known key, but of another level than the one given.
+    #[error("{known} (the key is for level {found}, not {wanted})")]
+    OtherLevel {
+        /// The keys of `wanted`, comma-separated.
+        known: String,
+        /// The level the key belongs to.
+        found: Level,
+        /// The level given.
+        wanted: Level,
     },
 }

@@ -7,7 +7,7 @@ use crate::GangError;
 
 /// Parses `text` (YAML or JSON; JSON is YAML) as a `T`. A syntax error, or a field of
 /// the wrong type, unknown or missing, is an error naming `file` and the field path.
-pub fn parse<T: DeserializeOwned>(text: &str, file: &str) -> Result<T, GangError> {
+pub(crate) fn parse<T: DeserializeOwned>(text: &str, file: &str) -> Result<T, GangError> {
     let value: serde_json::Value =
         serde_saphyr::from_str(text).map_err(|source| GangError::Syntax {
             file: file.to_string(),
@@ -22,7 +22,7 @@ pub fn parse<T: DeserializeOwned>(text: &str, file: &str) -> Result<T, GangError
 
 /// `domain.level`, `rails[2]`, `nics."0000:0c:00.0"` (keys that are not plain
 /// identifiers quoted); `.` for the root.
-pub fn field_path(path: &serde_path_to_error::Path) -> String {
+pub(crate) fn field_path(path: &serde_path_to_error::Path) -> String {
     let mut out = String::new();
     for s in path.iter() {
         match s {
@@ -36,7 +36,7 @@ pub fn field_path(path: &serde_path_to_error::Path) -> String {
 
 /// `parent.key`, the key quoted unless it is a plain identifier (`nics."0000:0c:00.0"`,
 /// `nics.mlx5_0`); `key` alone under the root.
-pub fn child(parent: &str, key: &str) -> String {
+pub(crate) fn child(parent: &str, key: &str) -> String {
     let plain = !key.is_empty()
         && key
             .chars()

@@ -23,7 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
-use topoalign_dra::names::dns_label_problem;
+use topoalign_dra::dns_label_problem;
 use topoalign_topology::PcieClass;
 
 use crate::input::parse;
@@ -223,11 +223,11 @@ pub fn parse_job(text: &str, file: &str) -> Result<Job, GangError> {
         }
         (Some(l), None) => (l, l.keys().remove(0), false),
         (l, Some(key)) => {
-            let level = labels::check_key(&key, l).map_err(|known| GangError::UnknownKey {
+            let level = labels::check_key(&key, l).map_err(|source| GangError::UnknownKey {
                 file: file.to_string(),
                 field: "domain.key".into(),
                 key: key.clone(),
-                known,
+                source,
             })?;
             (level, key, true)
         }

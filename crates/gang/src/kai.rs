@@ -16,25 +16,25 @@ use crate::job::Mode;
 use crate::manifest::{meta, pod_spec, topology_name, topology_object, value};
 
 /// KAI's API version for `Topology`.
-pub const TOPOLOGY_API_VERSION: &str = "kai.scheduler/v1alpha1";
+pub(crate) const TOPOLOGY_API_VERSION: &str = "kai.scheduler/v1alpha1";
 /// KAI's API version for `PodGroup`.
-pub const POD_GROUP_API_VERSION: &str = "scheduling.run.ai/v2alpha2";
+pub(crate) const POD_GROUP_API_VERSION: &str = "scheduling.run.ai/v2alpha2";
 /// The scheduler name KAI serves.
-pub const SCHEDULER_NAME: &str = "kai-scheduler";
+pub(crate) const SCHEDULER_NAME: &str = "kai-scheduler";
 /// The queue label on pods and PodGroups.
-pub const QUEUE_LABEL: &str = "kai.scheduler/queue";
+pub(crate) const QUEUE_LABEL: &str = "kai.scheduler/queue";
 /// Pod annotation: the PodGroup the pod belongs to.
-pub const POD_GROUP_ANNOTATION: &str = "pod-group-name";
+pub(crate) const POD_GROUP_ANNOTATION: &str = "pod-group-name";
 /// Annotation: the name of the KAI `Topology` the placement refers to.
-pub const TOPOLOGY_ANNOTATION: &str = "kai.scheduler/topology";
+pub(crate) const TOPOLOGY_ANNOTATION: &str = "kai.scheduler/topology";
 /// Annotation: the pods must be inside one domain of this level (a node label).
-pub const REQUIRED_PLACEMENT: &str = "kai.scheduler/topology-required-placement";
+pub(crate) const REQUIRED_PLACEMENT: &str = "kai.scheduler/topology-required-placement";
 /// Annotation: the pods should be inside one domain of this level (a node label).
-pub const PREFERRED_PLACEMENT: &str = "kai.scheduler/topology-preferred-placement";
+pub(crate) const PREFERRED_PLACEMENT: &str = "kai.scheduler/topology-preferred-placement";
 
 /// The KAI `Topology` (cluster-scoped): the domain label, then `kubernetes.io/hostname`,
 /// which KAI allows only as the lowest level.
-pub fn topology(job: &Job) -> serde_json::Value {
+pub(crate) fn topology(job: &Job) -> serde_json::Value {
     topology_object(job, TOPOLOGY_API_VERSION)
 }
 

@@ -15,10 +15,10 @@ use crate::manifest::{meta, pod_spec, value};
 use crate::{GangError, Job};
 
 /// The name of the job's one PodGroupTemplate.
-pub const TEMPLATE: &str = "workers";
+pub(crate) const TEMPLATE: &str = "workers";
 
 /// The PodGroup's name: `<job>-workers`.
-pub fn pod_group_name(job: &Job) -> String {
+pub(crate) fn pod_group_name(job: &Job) -> String {
     format!("{}-{TEMPLATE}", job.name)
 }
 

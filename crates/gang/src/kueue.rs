@@ -13,17 +13,17 @@ use crate::job::Mode;
 use crate::manifest::{meta, pod_template, topology_name, topology_object, value};
 
 /// Kueue's LocalQueue label.
-pub const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
+pub(crate) const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 /// Pod-template annotation: the pods must be inside one domain of this label.
-pub const REQUIRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-required-topology";
+pub(crate) const REQUIRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-required-topology";
 /// Pod-template annotation: the pods should be inside one domain of this label.
-pub const PREFERRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-preferred-topology";
+pub(crate) const PREFERRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-preferred-topology";
 /// Kueue's API version for `Topology`.
-pub const API_VERSION: &str = "kueue.x-k8s.io/v1beta2";
+pub(crate) const API_VERSION: &str = "kueue.x-k8s.io/v1beta2";
 
 /// The Kueue `Topology`: the domain label, then `kubernetes.io/hostname` (the lowest
 /// level, which Kueue allows only last).
-pub fn topology(job: &Job) -> serde_json::Value {
+pub(crate) fn topology(job: &Job) -> serde_json::Value {
     topology_object(job, API_VERSION)
 }
 

@@ -12,30 +12,31 @@
 //! | `tier-N` (N ≥ 3) | `fabric.topograph.run/tier-N` | Topograph v1 (tier 0 is nearest the node) |
 //! | `node` | `kubernetes.io/hostname` | the kubelet |
 
-use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::error::KeyError;
+
 /// Topograph v1: the accelerator (NVLink) domain.
-pub const TOPOGRAPH_DOMAIN: &str = "accelerator.topograph.run/domain";
+pub(crate) const TOPOGRAPH_DOMAIN: &str = "accelerator.topograph.run/domain";
 /// Topograph v1: a sub-domain inside the accelerator domain.
-pub const TOPOGRAPH_SUB_DOMAIN: &str = "accelerator.topograph.run/sub-domain";
+pub(crate) const TOPOGRAPH_SUB_DOMAIN: &str = "accelerator.topograph.run/sub-domain";
 /// Topograph v1: fabric tiers, `tier-0` nearest the node; append the tier number.
-pub const TOPOGRAPH_TIER_PREFIX: &str = "fabric.topograph.run/tier-";
+pub(crate) const TOPOGRAPH_TIER_PREFIX: &str = "fabric.topograph.run/tier-";
 /// Topograph up to v0.5: the accelerator (NVLink) domain.
-pub const OLD_ACCELERATOR: &str = "network.topology.nvidia.com/accelerator";
+pub(crate) const OLD_ACCELERATOR: &str = "network.topology.nvidia.com/accelerator";
 /// Topograph up to v0.5: the leaf switch.
-pub const OLD_LEAF: &str = "network.topology.nvidia.com/leaf";
+pub(crate) const OLD_LEAF: &str = "network.topology.nvidia.com/leaf";
 /// Older Topograph documentation's name for the leaf: the block of racks under one switch.
-pub const OLD_BLOCK: &str = "network.topology.nvidia.com/block";
+pub(crate) const OLD_BLOCK: &str = "network.topology.nvidia.com/block";
 /// Topograph up to v0.5: the spine switch.
-pub const OLD_SPINE: &str = "network.topology.nvidia.com/spine";
+pub(crate) const OLD_SPINE: &str = "network.topology.nvidia.com/spine";
 /// Topograph up to v0.5: the core switch.
-pub const OLD_CORE: &str = "network.topology.nvidia.com/core";
+pub(crate) const OLD_CORE: &str = "network.topology.nvidia.com/core";
 /// GPU Feature Discovery: `<ClusterUUID>.<CliqueID>`, only where every fabric GPU of the
 /// node agrees (GB200/GB300 NVL72).
-pub const GFD_CLIQUE: &str = "nvidia.com/gpu.clique";
+pub(crate) const GFD_CLIQUE: &str = "nvidia.com/gpu.clique";
 /// The node's own name, the lowest level Kueue accepts.
-pub const HOSTNAME: &str = "kubernetes.io/hostname";
+pub(crate) const HOSTNAME: &str = "kubernetes.io/hostname";
 
 /// A domain level a gang can be kept inside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -126,7 +127,7 @@ impl fmt::Display for Level {
 }
 
 /// The level names accepted, for error messages.
-pub const LEVEL_NAMES: &str = "node, nvlink-sub, nvlink, leaf, spine, core, tier-N";
+pub(crate) const LEVEL_NAMES: &str = "node, nvlink-sub, nvlink, leaf, spine, core, tier-N";
 
 impl std::str::FromStr for Level {
     type Err = String;
@@ -152,7 +153,7 @@ impl std::str::FromStr for Level {
 }
 
 /// Every known key (fabric tiers 0–2 for the open-ended family), for error messages.
-pub fn known_keys() -> Vec<String> {
+pub(crate) fn known_keys() -> Vec<String> {
     [
         Level::Nvlink,
         Level::NvlinkSub,
@@ -168,7 +169,11 @@ pub fn known_keys() -> Vec<String> {
 
 /// The key for `level` among a node's labels, by precedence: the first of
 /// [`Level::keys`] the node carries, with its value.
-pub fn lookup(level: Level, labels: &BTreeMap<String, String>) -> Option<(String, &str)> {
+#[cfg(test)]
+pub(crate) fn lookup(
+    level: Level,
+    labels: &std::collections::BTreeMap<String, String>,
+) -> Option<(String, &str)> {
     level
         .keys()
         .into_iter()
@@ -177,17 +182,18 @@ pub fn lookup(level: Level, labels: &BTreeMap<String, String>) -> Option<(String
 
 /// Checks a key the user gave: known, and of `level` when a level is given. The error
 /// text lists the known keys (of the level, or all).
-pub fn check_key(key: &str, level: Option<Level>) -> Result<Level, String> {
+pub(crate) fn check_key(key: &str, level: Option<Level>) -> Result<Level, KeyError> {
     let known = |l: Option<Level>| match l {
         Some(l) => l.keys().join(", "),
         None => known_keys().join(", ") + ", fabric.topograph.run/tier-N",
     };
     match (Level::of_key(key), level) {
-        (None, l) => Err(known(l)),
-        (Some(found), Some(l)) if found != l => Err(format!(
-            "{} (the key is for level {found}, not {l})",
-            known(Some(l))
-        )),
+        (None, l) => Err(KeyError::Unknown { known: known(l) }),
+        (Some(found), Some(l)) if found != l => Err(KeyError::OtherLevel {
+            known: known(Some(l)),
+            found,
+            wanted: l,
+        }),
         (Some(found), _) => Ok(found),
     }
 }
@@ -195,6 +201,7 @@ pub fn check_key(key: &str, level: Option<Level>) -> Result<Level, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
@@ -249,12 +256,16 @@ mod tests {
 
     #[test]
     fn unknown_and_mismatched_keys_are_refused_with_the_known_ones() {
-        let e = check_key("topology.kubernetes.io/rack", None).unwrap_err();
+        let e = check_key("topology.kubernetes.io/rack", None)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains(TOPOGRAPH_DOMAIN) && e.contains(GFD_CLIQUE),
             "{e}"
         );
-        let e = check_key(OLD_SPINE, Some(Level::LEAF)).unwrap_err();
+        let e = check_key(OLD_SPINE, Some(Level::LEAF))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("for level spine, not leaf"), "{e}");
         assert_eq!(
             check_key(GFD_CLIQUE, Some(Level::Nvlink)),

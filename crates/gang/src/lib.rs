@@ -1,35 +1,37 @@
 //! Multi-node jobs (gangs) placed right by the engines that already place gangs: pure
 //! functions, no I/O.
 //!
-//! - [`rails`]: each NIC's rail from a rail source the operator states (an operator map
+//! - `rails`: each NIC's rail from a rail source the operator states (an operator map
 //!   or the rule "the NIC nearest GPU i is rail i"), checked against the node's
 //!   [`Topology`](topoalign_topology::Topology); the DRA driver publishes the result as
 //!   the `rail` attribute ([`topoalign_dra::attr::RAIL`]).
-//! - [`labels`]: the node label keys that name NVLink domains, leaves, spines and cores
+//! - `labels`: the node label keys that name NVLink domains, leaves, spines and cores
 //!   (Topograph v1 and older, GPU Feature Discovery), and the lookup by precedence.
-//! - [`job`]: the job description (pods × pairs, class, rails, domain level) and its checks,
+//! - `job`: the job description (pods × pairs, class, rails, domain level) and its checks,
 //!   including a gang larger than every domain.
 //! - [`manifests`]: the job as objects to apply in one of four [`Dialect`]s, every pod's
-//!   ResourceClaimTemplate pinning the job's rails ([`claim`]); the dialects are
-//!   [`kube`], [`kueue`], [`volcano`] and [`kai`].
+//!   ResourceClaimTemplate pinning the job's rails (`claim`); the dialects are
+//!   `kube`, `kueue`, `volcano` and `kai`.
 
-pub mod claim;
+mod claim;
 mod error;
-pub mod fleet;
-pub mod input;
-pub mod job;
-pub mod kai;
-pub mod kube;
-pub mod kueue;
-pub mod labels;
-pub mod manifest;
-pub mod rails;
-pub mod volcano;
+mod fleet;
+mod input;
+mod job;
+mod kai;
+mod kube;
+mod kueue;
+mod labels;
+mod manifest;
+mod rails;
+mod volcano;
 
 pub use claim::gang_claim_template;
-pub use error::GangError;
+pub use error::{GangError, KeyError};
 pub use fleet::{NodeLabels, parse_nodes};
+pub use job::{DEFAULT_IMAGE, check_fits};
 pub use job::{Job, Mode, fit_fleet, parse_job};
 pub use labels::Level;
 pub use manifest::{Dialect, Manifests, Summary, manifests, summary_table};
+pub use rails::{NicKey, RailKind};
 pub use rails::{NicRails, RailSource, nic_rails, parse_rail_source};

@@ -15,7 +15,7 @@ use crate::job::Mode;
 use crate::{GangError, Job, kai, kube, kueue, volcano};
 
 /// The label every object of a gang carries: `topoalign.dev/gang: <job>`.
-pub const GANG_LABEL: &str = "topoalign.dev/gang";
+pub(crate) const GANG_LABEL: &str = "topoalign.dev/gang";
 
 /// The engine whose objects are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -137,7 +137,7 @@ pub(crate) fn pod_template(job: &Job, annotations: BTreeMap<String, String>) -> 
 
 /// Serializes a typed object.
 /// The name of the `Topology` object the Kueue and KAI dialects write: `topoalign-<level>`.
-pub fn topology_name(job: &Job) -> String {
+pub(crate) fn topology_name(job: &Job) -> String {
     format!("topoalign-{}", job.level)
 }
 

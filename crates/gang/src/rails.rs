@@ -34,7 +34,7 @@ use crate::GangError;
 use crate::input::{child, parse};
 
 /// The rule name of "the NIC nearest GPU i is rail i".
-pub const RULE_NEAREST_GPU: &str = "nearest-gpu";
+pub(crate) const RULE_NEAREST_GPU: &str = "nearest-gpu";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

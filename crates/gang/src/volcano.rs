@@ -9,7 +9,7 @@ use crate::job::Mode;
 use crate::manifest::{meta, pod_template, value};
 
 /// Volcano's Job API version.
-pub const API_VERSION: &str = "batch.volcano.sh/v1alpha1";
+pub(crate) const API_VERSION: &str = "batch.volcano.sh/v1alpha1";
 
 /// Appends the Volcano Job.
 pub(crate) fn objects(job: &Job, out: &mut Vec<serde_json::Value>, notes: &mut Vec<String>) {

@@ -4,7 +4,7 @@
 //! percent-encoded, as the HTTP/2 `:authority`; the `http` crate refuses `%` there, so
 //! `h2` resets the stream with PROTOCOL_ERROR and the kubelet never registers the plugin.
 //! [`wrap`] sits between the accepted connection and tonic and replaces only such an
-//! authority ([`shim`], on the small HPACK codec in [`hpack`]).
+//! authority (`shim`, on the small HPACK codec in `hpack`).
 //!
 //! **Removable in one line.** The upstream fix is hyperium/h2 PR 487 (the grpc-rust
 //! issues 243 and 1876 track the same refusal). Once the `h2` in the tree accepts a
@@ -13,7 +13,9 @@
 //! The shim already stops changing anything the day `http` accepts such authorities:
 //! its validity test is `http`'s own parser.
 
-pub mod hpack;
-pub mod shim;
+mod hpack;
+mod shim;
 
+pub use hpack::{Decoder, Encoder, Header};
+pub use shim::frame_header;
 pub use shim::{AuthorityRewriter, PREFACE, REPLACEMENT_AUTHORITY, authority_is_valid, wrap};

@@ -2,8 +2,6 @@
 //! driver may publish and every claim may match on: written by topoalign's driver, read
 //! by its extender, the fleet simulation's stand-in drivers and the lint's claim rules.
 
-/// The domain of the standard attributes.
-pub const STANDARD_DOMAIN: &str = "resource.kubernetes.io";
 /// Standard: the PCI address of a device that is one PCI function (`0000:3b:00.0`).
 pub const PCI_BUS_ID: &str = "resource.kubernetes.io/pciBusID";
 /// Standard: the host bridge a device hangs under (`pci0000:3a`).

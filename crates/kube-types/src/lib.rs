@@ -1,29 +1,43 @@
 //! Kubernetes vocabulary shared by the topoalign crates: API value types and the names
 //! and settings that pass between processes (the cross-process contract).
 //!
-//! - [`quantity`] mirrors `k8s.io/apimachinery/pkg/api/resource` (`ParseQuantity`,
+//! - `quantity` mirrors `k8s.io/apimachinery/pkg/api/resource` (`ParseQuantity`,
 //!   `Value`, `MilliValue`): an exact [`Quantity`] held in nano-units.
-//! - [`qos`] mirrors `pkg/apis/core/v1/helper/qos` (`GetPodQOS`): the [`QosClass`] of a pod
+//! - `qos` mirrors `pkg/apis/core/v1/helper/qos` (`GetPodQOS`): the [`QosClass`] of a pod
 //!   from its containers' requests and limits, with the [`NotGuaranteed`] reason when it
 //!   is not Guaranteed.
 //! - [`labels`]: the node labels and annotations the agent writes and the extender reads.
 //! - [`nrt`]: the NodeResourceTopology API's names (and, with the `kube` feature, its
 //!   kube-rs `ApiResource`).
-//! - [`dra_attr`]: the standard DRA device attribute names (`resource.kubernetes.io/…`).
+//! - `dra_attr`: the standard DRA device attribute names (`resource.kubernetes.io/…`).
 //! - [`kubelet_settings`]: the KubeletConfiguration's topology settings, decoded as the
 //!   kubelet decodes them.
-//! - [`admission`]: the kubelet's admission verdict on a pod.
-//! - [`documents`]: the JSON/YAML document reader.
+//! - `admission`: the kubelet's admission verdict on a pod.
+//! - `documents`: the JSON/YAML document reader.
 
-pub mod admission;
-pub mod documents;
-pub mod dra_attr;
+mod admission;
+mod documents;
+mod dra_attr;
+/// Public as a namespace: The kubelet's topology settings and their keys
+/// (`kubelet_settings::keys`): a sub-API of its own. crates/extender (restructured by
+/// another helper) names items by this path; kept `pub` until it moves to the root re-
+/// exports.
 pub mod kubelet_settings;
+/// Public as a namespace: The node label and annotation keys topoalign writes: a
+/// namespace of constants (callers write `labels::FABRIC_LABEL`). crates/extender
+/// (restructured by another helper) names items by this path; kept `pub` until it moves
+/// to the root re-exports.
 pub mod labels;
+/// Public as a namespace: NodeResourceTopology object fields. crates/extender
+/// (restructured by another helper) names items by this path; kept `pub` until it moves
+/// to the root re-exports.
 pub mod nrt;
-pub mod qos;
-pub mod quantity;
+mod qos;
+mod quantity;
 
+pub use admission::{Admission, MergedHint, TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
+pub use documents::{DocumentError, read_document, yaml_error};
+pub use dra_attr::{NUMA_NODE_STD, PCI_BUS_ID, PCIE_ROOT};
 pub use qos::{
     CPU, MEMORY, NotGuaranteed, PodQos, QosClass, ResourceList, container_guaranteed, pod_qos,
 };

@@ -11,7 +11,7 @@ use hyper_util::rt::TokioIo;
 use tokio::net::UnixStream;
 use tonic::transport::{Endpoint, Uri};
 use topoalign_dra::{AllocatedDevice, DRIVER_NAME, Inventory};
-use topoalign_kubelet_plugin::checkpoint::json_bytes;
+use topoalign_kubelet_plugin::json_bytes;
 use topoalign_kubelet_plugin::pb::dra_v1 as dra;
 use topoalign_kubelet_plugin::{ClaimAllocation, Engine, InMemoryClaims, Plugin, PluginConfig};
 

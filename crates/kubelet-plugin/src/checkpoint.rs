@@ -13,13 +13,13 @@ use topoalign_topology::Bdf;
 use crate::error::PluginError;
 
 /// The checkpoint format version this code reads and writes.
-pub const CHECKPOINT_VERSION: u32 = 1;
+pub(crate) const CHECKPOINT_VERSION: u32 = 1;
 
 /// The whole checkpoint file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Checkpoint {
-    /// [`CHECKPOINT_VERSION`].
+    /// `CHECKPOINT_VERSION`.
     pub version: u32,
     /// Prepared claims by UID.
     pub claims: BTreeMap<String, PreparedClaim>,

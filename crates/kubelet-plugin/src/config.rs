@@ -5,14 +5,14 @@ use std::path::PathBuf;
 use topoalign_dra::DRIVER_NAME;
 
 /// The kubelet's default plugin registration directory.
-pub const DEFAULT_PLUGIN_REGISTRY_DIR: &str = "/var/lib/kubelet/plugins_registry";
+pub(crate) const DEFAULT_PLUGIN_REGISTRY_DIR: &str = "/var/lib/kubelet/plugins_registry";
 /// The kubelet's default directory for plugin sockets.
-pub const DEFAULT_PLUGIN_DIR: &str = "/var/lib/kubelet/plugins";
+pub(crate) const DEFAULT_PLUGIN_DIR: &str = "/var/lib/kubelet/plugins";
 /// The CDI directory for generated (transient) specs.
-pub const DEFAULT_CDI_DIR: &str = "/var/run/cdi";
+pub(crate) const DEFAULT_CDI_DIR: &str = "/var/run/cdi";
 /// Where container runtimes (containerd, CRI-O, the CDI library) read CDI specs, lowest
 /// priority first: the GPU vendors' specs are looked up there.
-pub const DEFAULT_CDI_SPEC_DIRS: [&str; 2] = ["/etc/cdi", "/var/run/cdi"];
+pub(crate) const DEFAULT_CDI_SPEC_DIRS: [&str; 2] = ["/etc/cdi", "/var/run/cdi"];
 
 /// The plugin's directory flags (the `clap` feature), flattened into `topoalign driver`.
 #[cfg(feature = "clap")]

@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use topoalign_atomic::{WriteOptions, WriteStep};
-use topoalign_dra::cdi::cdi_file_name;
-use topoalign_dra::cdi_netdev::add_roce_net_devices;
+use topoalign_dra::add_roce_net_devices;
+use topoalign_dra::cdi_file_name;
 use topoalign_dra::{
     CdiPlan, Holdings, Inventory, PreparedDevice, PreparedGpu, compose_cdi, prepare_allocation,
     vendor_gpu_ids, vendor_mig_ids,
@@ -31,7 +31,7 @@ use topoalign_topology::GpuVendor;
 use crate::checkpoint::{Checkpoint, PreparedClaim, PreparedRecord, json_bytes};
 use crate::claims::ClaimAllocation;
 use crate::config::PluginConfig;
-use crate::error::{ClaimError, PluginError};
+use crate::error::{ClaimError, PluginError, UidError};
 use crate::vendor::{VendorCdiStatus, VendorScan};
 
 /// A point where a test may inject a failure or a crash (by panicking in the hook).
@@ -130,14 +130,12 @@ impl std::fmt::Debug for Engine {
 }
 
 /// Checks that a claim UID is safe in a file name (Kubernetes UIDs are UUIDs).
-pub fn check_uid(uid: &str) -> Result<(), String> {
+pub(crate) fn check_uid(uid: &str) -> Result<(), UidError> {
     if uid.is_empty() {
-        return Err("the uid is empty".into());
+        return Err(UidError::Empty);
     }
     if uid.len() > 128 || !uid.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-        return Err(format!(
-            "uid {uid:?} is not a Kubernetes UID (expected letters, digits and '-', at most 128)"
-        ));
+        return Err(UidError::NotUid(uid.to_string()));
     }
     Ok(())
 }
@@ -240,7 +238,7 @@ impl Engine {
     /// CDI spec. Idempotent: a prepared claim returns what it returned the first time.
     pub fn prepare(&mut self, claim: &ClaimAllocation) -> Result<Vec<PreparedRecord>, ClaimError> {
         let uid = claim.uid.as_str();
-        check_uid(uid).map_err(|what| ClaimError::BadRequest { index: 0, what })?;
+        check_uid(uid).map_err(|source| ClaimError::BadUid { index: 0, source })?;
         if let Some(done) = self.already_prepared(uid)? {
             return Ok(done);
         }
@@ -353,7 +351,7 @@ impl Engine {
     /// Unprepares one claim: removes its CDI spec, then forgets it. Idempotent: an unknown
     /// claim is already unprepared (a stray spec of it is still removed).
     pub fn unprepare(&mut self, uid: &str) -> Result<(), ClaimError> {
-        check_uid(uid).map_err(|what| ClaimError::BadRequest { index: 0, what })?;
+        check_uid(uid).map_err(|source| ClaimError::BadUid { index: 0, source })?;
         let path = self.cdi_path(uid);
         match std::fs::remove_file(&path) {
             Ok(()) => {

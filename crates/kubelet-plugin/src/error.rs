@@ -20,6 +20,15 @@ pub enum ClaimError {
         /// What is wrong and what was expected.
         what: String,
     },
+    /// The kubelet's request carries a claim UID that is unsafe in a file name.
+    #[error("claim {index} of the request: {source}")]
+    BadUid {
+        /// Position of the claim in the request.
+        index: usize,
+        /// What is wrong with the UID.
+        #[source]
+        source: UidError,
+    },
     /// The claim could not be read from the API server.
     #[error("ResourceClaim {namespace}/{name} (uid {uid}): {source}")]
     Source {
@@ -96,7 +105,7 @@ impl ClaimError {
     /// The gRPC status code for this failure.
     pub fn code(&self) -> Code {
         match self {
-            ClaimError::BadRequest { .. } => Code::InvalidArgument,
+            ClaimError::BadRequest { .. } | ClaimError::BadUid { .. } => Code::InvalidArgument,
             ClaimError::Source { source, .. } => source.code(),
             ClaimError::Allocation { source, .. } => match **source {
                 AllocationError::GpuTaken { .. }
@@ -163,4 +172,15 @@ pub enum PluginError {
         #[source]
         source: tonic::transport::Error,
     },
+}
+
+/// Why a claim UID is refused as a file name part (Kubernetes UIDs are UUIDs).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UidError {
+    /// The UID is empty.
+    #[error("the uid is empty")]
+    Empty,
+    /// The UID has other characters than letters, digits and `-`, or is too long.
+    #[error("uid {0:?} is not a Kubernetes UID (expected letters, digits and '-', at most 128)")]
+    NotUid(String),
 }

@@ -35,7 +35,7 @@ pub struct DeviceHealthEntry {
 /// The health of the node's hardware (GPUs and physical NICs by their device names) and
 /// of every published device derived from it (a pair is as healthy as its worse half).
 #[derive(Debug)]
-pub struct HealthBoard {
+pub(crate) struct HealthBoard {
     pool: String,
     /// Published device → the hardware names it stands for.
     devices: Vec<(String, Vec<String>)>,
@@ -52,7 +52,7 @@ fn now() -> i64 {
 
 impl HealthBoard {
     /// Every device healthy.
-    pub fn new(pool: &str, inventory: &Inventory) -> Self {
+    pub(crate) fn new(pool: &str, inventory: &Inventory) -> Self {
         let devices: Vec<(String, Vec<String>)> = inventory
             .devices()
             .iter()
@@ -115,7 +115,7 @@ impl HealthBoard {
     /// Sets the health of a GPU or physical NIC (by its device name); returns false for a
     /// name the inventory does not have. Subscribers get a new full list if anything
     /// changed.
-    pub fn set(&mut self, hardware: &str, health: Health) -> bool {
+    pub(crate) fn set(&mut self, hardware: &str, health: Health) -> bool {
         let Some(slot) = self.hardware.get_mut(hardware) else {
             return false;
         };
@@ -142,7 +142,7 @@ impl HealthBoard {
 
     /// Takes the device list of a new inventory (hot-plug): hardware known before keeps
     /// its health, new hardware starts healthy; subscribers get the new full list.
-    pub fn set_inventory(&mut self, inventory: &Inventory) {
+    pub(crate) fn set_inventory(&mut self, inventory: &Inventory) {
         let fresh = Self::new(&self.pool, inventory);
         let hardware = fresh
             .hardware
@@ -158,7 +158,7 @@ impl HealthBoard {
     }
 
     /// A receiver of the full list, current value first.
-    pub fn subscribe(&self) -> watch::Receiver<Vec<DeviceHealthEntry>> {
+    pub(crate) fn subscribe(&self) -> watch::Receiver<Vec<DeviceHealthEntry>> {
         self.tx.subscribe()
     }
 }

@@ -11,41 +11,46 @@
 //! [`InMemoryClaims`] in tests), checks every allocated device of this driver with
 //! [`topoalign_dra::prepare_allocation`] (this node's pool, published, free, NIC function
 //! chosen), reserves it in an atomic checkpoint and writes one CDI spec per claim
-//! ([`topoalign_dra::compose_cdi`]) with `topoalign_atomic`; see [`engine`] for the crash
+//! ([`topoalign_dra::compose_cdi`]) with `topoalign_atomic`; see `engine` for the crash
 //! safety argument. Each GPU's CDI ids name its device in the vendor's own spec
 //! (`nvidia.com/gpu=…`, `amd.com/gpu=…`) where the runtime's CDI directories have one
-//! ([`vendor`]), so the vendor's driver libraries and hooks reach the container.
+//! (`vendor`), so the vendor's driver libraries and hooks reach the container.
 //!
 //! * [`pb`]: the kubelet's gRPC APIs, compiled from `proto/` with protox.
 //!
 //! The HTTP/2 `:authority` shim that lets the kubelet's registration client (which sends a
 //! percent-encoded socket path there) talk to tonic is its own crate,
-//! `topoalign_h2_authority`, put in front of both sockets in [`server`].
+//! `topoalign_h2_authority`, put in front of both sockets in `server`.
 
-pub mod checkpoint;
-pub mod claims;
-pub mod config;
-pub mod engine;
-pub mod error;
-pub mod health;
-pub mod metrics;
-pub mod plugin;
-pub mod server;
-pub mod vendor;
+mod checkpoint;
+mod claims;
+mod config;
+mod engine;
+mod error;
+mod health;
+mod metrics;
+mod plugin;
+mod server;
+mod vendor;
 
+pub use checkpoint::json_bytes;
 pub use checkpoint::{Checkpoint, PreparedClaim, PreparedRecord};
+pub use claims::check_uid;
 pub use claims::{BoxFuture, ClaimAllocation, ClaimSource, ClaimSourceError, InMemoryClaims};
 #[cfg(feature = "clap")]
 pub use config::PluginArgs;
 pub use config::PluginConfig;
 pub use engine::{Engine, FaultHook, FaultPoint, ReconcileReport};
-pub use error::{ClaimError, PluginError};
+pub use error::{ClaimError, PluginError, UidError};
 pub use health::{DeviceHealthEntry, Health};
 pub use metrics::Metrics;
 pub use plugin::{ClaimRef, Plugin, RegistrationStatus};
+pub use server::RegistrationService;
 pub use vendor::{VendorCdiStatus, VendorScan};
 
-/// The kubelet's gRPC APIs, generated from `proto/`.
+/// The kubelet's gRPC APIs, generated from `proto/`: a namespace of its own (the
+/// kubelet's wire types and services). The generated code carries no doc comments.
+#[allow(missing_docs)]
 pub mod pb {
     /// `pluginregistration`: the plugin watcher's Registration service.
     pub mod pluginregistration {

@@ -225,7 +225,7 @@ impl Plugin {
 
     /// Unprepares one claim.
     pub async fn unprepare_claim(&self, index: usize, claim: &ClaimRef) -> Result<(), ClaimError> {
-        check_uid(&claim.uid).map_err(|what| ClaimError::BadRequest { index, what })?;
+        check_uid(&claim.uid).map_err(|source| ClaimError::BadUid { index, source })?;
         let uid = claim.uid.clone();
         self.blocking(&claim.uid, move |e| e.unprepare(&uid)).await
     }
@@ -326,7 +326,7 @@ fn validate(index: usize, c: &ClaimRef) -> Result<(), ClaimError> {
     if c.name.is_empty() {
         return Err(bad(format!("claim uid {:?}: the name is empty", c.uid)));
     }
-    check_uid(&c.uid).map_err(bad)
+    check_uid(&c.uid).map_err(|source| ClaimError::BadUid { index, source })
 }
 
 fn to_ref(c: &dra::Claim) -> ClaimRef {

@@ -20,12 +20,12 @@ use crate::pb::pluginregistration as reg;
 use crate::plugin::{Plugin, RegistrationStatus};
 
 /// The plugin type the kubelet's plugin watcher routes to its DRA manager.
-pub const PLUGIN_TYPE: &str = "DRAPlugin";
+pub(crate) const PLUGIN_TYPE: &str = "DRAPlugin";
 /// The DRA service versions served on the DRA socket.
-pub const SUPPORTED_VERSIONS: [&str; 1] = ["v1.DRAPlugin"];
+pub(crate) const SUPPORTED_VERSIONS: [&str; 1] = ["v1.DRAPlugin"];
 
 /// How long [`Plugin::serve`] lets open connections drain after shutdown.
-pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+pub(crate) const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The registration service.
 #[derive(Debug, Clone)]
@@ -68,7 +68,7 @@ impl reg::registration_server::Registration for RegistrationService {
 
 /// The DRA service.
 #[derive(Debug, Clone)]
-pub struct DraService(pub Plugin);
+pub(crate) struct DraService(pub Plugin);
 
 #[tonic::async_trait]
 impl dra::dra_plugin_server::DraPlugin for DraService {
@@ -95,7 +95,7 @@ impl dra::dra_plugin_server::DraPlugin for DraService {
 
 /// The health service of one API version.
 #[derive(Debug, Clone)]
-pub struct HealthService(pub Plugin);
+pub(crate) struct HealthService(pub Plugin);
 
 type HealthStream<T> = Pin<Box<dyn tokio_stream::Stream<Item = Result<T, Status>> + Send>>;
 
@@ -150,7 +150,7 @@ health_version!(health_v1beta1, ..Default::default());
 health_version!(health_v1, ..Default::default());
 
 /// Binds a unix socket, replacing a stale socket file (anything else there is an error).
-pub fn bind(path: &Path) -> Result<UnixListener, PluginError> {
+pub(crate) fn bind(path: &Path) -> Result<UnixListener, PluginError> {
     let bind_err = |source| PluginError::Bind {
         path: path.to_path_buf(),
         source,

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use topoalign_dra::cdi::cdi_file_name;
-use topoalign_dra::cdi_vendor::{AMD_KIND, NVIDIA_GENERATE, NVIDIA_KIND};
+use topoalign_dra::cdi_file_name;
+use topoalign_dra::{AMD_KIND, NVIDIA_GENERATE, NVIDIA_KIND};
 use topoalign_dra::{Inventory, PreparedGpu, VendorCdiError, VendorSpec, parse_vendor_spec};
 use topoalign_topology::GpuVendor;
 

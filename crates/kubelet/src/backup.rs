@@ -13,7 +13,7 @@ use crate::error::ConfigError;
 use crate::timestamp::format_utc;
 
 /// The name suffix of a backup that `rollback` made.
-pub const PRE_ROLLBACK_SUFFIX: &str = ".pre-rollback";
+pub(crate) const PRE_ROLLBACK_SUFFIX: &str = ".pre-rollback";
 
 /// Who made a backup.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -48,7 +48,7 @@ fn backup_prefix(file: &Path) -> String {
 /// Writes a copy of `bytes` (the current content of `file`) as `FILE.bak.<now>` (with
 /// [`PRE_ROLLBACK_SUFFIX`] for [`BackupKind::PreRollback`]), with the mode of `file`;
 /// returns the backup's path. Never overwrites an existing backup.
-pub fn write_backup(
+pub(crate) fn write_backup(
     file: &Path,
     bytes: &[u8],
     now: SystemTime,
@@ -94,7 +94,8 @@ pub fn list_backups(file: &Path) -> Result<Vec<PathBuf>, ConfigError> {
 }
 
 /// The newest backup of `file`.
-pub fn newest_backup(file: &Path) -> Result<PathBuf, ConfigError> {
+#[cfg(test)]
+pub(crate) fn newest_backup(file: &Path) -> Result<PathBuf, ConfigError> {
     list_backups(file)?
         .pop()
         .ok_or_else(|| ConfigError::NoBackup {

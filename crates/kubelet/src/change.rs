@@ -68,7 +68,7 @@ impl ChangeRequest {
 
 /// Applies `updates` to a copy of `fields`: existing keys keep their position, new keys
 /// are appended in order. Only updates that change something are kept in the returned list.
-pub fn apply_updates(
+pub(crate) fn apply_updates(
     fields: &Map<String, Value>,
     updates: &[(String, Value)],
 ) -> (Map<String, Value>, Vec<(String, Value)>) {

@@ -2,7 +2,7 @@
 
 /// A unified diff (`---`/`+++` headers, `@@` hunks with `context` lines) of two texts;
 /// empty when they are equal.
-pub fn unified_diff(
+pub(crate) fn unified_diff(
     old: &str,
     new: &str,
     old_name: &str,

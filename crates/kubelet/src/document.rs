@@ -7,9 +7,9 @@ use serde_json::{Map, Value};
 use crate::error::ConfigError;
 
 /// The API group every KubeletConfiguration `apiVersion` belongs to.
-pub const API_GROUP: &str = "kubelet.config.k8s.io";
+pub(crate) const API_GROUP: &str = "kubelet.config.k8s.io";
 /// The `kind` of a KubeletConfiguration.
-pub const KIND: &str = "KubeletConfiguration";
+pub(crate) const KIND: &str = "KubeletConfiguration";
 
 /// The syntax a KubeletConfiguration file is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -118,7 +118,11 @@ impl ConfigDocument {
 }
 
 /// Parses text in either syntax to a generic value.
-pub fn parse_value(path: &Path, format: ConfigFormat, text: &str) -> Result<Value, ConfigError> {
+pub(crate) fn parse_value(
+    path: &Path,
+    format: ConfigFormat,
+    text: &str,
+) -> Result<Value, ConfigError> {
     match format {
         ConfigFormat::Json => serde_json::from_str(text).map_err(|e| ConfigError::Json {
             path: path.to_path_buf(),
@@ -132,7 +136,7 @@ pub fn parse_value(path: &Path, format: ConfigFormat, text: &str) -> Result<Valu
             }
             serde_saphyr::from_str::<Value>(text).map_err(|e| ConfigError::Yaml {
                 path: path.to_path_buf(),
-                message: topoalign_kube_types::documents::yaml_error(&e),
+                message: topoalign_kube_types::yaml_error(&e),
             })
         }
     }
@@ -140,7 +144,10 @@ pub fn parse_value(path: &Path, format: ConfigFormat, text: &str) -> Result<Valu
 
 /// Checks that `value` is a mapping whose `kind`/`apiVersion` (when present) are a
 /// KubeletConfiguration's, and returns the mapping.
-pub fn check_kubelet_config(path: &Path, value: Value) -> Result<Map<String, Value>, ConfigError> {
+pub(crate) fn check_kubelet_config(
+    path: &Path,
+    value: Value,
+) -> Result<Map<String, Value>, ConfigError> {
     let not = |why: String| ConfigError::NotKubeletConfig {
         path: path.to_path_buf(),
         why,
@@ -173,7 +180,7 @@ pub fn check_kubelet_config(path: &Path, value: Value) -> Result<Map<String, Val
 }
 
 /// A short name for a value's type, for messages.
-pub fn kind_of(v: &Value) -> &'static str {
+pub(crate) fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

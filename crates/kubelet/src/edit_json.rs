@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 /// The indentation unit of a pretty-printed JSON text (`"  "`, `"    "`, `"\t"`), or
 /// two spaces when the text is compact (as Python's `json.dump(indent=2)` writes).
-pub fn detect_indent(text: &str) -> String {
+pub(crate) fn detect_indent(text: &str) -> String {
     text.lines()
         .skip(1)
         .find_map(|line| {
@@ -20,7 +20,10 @@ pub fn detect_indent(text: &str) -> String {
 }
 
 /// Renders `fields` as JSON in the style of `original` (indent unit, final newline).
-pub fn render(original: &str, fields: &Map<String, Value>) -> Result<String, serde_json::Error> {
+pub(crate) fn render(
+    original: &str,
+    fields: &Map<String, Value>,
+) -> Result<String, serde_json::Error> {
     let indent = detect_indent(original);
     let mut buf = Vec::new();
     let formatter = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());

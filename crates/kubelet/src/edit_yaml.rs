@@ -270,7 +270,7 @@ const RESERVED_WORDS: [&str; 12] = [
 ];
 
 /// A string as a YAML scalar: plain when that cannot be misread, else double-quoted.
-pub fn plain_or_quoted(s: &str) -> String {
+pub(crate) fn plain_or_quoted(s: &str) -> String {
     let safe = s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-'))

@@ -12,24 +12,28 @@
 //!   and refuses to undo the previous rollback unless forced.
 
 #[cfg(feature = "clap")]
-pub mod args;
-pub mod backup;
-pub mod change;
-pub mod diff;
-pub mod document;
-pub mod edit_json;
-pub mod edit_yaml;
-pub mod error;
-pub mod ops;
-pub mod reports;
-pub mod settings;
-pub mod text;
-pub mod timestamp;
-pub mod validate;
+mod args;
+mod backup;
+mod change;
+mod diff;
+mod document;
+mod edit_json;
+mod edit_yaml;
+mod error;
+mod ops;
+mod reports;
+mod settings;
+mod text;
+mod timestamp;
+mod validate;
 
+#[cfg(feature = "clap")]
+pub use args::{Action, SetArgs};
 pub use backup::BackupKind;
+pub use backup::list_backups;
 pub use change::ChangeRequest;
 pub use document::{ConfigDocument, ConfigFormat};
+pub use edit_yaml::YamlLayout;
 pub use error::ConfigError;
 pub use ops::{
     Applied, DEFAULT_CPU_MANAGER_STATE, FieldChange, RollbackOptions, RolledBack, SetPlan,

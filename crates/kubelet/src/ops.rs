@@ -21,7 +21,7 @@ use topoalign_kube_types::kubelet_settings::keys;
 pub const DEFAULT_CPU_MANAGER_STATE: &str = "/var/lib/kubelet/cpu_manager_state";
 
 /// The effective `cpuManagerPolicy` of a configuration (`none` when unset).
-pub fn cpu_policy(fields: &Map<String, Value>) -> String {
+pub(crate) fn cpu_policy(fields: &Map<String, Value>) -> String {
     fields
         .get(keys::CPU_POLICY)
         .and_then(Value::as_str)

@@ -15,7 +15,7 @@ pub struct Setting {
 }
 
 /// Feature gates shown by `show`: DRA and the resource managers' option gates.
-pub fn is_relevant_gate(name: &str) -> bool {
+pub(crate) fn is_relevant_gate(name: &str) -> bool {
     name == "DynamicResourceAllocation"
         || name.starts_with("DRA")
         || name.starts_with("TopologyManager")

@@ -4,7 +4,7 @@ use std::time::SystemTime;
 
 /// Formats a time as `YYYYMMDDTHHMMSS.mmmZ` (UTC, sortable as text). Times before 1970
 /// (a clock that is badly wrong) are written as the epoch.
-pub fn format_utc(t: SystemTime) -> String {
+pub(crate) fn format_utc(t: SystemTime) -> String {
     let ts = jiff::Timestamp::try_from(t)
         .ok()
         .filter(|ts| ts.as_second() >= 0)

@@ -4,7 +4,7 @@
 //! allocate), so that lint never promises an admission `tm` (and the kubelet) refuses,
 //! without depending on the simulation itself.
 
-use topoalign_kube_types::admission::Admission;
+use topoalign_kube_types::Admission;
 use topoalign_kube_types::kubelet_settings::{Scope, Settings};
 
 use crate::finding::{LintContext, NodePolicy};
@@ -12,7 +12,7 @@ use crate::workloads::PodSpecAt;
 
 /// The simulated admission of `pod` on an empty node described by `ctx`; `None` when
 /// the context has no model or the model cannot judge the pod.
-pub fn admit(pod: &PodSpecAt, ctx: &LintContext<'_>) -> Option<Admission> {
+pub(crate) fn admit(pod: &PodSpecAt, ctx: &LintContext<'_>) -> Option<Admission> {
     let model = ctx.topology_manager?;
     let spec = serde_json::to_value(&pod.spec).ok()?;
     let manifest = serde_json::json!({"kind": "Pod", "metadata": {"name": "lint"}, "spec": spec});
@@ -33,7 +33,7 @@ fn settings_of(ctx: &LintContext<'_>) -> Settings {
 }
 
 /// True when the policy can refuse a pod for its NUMA placement.
-pub fn policy_rejects(policy: NodePolicy) -> bool {
+pub(crate) fn policy_rejects(policy: NodePolicy) -> bool {
     matches!(policy, NodePolicy::Restricted | NodePolicy::SingleNumaNode)
 }
 

@@ -6,7 +6,7 @@ use topoalign_topology::Topology;
 
 /// Per-NUMA device counts of a topology.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NumaCapacity {
+pub(crate) struct NumaCapacity {
     /// Most GPUs on one NUMA node.
     pub gpus: u64,
     /// Most NIC physical functions (and non-SR-IOV NICs) on one NUMA node.
@@ -33,7 +33,7 @@ fn max_per_node(numas: impl Iterator<Item = Option<u32>>) -> u64 {
 
 impl NumaCapacity {
     /// Counts the devices of `topo` per NUMA node.
-    pub fn of(topo: &Topology) -> NumaCapacity {
+    pub(crate) fn of(topo: &Topology) -> NumaCapacity {
         let c = topo.classifier();
         NumaCapacity {
             gpus: max_per_node(topo.gpus.iter().map(|g| c.numa_of(g.pci))),
@@ -58,7 +58,7 @@ impl NumaCapacity {
 
     /// The most devices of a NIC resource one NUMA node, and the whole node, can give: VFs
     /// for SR-IOV resources when the topology lists VFs, else physical functions.
-    pub fn nics_for(&self, vf_resource: bool) -> (u64, u64) {
+    pub(crate) fn nics_for(&self, vf_resource: bool) -> (u64, u64) {
         if vf_resource && self.nic_vfs > 0 {
             (self.nic_vfs, self.node_nic_vfs)
         } else {

@@ -13,7 +13,7 @@ use crate::finding::{RawFinding, Severity};
 
 /// Devices the allocator may try before lint gives up on a claim (the scheduler's own
 /// search has a 10 s Filter timeout; this is well below it on every built-in profile).
-pub const BUDGET: u64 = 200_000;
+pub(crate) const BUDGET: u64 = 200_000;
 
 /// The node name the simulated slices are published for.
 const NODE: &str = "lint-node";
@@ -39,7 +39,11 @@ fn classes(spec: &ResourceClaimSpec) -> Vec<(&str, i64)> {
 
 /// Lints the satisfiability of `spec` (at `path`) on an empty `topo` node, when every
 /// request names one of topoalign's classes (other drivers' devices cannot be simulated).
-pub fn lint_fit(path: &str, spec: &ResourceClaimSpec, topo: &Topology) -> Option<RawFinding> {
+pub(crate) fn lint_fit(
+    path: &str,
+    spec: &ResourceClaimSpec,
+    topo: &Topology,
+) -> Option<RawFinding> {
     let asked = classes(spec);
     let own = [CLASS_GPU, CLASS_NIC, CLASS_PAIR];
     if asked.is_empty() || !asked.iter().all(|(c, _)| own.contains(c)) {

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::str::FromStr;
 
 use serde_json::Value;
-use topoalign_kube_types::dra_attr::PCIE_ROOT;
+use topoalign_kube_types::PCIE_ROOT;
 use topoalign_topology::{Bdf, Topology};
 
 use crate::finding::{RawFinding, Severity};
@@ -12,7 +12,7 @@ use crate::typed::{TypeProblem, read};
 
 /// What a device request asks for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RequestInfo {
+pub(crate) struct RequestInfo {
     /// The request name.
     pub name: String,
     /// Index in `devices.requests`.
@@ -27,7 +27,7 @@ pub struct RequestInfo {
 
 /// A `matchAttribute` constraint of a claim.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Constraint {
+pub(crate) struct Constraint {
     /// The requests it covers (all when empty).
     pub requests: Vec<String>,
     /// The attribute all covered devices must share.
@@ -36,7 +36,7 @@ pub struct Constraint {
 
 /// What the rules read of a claim spec, from any served version of resource.k8s.io.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ClaimSpec {
+pub(crate) struct ClaimSpec {
     /// `devices.requests`, classified.
     pub requests: Vec<RequestInfo>,
     /// `devices.constraints`.
@@ -136,7 +136,7 @@ macro_rules! claim_spec_v1beta1 {
 impl ClaimSpec {
     /// Reads a `ResourceClaimTemplate` or `ResourceClaim` document of `api_version`
     /// (`resource.k8s.io/v1`, `v1beta2` or `v1beta1`; anything else is read as v1).
-    pub fn read(
+    pub(crate) fn read(
         kind: &str,
         api_version: &str,
         doc: &Value,
@@ -219,7 +219,7 @@ fn shared_roots(topo: &Topology) -> BTreeSet<String> {
 }
 
 /// Lints one claim spec at `path` against `topo`.
-pub fn lint_claim(path: &str, spec: &ClaimSpec, topo: &Topology) -> Vec<RawFinding> {
+pub(crate) fn lint_claim(path: &str, spec: &ClaimSpec, topo: &Topology) -> Vec<RawFinding> {
     let reqs = &spec.requests;
     let gpus: Vec<usize> = (0..reqs.len()).filter(|&i| reqs[i].gpu).collect();
     let nics: Vec<usize> = (0..reqs.len())

@@ -12,7 +12,7 @@ use crate::claim_rules::ClaimSpec;
 
 /// How a pod names a claim: `resourceClaimTemplateName` or `resourceClaimName`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum ClaimRef {
+pub(crate) enum ClaimRef {
     /// A `ResourceClaimTemplate`.
     Template,
     /// A `ResourceClaim`.
@@ -21,7 +21,7 @@ pub enum ClaimRef {
 
 impl ClaimRef {
     /// The kind of the object referred to.
-    pub fn kind(self) -> &'static str {
+    pub(crate) fn kind(self) -> &'static str {
         match self {
             ClaimRef::Template => "ResourceClaimTemplate",
             ClaimRef::Claim => "ResourceClaim",
@@ -31,7 +31,7 @@ impl ClaimRef {
 
 /// A claim or template of the input that uses topoalign's DeviceClasses.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TopoalignClaim {
+pub(crate) struct TopoalignClaim {
     /// Its namespace, when the manifest says.
     pub namespace: Option<String>,
     /// topoalign's classes its requests use (sub-requests included), in request order.
@@ -40,7 +40,7 @@ pub struct TopoalignClaim {
 
 impl TopoalignClaim {
     /// True when it can give NICs (pairs or plain NICs).
-    pub fn gives_nics(&self) -> bool {
+    pub(crate) fn gives_nics(&self) -> bool {
         self.classes
             .iter()
             .any(|c| *c == CLASS_NIC || *c == CLASS_PAIR)
@@ -49,7 +49,7 @@ impl TopoalignClaim {
 
 /// The cross-object facts of an input.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Cluster {
+pub(crate) struct Cluster {
     /// Claims and templates using topoalign's classes, by kind and name.
     pub claims: BTreeMap<(ClaimRef, String), Vec<TopoalignClaim>>,
     /// Nodes named by a ResourceSlice of topoalign's driver (`spec.nodeName`).
@@ -76,7 +76,7 @@ fn classes_of(spec: &ClaimSpec) -> Vec<&'static str> {
 
 impl Cluster {
     /// Records one object (a list's items are given one by one).
-    pub fn add(&mut self, value: &Value) {
+    pub(crate) fn add(&mut self, value: &Value) {
         let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
         let meta = value.get("metadata");
         let field = |v: Option<&Value>, k: &str| {
@@ -132,7 +132,7 @@ impl Cluster {
 
     /// The topoalign claim a pod in `namespace` refers to, when the input holds it. A
     /// namespace missing on either side matches (both go to kubectl's current one).
-    pub fn claim(
+    pub(crate) fn claim(
         &self,
         by: ClaimRef,
         name: &str,

@@ -7,7 +7,7 @@ use crate::located::Lines;
 
 /// One YAML document of a stream.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Document {
+pub(crate) struct Document {
     /// 1-based index among the non-empty documents.
     pub index: usize,
     /// 1-based line of its first content line.
@@ -39,12 +39,12 @@ fn has_content(lines: &[&str]) -> bool {
 /// of the whole file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct SyntaxError(pub String);
+pub(crate) struct SyntaxError(pub String);
 
 /// The parser's message, first line only, prefixed with the file line of the parser's own
 /// location (not a line number recovered from the text).
 fn parser_message(e: &serde_saphyr::Error, body_line: usize) -> String {
-    let first = topoalign_kube_types::documents::yaml_error(e);
+    let first = topoalign_kube_types::yaml_error(e);
     let first = first.as_str();
     // Drop the parser's own "line N column M: " prefix; the location below replaces it.
     let first = match first.split_once(": ") {
@@ -67,7 +67,7 @@ fn parser_message(e: &serde_saphyr::Error, body_line: usize) -> String {
 }
 
 /// Splits `text` at `---` lines and parses every document that has content.
-pub fn split_documents(text: &str) -> Vec<Document> {
+pub(crate) fn split_documents(text: &str) -> Vec<Document> {
     // (1-based line of the chunk's first line, its lines)
     let mut chunks: Vec<(usize, Vec<&str>)> = vec![(1, Vec::new())];
     for (i, line) in text.lines().enumerate() {

@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde::Serialize;
 use serde_json::Value;
-use topoalign_kube_types::admission::Admission;
+use topoalign_kube_types::Admission;
 use topoalign_kube_types::kubelet_settings::Settings;
 use topoalign_topology::Topology;
 
@@ -55,7 +55,7 @@ pub struct Finding {
 
 /// A finding before the file/document/object are attached.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RawFinding {
+pub(crate) struct RawFinding {
     /// Field path.
     pub path: String,
     /// Severity.

@@ -11,28 +11,30 @@
 //! a device plugin still advertises the GPUs or RDMA NICs topoalign's driver hands out.
 //! [`lint_texts`] lints several files as one input: a pod's claim may be in another file.
 
-pub mod admission;
+mod admission;
 #[cfg(feature = "clap")]
-pub mod args;
-pub mod capacity;
-pub mod claim_fit;
-pub mod claim_rules;
-pub mod cluster;
-pub mod documents;
-pub mod finding;
-pub mod located;
-pub mod mig_rules;
-pub mod node_rules;
-pub mod pod_rules;
-pub mod report;
-pub mod resources;
-pub mod roce_rules;
-pub mod typed;
-pub mod workloads;
+mod args;
+mod capacity;
+mod claim_fit;
+mod claim_rules;
+mod cluster;
+mod documents;
+mod finding;
+mod located;
+mod mig_rules;
+mod node_rules;
+mod pod_rules;
+mod report;
+mod resources;
+mod roce_rules;
+mod typed;
+mod workloads;
 
 use serde_json::Value;
 
-pub use finding::{Finding, LintContext, NodePolicy, Severity};
+#[cfg(feature = "clap")]
+pub use args::LintArgs;
+pub use finding::{Finding, LintContext, NodePolicy, Severity, TopologyManagerModel};
 pub use report::Report;
 
 use crate::cluster::Cluster;

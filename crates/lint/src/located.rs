@@ -82,7 +82,7 @@ impl<'de> Deserialize<'de> for Node {
 }
 
 /// `base.key`, or `base["key"]` when the key holds `.` or `/` (e.g. `amd.com/gpu`).
-pub fn child_path(base: &str, key: &str) -> String {
+pub(crate) fn child_path(base: &str, key: &str) -> String {
     if key.contains(['.', '/', '"', '[']) {
         format!("{base}[\"{key}\"]")
     } else if base.is_empty() {
@@ -94,12 +94,12 @@ pub fn child_path(base: &str, key: &str) -> String {
 
 /// Field path → 1-based line of the value, for one document.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Lines(BTreeMap<String, usize>);
+pub(crate) struct Lines(BTreeMap<String, usize>);
 
 impl Lines {
     /// Locates every node of `yaml` (one document); `first_line` is the file line of the
     /// text's line 1. An unparsable text gives an empty index.
-    pub fn of(yaml: &str, first_line: usize) -> Lines {
+    pub(crate) fn of(yaml: &str, first_line: usize) -> Lines {
         let mut out = BTreeMap::new();
         if let Ok(root) = serde_saphyr::from_str::<Spanned<Node>>(yaml) {
             walk(&root, String::new(), 1, first_line, &mut out);
@@ -108,7 +108,7 @@ impl Lines {
     }
 
     /// The line of `path`, or of its nearest located ancestor.
-    pub fn line_of(&self, path: &str) -> Option<usize> {
+    pub(crate) fn line_of(&self, path: &str) -> Option<usize> {
         let mut p = path;
         loop {
             if let Some(l) = self.0.get(p) {

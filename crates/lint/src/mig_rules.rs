@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::Node;
 use topoalign_mig::device_plugin::{Ever, MigRequest, NodeMig};
-use topoalign_mig::export::nvidia_smi_commands;
 use topoalign_mig::model_for_name;
+use topoalign_mig::nvidia_smi_commands;
 use topoalign_topology::Topology;
 
 use crate::cluster::Cluster;
@@ -42,7 +42,11 @@ fn topology_node(topo: &Topology) -> Option<(String, NodeMig)> {
 }
 
 /// The findings for one pod's MIG set.
-pub fn lint_mig(pod: &PodSpecAt, cluster: &Cluster, ctx: &LintContext<'_>) -> Vec<RawFinding> {
+pub(crate) fn lint_mig(
+    pod: &PodSpecAt,
+    cluster: &Cluster,
+    ctx: &LintContext<'_>,
+) -> Vec<RawFinding> {
     let cs = containers(pod);
     let app: Vec<_> = cs.iter().filter(|c| !c.init).collect();
     let pod_devices = summed(&app);
@@ -140,7 +144,7 @@ pub fn lint_mig(pod: &PodSpecAt, cluster: &Cluster, ctx: &LintContext<'_>) -> Ve
 }
 
 /// A Node's MIG labels that cannot be read: an error naming the label.
-pub fn lint_mig_node(node: &Node, cluster: &Cluster) -> Vec<RawFinding> {
+pub(crate) fn lint_mig_node(node: &Node, cluster: &Cluster) -> Vec<RawFinding> {
     let name = node.metadata.name.as_deref().unwrap_or("?");
     match cluster.mig_nodes.get(name) {
         Some(Err(e)) => vec![RawFinding {

@@ -11,7 +11,7 @@ use crate::resources::{ApiList, ResourceKind, classify, count};
 
 /// The node label that schedules topoalign's driver DaemonSet (`deploy/daemonset.yaml`,
 /// the chart's default `nodeSelector`).
-pub const DRIVER_NODE_LABEL: &str = "topoalign.dev/gpu-node";
+pub(crate) const DRIVER_NODE_LABEL: &str = "topoalign.dev/gpu-node";
 
 /// What to remove for an extended resource, and how.
 fn plugin_of(resource: &str) -> &'static str {
@@ -51,7 +51,7 @@ fn driver_evidence(node: &Node, name: &str, cluster: &Cluster) -> Option<String>
 /// Lints one Node: an error per GPU, MIG or RDMA/SR-IOV extended resource it still
 /// advertises (non-zero in `status.allocatable`, else in `status.capacity`) while
 /// topoalign's driver runs on it. A node without a status advertises nothing.
-pub fn lint_node(node: &Node, cluster: &Cluster) -> Vec<RawFinding> {
+pub(crate) fn lint_node(node: &Node, cluster: &Cluster) -> Vec<RawFinding> {
     let name = node.metadata.name.as_deref().unwrap_or("?");
     let Some(why) = driver_evidence(node, name, cluster) else {
         return Vec::new();

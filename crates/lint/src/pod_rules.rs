@@ -1,6 +1,6 @@
 //! Rules for pod specs: QoS for CPU alignment, single-NUMA capacity, MIG, policy none.
 
-use topoalign_kube_types::admission::{Admission, TOPOLOGY_AFFINITY_ERROR};
+use topoalign_kube_types::{Admission, TOPOLOGY_AFFINITY_ERROR};
 
 use crate::admission::{admit, policy_rejects};
 use crate::capacity::NumaCapacity;
@@ -55,7 +55,7 @@ pub(crate) fn has(devs: &[(String, u64)], kind: ResourceKind) -> bool {
 }
 
 /// Lints one pod spec.
-pub fn lint_pod(pod: &PodSpecAt, ctx: &LintContext<'_>) -> Vec<RawFinding> {
+pub(crate) fn lint_pod(pod: &PodSpecAt, ctx: &LintContext<'_>) -> Vec<RawFinding> {
     let cs = containers(pod);
     let app: Vec<&Container<'_>> = cs.iter().filter(|c| !c.init).collect();
     let pod_devices = summed(&app);
@@ -99,7 +99,7 @@ fn quantity_rules(cs: &[Container<'_>], out: &mut Vec<RawFinding>) {
 
 /// The command that turns alignment on, runnable as printed: the static CPU manager needs
 /// reserved CPUs, here the first CPU of each NUMA node.
-pub fn enable_alignment_command(ctx: &LintContext<'_>) -> String {
+pub(crate) fn enable_alignment_command(ctx: &LintContext<'_>) -> String {
     let mut reserved: Vec<String> = ctx
         .topology
         .numa
@@ -118,7 +118,7 @@ pub fn enable_alignment_command(ctx: &LintContext<'_>) -> String {
 }
 
 /// kubeadm's KubeletConfiguration path, used in suggestions when none was given.
-pub const DEFAULT_KUBELET_CONFIG: &str = "/var/lib/kubelet/config.yaml";
+pub(crate) const DEFAULT_KUBELET_CONFIG: &str = "/var/lib/kubelet/config.yaml";
 
 fn gpu_nic_rules(
     pod: &PodSpecAt,

@@ -10,11 +10,11 @@ use topoalign_kube_types::{
 };
 
 /// A `requests` or `limits` list as the API types hold it.
-pub type ApiList = BTreeMap<String, ApiQuantity>;
+pub(crate) type ApiList = BTreeMap<String, ApiQuantity>;
 
 /// What a resource name stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResourceKind {
+pub(crate) enum ResourceKind {
     /// A whole GPU (`nvidia.com/gpu`, `amd.com/gpu`, ...).
     Gpu,
     /// A MIG slice (`nvidia.com/mig-<profile>`).
@@ -26,7 +26,7 @@ pub enum ResourceKind {
 }
 
 /// Classifies an extended resource name.
-pub fn classify(name: &str) -> ResourceKind {
+pub(crate) fn classify(name: &str) -> ResourceKind {
     let lower = name.to_ascii_lowercase();
     if lower.starts_with("nvidia.com/mig-") {
         ResourceKind::Mig
@@ -43,7 +43,7 @@ pub fn classify(name: &str) -> ResourceKind {
 }
 
 /// True when a NIC resource name denotes SR-IOV virtual functions.
-pub fn is_vf_resource(name: &str) -> bool {
+pub(crate) fn is_vf_resource(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     lower.contains("sriov") || lower.contains("vf")
 }
@@ -60,7 +60,7 @@ fn parse_cpu(q: &ApiQuantity) -> Result<Quantity, QuantityError> {
 
 /// A whole-number resource count (`4`, `"4"`, `1k`); `None` when it is not a
 /// non-negative whole quantity.
-pub fn count(q: &ApiQuantity) -> Option<u64> {
+pub(crate) fn count(q: &ApiQuantity) -> Option<u64> {
     parse(q)
         .ok()
         .filter(Quantity::is_integer)
@@ -88,7 +88,7 @@ fn qos_list(list: &ApiList, what: &str) -> Result<ResourceList, String> {
 
 /// The resources of one container.
 #[derive(Debug, Clone, Default)]
-pub struct ContainerResources {
+pub(crate) struct ContainerResources {
     /// `resources.limits`.
     pub limits: ApiList,
     /// `resources.requests`.
@@ -97,7 +97,7 @@ pub struct ContainerResources {
 
 impl ContainerResources {
     /// Reads `container.resources`.
-    pub fn of(container: &Container) -> ContainerResources {
+    pub(crate) fn of(container: &Container) -> ContainerResources {
         let r = container.resources.as_ref();
         ContainerResources {
             limits: r.and_then(|r| r.limits.clone()).unwrap_or_default(),
@@ -106,7 +106,7 @@ impl ContainerResources {
     }
 
     /// Extended resources with their counts (limits win; requests alone also count).
-    pub fn devices(&self) -> Vec<(String, u64)> {
+    pub(crate) fn devices(&self) -> Vec<(String, u64)> {
         let mut out: Vec<(String, u64)> = Vec::new();
         for (name, v) in self.limits.iter().chain(self.requests.iter()) {
             if classify(name) == ResourceKind::Other || out.iter().any(|(n, _)| n == name) {
@@ -123,7 +123,7 @@ impl ContainerResources {
     /// (`limits` or `requests`, resource name, what is wrong): cpu a non-negative decimal
     /// quantity, memory a whole number of bytes, extended resources (`vendor/name`) a
     /// whole number of devices, anything else a non-negative quantity.
-    pub fn quantity_problems(&self) -> Vec<(&'static str, String, String)> {
+    pub(crate) fn quantity_problems(&self) -> Vec<(&'static str, String, String)> {
         let mut out = Vec::new();
         for (list_name, list) in [("limits", &self.limits), ("requests", &self.requests)] {
             for (res, v) in list {
@@ -149,7 +149,7 @@ impl ContainerResources {
 
     /// Why this container is not Guaranteed with whole CPUs (`None` when it is): the QoS
     /// rule of [`container_guaranteed`], then the static CPU manager's whole-CPU rule.
-    pub fn guaranteed_problem(&self) -> Option<String> {
+    pub(crate) fn guaranteed_problem(&self) -> Option<String> {
         let requests = match qos_list(&self.requests, "request") {
             Ok(l) => l,
             Err(why) => return Some(why),

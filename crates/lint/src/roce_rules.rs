@@ -2,7 +2,7 @@
 //! their verbs devices but not their network interfaces, so it needs its own way to the
 //! RoCE network: `hostNetwork: true` or a CNI attachment (Multus).
 
-use topoalign_dra::cdi_netdev::LINK_LAYER_ETHERNET;
+use topoalign_dra::LINK_LAYER_ETHERNET;
 use topoalign_dra::{CLASS_NIC, CLASS_PAIR, Inventory};
 
 use crate::cluster::{ClaimRef, Cluster};
@@ -10,7 +10,7 @@ use crate::finding::{LintContext, RawFinding, Severity};
 use crate::workloads::PodSpecAt;
 
 /// The Multus annotation that attaches further networks to a pod.
-pub const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
+pub(crate) const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
 
 /// The RDMA devices (else netdevs) of the RoCE NICs a claim of `classes` can get on the
 /// linted node (the NICs of the published pairs for [`CLASS_PAIR`], every physical NIC
@@ -44,7 +44,7 @@ fn has_roce_network(pod: &PodSpecAt) -> bool {
 
 /// Lints one pod spec of an object in `namespace` against the claims of the input.
 /// Claims the input does not hold are not judged.
-pub fn lint_roce(
+pub(crate) fn lint_roce(
     pod: &PodSpecAt,
     namespace: Option<&str>,
     cluster: &Cluster,

@@ -10,7 +10,7 @@ use crate::located::child_path;
 
 /// A field the typed reader refused: where (field path from the document root) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TypeProblem {
+pub(crate) struct TypeProblem {
     /// Field path, e.g. `spec.containers[0].resources.limits.cpu`.
     pub path: String,
     /// The reader's complaint, e.g. ``invalid type: boolean `true`, expected Quantity``.
@@ -23,7 +23,10 @@ const MAX_PROBLEMS: usize = 32;
 /// Reads `value` (found at field path `base`) as a `T`. A refused field is reported and
 /// removed, and the rest read again, so the other fields are still checked; `None` when
 /// the object itself cannot be read.
-pub fn read<T: DeserializeOwned>(value: &Value, base: &str) -> (Option<T>, Vec<TypeProblem>) {
+pub(crate) fn read<T: DeserializeOwned>(
+    value: &Value,
+    base: &str,
+) -> (Option<T>, Vec<TypeProblem>) {
     let mut value = value.clone();
     let mut problems = Vec::new();
     loop {

@@ -17,7 +17,7 @@ use crate::typed::{TypeProblem, read};
 
 /// A pod spec inside a manifest, with its field path.
 #[derive(Debug, Clone)]
-pub struct PodSpecAt {
+pub(crate) struct PodSpecAt {
     /// Field path of the spec, e.g. `spec.template.spec`.
     pub path: String,
     /// The spec.
@@ -28,7 +28,7 @@ pub struct PodSpecAt {
 
 /// What a kind holds, for linting.
 #[derive(Debug)]
-pub enum Workload {
+pub(crate) enum Workload {
     /// One or more pod specs.
     Pods(Vec<PodSpecAt>),
     /// A DRA claim spec (`ResourceClaimTemplate`'s `spec.spec`, `ResourceClaim`'s `spec`).
@@ -52,7 +52,7 @@ pub enum Workload {
 
 /// A workload with the fields its type refused.
 #[derive(Debug)]
-pub struct Read {
+pub(crate) struct Read {
     /// What the document holds.
     pub workload: Workload,
     /// Fields the k8s-openapi types refused (wrong type, invalid value).
@@ -82,7 +82,7 @@ fn template_spec(t: Option<PodTemplateSpec>) -> Option<SpecWithAnnotations> {
 }
 
 /// Reads `doc` as its `kind` and finds its pod specs or claim spec.
-pub fn workload_of(kind: &str, doc: &Value) -> Read {
+pub(crate) fn workload_of(kind: &str, doc: &Value) -> Read {
     const TEMPLATE: &str = "spec.template.spec";
     let (workload, problems) = match kind {
         "Pod" => typed(doc, |p: Pod| {

@@ -10,7 +10,7 @@ use crate::model::{Model, SHAPES, Shape};
 
 /// The mixes one GPU can hold, found by trying every subset of (shape, start) pairs with
 /// the rules of [`validate_shapes`] (not the planner's own enumeration).
-pub fn single_gpu_mixes(model: &Model) -> HashSet<Mix> {
+pub(crate) fn single_gpu_mixes(model: &Model) -> HashSet<Mix> {
     let items: Vec<(Shape, u8)> = SHAPES
         .iter()
         .flat_map(|s| s.starts().iter().map(move |st| (*s, *st)))
@@ -46,7 +46,7 @@ fn walk(
 }
 
 /// The mixes `gpus` GPUs can hold: sums of `gpus` single-GPU mixes.
-pub fn fleet_mixes(single: &HashSet<Mix>, gpus: usize) -> HashSet<Mix> {
+pub(crate) fn fleet_mixes(single: &HashSet<Mix>, gpus: usize) -> HashSet<Mix> {
     let mut acc: HashSet<Mix> = HashSet::from([Mix::default()]);
     for _ in 0..gpus {
         let mut next = HashSet::with_capacity(acc.len() * 4);

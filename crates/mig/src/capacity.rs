@@ -19,7 +19,7 @@ use crate::mix::Mix;
 use crate::model::Shape;
 
 /// True when some geometry of `gpus` GPUs holds all of `want`.
-pub fn fits(want: &Mix, gpus: u64) -> bool {
+pub(crate) fn fits(want: &Mix, gpus: u64) -> bool {
     let w = |s: Shape| u64::from(want[s]);
     let (w7, w4, w3, w2, wd, w1, wm) = (
         w(Shape::Seven),
@@ -58,7 +58,7 @@ pub fn fits(want: &Mix, gpus: u64) -> bool {
 }
 
 /// The most of `shape` that fit on `gpus` GPUs beside `base` (which must fit).
-pub fn most_that_fit(base: &Mix, shape: Shape, gpus: u64, limit: u32) -> u32 {
+pub(crate) fn most_that_fit(base: &Mix, shape: Shape, gpus: u64, limit: u32) -> u32 {
     let with = |k: u32| {
         let mut m = *base;
         m[shape] = k;

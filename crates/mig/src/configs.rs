@@ -10,11 +10,11 @@ use crate::mix::Mix;
 use crate::model::{MEMORY_SLICES, SHAPES, SM_SLICES, Shape};
 
 /// One GPU's instances as (shape, start), by start.
-pub type Layout = Vec<(Shape, u8)>;
+pub(crate) type Layout = Vec<(Shape, u8)>;
 
 /// A mix one GPU can hold, with the layout chosen for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
+pub(crate) struct Config {
     /// The instances by shape.
     pub mix: Mix,
     /// Where they go.
@@ -57,7 +57,7 @@ impl Fill {
 }
 
 /// Every valid layout of one GPU, the empty one included.
-pub fn all_layouts() -> Vec<Layout> {
+pub(crate) fn all_layouts() -> Vec<Layout> {
     fn walk(items: &[(Shape, u8)], i: usize, fill: Fill, cur: &mut Layout, out: &mut Vec<Layout>) {
         if i == items.len() {
             out.push(cur.clone());
@@ -112,7 +112,7 @@ fn best_fill(fill: Fill, items: &[(Shape, u8)], memo: &mut HashMap<Fill, u8>) ->
 
 /// The menu: one config per mix one GPU can hold, most memory slices first, then the
 /// larger profiles first (so a GPU is filled before the next and big instances gather).
-pub fn build_menu() -> Vec<Config> {
+pub(crate) fn build_menu() -> Vec<Config> {
     let items = items();
     let mut memo = HashMap::new();
     let mut best: HashMap<Mix, ((u8, u8, usize), Layout)> = HashMap::new();
@@ -149,7 +149,7 @@ pub fn build_menu() -> Vec<Config> {
 }
 
 /// The menu, built on first use.
-pub static MENU: LazyLock<Vec<Config>> = LazyLock::new(build_menu);
+pub(crate) static MENU: LazyLock<Vec<Config>> = LazyLock::new(build_menu);
 
 #[cfg(test)]
 mod tests {

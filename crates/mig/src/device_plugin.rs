@@ -70,6 +70,48 @@ pub enum DevicePluginError {
     },
 }
 
+/// What a node lacks now for a pod's MIG set: each shortfall, `; `-joined.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct NotNow(pub Vec<Shortfall>);
+
+/// One profile (or GPU count) a node lacks now for a pod's MIG set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Shortfall {
+    /// A MIG profile asked of a node whose device plugin uses the single strategy.
+    #[error(
+        "{count} × {}{profile} (the node's device plugin uses the single strategy: only {})",
+        MIG_RESOURCE_PREFIX,
+        GPU_RESOURCE
+    )]
+    SingleStrategy {
+        /// The profile asked.
+        profile: String,
+        /// How many.
+        count: u64,
+    },
+    /// More GPUs (instances of the single profile) than the node has.
+    #[error("{gpus} × {} ({profile} instances), the node has {have}", GPU_RESOURCE)]
+    SingleInstances {
+        /// The node's single profile.
+        profile: String,
+        /// GPUs asked.
+        gpus: u64,
+        /// Instances the node has.
+        have: u64,
+    },
+    /// More instances of a profile than the node has.
+    #[error("{count} × {}{profile}, the node has {have}", MIG_RESOURCE_PREFIX)]
+    Profile {
+        /// The profile asked.
+        profile: String,
+        /// How many.
+        count: u64,
+        /// How many the node has.
+        have: u64,
+    },
+}
+
 /// The profile a resource or label name carries: `nvidia.com/mig-1g.10gb.me` →
 /// `1g.10gb+me`; `None` for names that are not MIG resources.
 pub fn profile_of_resource(name: &str) -> Option<String> {
@@ -336,37 +378,41 @@ impl NodeMig {
 
     /// `Ok(())` when the node offers the pod's MIG set now, else what is short (each
     /// profile and count).
-    pub fn fits_now(&self, req: &MigRequest) -> Result<(), String> {
+    pub fn fits_now(&self, req: &MigRequest) -> Result<(), NotNow> {
         let mut short = Vec::new();
         if self.strategy == Some(Strategy::Single) {
-            for (p, c) in &req.profiles {
-                short.push(format!(
-                    "{c} × {MIG_RESOURCE_PREFIX}{p} (the node's device plugin uses the single strategy: only {GPU_RESOURCE})"
-                ));
+            for (p, &c) in &req.profiles {
+                short.push(Shortfall::SingleStrategy {
+                    profile: p.clone(),
+                    count: c,
+                });
             }
             if let Some(p) = &self.single_profile {
                 let have = self.instances.get(p).copied().unwrap_or(0);
                 if req.gpus > have {
-                    short.push(format!(
-                        "{} × {GPU_RESOURCE} ({p} instances), the node has {have}",
-                        req.gpus
-                    ));
+                    short.push(Shortfall::SingleInstances {
+                        profile: p.clone(),
+                        gpus: req.gpus,
+                        have,
+                    });
                 }
             }
         } else {
             for (p, &c) in &req.profiles {
                 let have = self.instances.get(p).copied().unwrap_or(0);
                 if c > have {
-                    short.push(format!(
-                        "{c} × {MIG_RESOURCE_PREFIX}{p}, the node has {have}"
-                    ));
+                    short.push(Shortfall::Profile {
+                        profile: p.clone(),
+                        count: c,
+                        have,
+                    });
                 }
             }
         }
         if short.is_empty() {
             Ok(())
         } else {
-            Err(short.join("; "))
+            Err(NotNow(short))
         }
     }
 
@@ -470,7 +516,7 @@ mod tests {
         // Summed over containers.
         let r = req(&[("nvidia.com/mig-3g.40gb", 2), ("nvidia.com/mig-3g.40gb", 1)]);
         assert_eq!(r.profiles.get("3g.40gb"), Some(&3));
-        let e = n.fits_now(&r).unwrap_err();
+        let e = n.fits_now(&r).unwrap_err().to_string();
         assert!(
             e.contains("3 × nvidia.com/mig-3g.40gb, the node has 2"),
             "{e}"
@@ -522,14 +568,18 @@ mod tests {
         assert_eq!(n.single_profile.as_deref(), Some("1g.5gb"));
         assert_eq!(n.gpus, None);
         assert_eq!(n.fits_now(&req(&[("nvidia.com/gpu", 3)])), Ok(()));
-        let e = n.fits_now(&req(&[("nvidia.com/gpu", 8)])).unwrap_err();
+        let e = n
+            .fits_now(&req(&[("nvidia.com/gpu", 8)]))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("8 × nvidia.com/gpu (1g.5gb instances), the node has 7"),
             "{e}"
         );
         let e = n
             .fits_now(&req(&[("nvidia.com/mig-1g.5gb", 1)]))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("single strategy"), "{e}");
         assert!(matches!(
             n.ever(&req(&[("nvidia.com/mig-1g.5gb", 1)])),

@@ -5,37 +5,40 @@
 //! the start slots and GI profile IDs of each profile shape, the profile names of each
 //! model).
 //!
-//! - [`model`]: [`Shape`]s and [`Model`]s ([`lookup`]).
-//! - [`geometry`]: [`validate`] a GPU's instances by the rules.
-//! - [`mix`]: a [`Mix`] of instances and the `PROFILE=COUNT,…` form ([`parse_mix`]).
-//! - [`capacity`]: whether a mix fits on N GPUs, exactly, in constant time.
-//! - [`configs`]: every valid single-GPU layout and the planner's menu.
-//! - [`planner`]: [`plan`] a request (one node or a fleet).
-//! - [`pods`]: the pod form, each pod's mix on one node ([`pods::plan_pods`]).
+//! - `model`: [`Shape`]s and [`Model`]s ([`lookup`]).
+//! - `geometry`: [`validate`] a GPU's instances by the rules.
+//! - `mix`: a [`Mix`] of instances and the `PROFILE=COUNT,…` form ([`parse_mix`]).
+//! - `capacity`: whether a mix fits on N GPUs, exactly, in constant time.
+//! - `configs`: every valid single-GPU layout and the planner's menu.
+//! - `planner`: [`plan`] a request (one node or a fleet).
+//! - `pods`: the pod form, each pod's mix on one node ([`pods::plan_pods`]).
 //! - [`device_plugin`]: a node's MIG devices from GFD labels and allocatable resources,
 //!   a pod's MIG set, whether it fits now or ever ([`device_plugin::NodeMig`]).
-//! - [`export`]: `nvidia-smi mig` commands and mig-parted configs.
-//! - [`mod@read_state`]: a host's MIG state from saved `nvidia-smi` output ([`read_list`],
-//!   [`read_lgi`], [`read_lci`], [`read_lgipp`]; errors in [`read_table`]).
-//! - [`synth`]: a MIG state without hardware, from placements or a plan.
+//! - `export`: `nvidia-smi mig` commands and mig-parted configs.
+//! - `read_state`: a host's MIG state from saved `nvidia-smi` output (`read_list`,
+//!   `read_lgi`, `read_lci`, `read_lgipp`; errors in `read_table`).
+//! - `synth`: a MIG state without hardware, from placements or a plan.
 
-pub mod capacity;
-pub mod configs;
+mod capacity;
+mod configs;
+/// Public as a namespace: A node's MIG devices as the NVIDIA device plugin and GFD show
+/// them: a sub-API of its own. crates/extender (restructured by another helper) names
+/// items by this path; kept `pub` until it moves to the root re-exports.
 pub mod device_plugin;
-pub mod export;
-pub mod geometry;
-pub mod mix;
-pub mod model;
-pub mod planner;
-pub mod pods;
-pub mod read_lci;
-pub mod read_lgi;
-pub mod read_lgipp;
-pub mod read_list;
-pub mod read_query;
-pub mod read_state;
-pub mod read_table;
-pub mod synth;
+mod export;
+mod geometry;
+mod mix;
+mod model;
+mod planner;
+mod pods;
+mod read_lci;
+mod read_lgi;
+mod read_lgipp;
+mod read_list;
+mod read_query;
+mod read_state;
+mod read_table;
+mod synth;
 
 #[cfg(test)]
 mod brute;
@@ -44,11 +47,15 @@ mod exhaustive;
 #[cfg(test)]
 mod read_state_tests;
 
+pub use export::{mig_parted, node_groups, nvidia_smi_commands, ranges};
 pub use geometry::{GeometryError, Placement, validate};
 pub use mix::{Mix, MixError, ProfileCounts, parse_mix};
+pub use model::{MEMORY_SLICES, SM_SLICES, known_models};
 pub use model::{MODELS, Model, ModelError, Shape, lookup};
 pub use planner::{GpuPlan, Plan, PlanError, Request, plan};
 pub use pods::{Pod, PodError, PodPlacement, PodsFile, plan_pods, resolve_pods};
+pub use read_list::MigDevice;
+pub use read_query::{MigMode, QueryGpu, read_query};
 pub use read_state::{
     ComputeInstance, GpuInstance, MigGpu, MigOutputs, MigState, model_for_name, read_state,
 };

@@ -33,7 +33,7 @@ pub enum Shape {
 }
 
 /// Every shape, largest first; `Shape::index` is the position here.
-pub const SHAPES: [Shape; 7] = [
+pub(crate) const SHAPES: [Shape; 7] = [
     Shape::Seven,
     Shape::Four,
     Shape::Three,
@@ -44,7 +44,7 @@ pub const SHAPES: [Shape; 7] = [
 ];
 
 impl Shape {
-    /// Position in [`SHAPES`] (0 for `7g` … 6 for `1g+me`).
+    /// Position in `SHAPES` (0 for `7g` … 6 for `1g+me`).
     pub fn index(self) -> usize {
         self as usize
     }
@@ -284,7 +284,7 @@ pub const MODELS: [Model; 9] = [
 
 /// Model names the issue asks for that have no built-in profile table (REFERENCE §11
 /// lists no profile names for them).
-pub const WITHOUT_TABLE: [&str; 2] = ["h100-96gb", "gh200-144gb"];
+pub(crate) const WITHOUT_TABLE: [&str; 2] = ["h100-96gb", "gh200-144gb"];
 
 /// A model name that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

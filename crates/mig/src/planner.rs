@@ -19,7 +19,7 @@ use crate::model::{Model, SHAPES};
 use crate::pods::PodPlacement;
 
 /// The most GPUs one plan covers (nodes × GPUs per node).
-pub const MAX_GPUS: u64 = 1_000_000;
+pub(crate) const MAX_GPUS: u64 = 1_000_000;
 
 /// What to plan.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,7 +17,7 @@ use crate::model::Model;
 use crate::planner::{Plan, PlanError, assemble, check_size, pack};
 
 /// The most pods (replicas counted) one plan takes.
-pub const MAX_PODS: u64 = 1_000_000;
+pub(crate) const MAX_PODS: u64 = 1_000_000;
 
 /// A pods file: `{pods: [{name, replicas, want}]}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

@@ -23,7 +23,7 @@ use crate::read_table::{
 
 /// One row of `nvidia-smi mig -lci`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LciRow {
+pub(crate) struct LciRow {
     /// 1-based line in the input.
     pub line: usize,
     /// GPU index.
@@ -43,7 +43,7 @@ pub struct LciRow {
 
 /// The rows of saved `nvidia-smi mig -lci` output. `No MIG-enabled devices found.` and
 /// `No compute instances found` read as no rows.
-pub fn read_lci(out: SavedOutput<'_>) -> Result<Vec<LciRow>, ReadError> {
+pub(crate) fn read_lci(out: SavedOutput<'_>) -> Result<Vec<LciRow>, ReadError> {
     let mut lines = Lines::new(out);
     let rows = table_rows(&mut lines, "Compute instances:", "compute instances table")?;
     rows.into_iter()

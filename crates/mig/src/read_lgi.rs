@@ -21,7 +21,7 @@ use crate::read_table::{
 
 /// One row of `nvidia-smi mig -lgi`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LgiRow {
+pub(crate) struct LgiRow {
     /// 1-based line in the input.
     pub line: usize,
     /// GPU index.
@@ -40,7 +40,7 @@ pub struct LgiRow {
 
 /// The rows of saved `nvidia-smi mig -lgi` output. `No MIG-enabled devices found.` and
 /// `No GPU instances found` read as no rows.
-pub fn read_lgi(out: SavedOutput<'_>) -> Result<Vec<LgiRow>, ReadError> {
+pub(crate) fn read_lgi(out: SavedOutput<'_>) -> Result<Vec<LgiRow>, ReadError> {
     let mut lines = Lines::new(out);
     let rows = table_rows(&mut lines, "GPU instances:", "GPU instances table")?;
     rows.into_iter()

@@ -30,7 +30,7 @@ pub struct LgippRow {
 
 /// The lines of saved `nvidia-smi mig -lgipp` output. `No MIG-enabled devices found.`
 /// reads as no lines.
-pub fn read_lgipp(out: SavedOutput<'_>) -> Result<Vec<LgippRow>, ReadError> {
+pub(crate) fn read_lgipp(out: SavedOutput<'_>) -> Result<Vec<LgippRow>, ReadError> {
     let mut lines = Lines::new(out);
     let mut rows = Vec::new();
     let shape = "`GPU <n> Profile ID <id> Placements: {<start>,…}:<size>`";

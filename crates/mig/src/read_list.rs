@@ -17,7 +17,7 @@ use crate::read_table::{Lines, ReadError, SavedOutput, is_empty_message, number}
 
 /// One GPU of `nvidia-smi -L`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ListedGpu {
+pub(crate) struct ListedGpu {
     /// 1-based line in the input.
     pub line: usize,
     /// GPU index.
@@ -79,7 +79,7 @@ fn uuid_of<'a>(
 }
 
 /// The GPUs of saved `nvidia-smi -L` output. `No devices found` reads as no GPUs.
-pub fn read_list(out: SavedOutput<'_>) -> Result<Vec<ListedGpu>, ReadError> {
+pub(crate) fn read_list(out: SavedOutput<'_>) -> Result<Vec<ListedGpu>, ReadError> {
     let mut lines = Lines::new(out);
     let mut gpus: Vec<ListedGpu> = Vec::new();
     while let Some((n, line)) = lines.next_line() {

@@ -109,7 +109,7 @@ pub(crate) struct Lines<'a> {
 
 impl<'a> Lines<'a> {
     /// The non-blank lines of `out`, with their 1-based numbers.
-    pub fn new(out: SavedOutput<'a>) -> Self {
+    pub(crate) fn new(out: SavedOutput<'a>) -> Self {
         let lines = out
             .text
             .lines()
@@ -125,24 +125,24 @@ impl<'a> Lines<'a> {
     }
 
     /// The next line, without taking it.
-    pub fn peek(&self) -> Option<(usize, &'a str)> {
+    pub(crate) fn peek(&self) -> Option<(usize, &'a str)> {
         self.lines.get(self.pos).copied()
     }
 
     /// Takes the next line.
-    pub fn next_line(&mut self) -> Option<(usize, &'a str)> {
+    pub(crate) fn next_line(&mut self) -> Option<(usize, &'a str)> {
         let l = self.peek();
         self.pos += usize::from(l.is_some());
         l
     }
 
     /// The number of the last line (where a truncated input stops).
-    pub fn last_number(&self) -> usize {
+    pub(crate) fn last_number(&self) -> usize {
         self.lines.last().map_or(0, |(n, _)| *n)
     }
 
     /// A [`ReadError::Field`] at `line`.
-    pub fn field(
+    pub(crate) fn field(
         &self,
         line: usize,
         field: &'static str,
@@ -159,7 +159,7 @@ impl<'a> Lines<'a> {
     }
 
     /// A [`ReadError::Truncated`] at the end of the input.
-    pub fn truncated(&self, what: &'static str, expected: &str) -> ReadError {
+    pub(crate) fn truncated(&self, what: &'static str, expected: &str) -> ReadError {
         ReadError::Truncated {
             input: self.name.to_string(),
             line: self.last_number(),
@@ -172,7 +172,7 @@ impl<'a> Lines<'a> {
 /// True for the messages `nvidia-smi` prints instead of a table or a list when there is
 /// nothing to show: MIG disabled (`No MIG-enabled devices found.`), no instances (`No GPU
 /// instances found: Not Found`, `No compute instances found: Not Found`), no devices.
-pub fn is_empty_message(line: &str) -> bool {
+pub(crate) fn is_empty_message(line: &str) -> bool {
     let l = line.trim().trim_matches('|').trim();
     [
         "No MIG-enabled devices found",

@@ -50,7 +50,7 @@ fn scale_72() -> Topology {
         x.push_str("  </cpu>\n");
     }
     x.push_str("</system>\n");
-    topoalign_discover::parse::nccl::parse_nccl_xml(&x, Path::new("scale-72.xml"), "scale-72")
+    topoalign_discover::parse_nccl_xml(&x, Path::new("scale-72.xml"), "scale-72")
         .unwrap()
         .topology
 }

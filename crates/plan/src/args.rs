@@ -2,7 +2,7 @@
 //! flattens, turned into a [`Request`] by [`RequestArgs::request`].
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use topoalign_kube_types::quantity::Quantity;
+use topoalign_kube_types::Quantity;
 use topoalign_topology::{LinkLayer, PcieClass};
 
 use crate::words::{

@@ -38,7 +38,7 @@ impl PairBound {
 
     /// Whether some component exceeds `best`'s (so every completion is worse than a
     /// completion reaching `best`).
-    pub fn exceeds(&self, best: &PairBound) -> bool {
+    pub(crate) fn exceeds(&self, best: &PairBound) -> bool {
         self.no_gdr > best.no_gdr || self.worst > best.worst || self.rank_sum > best.rank_sum
     }
 }

@@ -57,7 +57,6 @@ pub enum PlanError {
         /// What is wrong with it.
         reason: String,
     },
-    /// No plan meets every hard bound.
     /// NVLink/xGMI was required but the topology does not know the GPU fabric (NVIDIA
     /// sysfs has no NVLink; a paste without a link table): unknown, not absent.
     #[error(
@@ -67,6 +66,7 @@ pub enum PlanError {
         /// GPUs requested.
         gpus: usize,
     },
+    /// No plan meets every hard bound.
     #[error("unsatisfiable ({bound}): {detail}{}", relaxation_text(.relaxation))]
     Unsatisfiable {
         /// The bound that could not be met.

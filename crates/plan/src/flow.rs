@@ -26,7 +26,7 @@ const NONE: usize = usize::MAX;
 
 impl MinCostFlow {
     /// Clears the graph and sizes it for `nodes` nodes.
-    pub fn reset(&mut self, nodes: usize) {
+    pub(crate) fn reset(&mut self, nodes: usize) {
         self.edges.clear();
         for a in &mut self.adj {
             a.clear();
@@ -36,7 +36,7 @@ impl MinCostFlow {
     }
 
     /// Adds an edge and returns its index (the reverse edge is `index ^ 1`).
-    pub fn edge(&mut self, from: usize, to: usize, cap: i64, cost: i64) -> usize {
+    pub(crate) fn edge(&mut self, from: usize, to: usize, cap: i64, cost: i64) -> usize {
         let i = self.edges.len();
         self.edges.push(Edge { to, cap, cost });
         self.edges.push(Edge {
@@ -50,12 +50,12 @@ impl MinCostFlow {
     }
 
     /// Flow on edge `i` (the reverse edge's residual capacity).
-    pub fn flow(&self, i: usize) -> i64 {
+    pub(crate) fn flow(&self, i: usize) -> i64 {
         self.edges[i ^ 1].cap
     }
 
     /// Sends up to `want` units from `s` to `t` at minimum cost; returns (flow, cost).
-    pub fn run(&mut self, s: usize, t: usize, want: i64) -> (i64, i64) {
+    pub(crate) fn run(&mut self, s: usize, t: usize, want: i64) -> (i64, i64) {
         let n = self.adj.len();
         let (mut flow, mut cost) = (0i64, 0i64);
         while flow < want {

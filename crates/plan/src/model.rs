@@ -54,7 +54,7 @@ pub(crate) struct Model {
 }
 
 impl Model {
-    pub fn build(topo: &Topology) -> Model {
+    pub(crate) fn build(topo: &Topology) -> Model {
         let cls = topo.classifier();
         let (g, n) = (topo.gpus.len(), topo.nics.len());
         let numa_pos =
@@ -220,22 +220,22 @@ impl Model {
     }
 
     /// Number of NICs.
-    pub fn nics(&self) -> usize {
+    pub(crate) fn nics(&self) -> usize {
         self.nic_bdf.len()
     }
 
     /// The path between GPU `g` and NIC `n`.
-    pub fn path(&self, g: usize, n: usize) -> GpuNicPath {
+    pub(crate) fn path(&self, g: usize, n: usize) -> GpuNicPath {
         self.path[g * self.nics() + n]
     }
 
     /// The fabric link count between two GPUs.
-    pub fn fabric(&self, a: usize, b: usize) -> Option<u32> {
+    pub(crate) fn fabric(&self, a: usize, b: usize) -> Option<u32> {
         self.fabric[a * self.gpu_bdf.len() + b]
     }
 
     /// SLIT distance sum over unordered pairs of the nodes in `mask`.
-    pub fn slit(&self, mask: u64) -> u32 {
+    pub(crate) fn slit(&self, mask: u64) -> u32 {
         let mut sum = 0;
         for a in 0..self.numa_ids.len() {
             if mask >> a & 1 == 0 {

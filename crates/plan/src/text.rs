@@ -1,6 +1,6 @@
 //! The text form of a [`Plan`], naming devices as well as addresses.
 
-use topoalign_render::table::Table;
+use topoalign_render::Table;
 use topoalign_topology::{Bdf, PcieClass, Topology};
 
 use crate::types::Plan;

@@ -8,17 +8,18 @@
 //!
 //! Other paths answer 404, other methods 405 (axum's routing).
 //!
-//! The rest of the process kit they are all assembled from: [`kit`], the server all of
+//! The rest of the process kit they are all assembled from: `kit`, the server all of
 //! them run on (timeouts, connection cap, bounded shutdown); [`process`], the API client
 //! from a kubeconfig, the SIGTERM/SIGINT shutdown future and the tokio runtime;
-//! [`logging`], the log format and the one log subscriber.
+//! `logging`, the log format and the one log subscriber.
 
-pub mod kit;
-pub mod logging;
-pub mod process;
+mod kit;
+mod logging;
+mod process;
 
 pub use kit::{BodyError, ConnStats, Limits, Stopped, read_body, serve_with};
 pub use logging::LogFormat;
+pub use logging::{DEFAULT_FILTER, install as install_logging};
 pub use process::{
     ClientError, Threads, kube_client, kube_config, runtime, shutdown_signal, shutdown_signals,
 };

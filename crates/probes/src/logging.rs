@@ -4,7 +4,7 @@
 //! emit `tracing` events; the binary installs the subscriber once its arguments are known.
 
 /// The environment variable with the log filter (`tracing_subscriber::EnvFilter` syntax).
-pub const FILTER_ENV: &str = "TOPOALIGN_LOG";
+pub(crate) const FILTER_ENV: &str = "TOPOALIGN_LOG";
 
 /// The driver's default filter: `info`, without kube-client's own error lines (every
 /// failed call is logged by the driver with what it was doing).
@@ -21,7 +21,7 @@ pub enum LogFormat {
     Text,
 }
 
-/// Installs the one log subscriber on stderr, filtered by [`FILTER_ENV`] (else
+/// Installs the one log subscriber on stderr, filtered by `FILTER_ENV` (else
 /// `default_filter`): lines as `format` asks, or, with no format (a one-shot command),
 /// text coloured only on a terminal. Does nothing when a subscriber is already installed.
 pub fn install(format: Option<LogFormat>, default_filter: &str) {

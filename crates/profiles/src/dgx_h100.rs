@@ -28,7 +28,7 @@ const PAIRS: [(u8, u8, u32); 8] = [
     (0xdf, 0xdc, 11),
 ];
 
-pub fn build() -> Result<Topology, ModelError> {
+pub(crate) fn build() -> Result<Topology, ModelError> {
     let mut b = TopologyBuilder::new("dgx-h100");
     let mem = 1_056_768_000;
     b.numa_node(

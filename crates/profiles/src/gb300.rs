@@ -15,7 +15,7 @@ use topoalign_topology::{
 
 use super::parts::{GEN5_X16, all_to_all, mellanox_fn, modeled_uuid, rdma_nic};
 
-pub fn build() -> Result<Topology, ModelError> {
+pub(crate) fn build() -> Result<Topology, ModelError> {
     let mut b = TopologyBuilder::new("gb300-4");
     let mem = 460_000_000;
     b.numa_node(0, CpuSet::range(0, 63), Some(mem), vec![10, 20], Some(0));

@@ -30,7 +30,7 @@ const PAIRS: [(u8, u8); 8] = [
 /// VFs enabled per PF.
 const VFS_PER_PF: u8 = 4;
 
-pub fn build() -> Result<Topology, ModelError> {
+pub(crate) fn build() -> Result<Topology, ModelError> {
     let mut b = TopologyBuilder::new("mi300x-8");
     let node_mem_kib = 1_056_768_000;
     b.numa_node(

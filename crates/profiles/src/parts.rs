@@ -7,25 +7,25 @@ use topoalign_topology::{
 };
 
 /// PCIe Gen5 x16.
-pub const GEN5_X16: Option<PcieLink> = Some(PcieLink {
+pub(crate) const GEN5_X16: Option<PcieLink> = Some(PcieLink {
     speed_dgts: 320,
     width: 16,
 });
 
 /// PCIe Gen4 x16.
-pub const GEN4_X16: Option<PcieLink> = Some(PcieLink {
+pub(crate) const GEN4_X16: Option<PcieLink> = Some(PcieLink {
     speed_dgts: 160,
     width: 16,
 });
 
 /// Domain-0 address `0000:BB:DD.F`.
-pub fn bdf0(bus: u8, device: u8, function: u8) -> Bdf {
+pub(crate) fn bdf0(bus: u8, device: u8, function: u8) -> Bdf {
     Bdf::new(0, bus, device, function)
 }
 
 /// The downstream ports of one PCIe switch that hangs, alone, under its own root port
 /// and host bridge.
-pub struct SwitchPorts {
+pub(crate) struct SwitchPorts {
     /// Parent handles of the downstream ports, in the order of `secondaries`.
     pub downstream: Vec<PciParent>,
 }
@@ -33,7 +33,7 @@ pub struct SwitchPorts {
 /// Builds host bridge `pci0000:RR` → root port `RR:01.0` → switch upstream port
 /// `(RR+1):00.0` → downstream ports `(RR+2):0k.0`, the k-th with secondary bus
 /// `secondaries[k]`. Bus ranges are consistent (each port's range holds what is below it).
-pub fn switch_under_own_root(
+pub(crate) fn switch_under_own_root(
     b: &mut TopologyBuilder,
     root_bus: u8,
     numa: Option<u32>,
@@ -77,7 +77,7 @@ pub fn switch_under_own_root(
 }
 
 /// A ConnectX-style RDMA NIC record with one port.
-pub fn rdma_nic(
+pub(crate) fn rdma_nic(
     pci: usize,
     netdev: Option<&str>,
     rdma_index: u32,
@@ -101,7 +101,7 @@ pub fn rdma_nic(
 }
 
 /// Adds an endpoint that is a Mellanox NIC function.
-pub fn mellanox_fn(
+pub(crate) fn mellanox_fn(
     b: &mut TopologyBuilder,
     parent: PciParent,
     at: Bdf,
@@ -118,7 +118,7 @@ pub fn mellanox_fn(
 }
 
 /// Links every pair of the first `n` GPUs.
-pub fn all_to_all(
+pub(crate) fn all_to_all(
     b: &mut TopologyBuilder,
     n: usize,
     kind: FabricKind,
@@ -140,7 +140,7 @@ pub fn all_to_all(
 }
 
 /// A deterministic NVIDIA-style UUID for a modeled GPU (`GPU-xxxxxxxx-…`).
-pub fn modeled_uuid(profile_tag: u32, index: u32) -> String {
+pub(crate) fn modeled_uuid(profile_tag: u32, index: u32) -> String {
     format!(
         "GPU-{profile_tag:08x}-{:04x}-4{:03x}-8000-{:012x}",
         index,

@@ -10,7 +10,7 @@ use topoalign_topology::{
 
 use super::parts::{GEN4_X16, bdf0, mellanox_fn, modeled_uuid, rdma_nic};
 
-pub fn build() -> Result<Topology, ModelError> {
+pub(crate) fn build() -> Result<Topology, ModelError> {
     let mut b = TopologyBuilder::new("pcie-2socket");
     let mem = 263_000_000;
     b.numa_node(

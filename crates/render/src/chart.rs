@@ -6,7 +6,7 @@
 use crate::svg::elements::{Anchor, Svg, attr, num};
 
 /// Colours used when the caller passes an empty palette.
-pub const DEFAULT_PALETTE: [&str; 8] = [
+pub(crate) const DEFAULT_PALETTE: [&str; 8] = [
     "#2f5597", "#f57c00", "#2e9e44", "#d32f2f", "#7b4fbf", "#00838f", "#8d6e63", "#c2185b",
 ];
 
@@ -20,7 +20,7 @@ fn bar_value(v: f64) -> f64 {
 }
 
 /// "Nice" tick values covering `[lo, hi]`: steps of 1, 2 or 5 times a power of ten.
-pub fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
+pub(crate) fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
     let (lo, hi) = if lo.is_finite() && hi.is_finite() && hi > lo {
         (lo, hi)
     } else if lo.is_finite() {

@@ -12,7 +12,7 @@ use crate::svg::layout::{self, Boxed, Item};
 use crate::text::{dot_escape, kib, mib};
 
 /// Renders the DOT text.
-pub fn render(topo: &Topology) -> String {
+pub(crate) fn render(topo: &Topology) -> String {
     let c = topo.classifier();
     let mut out = String::new();
     let _ = writeln!(out, "graph \"{}\" {{", dot_escape(&topo.name));

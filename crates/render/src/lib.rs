@@ -1,23 +1,31 @@
 //! Output formats for topologies: the `nvidia-smi topo -m` matrix, human tables, and
 //! SVG/DOT drawings that render without Graphviz, plus small SVG charts.
 //!
-//! - [`matrix`]: a [`topoalign_topology::PairMatrix`] in the exact layout of
+//! - `matrix`: a [`topoalign_topology::PairMatrix`] in the exact layout of
 //!   `nvidia-smi topo -m` (tab-separated like the tool, or space-aligned), with its
 //!   `Legend:` and `NIC Legend:` blocks.
-//! - [`summary`]: a readable multi-section table of a whole topology.
-//! - [`svg`] and [`dot`]: drawings of the machine (NUMA nodes, host bridges, switches,
+//! - `summary`: a readable multi-section table of a whole topology.
+//! - `svg` and `dot`: drawings of the machine (NUMA nodes, host bridges, switches,
 //!   GPUs, NICs, the NVLink/xGMI fabric and each GPU's best NIC coloured by pair class).
 //! - [`format`]: the output formats (`-o table|json|yaml`, `svg|dot`).
-//! - [`chart`]: generic stacked horizontal bar and line charts as SVG.
+//! - `chart`: generic stacked horizontal bar and line charts as SVG.
 //!
 //! Everything here is pure: functions take a model and return a `String`.
 
-pub mod chart;
-pub mod dot;
+mod chart;
+mod dot;
+/// Public as a namespace: The `-o` output formats. crates/extender (restructured by
+/// another helper) names items by this path; kept `pub` until it moves to the root re-
+/// exports.
 pub mod format;
-pub mod matrix;
-pub mod scene;
-pub mod summary;
-pub mod svg;
-pub mod table;
-pub mod text;
+mod matrix;
+mod scene;
+mod summary;
+mod svg;
+mod table;
+mod text;
+pub use chart::{lines, stack, stacked_bars};
+pub use matrix::{MatrixStyle, render as render_matrix};
+pub use summary::render as render_summary;
+pub use svg::render as render_svg;
+pub use table::{Table, terminal_width, wrap};

@@ -9,7 +9,7 @@
 //! `NIC Legend:` with `  NIC0: mlx5_0` lines. [`MatrixStyle::Aligned`] prints the same
 //! table with space-padded columns for reading in a terminal.
 
-use topoalign_topology::matrix::MatrixDeviceKind;
+use topoalign_topology::MatrixDeviceKind;
 use topoalign_topology::{PairClass, PairMatrix};
 
 /// How columns are separated.
@@ -56,7 +56,7 @@ const XGMI_LEGEND: (&str, &str) = (
 /// Appended to a cell that is `SYS` only because a NUMA node is unknown (the pair runs
 /// between host bridges; with the nodes unknown it may be `NODE`). nvidia-smi never prints
 /// it: the tool always knows the nodes.
-pub const UNKNOWN_NUMA_MARK: char = '*';
+pub(crate) const UNKNOWN_NUMA_MARK: char = '*';
 
 /// The legend line explaining [`UNKNOWN_NUMA_MARK`].
 const UNKNOWN_NUMA_LEGEND: (&str, &str) = (
@@ -235,9 +235,10 @@ fn legend(m: &PairMatrix) -> String {
 }
 
 /// One row of a matrix read back from text: its label and its cells, in column order.
-/// Used by tests and by anyone comparing a rendered matrix with a real one.
+/// Used by tests.
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParsedRow {
+pub(crate) struct ParsedRow {
     /// `GPU0`, `NIC1`, ...
     pub label: String,
     /// The cells (`X`, `NV18`, `SYS`, ...) under the device columns, trimmed.
@@ -247,7 +248,8 @@ pub struct ParsedRow {
 /// Reads the device rows back out of [`MatrixStyle::Tabs`] text: the header names the
 /// device columns; each row up to the blank line before `Legend:` yields its cells.
 /// Returns the column labels and the rows.
-pub fn parse_tabs(text: &str) -> (Vec<String>, Vec<ParsedRow>) {
+#[cfg(test)]
+pub(crate) fn parse_tabs(text: &str) -> (Vec<String>, Vec<ParsedRow>) {
     let mut lines = text.lines();
     let columns: Vec<String> = lines
         .next()
@@ -275,7 +277,7 @@ pub fn parse_tabs(text: &str) -> (Vec<String>, Vec<ParsedRow>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use topoalign_topology::matrix::MatrixOptions;
+    use topoalign_topology::MatrixOptions;
 
     fn gb300() -> PairMatrix {
         let t = topoalign_profiles::get("gb300-4").unwrap();

@@ -9,7 +9,7 @@ use topoalign_topology::{Classifier, FabricKind, GpuNicPath, PciParent, PcieClas
 use crate::text::index_ranges;
 
 /// The colour of a GPU↔NIC pair class: green for PIX, through amber, to red for SYS.
-pub fn class_color(c: PcieClass) -> &'static str {
+pub(crate) fn class_color(c: PcieClass) -> &'static str {
     match c {
         PcieClass::Pix => "#2e9e44",
         PcieClass::Pxb => "#8bc34a",
@@ -20,7 +20,7 @@ pub fn class_color(c: PcieClass) -> &'static str {
 }
 
 /// What each pair class means for a GPU↔NIC pair, in a few words (for legends).
-pub fn class_meaning(c: PcieClass) -> &'static str {
+pub(crate) fn class_meaning(c: PcieClass) -> &'static str {
     match c {
         PcieClass::Pix => "same PCIe switch",
         PcieClass::Pxb => "several bridges, no CPU",
@@ -31,11 +31,11 @@ pub fn class_meaning(c: PcieClass) -> &'static str {
 }
 
 /// The colour used for the GPU fabric (NVLink / xGMI).
-pub const FABRIC_COLOR: &str = "#7b4fbf";
+pub(crate) const FABRIC_COLOR: &str = "#7b4fbf";
 
 /// The PCI tree as child lists.
 #[derive(Debug, Clone)]
-pub struct PciTree {
+pub(crate) struct PciTree {
     /// For every host bridge, the PCI functions directly on its root bus.
     pub roots: Vec<Vec<usize>>,
     /// For every PCI function, the functions directly below it.
@@ -44,7 +44,7 @@ pub struct PciTree {
 
 impl PciTree {
     /// Builds the child lists (children in address order, since `pci` is sorted).
-    pub fn new(topo: &Topology) -> Self {
+    pub(crate) fn new(topo: &Topology) -> Self {
         let mut roots = vec![Vec::new(); topo.host_bridges.len()];
         let mut children = vec![Vec::new(); topo.pci.len()];
         for (i, d) in topo.pci.iter().enumerate() {
@@ -66,7 +66,7 @@ impl PciTree {
 }
 
 /// The NUMA node of every host bridge: that of the first device below it that has one.
-pub fn host_bridge_numa(topo: &Topology, c: &Classifier<'_>) -> Vec<Option<u32>> {
+pub(crate) fn host_bridge_numa(topo: &Topology, c: &Classifier<'_>) -> Vec<Option<u32>> {
     let mut out = vec![None; topo.host_bridges.len()];
     for i in 0..topo.pci.len() {
         let h = c.host_of(i);
@@ -79,7 +79,7 @@ pub fn host_bridge_numa(topo: &Topology, c: &Classifier<'_>) -> Vec<Option<u32>>
 
 /// A NIC a GPU would pair with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BestNic {
+pub(crate) struct BestNic {
     /// Index into `Topology::nics`.
     pub nic: usize,
     /// The pair's classification.
@@ -89,7 +89,7 @@ pub struct BestNic {
 /// For every GPU, its closest RDMA physical-function NIC (or, failing RDMA, any PF).
 /// Among equally close NICs, one not yet taken by a lower-numbered GPU is preferred, so
 /// that two GPUs sharing a NUMA node with two NICs are drawn against different NICs.
-pub fn best_nics(topo: &Topology, c: &Classifier<'_>) -> Vec<Option<BestNic>> {
+pub(crate) fn best_nics(topo: &Topology, c: &Classifier<'_>) -> Vec<Option<BestNic>> {
     let pfs: Vec<usize> = (0..topo.nics.len())
         .filter(|&n| !topo.nics[n].is_vf())
         .collect();
@@ -117,7 +117,7 @@ pub fn best_nics(topo: &Topology, c: &Classifier<'_>) -> Vec<Option<BestNic>> {
 
 /// GPUs joined by one kind of fabric link with one link count.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FabricGroup {
+pub(crate) struct FabricGroup {
     /// NVLink or xGMI.
     pub kind: FabricKind,
     /// Bonded links per pair.
@@ -130,13 +130,13 @@ pub struct FabricGroup {
 
 impl FabricGroup {
     /// True when every pair of the group's GPUs is linked.
-    pub fn all_to_all(&self) -> bool {
+    pub(crate) fn all_to_all(&self) -> bool {
         let n = self.gpus.len();
         n >= 2 && self.pairs.len() == n * (n - 1) / 2
     }
 
     /// The cell text the pairs show (`NV18`, `XGMI`).
-    pub fn class_text(&self) -> String {
+    pub(crate) fn class_text(&self) -> String {
         match self.kind {
             FabricKind::Nvlink => format!("NV{}", self.count),
             FabricKind::Xgmi => "XGMI".to_string(),
@@ -144,7 +144,7 @@ impl FabricGroup {
     }
 
     /// The fabric's name (`NVLink`, `xGMI`).
-    pub fn kind_name(&self) -> &'static str {
+    pub(crate) fn kind_name(&self) -> &'static str {
         match self.kind {
             FabricKind::Nvlink => "NVLink",
             FabricKind::Xgmi => "xGMI",
@@ -153,7 +153,7 @@ impl FabricGroup {
 
     /// A one-line description: `NV18 all-to-all among GPU0-7`, or
     /// `NV4 on 3 pairs among GPU0-3`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let gpus = index_ranges("GPU", &self.gpus);
         if self.all_to_all() {
             format!("{} all-to-all among {gpus}", self.class_text())
@@ -171,7 +171,7 @@ impl FabricGroup {
 
 /// Groups the fabric links by (kind, count), each group's connected GPUs together.
 /// Groups are ordered by kind, then count descending.
-pub fn fabric_groups(topo: &Topology) -> Vec<FabricGroup> {
+pub(crate) fn fabric_groups(topo: &Topology) -> Vec<FabricGroup> {
     let mut by_key: BTreeMap<(u8, std::cmp::Reverse<u32>), FabricGroup> = BTreeMap::new();
     for l in &topo.gpu_links {
         let key = (l.kind as u8, std::cmp::Reverse(l.count));

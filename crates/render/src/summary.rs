@@ -225,7 +225,7 @@ fn closest_table(topo: &Topology, c: &Classifier<'_>) -> Table {
 }
 
 /// The name a NIC goes by: RDMA device, netdev, or address.
-pub fn nic_name(topo: &Topology, n: usize) -> String {
+pub(crate) fn nic_name(topo: &Topology, n: usize) -> String {
     topo.nics[n]
         .label()
         .map_or_else(|| topo.nic_bdf(n).to_string(), str::to_string)
@@ -267,7 +267,7 @@ fn list_or_dash(items: &[String]) -> String {
 
 /// How to supply an unknown GPU fabric, for the topology's vendors; `None` when the
 /// fabric is known (links or none).
-pub fn unknown_fabric_help(topo: &Topology) -> Option<String> {
+pub(crate) fn unknown_fabric_help(topo: &Topology) -> Option<String> {
     if topo.fabric_status() != FabricStatus::Unknown {
         return None;
     }

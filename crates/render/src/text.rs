@@ -4,7 +4,7 @@
 /// Escapes text for use in XML character data and attribute values (`&`, `<`, `>`, `"`,
 /// `'`). Control characters other than tab and newline, which XML 1.0 forbids, become
 /// U+FFFD so that the document stays well-formed whatever a device name holds.
-pub fn xml_escape(s: &str) -> String {
+pub(crate) fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {
@@ -23,7 +23,7 @@ pub fn xml_escape(s: &str) -> String {
 
 /// Escapes text for a double-quoted Graphviz DOT string: backslash and quote are escaped,
 /// newlines become DOT's `\n` line break, other control characters are dropped.
-pub fn dot_escape(s: &str) -> String {
+pub(crate) fn dot_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {
@@ -39,7 +39,7 @@ pub fn dot_escape(s: &str) -> String {
 
 /// Formats sorted-or-not indices as compact ranges behind a prefix: `[0,1,2,3,6]` with
 /// prefix `GPU` is `GPU0-3,6`. An empty list is `none`.
-pub fn index_ranges(prefix: &str, indices: &[usize]) -> String {
+pub(crate) fn index_ranges(prefix: &str, indices: &[usize]) -> String {
     let mut v: Vec<usize> = indices.to_vec();
     v.sort_unstable();
     v.dedup();
@@ -66,7 +66,7 @@ pub fn index_ranges(prefix: &str, indices: &[usize]) -> String {
 }
 
 /// A size in KiB as a short human string (`512 MiB`, `1007.8 GiB`, `2.0 TiB`).
-pub fn kib(kib: u64) -> String {
+pub(crate) fn kib(kib: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
     let mut value = kib as f64;
     let mut unit = 0;
@@ -82,12 +82,12 @@ pub fn kib(kib: u64) -> String {
 }
 
 /// A size in MiB as a short human string (`80 GiB`, `277.5 GiB`).
-pub fn mib(mib: u64) -> String {
+pub(crate) fn mib(mib: u64) -> String {
     kib(mib.saturating_mul(1024))
 }
 
 /// Cuts `s` to at most `max` characters, marking the cut with `…`.
-pub fn truncate(s: &str, max: usize) -> String {
+pub(crate) fn truncate(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_string();
     }

@@ -4,11 +4,11 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use topoalign_kube_types::kubelet_settings::{Policy, PolicyOptions, Settings};
-use topoalign_tm::bitmask::iterate_masks;
-use topoalign_tm::hint::{ProviderHints, TopologyHint};
-use topoalign_tm::numa_info::NumaInfo;
-use topoalign_tm::policy::merge_with_policy;
+use topoalign_tm::NumaInfo;
+use topoalign_tm::iterate_masks;
+use topoalign_tm::merge_with_policy;
 use topoalign_tm::{Case, Pod, ResourceMap, Usage, simulate};
+use topoalign_tm::{ProviderHints, TopologyHint};
 
 fn bench(c: &mut Criterion) {
     let nodes: Vec<u32> = (0..8).collect();

@@ -4,8 +4,8 @@
 //! admission `tm` (and the kubelet) refuses.
 
 use serde_json::Value;
-use topoalign_kube_types::admission::{Admission, MergedHint};
 use topoalign_kube_types::kubelet_settings::Settings;
+use topoalign_kube_types::{Admission, MergedHint};
 use topoalign_topology::Topology;
 
 use crate::node::Usage;
@@ -69,7 +69,7 @@ pub fn admit_on_empty_node(
 
 #[cfg(test)]
 mod tests {
-    use topoalign_kube_types::admission::TOPOLOGY_AFFINITY_ERROR;
+    use topoalign_kube_types::TOPOLOGY_AFFINITY_ERROR;
     use topoalign_kube_types::kubelet_settings::Policy;
 
     use super::*;

@@ -80,14 +80,14 @@ fn take_from(
 
 /// Why devices could not be allocated (the kubelet's `UnexpectedAdmissionError`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AllocError(pub String);
+pub(crate) struct AllocError(pub String);
 
 /// Mirrors `devicesToAllocate` for a container that holds nothing yet: reusable devices
 /// first, then (when the aligned devices suffice) the plugin's preferred choice among the
 /// aligned ones, else all aligned ones, the plugin's choice among all available, then the
 /// unaligned and the no-topology ones. Go's set iteration is random: the order within
 /// each step is a shuffle by `rng`.
-pub fn devices_to_allocate(
+pub(crate) fn devices_to_allocate(
     pool: &mut Pool,
     required: usize,
     reusable: &BTreeSet<Bdf>,
@@ -151,7 +151,7 @@ pub fn devices_to_allocate(
 /// of the affinity's NUMA nodes, then any; lowest ids first within each step (the
 /// kubelet's `takeByTopology` packs whole cores and sockets — the NUMA counts, which is
 /// what later hints read, agree whenever the aligned nodes have enough free CPUs).
-pub fn allocate_cpus(
+pub(crate) fn allocate_cpus(
     state: &mut CpuState,
     count: u64,
     reusable: &CpuSet,
@@ -193,7 +193,7 @@ pub fn allocate_cpus(
 /// The static memory manager's `Allocate`, simplified: a nil or too-small affinity is
 /// widened to the narrowest mask containing it whose free memory fits; memory is then
 /// taken from its nodes in id order and the nodes are grouped (`Cells`).
-pub fn allocate_memory(
+pub(crate) fn allocate_memory(
     state: &mut BTreeMap<u32, MemoryNode>,
     bytes: u64,
     affinity: Option<NumaMask>,

@@ -95,7 +95,7 @@ fn count(s: &str) -> Result<u64, CountError> {
 /// A `--gpus`/`--nics` value that is not a device count.
 #[derive(Debug, thiserror::Error)]
 #[error("`{0}` is not a device count from 0 to 4096")]
-pub struct CountError(String);
+pub(crate) struct CountError(String);
 
 impl TmArgs {
     /// The `--input` case file, if one is given.

@@ -1,12 +1,12 @@
 //! The files `tm` reads beside the node: a whole case, a Pod manifest and the devices
 //! already in use, each read with
-//! [`topoalign_kube_types::documents::read_document`] (JSON or YAML) and decoded, errors
+//! [`topoalign_kube_types::read_document`] (JSON or YAML) and decoded, errors
 //! naming the file.
 
 use std::path::Path;
 
 use thiserror::Error;
-use topoalign_kube_types::documents::{DocumentError, read_document};
+use topoalign_kube_types::{DocumentError, read_document};
 
 use crate::case::CaseFile;
 use crate::error::InputError;
@@ -51,7 +51,7 @@ fn name(path: &Path) -> String {
 }
 
 /// Reads a whole case (`--input`).
-pub fn read_case(path: &Path) -> Result<CaseFile, InputFileError> {
+pub(crate) fn read_case(path: &Path) -> Result<CaseFile, InputFileError> {
     let doc = read_document(path)?;
     CaseFile::from_value(&doc).map_err(|error| InputFileError::Case {
         path: name(path),
@@ -60,7 +60,7 @@ pub fn read_case(path: &Path) -> Result<CaseFile, InputFileError> {
 }
 
 /// Reads a Pod manifest (`--pod`).
-pub fn read_pod(path: &Path) -> Result<Pod, InputFileError> {
+pub(crate) fn read_pod(path: &Path) -> Result<Pod, InputFileError> {
     let doc = read_document(path)?;
     Pod::from_manifest(&doc).map_err(|error| InputFileError::Pod {
         path: name(path),
@@ -69,7 +69,7 @@ pub fn read_pod(path: &Path) -> Result<Pod, InputFileError> {
 }
 
 /// Reads the devices and CPUs already in use (`--used`).
-pub fn read_usage(path: &Path) -> Result<Usage, InputFileError> {
+pub(crate) fn read_usage(path: &Path) -> Result<Usage, InputFileError> {
     let doc = read_document(path)?;
     serde_json::from_value(doc).map_err(|error| InputFileError::Usage {
         path: name(path),

@@ -90,7 +90,7 @@ fn narrowest_mask(hints: &[TopologyHint]) -> Option<NumaMask> {
 }
 
 /// Mirrors `maxOfMinAffinityCounts`: the largest, over lists, of the narrowest width.
-pub fn max_of_min_affinity_counts(lists: &[Vec<TopologyHint>]) -> u32 {
+pub(crate) fn max_of_min_affinity_counts(lists: &[Vec<TopologyHint>]) -> u32 {
     lists
         .iter()
         .filter_map(|l| narrowest_mask(l))
@@ -101,7 +101,7 @@ pub fn max_of_min_affinity_counts(lists: &[Vec<TopologyHint>]) -> u32 {
 
 /// How equally-preferred masks are compared (`NewHintMerger`'s `compareNumaAffinityMasks`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MaskComparison {
+pub(crate) enum MaskComparison {
     /// `NUMAInfo.Narrowest` (the default, and always for `single-numa-node`).
     Narrowest,
     /// `NUMAInfo.Closest` (`prefer-closest-numa-nodes` outside `single-numa-node`).
@@ -110,7 +110,7 @@ pub enum MaskComparison {
 
 /// Mirrors `HintMerger`.
 #[derive(Debug, Clone)]
-pub struct HintMerger<'a> {
+pub(crate) struct HintMerger<'a> {
     numa: &'a NumaInfo,
     lists: Vec<Vec<TopologyHint>>,
     /// `BestNonPreferredAffinityCount`.
@@ -120,7 +120,7 @@ pub struct HintMerger<'a> {
 
 impl<'a> HintMerger<'a> {
     /// Mirrors `NewHintMerger`.
-    pub fn new(
+    pub(crate) fn new(
         numa: &'a NumaInfo,
         lists: Vec<Vec<TopologyHint>>,
         comparison: MaskComparison,
@@ -195,7 +195,7 @@ impl<'a> HintMerger<'a> {
     }
 
     /// Mirrors `HintMerger.Merge`: the best merged permutation, or `{all nodes, false}`.
-    pub fn merge(&self) -> TopologyHint {
+    pub(crate) fn merge(&self) -> TopologyHint {
         let default_affinity = self.numa.default_affinity();
         let mut best: Option<TopologyHint> = None;
         iterate_all_provider_topology_hints(&self.lists, &mut |perm| {

@@ -41,7 +41,7 @@ pub struct CaseError {
 
 /// One parsed case.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MergeCase {
+pub(crate) struct MergeCase {
     /// The caller's id, echoed in the result.
     pub id: String,
     /// `topologyManagerPolicy`.
@@ -261,7 +261,7 @@ fn parse_object(v: &Value) -> Field<MergeCase> {
 
 impl MergeCase {
     /// Parses one line (1-based `line` for messages).
-    pub fn parse_line(text: &str, line: usize) -> Result<MergeCase, CaseError> {
+    pub(crate) fn parse_line(text: &str, line: usize) -> Result<MergeCase, CaseError> {
         let value: Value = serde_json::from_str(text).map_err(|e| CaseError {
             line,
             field: "(line)".into(),
@@ -275,7 +275,7 @@ impl MergeCase {
     }
 
     /// Evaluates the case as the kubelet would: `NewManager`, then the policy's `Merge`.
-    pub fn evaluate(&self) -> MergeResult {
+    pub(crate) fn evaluate(&self) -> MergeResult {
         match TopologyManager::new(self.policy, self.scope, &self.options, self.numa.clone()) {
             Err(e) => MergeResult {
                 id: self.id.clone(),

@@ -16,7 +16,7 @@ pub use topoalign_topology::NodeUsage as Usage;
 /// One device as its plugin advertises it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Device {
+pub(crate) struct Device {
     /// Its ID: the PCI address.
     pub id: Bdf,
     /// `Topology.Nodes`: the NUMA node from `numa_node`, `None` for -1 (no topology).
@@ -31,7 +31,7 @@ pub struct Device {
 
 /// The devices behind one extended resource and which of them are allocated.
 #[derive(Debug, Clone)]
-pub struct Pool {
+pub(crate) struct Pool {
     /// The resource name.
     pub name: String,
     /// What it maps to.
@@ -46,7 +46,7 @@ pub struct Pool {
 
 impl Pool {
     /// Builds the pool of `kind` devices from the topology.
-    pub fn build(
+    pub(crate) fn build(
         topo: &Topology,
         name: &str,
         kind: DeviceKind,
@@ -104,7 +104,7 @@ impl Pool {
     }
 
     /// The device with this ID.
-    pub fn device(&self, id: Bdf) -> Option<&Device> {
+    pub(crate) fn device(&self, id: Bdf) -> Option<&Device> {
         self.devices
             .binary_search_by_key(&id, |d| d.id)
             .ok()
@@ -112,12 +112,12 @@ impl Pool {
     }
 
     /// `deviceHasTopologyAlignment`: any device reports a NUMA node.
-    pub fn has_topology(&self) -> bool {
+    pub(crate) fn has_topology(&self) -> bool {
         self.devices.iter().any(|d| d.numa.is_some())
     }
 
     /// `getAvailableDevices`: healthy minus allocated, by address.
-    pub fn available(&self) -> BTreeSet<Bdf> {
+    pub(crate) fn available(&self) -> BTreeSet<Bdf> {
         self.devices
             .iter()
             .map(|d| d.id)
@@ -133,7 +133,7 @@ impl Pool {
 
 /// The static CPU manager's view: every CPU's NUMA node, the reserved and the assigned.
 #[derive(Debug, Clone, Default)]
-pub struct CpuState {
+pub(crate) struct CpuState {
     /// CPU id → NUMA node.
     pub numa_of: BTreeMap<u32, u32>,
     /// Reserved for system daemons (never given to containers).
@@ -144,7 +144,7 @@ pub struct CpuState {
 
 impl CpuState {
     /// Builds it from the topology.
-    pub fn from_topology(topo: &Topology) -> Self {
+    pub(crate) fn from_topology(topo: &Topology) -> Self {
         let mut numa_of = BTreeMap::new();
         for n in &topo.numa {
             for &c in n.cpus.ids() {
@@ -158,12 +158,12 @@ impl CpuState {
     }
 
     /// Every CPU.
-    pub fn all(&self) -> CpuSet {
+    pub(crate) fn all(&self) -> CpuSet {
         CpuSet::from_ids(self.numa_of.keys().copied())
     }
 
     /// `GetAvailableCPUs`: the shared pool minus the reserved CPUs.
-    pub fn available(&self) -> CpuSet {
+    pub(crate) fn available(&self) -> CpuSet {
         self.all()
             .difference(&self.reserved)
             .difference(&self.assigned)
@@ -173,7 +173,7 @@ impl CpuState {
 /// The static memory manager's per-NUMA state (`state.NUMANodeState`, regular memory).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct MemoryNode {
+pub(crate) struct MemoryNode {
     /// `Allocatable` bytes (total minus `reservedMemory`).
     pub allocatable: u64,
     /// `Free` bytes.
@@ -182,19 +182,6 @@ pub struct MemoryNode {
     pub cells: Vec<u32>,
     /// `NumberOfAssignments`.
     pub assignments: u32,
-}
-
-/// Applies a usage file to the pools and CPUs; an address that no pool knows is an error.
-pub fn apply_usage(
-    usage: &Usage,
-    pools: &mut [Pool],
-    cpus: &mut CpuState,
-    topo: &Topology,
-) -> Result<(), InputError> {
-    apply_device_usage(usage, pools, topo)?;
-    check_usage_cpus(usage, cpus)?;
-    cpus.assigned = cpus.assigned.union(&usage.cpus);
-    Ok(())
 }
 
 /// Marks the usage file's GPUs and NICs allocated in the pools that hold them; an address

@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
-pub use topoalign_kube_types::{CPU, MEMORY, QosClass};
+pub use topoalign_kube_types::QosClass;
+pub(crate) use topoalign_kube_types::{CPU, MEMORY};
 
 use crate::error::InputError;
-use crate::quantity::Quantity;
+use topoalign_kube_types::Quantity;
 
 /// One container's resources.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

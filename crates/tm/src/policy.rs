@@ -129,7 +129,7 @@ pub fn merge_with_policy(
 }
 
 /// Mirrors `filterSingleNumaHints`: keeps `{nil, true}` and preferred one-node hints.
-pub fn filter_single_numa_hints(lists: Vec<Vec<TopologyHint>>) -> Vec<Vec<TopologyHint>> {
+pub(crate) fn filter_single_numa_hints(lists: Vec<Vec<TopologyHint>>) -> Vec<Vec<TopologyHint>> {
     lists
         .into_iter()
         .map(|l| {

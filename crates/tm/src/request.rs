@@ -9,9 +9,9 @@ use crate::matrix::gpu_resource;
 use crate::node::Usage;
 use crate::outcome::Outcome;
 use crate::pod::Pod;
-use crate::quantity::Quantity;
 use crate::resources::{DeviceKind, ResourceMap};
 use crate::simulate::{Case, SimError, simulate};
+use topoalign_kube_types::Quantity;
 use topoalign_kube_types::kubelet_settings::{CpuPolicy, MemoryPolicy, Policy, Scope, Settings};
 
 /// One `tm` run as asked for.

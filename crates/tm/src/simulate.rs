@@ -23,8 +23,8 @@ use crate::policy::TopologyManager;
 use crate::prepared::Prepared;
 use crate::providers::{cpu, devices, memory};
 use crate::resources::{PluginAllocator, ResourceMap};
-use topoalign_kube_types::admission::{TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
 use topoalign_kube_types::kubelet_settings::{ConfigError, Policy, Settings};
+use topoalign_kube_types::{TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
 
 /// Why a simulation could not run.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -65,7 +65,7 @@ struct NodeState {
 }
 
 /// The prefix of the NVIDIA device plugin's MIG resources (mixed strategy).
-pub const MIG_RESOURCE_PREFIX: &str = "nvidia.com/mig-";
+pub(crate) const MIG_RESOURCE_PREFIX: &str = "nvidia.com/mig-";
 
 fn record(name: &str, hints: &ProviderHints) -> ProviderRecord {
     ProviderRecord {

@@ -92,13 +92,13 @@ impl Outcome {
 const GIB: f64 = (1u64 << 30) as f64;
 
 /// A pool's description: `all VFs` or `N VF(s) per PF`.
-pub fn pool_name(spec: &MatrixSpec) -> String {
+pub(crate) fn pool_name(spec: &MatrixSpec) -> String {
     spec.vfs_per_pf
         .map_or("all VFs".to_string(), |n| format!("{n} VF(s) per PF"))
 }
 
 /// The matrix as text, one block per policy.
-pub fn matrix_text(node: &str, spec: &MatrixSpec, rows: &[MatrixRow]) -> String {
+pub(crate) fn matrix_text(node: &str, spec: &MatrixSpec, rows: &[MatrixRow]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -134,7 +134,10 @@ pub fn matrix_text(node: &str, spec: &MatrixSpec, rows: &[MatrixRow]) -> String 
 
 /// What changes between two runs of the matrix (two VF pools), cell by cell, derived from
 /// the runs themselves; empty when nothing changes.
-pub fn matrix_difference(a: (&MatrixSpec, &[MatrixRow]), b: (&MatrixSpec, &[MatrixRow])) -> String {
+pub(crate) fn matrix_difference(
+    a: (&MatrixSpec, &[MatrixRow]),
+    b: (&MatrixSpec, &[MatrixRow]),
+) -> String {
     let mut s = String::new();
     for (ra, rb) in a.1.iter().zip(b.1) {
         for (ca, cb) in ra.cells.iter().zip(&rb.cells) {

@@ -7,18 +7,20 @@
 //!
 //! [`Classifier`] answers what `nvidia-smi topo -m` would print for any two devices
 //! (`X`, `NV#`, `PIX`, `PXB`, `PHB`, `NODE`, `SYS`, plus `XGMI` for AMD) and NCCL's path
-//! type and GPUDirect RDMA decision for a GPU→NIC pair; see [`class`] for the rules.
+//! type and GPUDirect RDMA decision for a GPU→NIC pair; see `class` for the rules.
 
-pub mod builder;
-pub mod class;
-pub mod classify;
-pub mod device;
-pub mod error;
-pub mod ids;
-pub mod matrix;
-pub mod numa;
+mod builder;
+mod class;
+mod classify;
+mod device;
+mod error;
+mod ids;
+mod matrix;
+mod numa;
+/// Public as a namespace: PCI vocabulary: `pci::class` and `pci::vendor` constants and
+/// the PCI device model, a namespace its callers name (`class::GPU`, `vendor::NVIDIA`).
 pub mod pci;
-pub mod usage;
+mod usage;
 
 use std::collections::{HashMap, HashSet};
 
@@ -33,7 +35,10 @@ pub use device::{
 };
 pub use error::{ModelError, ParseError};
 pub use ids::Bdf;
+pub use ids::parse_root_name;
 pub use matrix::{MatrixDevice, PairMatrix};
+pub use matrix::{MatrixDeviceKind, MatrixOptions};
+pub use numa::MAX_CPU_ID;
 pub use numa::{CpuSet, NumaNode};
 pub use pci::{HostBridge, PciDevice, PciKind, PciParent, PcieLink};
 pub use usage::NodeUsage;

@@ -10,15 +10,17 @@
 //! onto the topology the sysfs walker finds, and reports each GPU's best NIC.
 
 #[cfg(feature = "clap")]
-pub mod args;
-pub mod env;
-pub mod error;
-pub mod gate;
-pub mod report;
-pub mod visible;
+mod args;
+mod env;
+mod error;
+mod gate;
+mod report;
+mod visible;
 
 use std::path::Path;
 
+#[cfg(feature = "clap")]
+pub use args::VerifyArgs;
 pub use env::{EnvSelection, GpuRef, GpuSelector, parse_env};
 pub use error::VerifyError;
 pub use report::{BestNic, GpuEntry, NicEntry, Report};

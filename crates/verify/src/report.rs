@@ -70,7 +70,7 @@ pub struct Report {
 }
 
 /// Builds the report for the visible devices.
-pub fn build(topo: &Topology, vis: Visible) -> Report {
+pub(crate) fn build(topo: &Topology, vis: Visible) -> Report {
     let c = topo.classifier();
     let nic_entry = |n: usize| NicEntry {
         bdf: topo.nic_bdf(n).to_string(),

@@ -23,7 +23,7 @@ pub struct Visible {
 }
 
 /// Works out the visible devices.
-pub fn visible(
+pub(crate) fn visible(
     topo: &Topology,
     sysfs_root: &Path,
     dev_root: &Path,

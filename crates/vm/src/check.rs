@@ -12,7 +12,7 @@ use crate::error::VmError;
 use crate::layout::{pcie0_floor, root_of};
 
 /// Checks a domain's PCI layout.
-pub fn check(domain: &Domain) -> Result<(), VmError> {
+pub(crate) fn check(domain: &Domain) -> Result<(), VmError> {
     let mut seen = BTreeSet::new();
     for c in &domain.controllers {
         if !seen.insert(c.index) {

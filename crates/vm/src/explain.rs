@@ -4,7 +4,7 @@
 //! ([`Options::with_vmi`], [`Rewrite::label_with`]).
 
 use serde::Serialize;
-use topoalign_render::table::Table;
+use topoalign_render::Table;
 
 use crate::guest::GuestTopology;
 use crate::vmi::VmiInfo;

@@ -155,7 +155,7 @@ fn switch_above(t: &Topology, i: usize) -> Option<Bdf> {
 }
 
 /// Reads `<capabilities><host><topology><cells><cell id><cpus><cpu id>`.
-pub fn capabilities_nodes(xml: &str) -> Result<Vec<HostNode>, VmError> {
+pub(crate) fn capabilities_nodes(xml: &str) -> Result<Vec<HostNode>, VmError> {
     let doc = parse("the capabilities XML", xml)?;
     let root = doc.root_element();
     if root.tag_name().name() != "capabilities" {
@@ -178,11 +178,9 @@ pub fn capabilities_nodes(xml: &str) -> Result<Vec<HostNode>, VmError> {
         let mut ids = Vec::new();
         if let Some(cpus) = child(c, "cpus") {
             for cpu in children(cpus, "cpu") {
-                ids.push(required_number(
-                    cpu,
-                    "id",
-                    u64::from(topoalign_topology::numa::MAX_CPU_ID),
-                )? as u32);
+                ids.push(
+                    required_number(cpu, "id", u64::from(topoalign_topology::MAX_CPU_ID))? as u32,
+                );
             }
         }
         if nodes.iter().any(|n: &HostNode| n.id == id) {

@@ -18,9 +18,9 @@ use crate::domain::{Domain, PciAddress};
 use crate::error::VmError;
 
 /// The highest bus number handed out (KubeVirt counts down from here too).
-pub const TOP_BUS: u32 = 254;
+pub(crate) const TOP_BUS: u32 = 254;
 /// Slots on one PCI bus.
-pub const SLOTS: usize = 32;
+pub(crate) const SLOTS: usize = 32;
 /// First pcie.0 slot used for expanders (slot 0 is the host bridge, 1 is kept for VGA).
 const FIRST_ROOT_SLOT: u8 = 2;
 /// Last pcie.0 slot usable (0x1f holds the q35 LPC/SATA/SMBus functions).
@@ -57,7 +57,7 @@ pub struct NewController {
 
 /// One device's new place.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Placed {
+pub(crate) struct Placed {
     /// Index into [`Domain::passthrough`].
     pub passthrough: usize,
     /// Guest cell.
@@ -87,7 +87,7 @@ pub struct Expander {
 
 /// The whole new layout.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Layout {
+pub(crate) struct Layout {
     /// Controllers to add, parents before children.
     pub controllers: Vec<NewController>,
     /// Devices with their new addresses.
@@ -101,7 +101,7 @@ pub struct Layout {
 /// A device to place: index into [`Domain::passthrough`], its cell, its host address and
 /// the host switch it shares with others (only when mirroring).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Assignment {
+pub(crate) struct Assignment {
     /// Index into [`Domain::passthrough`].
     pub passthrough: usize,
     /// Guest cell.
@@ -117,7 +117,7 @@ pub struct Assignment {
 /// Bus numbers pcie.0's own hierarchy may use: its bus-making controllers plus one per
 /// device libvirt will still place (on q35 each gets a root port), not counting the
 /// devices the rewrite moves.
-pub fn pcie0_floor(domain: &Domain, moved: &BTreeSet<usize>) -> (u32, String) {
+pub(crate) fn pcie0_floor(domain: &Domain, moved: &BTreeSet<usize>) -> (u32, String) {
     let mut under_root = 0u32;
     for c in &domain.controllers {
         if !c.makes_bus() || c.is_expander() {
@@ -145,7 +145,7 @@ pub fn pcie0_floor(domain: &Domain, moved: &BTreeSet<usize>) -> (u32, String) {
 }
 
 /// The index of the root (pcie.0, or an expander) a controller hangs under.
-pub fn root_of(domain: &Domain, index: u32) -> Option<u32> {
+pub(crate) fn root_of(domain: &Domain, index: u32) -> Option<u32> {
     let mut cur = index;
     for _ in 0..=domain.controllers.len() {
         let c = domain.controller(cur)?;
@@ -158,7 +158,7 @@ pub fn root_of(domain: &Domain, index: u32) -> Option<u32> {
 }
 
 /// Computes the layout for the given assignments.
-pub fn lay_out(domain: &Domain, assignments: &[Assignment]) -> Result<Layout, VmError> {
+pub(crate) fn lay_out(domain: &Domain, assignments: &[Assignment]) -> Result<Layout, VmError> {
     if assignments.is_empty() {
         return Ok(Layout::default());
     }

@@ -12,28 +12,32 @@
 //! The core does no I/O: callers pass the XML text and a [`HostView`].
 
 #[cfg(feature = "clap")]
-pub mod args;
-pub mod check;
-pub mod domain;
-pub mod error;
-pub mod explain;
-pub mod guest;
-pub mod host;
-pub mod layout;
-pub mod mapping;
-pub mod rewrite;
-pub mod standin;
-pub mod vmi;
+mod args;
+mod check;
+mod domain;
+mod error;
+mod explain;
+mod guest;
+mod host;
+mod layout;
+mod mapping;
+mod rewrite;
+mod standin;
+mod vmi;
 mod xml;
 
 use serde::Serialize;
 use topoalign_topology::Bdf;
 
+#[cfg(feature = "clap")]
+pub use args::VmArgs;
 pub use domain::{Domain, PciAddress};
 pub use error::VmError;
 pub use host::{HostDevice, HostNode, HostView, Role};
 pub use layout::{Expander, NewController};
 pub use mapping::CellMapping;
+pub use standin::stand_ins;
+pub use vmi::parse as parse_vmi;
 
 /// Rewrite options.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

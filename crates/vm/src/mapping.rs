@@ -25,7 +25,7 @@ pub struct CellMapping {
 }
 
 /// Maps every guest cell.
-pub fn map_cells(domain: &Domain, host: &HostView) -> Vec<CellMapping> {
+pub(crate) fn map_cells(domain: &Domain, host: &HostView) -> Vec<CellMapping> {
     domain
         .cells
         .iter()
@@ -90,7 +90,7 @@ pub fn map_cells(domain: &Domain, host: &HostView) -> Vec<CellMapping> {
 
 /// Where a device goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     /// Into this guest cell.
     Cell(u32),
     /// Left where it was, for this reason.
@@ -98,7 +98,7 @@ pub enum Target {
 }
 
 /// Chooses the guest cell for a device on the host.
-pub fn target_for(
+pub(crate) fn target_for(
     dev: Option<&HostDevice>,
     cells: &[CellMapping],
     domain: &Domain,

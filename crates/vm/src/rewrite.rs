@@ -18,7 +18,7 @@ struct Edit {
 }
 
 /// Applies the layout to the original text.
-pub fn splice(original: &str, domain: &Domain, layout: &Layout) -> String {
+pub(crate) fn splice(original: &str, domain: &Domain, layout: &Layout) -> String {
     let mut edits: Vec<Edit> = Vec::new();
     if !layout.controllers.is_empty() {
         let indent = &domain.controller_indent;
@@ -89,7 +89,7 @@ fn whitespace_run_start(text: &str, at: usize) -> usize {
 }
 
 /// A controller element, every line prefixed with `indent`.
-pub fn controller_xml(c: &NewController, indent: &str) -> String {
+pub(crate) fn controller_xml(c: &NewController, indent: &str) -> String {
     let i2 = format!("{indent}  ");
     let mut s = String::new();
     if let Some(comment) = &c.comment {

@@ -10,7 +10,7 @@ use crate::host::{HostView, Role};
 use crate::xml::indent_before;
 
 /// The MAC address a NIC stand-in gets for this host address.
-pub fn mac_for(host: topoalign_topology::Bdf) -> String {
+pub(crate) fn mac_for(host: topoalign_topology::Bdf) -> String {
     format!(
         "52:54:00:{:02x}:{:02x}:{:02x}",
         host.bus, host.device, host.function

@@ -11,10 +11,10 @@ use serde_json::Value;
 use crate::error::VmError;
 
 /// Annotation: `"true"` mirrors host PCIe switches in the guest.
-pub const MIRROR_SWITCHES: &str = "topoalign.io/mirror-switches";
+pub(crate) const MIRROR_SWITCHES: &str = "topoalign.io/mirror-switches";
 
 /// Annotation: `"true"` gives each host bridge its own guest expander.
-pub const MIRROR_HOST_BRIDGES: &str = "topoalign.io/mirror-host-bridges";
+pub(crate) const MIRROR_HOST_BRIDGES: &str = "topoalign.io/mirror-host-bridges";
 
 /// What a VMI asks for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

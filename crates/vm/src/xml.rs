@@ -7,7 +7,10 @@ use topoalign_topology::CpuSet;
 use crate::error::VmError;
 
 /// Parses a document, naming it in the error.
-pub fn parse<'a>(what: &'static str, text: &'a str) -> Result<roxmltree::Document<'a>, VmError> {
+pub(crate) fn parse<'a>(
+    what: &'static str,
+    text: &'a str,
+) -> Result<roxmltree::Document<'a>, VmError> {
     roxmltree::Document::parse(text).map_err(|e| VmError::Xml {
         what,
         detail: e.to_string(),
@@ -16,7 +19,7 @@ pub fn parse<'a>(what: &'static str, text: &'a str) -> Result<roxmltree::Documen
 
 /// The location of an element as `/domain/devices/hostdev[2]` (1-based position among
 /// same-named siblings; `[n]` only where there are several).
-pub fn path_of(node: Node<'_, '_>) -> String {
+pub(crate) fn path_of(node: Node<'_, '_>) -> String {
     let mut parts = Vec::new();
     let mut cur = Some(node);
     while let Some(n) = cur {
@@ -44,20 +47,23 @@ pub fn path_of(node: Node<'_, '_>) -> String {
 }
 
 /// The first child element with this name.
-pub fn child<'a, 'i>(node: Node<'a, 'i>, name: &str) -> Option<Node<'a, 'i>> {
+pub(crate) fn child<'a, 'i>(node: Node<'a, 'i>, name: &str) -> Option<Node<'a, 'i>> {
     node.children()
         .find(|c| c.is_element() && c.tag_name().name() == name)
 }
 
 /// All child elements with this name.
-pub fn children<'a, 'i>(node: Node<'a, 'i>, name: &'a str) -> impl Iterator<Item = Node<'a, 'i>> {
+pub(crate) fn children<'a, 'i>(
+    node: Node<'a, 'i>,
+    name: &'a str,
+) -> impl Iterator<Item = Node<'a, 'i>> {
     node.children()
         .filter(move |c| c.is_element() && c.tag_name().name() == name)
 }
 
 /// Parses a number the way libvirt does for addresses and indexes: `0x` prefix for hex,
 /// decimal otherwise.
-pub fn parse_number(text: &str) -> Option<u64> {
+pub(crate) fn parse_number(text: &str) -> Option<u64> {
     let t = text.trim();
     if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         u64::from_str_radix(hex, 16).ok()
@@ -67,7 +73,7 @@ pub fn parse_number(text: &str) -> Option<u64> {
 }
 
 /// An attribute parsed as a number no larger than `max`.
-pub fn attr_number(
+pub(crate) fn attr_number(
     node: Node<'_, '_>,
     attr: &'static str,
     max: u64,
@@ -87,7 +93,11 @@ pub fn attr_number(
 }
 
 /// A required numeric attribute.
-pub fn required_number(node: Node<'_, '_>, attr: &'static str, max: u64) -> Result<u64, VmError> {
+pub(crate) fn required_number(
+    node: Node<'_, '_>,
+    attr: &'static str,
+    max: u64,
+) -> Result<u64, VmError> {
     attr_number(node, attr, max)?.ok_or_else(|| VmError::Missing {
         element: path_of(node),
         missing: attr,
@@ -95,7 +105,11 @@ pub fn required_number(node: Node<'_, '_>, attr: &'static str, max: u64) -> Resu
 }
 
 /// Parses libvirt's cpuset syntax: `0-3,8,^2` (a `^` entry removes CPUs).
-pub fn parse_cpuset(node: Node<'_, '_>, attr: &'static str, text: &str) -> Result<CpuSet, VmError> {
+pub(crate) fn parse_cpuset(
+    node: Node<'_, '_>,
+    attr: &'static str,
+    text: &str,
+) -> Result<CpuSet, VmError> {
     let bad = |why: String| VmError::BadValue {
         element: path_of(node),
         attribute: attr,
@@ -125,7 +139,7 @@ pub fn parse_cpuset(node: Node<'_, '_>, attr: &'static str, text: &str) -> Resul
 
 /// The whitespace that precedes `pos` on its line when the line holds only whitespace
 /// before it, else the empty string.
-pub fn indent_before(text: &str, pos: usize) -> String {
+pub(crate) fn indent_before(text: &str, pos: usize) -> String {
     let line_start = text[..pos].rfind('\n').map_or(0, |i| i + 1);
     let lead = &text[line_start..pos];
     if lead.chars().all(|c| c == ' ' || c == '\t') {
@@ -136,7 +150,7 @@ pub fn indent_before(text: &str, pos: usize) -> String {
 }
 
 /// Escapes text for an attribute value in single quotes.
-pub fn escape_attr(s: &str) -> String {
+pub(crate) fn escape_attr(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('\'', "&apos;")

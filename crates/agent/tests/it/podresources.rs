@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::{Request, Response, Status};
-use topoalign_agent::podresources::v1::pod_resources_lister_server::{
+use topoalign_agent::pod_resources_api::pod_resources_lister_server::{
     PodResourcesLister, PodResourcesListerServer,
 };
-use topoalign_agent::podresources::v1::*;
-use topoalign_agent::run::{Config, once};
+use topoalign_agent::pod_resources_api::*;
+use topoalign_agent::{Config, run_once};
 use topoalign_kube_types::kubelet_settings::{Policy, Settings};
 use topoalign_kube_types::labels::{PODS_ANNOTATION, REPORTED_AT_ANNOTATION, USED_ANNOTATION};
 
@@ -126,7 +126,7 @@ async fn once_reads_the_socket_and_builds_the_nrt_object() {
             .add_service(PodResourcesListerServer::new(Kubelet))
             .serve_with_incoming(UnixListenerStream::new(listener)),
     );
-    let out = once(&config(sock)).await.unwrap();
+    let out = run_once(&config(sock)).await.unwrap();
     assert_eq!(out.report.pods, ["ml/train-0"]);
     assert_eq!(out.report.used.gpus.len(), 4);
     assert_eq!(out.report.used.nics.len(), 4);
@@ -174,7 +174,7 @@ async fn once_reads_the_socket_and_builds_the_nrt_object() {
 #[tokio::test]
 async fn a_missing_socket_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
-    let err = once(&config(dir.path().join("absent.sock")))
+    let err = run_once(&config(dir.path().join("absent.sock")))
         .await
         .unwrap_err();
     let text = err.to_string();
@@ -189,18 +189,18 @@ async fn a_path_that_is_no_socket_says_what_it_is() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("kubelet.sock");
     std::fs::write(&file, b"not a socket").unwrap();
-    let text = once(&config(file)).await.unwrap_err().to_string();
+    let text = run_once(&config(file)).await.unwrap_err().to_string();
     assert!(
         text.contains("kubelet.sock: a regular file, not a socket"),
         "{text}"
     );
     assert!(!text.contains("refused"), "{text}");
-    let text = once(&config(dir.path().to_path_buf()))
+    let text = run_once(&config(dir.path().to_path_buf()))
         .await
         .unwrap_err()
         .to_string();
     assert!(text.contains("a directory, not a socket"), "{text}");
-    let text = once(&config(dir.path().join("absent.sock")))
+    let text = run_once(&config(dir.path().join("absent.sock")))
         .await
         .unwrap_err()
         .to_string();
@@ -208,6 +208,6 @@ async fn a_path_that_is_no_socket_says_what_it_is() {
     // A socket nobody listens on any more: the connection error, with the path.
     let stale = dir.path().join("stale.sock");
     drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
-    let text = once(&config(stale)).await.unwrap_err().to_string();
+    let text = run_once(&config(stale)).await.unwrap_err().to_string();
     assert!(text.contains("stale.sock"), "{text}");
 }

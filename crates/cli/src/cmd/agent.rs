@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use topoalign_agent::run::{AgentArgs, once, run_serving};
+use topoalign_agent::{AgentArgs, run_once, run_serving};
 use topoalign_discover::Source;
 use topoalign_kubelet::ConfigDocument;
 use topoalign_probes::{LogFormat, Threads, kube_client, runtime, shutdown_signal};
@@ -15,7 +15,7 @@ use crate::source::{TopologyArgs, load};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     topology: TopologyArgs,
     #[command(flatten)]
@@ -29,7 +29,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let format = args.output;
     with_errors(format, || {
         let topo = load(&args.topology, Source::host())?.topology;
@@ -43,7 +43,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .config(topo, settings.unwrap_or_default(), node_env)?;
         let rt = runtime(Threads::PerCpu).context("starting the async runtime")?;
         if args.agent.once {
-            let out = rt.block_on(once(&cfg))?;
+            let out = rt.block_on(run_once(&cfg))?;
             print(&out, format, || out.table())?;
             return Ok(ExitCode::SUCCESS);
         }

@@ -9,11 +9,11 @@ use std::process::ExitCode;
 use anyhow::Context;
 use k8s_openapi::api::resource::v1::ResourceClaimSpec;
 use topoalign_discover::Source;
-use topoalign_dra::claim_args::ClaimArgs;
-use topoalign_dra::claim_text::{claim_object, claim_table};
-use topoalign_dra::explain::Explanation;
-use topoalign_dra::explain_node::{SimulatedNode, explain_mixed, own_request};
-use topoalign_dra::slice_file::parse_slice_file;
+use topoalign_dra::ClaimArgs;
+use topoalign_dra::Explanation;
+use topoalign_dra::parse_slice_file;
+use topoalign_dra::{SimulatedNode, explain_mixed, own_request};
+use topoalign_dra::{claim_object, claim_table};
 use topoalign_dra::{claim_spec, mig_claim_spec, mixed_claim};
 
 use crate::cmd::plan::read_usage;
@@ -25,7 +25,7 @@ use crate::source::{TopologyArgs, load};
 #[command(
     after_help = "Examples:\n  topoalign claims --pairs 4 --max-class PXB\n  topoalign claims --pairs 2 --profile mi300x-8 --explain -o table\n  topoalign claims --pairs 1 --from-slices slices.yaml --node n1 --profile gb300-4\n  topoalign claims --mig 1g.10gb --count 7\n  topoalign claims --mig 3g.40gb --count 2 --with-nic\n\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
 )]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     claim: ClaimArgs,
     #[command(flatten)]
@@ -43,7 +43,7 @@ pub struct Args {
 
 /// Runs the command. Errors go to stderr only, whatever the format: stdout is a manifest
 /// meant for `| kubectl apply -f -`, and an `error:` document there would be applied.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     body(&args)
 }
 

@@ -4,13 +4,13 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use topoalign_fleet::demo::{DemoOptions, story};
+use topoalign_fleet::{DemoOptions, story};
 
 use crate::output::{Format, print, with_errors};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The built-in profile to tell the story on.
     #[arg(long, default_value = "mi300x-8")]
     pub profile: String,
@@ -29,7 +29,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     with_errors(args.output, || {
         let topo = topoalign_profiles::lookup(&args.profile)?;
         let options = DemoOptions {

@@ -10,7 +10,7 @@ use crate::source::{TopologyArgs, load};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Where to read the topology (default: sysfs of this host, `/`).
     #[command(flatten)]
     pub topology: TopologyArgs,
@@ -20,10 +20,10 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let d = load(&args.topology, Source::host())?;
     print(&d.topology, args.format, || {
-        topoalign_render::summary::render(&d.topology)
+        topoalign_render::render_summary(&d.topology)
     })?;
     Ok(ExitCode::SUCCESS)
 }

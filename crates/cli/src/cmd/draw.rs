@@ -13,7 +13,7 @@ use crate::source::{TopologyArgs, load};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Where to read the topology (default: sysfs of this host, `/`).
     #[command(flatten)]
     pub topology: TopologyArgs,
@@ -27,7 +27,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let d = load(&args.topology, Source::host())?;
     let text = args.format.render(&d.topology);
     match &args.out {

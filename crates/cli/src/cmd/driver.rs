@@ -1,7 +1,7 @@
 //! `topoalign driver`: the node agent. Publishes this node's GPUs, NICs and GPU+NIC pairs
 //! as ResourceSlices and serves the kubelet DRA plugin; `--dry-run` prints every object
 //! it would create instead (a stable interface: `-o yaml` is one kubectl-applicable YAML
-//! stream, `-o json` a `v1` List). The flags are `topoalign_driver::args::DriverArgs`.
+//! stream, `-o json` a `v1` List). The flags are `topoalign_driver::DriverArgs`.
 
 use std::process::ExitCode;
 
@@ -10,17 +10,17 @@ use topoalign_discover::Source;
 use topoalign_dra::NodeMig;
 use topoalign_dra::PublishOptions;
 use topoalign_driver::dry_run;
-use topoalign_driver::mig_source::{MigSource, attach_caps};
+use topoalign_driver::{MigSource, attach_caps};
 use topoalign_topology::Topology;
 
 use crate::output::{Format, print_structured, print_yaml_stream, with_errors, write_stdout};
 use crate::source::load;
 
 /// Arguments.
-pub type Args = topoalign_driver::args::DriverArgs;
+pub(crate) type Args = topoalign_driver::DriverArgs;
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.dry_run {
         return with_errors(args.format, || dry(&args));
     }

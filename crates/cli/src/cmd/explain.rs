@@ -11,17 +11,17 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::Api;
 use kube::api::ListParams;
-use topoalign_dra::explain_pod::{
+use topoalign_dra::{
     ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,
 };
 use topoalign_kube_types::labels as keys;
-use topoalign_render::table::Table;
+use topoalign_render::Table;
 
 use crate::output::{Format, exit, print, with_errors};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     what: What,
 }
@@ -50,7 +50,7 @@ struct PodArgs {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let What::Pod(a) = args.what;
     with_errors(a.output, || {
         let (ns, name) = parse_target(&a.target)?;

@@ -10,7 +10,7 @@ use topoalign_extender::run as serve;
 use topoalign_extender::synth_nodes;
 use topoalign_extender::{DecideArgs, NodesArgs, ServeArgs};
 use topoalign_extender::{decide_on_manifests, decide_table, node_items, node_list, node_table};
-use topoalign_kube_types::documents::read_document;
+use topoalign_kube_types::read_document;
 use topoalign_probes::{Threads, kube_client, runtime, shutdown_signal};
 
 use crate::output::{print, with_errors};
@@ -18,7 +18,7 @@ use crate::output::{print, with_errors};
 /// Arguments.
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     command: Option<Sub>,
     #[command(flatten)]
@@ -34,7 +34,7 @@ enum Sub {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Some(Sub::Nodes(a)) => with_errors(a.output, || nodes(&a)),
         Some(Sub::Decide(a)) => with_errors(a.output, || decide(&a)),

@@ -15,7 +15,7 @@ use crate::output::{Format, print_structured, print_yaml_stream, write_stdout};
 #[command(
     after_help = "Examples:\n  topoalign gang --job deploy/gang/job.yaml\n  topoalign gang --job deploy/gang/job.yaml --dialect kueue -o table\n  topoalign gang --job deploy/gang/job.yaml --dialect volcano -o json\n  topoalign gang --job deploy/gang/job.yaml --dialect kai\n\nThe job file: name, pods, pairsPerPod, class (PIX|PXB|PHB|NODE), sameRails, rails, podsPerNode,\ndomain {level|key, mode, sizes, volcanoTier}, queue, image, command (see deploy/gang/job.yaml).\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// The job description (YAML or JSON).
     #[arg(long, value_name = "FILE")]
     job: PathBuf,
@@ -32,7 +32,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let file = args.job.display().to_string();
     let text = std::fs::read_to_string(&args.job).with_context(|| format!("reading {file}"))?;
     let mut job = parse_job(&text, &file)?;

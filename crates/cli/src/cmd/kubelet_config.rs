@@ -4,14 +4,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
-use topoalign_kubelet::args::{Action, SetArgs};
+use topoalign_kubelet::{Action, SetArgs};
 use topoalign_kubelet::{SetReport, ShowReport, apply_set, cpu_state_warning, plan_set, rollback};
 
 use crate::output::{Format, exit, print, warn, with_errors};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     action: Action,
     /// Output format.
@@ -20,7 +20,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let f = args.output;
     with_errors(f, || match args.action {
         Action::Show { file } => show(file, f),

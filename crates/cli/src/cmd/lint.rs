@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use topoalign_discover::Source;
 use topoalign_kubelet::ConfigDocument;
-use topoalign_lint::args::LintArgs;
+use topoalign_lint::LintArgs;
 use topoalign_lint::{Report, lint_texts};
-use topoalign_render::table::{terminal_width, wrap};
+use topoalign_render::{terminal_width, wrap};
 
 use crate::output::{Format, exit, print, with_errors};
 use crate::source::{TopologyArgs, load};
@@ -20,7 +20,7 @@ use crate::source::{TopologyArgs, load};
 1 when at least one error was found (or a warning, with --warnings-as-errors), \
 2 when a file cannot be read or the arguments are wrong.\n\nExamples:\n  topoalign lint --profile mi300x-8 --policy restricted manifests.yaml\n  topoalign lint --kubelet-config kubelet.yaml pod.yaml\n\nWith no topology source the manifests are checked against this host (--sysfs-root /)."
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// The node topology the pods will run on.
     #[command(flatten)]
     topology: TopologyArgs,
@@ -43,7 +43,7 @@ fn read_input(file: &str) -> anyhow::Result<String> {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     with_errors(args.output, || {
         let config = args.lint.kubelet_config.as_deref();
         let settings = config.map(ConfigDocument::read_tm_settings).transpose()?;

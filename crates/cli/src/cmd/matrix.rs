@@ -4,16 +4,16 @@ use std::process::ExitCode;
 
 use topoalign_discover::Source;
 use topoalign_render::format::MatrixFormat;
-use topoalign_render::matrix::{MatrixStyle, render};
+use topoalign_render::{MatrixStyle, render_matrix};
+use topoalign_topology::MatrixOptions;
 use topoalign_topology::PairMatrix;
-use topoalign_topology::matrix::MatrixOptions;
 
 use crate::output::{print_structured, write_stdout};
 use crate::source::{TopologyArgs, load};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Where to read the topology (default: sysfs of this host, `/`).
     #[command(flatten)]
     pub topology: TopologyArgs,
@@ -32,7 +32,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let d = load(&args.topology, Source::host())?;
     let opts = MatrixOptions {
         include_vfs: args.vfs,
@@ -44,7 +44,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         false => MatrixStyle::Tabs,
     };
     match args.format.structured() {
-        None => write_stdout(&render(&m, style))?,
+        None => write_stdout(&render_matrix(&m, style))?,
         Some(f) => print_structured(&m, f)?,
     }
     Ok(ExitCode::SUCCESS)

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use topoalign_mig::export::{mig_parted, node_groups, nvidia_smi_commands, ranges};
 use topoalign_mig::{
     GpuPlan, Model, Plan, PodsFile, Request, lookup, parse_mix, plan, plan_pods, resolve_pods,
 };
-use topoalign_render::table::Table;
+use topoalign_mig::{mig_parted, node_groups, nvidia_smi_commands, ranges};
+use topoalign_render::Table;
 
 use crate::output::{Format, exit, print, with_errors, write_stdout};
 
@@ -18,7 +18,7 @@ use crate::output::{Format, exit, print, with_errors, write_stdout};
 #[command(
     after_help = "Examples:\n  topoalign mig plan --model h100-80gb --gpus 2 --want 3g.40gb=2,1g.10gb=4\n  topoalign mig plan --model a100-40gb --gpus 8 --nodes 100 --want 7g.40gb=200,3g.20gb=400 -o json\n  topoalign mig plan --model gb300 --gpus 4 --want 4g.139gb=4,3g.139gb=4 -o mig-parted"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// What to do.
     #[command(subcommand)]
     pub action: Action,
@@ -26,7 +26,7 @@ pub struct Args {
 
 /// The mig subcommands.
 #[derive(Debug, clap::Subcommand)]
-pub enum Action {
+pub(crate) enum Action {
     /// Plan the GPU instances of a request mix on N GPUs (a node) or a fleet of nodes:
     /// valid placements, one GPU filled before the next, 4g@0 / 3g@4 kept reachable; what
     /// cannot be placed is named with the reason (exit 1).
@@ -35,7 +35,7 @@ pub enum Action {
 
 /// Output formats of `mig plan`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum MigFormat {
+pub(crate) enum MigFormat {
     /// Per GPU the instances and the `nvidia-smi mig` commands that create them.
     Table,
     /// `{model, gpus: [{index, instances: [{profile, start}]}], placed, unplaced}`, plus
@@ -53,7 +53,7 @@ pub enum MigFormat {
 #[command(
     after_help = "Examples:\n  topoalign mig plan --model h100-80gb --gpus 2 --want 3g.40gb=2,1g.10gb=4\n  topoalign mig plan --model gb300 --gpus 4 --want 4g.139gb=4,3g.139gb=4 -o mig-parted"
 )]
-pub struct PlanArgs {
+pub(crate) struct PlanArgs {
     /// GPU model: a100-40gb, a100-80gb, h100-80gb, h100-94gb, h200-141gb, b200, gb200,
     /// b300, gb300.
     #[arg(long, value_name = "NAME")]
@@ -86,7 +86,7 @@ pub struct PlanArgs {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.action {
         Action::Plan(a) => run_plan(&a),
     }
@@ -127,7 +127,7 @@ fn run_plan(a: &PlanArgs) -> anyhow::Result<ExitCode> {
 /// Reads and checks a `--pods` file.
 fn read_pods(model: &Model, path: &Path) -> anyhow::Result<Vec<topoalign_mig::Pod>> {
     let what = format!("--pods {}", path.display());
-    let doc = topoalign_kube_types::documents::read_document(path).with_context(|| what.clone())?;
+    let doc = topoalign_kube_types::read_document(path).with_context(|| what.clone())?;
     let file: PodsFile = serde_json::from_value(doc).with_context(|| {
         format!(
             "{what}: expected {{pods: [{{name: NAME, replicas: N, want: {{PROFILE: COUNT}}}}]}}"

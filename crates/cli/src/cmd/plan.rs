@@ -17,7 +17,7 @@ use crate::source::{TopologyArgs, load};
 #[command(
     after_help = "Examples:\n  topoalign plan --profile mi300x-8 --gpus 4 --nics-per-gpu 1\n  topoalign plan --profile gb300-4 --gpus 2 --nics-per-gpu 1 --require-rdma -o json\n\nWith no topology source the plan is for this host (--sysfs-root /)."
 )]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     topology: TopologyArgs,
     #[command(flatten)]
@@ -35,7 +35,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     with_errors(args.output, || {
         let req = args.request.request()?;
         let usage = read_usage(args.used.as_deref())?;
@@ -95,11 +95,11 @@ fn with_timing(mut text: String, timing: Option<&PlanTiming>) -> String {
 
 /// Reads a `--used` file (JSON or YAML) naming the devices already taken; none means an
 /// empty node. Shared by `plan` and `claims --explain`.
-pub fn read_usage(path: Option<&std::path::Path>) -> anyhow::Result<Usage> {
+pub(crate) fn read_usage(path: Option<&std::path::Path>) -> anyhow::Result<Usage> {
     let Some(p) = path else {
         return Ok(Usage::empty());
     };
-    serde_json::from_value(topoalign_kube_types::documents::read_document(p)?).with_context(|| {
+    serde_json::from_value(topoalign_kube_types::read_document(p)?).with_context(|| {
         format!(
             "usage file {}: expected {{gpus: [BDF…], nics: [BDF…], cpus: \"cpu list\", memory: {{node: bytes}}}}",
             p.display()

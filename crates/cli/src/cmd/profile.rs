@@ -11,7 +11,7 @@ use crate::output::{Format, print};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// What to do.
     #[command(subcommand)]
     pub action: Action,
@@ -19,7 +19,7 @@ pub struct Args {
 
 /// The profile subcommands.
 #[derive(Debug, clap::Subcommand)]
-pub enum Action {
+pub(crate) enum Action {
     /// List the built-in profiles.
     List {
         /// Output format.
@@ -47,7 +47,7 @@ pub enum Action {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.action {
         Action::List { output } => {
             let rows = catalog();
@@ -55,11 +55,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Action::Show { name, output } => {
             let topo = lookup(&name)?;
-            print(&topo, output, || topoalign_render::summary::render(&topo))?;
+            print(&topo, output, || topoalign_render::render_summary(&topo))?;
         }
         Action::Write { name, dir } => {
             let topo = lookup(&name)?;
-            topoalign_discover::sysfs_write::write_tree(&topo, &dir)
+            topoalign_discover::write_tree(&topo, &dir)
                 .with_context(|| format!("writing profile `{name}` to {}", dir.display()))?;
             println!(
                 "wrote profile `{name}` as a sysfs tree under {} (use --sysfs-root {0})",

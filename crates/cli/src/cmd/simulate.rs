@@ -7,14 +7,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use topoalign_fleet::args::SimArgs;
+use topoalign_fleet::SimArgs;
 use topoalign_fleet::{simulate_gangs, simulate_with_progress};
 
 use crate::output::{Format, print, with_errors};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     pub sim: SimArgs,
     /// Also write an SVG chart to FILE (atomically).
@@ -29,7 +29,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(a: Args) -> anyhow::Result<ExitCode> {
     with_errors(a.output, || {
         if let Some(options) = a.sim.gang_options() {
             let config = options?.config(topoalign_profiles::get, &topoalign_profiles::NAMES)?;
@@ -58,7 +58,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         })?;
         bar.finish_and_clear();
         if let Some(path) = &a.svg {
-            let svg = topoalign_fleet::svg::report_svg(&report);
+            let svg = topoalign_fleet::report_svg(&report);
             topoalign_atomic::write(path, svg.as_bytes())
                 .map_err(|e| anyhow::anyhow!("writing the SVG chart: {e}"))?;
         }

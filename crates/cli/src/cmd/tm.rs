@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use topoalign_discover::Source;
 use topoalign_kubelet::ConfigDocument;
-use topoalign_tm::args::TmArgs;
-use topoalign_tm::matrix_run::run_matrix;
+use topoalign_tm::TmArgs;
+use topoalign_tm::run_matrix;
 
 use crate::output::{Format, exit, print, with_errors};
 use crate::source::{TopologyArgs, load};
@@ -21,7 +21,7 @@ use crate::source::{TopologyArgs, load};
     args_conflicts_with_subcommands = true,
     after_help = "Examples:\n  topoalign tm --profile mi300x-8 --policy restricted --gpus 4 --nics 4\n  topoalign tm --profile mi300x-8 --policy restricted --pod pod.yaml --used used.yaml\n  topoalign tm --matrix --profile mi300x-8\n  topoalign tm merge-cases --input cases.jsonl -o table"
 )]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     action: Option<Action>,
     #[command(flatten)]
@@ -48,13 +48,13 @@ enum Action {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(Action::MergeCases { input, output }) = &args.action {
         return with_errors(*output, || {
             let text = std::fs::read_to_string(input)
                 .with_context(|| format!("reading {}", input.display()))?;
-            let results = topoalign_tm::merge_cases::run_cases(&text)
-                .with_context(|| input.display().to_string())?;
+            let results =
+                topoalign_tm::run_cases(&text).with_context(|| input.display().to_string())?;
             print(&results, *output, || merge_table(&results))?;
             Ok(ExitCode::SUCCESS)
         });
@@ -91,9 +91,8 @@ fn run_matrix_cmd(args: &Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The merge results as a table: one row per case, the refusal in place of a hint.
-fn merge_table(results: &[topoalign_tm::merge_cases::MergeResult]) -> String {
-    let mut t =
-        topoalign_render::table::Table::new(&["ID", "AFFINITY", "PREFERRED", "ADMIT", "ERROR"]);
+fn merge_table(results: &[topoalign_tm::MergeResult]) -> String {
+    let mut t = topoalign_render::Table::new(&["ID", "AFFINITY", "PREFERRED", "ADMIT", "ERROR"]);
     for r in results {
         let affinity = match &r.affinity {
             None => "nil".to_string(),

@@ -6,13 +6,13 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use topoalign_verify::args::VerifyArgs;
+use topoalign_verify::VerifyArgs;
 
 use crate::output::{Format, exit, print, warn, with_errors};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     pub verify: VerifyArgs,
     /// Output format.
@@ -21,7 +21,7 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let root = args.verify.sysfs_root.display();
     with_errors(args.output, || {
         let report = (args.verify.verify(std::env::vars()))

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use topoalign_discover::Source;
 use topoalign_vm::HostView;
-use topoalign_vm::args::VmArgs;
+use topoalign_vm::VmArgs;
 
 use crate::output::{print, warn, write_stdout};
 use crate::source::{TopologyArgs, load};
@@ -18,7 +18,7 @@ use crate::source::{TopologyArgs, load};
 #[command(
     after_help = "Examples:\n  topoalign vm --profile mi300x-8 --domain d.xml --mirror-switches --explain\n  topoalign vm --profile mi300x-8 --domain d.xml --vmi deploy/kubevirt/vmi-example.yaml"
 )]
-pub struct Args {
+pub(crate) struct Args {
     /// Where to read the host topology (default: sysfs of this host, `/`).
     #[command(flatten)]
     pub topology: TopologyArgs,
@@ -38,11 +38,11 @@ fn write(path: &Path, flag: &str, text: &str) -> anyhow::Result<()> {
 }
 
 /// Runs the command.
-pub fn run(Args { topology, vm: args }: Args) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(Args { topology, vm: args }: Args) -> anyhow::Result<ExitCode> {
     let domain_xml = read(&args.domain, "--domain")?;
     let vmi = match &args.vmi {
         Some(p) => Some(
-            topoalign_vm::vmi::parse(&read(p, "--vmi")?)
+            topoalign_vm::parse_vmi(&read(p, "--vmi")?)
                 .with_context(|| format!("--vmi {}", p.display()))?,
         ),
         None => None,
@@ -61,7 +61,7 @@ pub fn run(Args { topology, vm: args }: Args) -> anyhow::Result<ExitCode> {
         rw.label_with(v);
     }
     let xml = match args.stand_ins {
-        true => topoalign_vm::standin::stand_ins(&rw.xml, &host).context("building stand-ins")?,
+        true => topoalign_vm::stand_ins(&rw.xml, &host).context("building stand-ins")?,
         false => rw.xml.clone(),
     };
     if let Some(path) = &args.draw_guest {
@@ -69,7 +69,7 @@ pub fn run(Args { topology, vm: args }: Args) -> anyhow::Result<ExitCode> {
             rw.guest.topology.as_ref().context(
                 "--draw-guest: no device was moved, so there is no guest PCIe tree to draw",
             )?;
-        write(path, "--draw-guest", &topoalign_render::svg::render(topo))?;
+        write(path, "--draw-guest", &topoalign_render::render_svg(topo))?;
     }
     if let Some(path) = &args.output_file {
         write(path, "--output-file", &xml)?;

@@ -2,9 +2,9 @@
 //! object the agent writes is read back by the extender as the node's data. The CLI is
 //! the one crate that links both.
 
-use topoalign_agent::nrt::nrt_object;
-use topoalign_agent::podresources::{Devices, KubeletView, PodDevices};
-use topoalign_agent::report::build;
+use topoalign_agent::build_report;
+use topoalign_agent::nrt_object;
+use topoalign_agent::{Devices, KubeletView, PodDevices};
 use topoalign_extender::NodeEntry;
 use topoalign_extender::{Interner, from_nrt};
 use topoalign_kube_types::kubelet_settings::{CpuPolicy, Policy, Settings};
@@ -46,7 +46,7 @@ fn the_extender_reads_what_the_agent_writes() {
             cpus: vec![40, 41, 120, 121],
         }],
     };
-    let report = build(&topo, &view);
+    let report = build_report(&topo, &view);
     let settings = Settings {
         topology_manager_policy: Policy::Restricted,
         ..Settings::default()
@@ -77,7 +77,7 @@ fn the_extender_reads_what_the_agent_writes() {
     let object = nrt_object(
         "n",
         &topo,
-        &build(&topo, &none),
+        &build_report(&topo, &none),
         &settings,
         "2026-11-23T00:00:00Z",
     );

@@ -1,7 +1,7 @@
 //! `topoalign profile list|show|write`, and write → `discover --sysfs-root` round trips.
 
 use crate::common::{json, run, run_args, stdout_of, subcommand, write_file};
-use topoalign_discover::sysfs_write::sysfs_view;
+use topoalign_discover::sysfs_view;
 use topoalign_topology::Topology;
 
 #[test]

@@ -16,27 +16,27 @@
 //! what users paste ([`paste`]: UTF-8 with or without BOM, UTF-16, CRLF); text around the
 //! tool output (a prompt, a Markdown fence, a trailing legend or warning) is ignored.
 
-pub mod amd;
-pub mod nccl;
-pub mod nvlink_merge;
-pub mod nvsmi;
-pub mod nvsmi_tree;
-pub mod paste;
-pub mod synth;
+pub(crate) mod amd;
+pub(crate) mod nccl;
+pub(crate) mod nvlink_merge;
+pub(crate) mod nvsmi;
+pub(crate) mod nvsmi_tree;
+pub(crate) mod paste;
+pub(crate) mod synth;
 
 use std::path::{Path, PathBuf};
 
 use crate::discovery::Discovery;
 use crate::error::DiscoverError;
 
-pub use amd::{AmdFormat, parse_amd_smi};
+pub use amd::parse_amd_smi;
 pub use nccl::parse_nccl_xml;
 pub use nvlink_merge::apply_nvlink_file;
-pub use nvsmi::{NvidiaSmiTopo, NvsmiNic, parse_nvidia_smi};
+pub use nvsmi::parse_nvidia_smi;
 
 /// Reads a file as text ([`paste::decode`]: UTF-8 or UTF-16, BOM dropped, invalid bytes
 /// replaced), naming the path on failure.
-pub fn read_text(path: &Path) -> Result<String, DiscoverError> {
+pub(crate) fn read_text(path: &Path) -> Result<String, DiscoverError> {
     let bytes = std::fs::read(path).map_err(|source| DiscoverError::Io {
         path: path.to_path_buf(),
         source,
@@ -45,20 +45,20 @@ pub fn read_text(path: &Path) -> Result<String, DiscoverError> {
 }
 
 /// Reads and parses a saved `nvidia-smi topo -m` output into a topology.
-pub fn load_nvidia_smi(path: &Path) -> Result<Discovery, DiscoverError> {
+pub(crate) fn load_nvidia_smi(path: &Path) -> Result<Discovery, DiscoverError> {
     let text = read_text(path)?;
     parse_nvidia_smi(&text, path)?.to_topology(&topology_name(path), path)
 }
 
 /// Reads and parses saved `amd-smi topology` (text or `--json`) or `rocm-smi --showtopo*`
 /// output.
-pub fn load_amd_smi(path: &Path) -> Result<Discovery, DiscoverError> {
+pub(crate) fn load_amd_smi(path: &Path) -> Result<Discovery, DiscoverError> {
     let text = read_text(path)?;
     parse_amd_smi(&text, path, &topology_name(path))
 }
 
 /// Reads and parses an NCCL topology XML file.
-pub fn load_nccl_xml(path: &Path) -> Result<Discovery, DiscoverError> {
+pub(crate) fn load_nccl_xml(path: &Path) -> Result<Discovery, DiscoverError> {
     let text = read_text(path)?;
     parse_nccl_xml(&text, path, &topology_name(path))
 }
@@ -71,11 +71,15 @@ fn topology_name(path: &Path) -> String {
 }
 
 /// Builds a [`DiscoverError::Malformed`].
-pub(crate) fn malformed(path: &Path, line: usize, message: impl Into<String>) -> DiscoverError {
+pub(crate) fn malformed(
+    path: &Path,
+    line: usize,
+    message: impl std::fmt::Display,
+) -> DiscoverError {
     DiscoverError::Malformed {
         path: PathBuf::from(path),
         line,
-        message: message.into(),
+        message: message.to_string(),
     }
 }
 

@@ -64,7 +64,7 @@ use links::LinkRef;
 use super::synth::{SynthTree, nic_bdf};
 use super::{excerpt, malformed};
 use crate::discovery::Discovery;
-use crate::error::DiscoverError;
+use crate::error::{CpuMaskError, DiscoverError};
 
 /// Parsing state.
 struct Ctx<'p> {
@@ -476,19 +476,18 @@ fn parse_link(node: Node) -> Option<PcieLink> {
 
 /// Parses a Linux cpumask (`0000ffff,00000000,…`: comma-separated 32-bit hex words, most
 /// significant first).
-pub fn parse_cpu_mask(mask: &str) -> Result<CpuSet, String> {
+pub(crate) fn parse_cpu_mask(mask: &str) -> Result<CpuSet, CpuMaskError> {
     let words: Vec<&str> = mask.trim().split(',').collect();
-    if words.len() > (topoalign_topology::numa::MAX_CPU_ID as usize / 32) {
-        return Err("mask is too long".to_string());
+    if words.len() > (topoalign_topology::MAX_CPU_ID as usize / 32) {
+        return Err(CpuMaskError::TooLong);
     }
     let mut ids = Vec::new();
     for (k, word) in words.iter().rev().enumerate() {
         let w = word.trim();
         if w.is_empty() || w.len() > 8 {
-            return Err(format!("`{}` is not a 32-bit hex word", excerpt(w)));
+            return Err(CpuMaskError::NotWord(excerpt(w)));
         }
-        let v = u32::from_str_radix(w, 16)
-            .map_err(|_| format!("`{}` is not hexadecimal", excerpt(w)))?;
+        let v = u32::from_str_radix(w, 16).map_err(|_| CpuMaskError::NotHex(excerpt(w)))?;
         for bit in 0..32 {
             if v & (1 << bit) != 0 {
                 ids.push(k as u32 * 32 + bit);

@@ -19,7 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::Path;
 
-use topoalign_topology::matrix::MatrixOptions;
+use topoalign_topology::MatrixOptions;
 use topoalign_topology::pci::{class, vendor};
 use topoalign_topology::{
     CpuSet, FabricKind, Gpu, GpuVendor, Nic, PairClass, PairMatrix, PciKind, PciParent, PcieClass,
@@ -206,37 +206,39 @@ impl NvidiaSmiTopo {
         let mut parent_of: Vec<Option<PciParent>> = vec![None; n];
         for hb_members in order(1, &all) {
             let numa = numa_of(hb_members[0]);
-            let hb = tree.host_bridge().map_err(too_big)?;
+            let hb = tree.host_bridge().map_err(|e| too_big(e.to_string()))?;
             for rp_members in order(2, &hb_members) {
-                let rp = tree.bridge(hb, PciKind::RootPort, numa).map_err(too_big)?;
+                let rp = tree
+                    .bridge(hb, PciKind::RootPort, numa)
+                    .map_err(|e| too_big(e.to_string()))?;
                 let clusters = order(3, &rp_members);
                 if clusters.len() == 1 && clusters[0].len() == 1 {
                     parent_of[clusters[0][0]] = Some(rp);
                 } else if clusters.len() == 1 {
                     let usp = tree
                         .bridge(rp, PciKind::SwitchUpstream, numa)
-                        .map_err(too_big)?;
+                        .map_err(|e| too_big(e.to_string()))?;
                     for &d in &clusters[0] {
                         let dsp = tree
                             .bridge(usp, PciKind::SwitchDownstream, numa)
-                            .map_err(too_big)?;
+                            .map_err(|e| too_big(e.to_string()))?;
                         parent_of[d] = Some(dsp);
                     }
                 } else {
                     let top = tree
                         .bridge(rp, PciKind::SwitchUpstream, numa)
-                        .map_err(too_big)?;
+                        .map_err(|e| too_big(e.to_string()))?;
                     for cluster in &clusters {
                         let tdsp = tree
                             .bridge(top, PciKind::SwitchDownstream, numa)
-                            .map_err(too_big)?;
+                            .map_err(|e| too_big(e.to_string()))?;
                         let lower = tree
                             .bridge(tdsp, PciKind::SwitchUpstream, numa)
-                            .map_err(too_big)?;
+                            .map_err(|e| too_big(e.to_string()))?;
                         for &d in cluster {
                             let dsp = tree
                                 .bridge(lower, PciKind::SwitchDownstream, numa)
-                                .map_err(too_big)?;
+                                .map_err(|e| too_big(e.to_string()))?;
                             parent_of[d] = Some(dsp);
                         }
                     }

@@ -56,7 +56,7 @@ fn utf16_order(bytes: &[u8]) -> Option<(bool, usize)> {
 
 /// The lines of a paste, with `\r` line ends and ANSI escape sequences removed, and a
 /// byte-order mark at the very start dropped (text handed over without [`decode`]).
-pub fn lines(text: &str) -> Vec<String> {
+pub(crate) fn lines(text: &str) -> Vec<String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     text.split('\n')
         .map(|l| strip_ansi(l.trim_end_matches('\r')))
@@ -64,7 +64,7 @@ pub fn lines(text: &str) -> Vec<String> {
 }
 
 /// A Markdown code fence (```` ``` ````, ```` ```text ````, `~~~`).
-pub fn is_fence(t: &str) -> bool {
+pub(crate) fn is_fence(t: &str) -> bool {
     let t = t.trim();
     t.starts_with("```") || t.starts_with("~~~")
 }
@@ -72,7 +72,7 @@ pub fn is_fence(t: &str) -> bool {
 /// The XML document inside a paste: lines before the first line that opens it (`<?xml`,
 /// `<system`, or else the first line starting with `<`) become empty, and text after the
 /// last `</system>` is dropped, so that line numbers in errors still match the file.
-pub fn xml_region(text: &str) -> String {
+pub(crate) fn xml_region(text: &str) -> String {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let lines: Vec<&str> = text.split('\n').collect();
     let opens = |pred: &dyn Fn(&str) -> bool| lines.iter().position(|l| pred(l.trim_start()));

@@ -18,32 +18,35 @@
 
 use topoalign_topology::{Bdf, PciDevice, PciKind, PciParent, TopologyBuilder};
 
+use crate::error::SynthError;
+
 /// Domain of synthetic host bridges.
-pub const HOST_BRIDGE_DOMAIN: u16 = 0xfff0;
+pub(crate) const HOST_BRIDGE_DOMAIN: u16 = 0xfff0;
 /// Domain of synthetic GPU addresses.
-pub const GPU_DOMAIN: u16 = 0xfff1;
+pub(crate) const GPU_DOMAIN: u16 = 0xfff1;
 /// Domain of synthetic NIC addresses.
-pub const NIC_DOMAIN: u16 = 0xfff2;
+pub(crate) const NIC_DOMAIN: u16 = 0xfff2;
 /// Domain of synthetic bridges (root ports and switch ports).
-pub const BRIDGE_DOMAIN: u16 = 0xfff3;
+pub(crate) const BRIDGE_DOMAIN: u16 = 0xfff3;
 
 /// The most bridges the scheme can number (256 buses × 32 devices).
 const MAX_BRIDGES: u32 = 256 * 32;
 
 /// True when an address belongs to one of the synthetic domains.
-pub fn is_synthetic(bdf: Bdf) -> bool {
+#[cfg(test)]
+pub(crate) fn is_synthetic(bdf: Bdf) -> bool {
     bdf.domain >= HOST_BRIDGE_DOMAIN
 }
 
 /// The synthetic address of GPU `index`; `None` past 255.
-pub fn gpu_bdf(index: usize) -> Option<Bdf> {
+pub(crate) fn gpu_bdf(index: usize) -> Option<Bdf> {
     u8::try_from(index)
         .ok()
         .map(|b| Bdf::new(GPU_DOMAIN, b, 0, 0))
 }
 
 /// The synthetic address of NIC `index`; `None` past 255.
-pub fn nic_bdf(index: usize) -> Option<Bdf> {
+pub(crate) fn nic_bdf(index: usize) -> Option<Bdf> {
     u8::try_from(index)
         .ok()
         .map(|b| Bdf::new(NIC_DOMAIN, b, 0, 0))
@@ -51,7 +54,7 @@ pub fn nic_bdf(index: usize) -> Option<Bdf> {
 
 /// A [`TopologyBuilder`] that also hands out synthetic host bridges and bridges.
 #[derive(Debug)]
-pub struct SynthTree {
+pub(crate) struct SynthTree {
     /// The builder the tree is written into.
     pub builder: TopologyBuilder,
     next_host: u32,
@@ -60,7 +63,7 @@ pub struct SynthTree {
 
 impl SynthTree {
     /// Starts an empty topology with a name.
-    pub fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         SynthTree {
             builder: TopologyBuilder::new(name),
             next_host: 0,
@@ -69,25 +72,22 @@ impl SynthTree {
     }
 
     /// Adds the next synthetic host bridge; fails past 256 of them.
-    pub fn host_bridge(&mut self) -> Result<PciParent, String> {
-        let bus = u8::try_from(self.next_host)
-            .map_err(|_| "more than 256 host bridges needed; the input is too large".to_string())?;
+    pub(crate) fn host_bridge(&mut self) -> Result<PciParent, SynthError> {
+        let bus = u8::try_from(self.next_host).map_err(|_| SynthError::HostBridges)?;
         self.next_host += 1;
         Ok(self.builder.host_bridge(HOST_BRIDGE_DOMAIN, bus))
     }
 
     /// Adds the next synthetic bridge of `kind` below `parent`; fails past 8192 of them.
-    pub fn bridge(
+    pub(crate) fn bridge(
         &mut self,
         parent: PciParent,
         kind: PciKind,
         numa: Option<u32>,
-    ) -> Result<PciParent, String> {
+    ) -> Result<PciParent, SynthError> {
         let n = self.next_bridge;
         if n >= MAX_BRIDGES {
-            return Err(format!(
-                "more than {MAX_BRIDGES} bridges needed; the input is too large"
-            ));
+            return Err(SynthError::Bridges(MAX_BRIDGES));
         }
         self.next_bridge += 1;
         let bdf = Bdf::new(BRIDGE_DOMAIN, (n / 32) as u8, (n % 32) as u8, 0);

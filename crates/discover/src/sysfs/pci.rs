@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use topoalign_topology::ids::parse_root_name;
+use topoalign_topology::parse_root_name;
 use topoalign_topology::pci::class;
 use topoalign_topology::{Bdf, HostBridge, PciDevice, PciKind, PciParent, PcieLink};
 

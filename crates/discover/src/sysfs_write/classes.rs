@@ -45,7 +45,11 @@ fn rate_text(gbps: u32) -> String {
 }
 
 /// Writes RDMA devices, verbs/MAD nodes, netdevs and their `/dev` nodes.
-pub fn write_nics(tree: &Tree, topo: &Topology, dirs: &[PathBuf]) -> Result<(), DiscoverError> {
+pub(super) fn write_nics(
+    tree: &Tree,
+    topo: &Topology,
+    dirs: &[PathBuf],
+) -> Result<(), DiscoverError> {
     let mut any_rdma = false;
     for nic in &topo.nics {
         let dev_dir = &dirs[nic.pci];
@@ -88,7 +92,11 @@ pub fn write_nics(tree: &Tree, topo: &Topology, dirs: &[PathBuf]) -> Result<(), 
 }
 
 /// Writes DRM card/render nodes, amdgpu's identity files and the GPU `/dev` nodes.
-pub fn write_gpus(tree: &Tree, topo: &Topology, dirs: &[PathBuf]) -> Result<(), DiscoverError> {
+pub(super) fn write_gpus(
+    tree: &Tree,
+    topo: &Topology,
+    dirs: &[PathBuf],
+) -> Result<(), DiscoverError> {
     for g in &topo.gpus {
         let dev_dir = &dirs[g.pci];
         if let Some(m) = g.card_minor {

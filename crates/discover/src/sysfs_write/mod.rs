@@ -114,8 +114,7 @@ fn write_nvml_outputs(tree: &Tree, topo: &Topology) -> Result<(), DiscoverError>
         return Ok(());
     }
     let matrix = topoalign_topology::PairMatrix::build(topo, Default::default());
-    let text =
-        topoalign_render::matrix::render(&matrix, topoalign_render::matrix::MatrixStyle::Tabs);
+    let text = topoalign_render::render_matrix(&matrix, topoalign_render::MatrixStyle::Tabs);
     tree.file(Path::new(nvml::TOPO_FILE), &text)?;
     if let Some(csv) = nvml::memory_csv(topo) {
         tree.file(Path::new(nvml::MEMORY_FILE), &csv)?;

@@ -12,7 +12,7 @@ use crate::sysfs::pci::BUS_DEVICES;
 
 /// The sysfs directory of every PCI function, relative to the root, indexed like
 /// `topo.pci`. The topology is validated, so parent chains end at a host bridge.
-pub fn device_dirs(topo: &Topology) -> Vec<PathBuf> {
+pub(super) fn device_dirs(topo: &Topology) -> Vec<PathBuf> {
     (0..topo.pci.len())
         .map(|i| {
             let mut chain = vec![topo.pci[i].bdf.to_string()];
@@ -42,7 +42,7 @@ pub fn device_dirs(topo: &Topology) -> Vec<PathBuf> {
 }
 
 /// Writes every PCI function.
-pub fn write_functions(
+pub(super) fn write_functions(
     tree: &Tree,
     topo: &Topology,
     dirs: &[PathBuf],

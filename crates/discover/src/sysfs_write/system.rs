@@ -18,7 +18,7 @@ const PCIE_LINK_WEIGHT: u32 = 20;
 const XGMI_LINK_WEIGHT: u32 = 15;
 
 /// Host name, NUMA nodes (`cpulist`, `distance`, `meminfo`) and each CPU's package.
-pub fn write_host(tree: &Tree, topo: &Topology) -> Result<(), DiscoverError> {
+pub(super) fn write_host(tree: &Tree, topo: &Topology) -> Result<(), DiscoverError> {
     tree.file(Path::new("proc/sys/kernel/hostname"), &topo.name)?;
     let mut online = Vec::new();
     for node in &topo.numa {
@@ -51,7 +51,7 @@ pub fn write_host(tree: &Tree, topo: &Topology) -> Result<(), DiscoverError> {
 /// KFD topology: one CPU node per NUMA node with CPUs (ids not taken by a GPU), one
 /// node per GPU that has a `kfd_node`, a PCIe io_link from each GPU to its CPU node and
 /// an xGMI io_link per direction for every xGMI link.
-pub fn write_kfd(tree: &Tree, topo: &Topology) -> Result<(), DiscoverError> {
+pub(super) fn write_kfd(tree: &Tree, topo: &Topology) -> Result<(), DiscoverError> {
     if topo.gpus.iter().all(|g| g.kfd_node.is_none()) {
         return Ok(());
     }
@@ -126,7 +126,7 @@ pub fn write_kfd(tree: &Tree, topo: &Topology) -> Result<(), DiscoverError> {
 /// `/proc/driver/nvidia/gpus/<BDF>/information` for every NVIDIA GPU, in the driver's
 /// format (read back by [`crate::sysfs::nvproc`]); `Device Minor:` only when the GPU has
 /// one, so a tree of a GPU without a device number reads back as one.
-pub fn write_nvidia(tree: &Tree, topo: &Topology) -> Result<(), DiscoverError> {
+pub(super) fn write_nvidia(tree: &Tree, topo: &Topology) -> Result<(), DiscoverError> {
     for g in topo.gpus.iter().filter(|g| g.vendor == GpuVendor::Nvidia) {
         let bdf = topo.pci[g.pci].bdf;
         let mut text = String::new();

@@ -6,13 +6,13 @@ use super::io_err;
 use crate::error::DiscoverError;
 
 /// A directory being filled; every path given to it is relative to its root.
-pub struct Tree {
+pub(super) struct Tree {
     root: PathBuf,
 }
 
 impl Tree {
     /// Creates the root directory.
-    pub fn new(root: &Path) -> Result<Self, DiscoverError> {
+    pub(super) fn new(root: &Path) -> Result<Self, DiscoverError> {
         std::fs::create_dir_all(root).map_err(|e| io_err(root, e))?;
         Ok(Tree {
             root: root.to_path_buf(),
@@ -20,13 +20,13 @@ impl Tree {
     }
 
     /// Creates a directory and its parents.
-    pub fn dir(&self, rel: &Path) -> Result<(), DiscoverError> {
+    pub(super) fn dir(&self, rel: &Path) -> Result<(), DiscoverError> {
         let p = self.root.join(rel);
         std::fs::create_dir_all(&p).map_err(|e| io_err(&p, e))
     }
 
     /// Writes a file (parents created), ending the contents with a newline as sysfs does.
-    pub fn file(&self, rel: &Path, contents: &str) -> Result<(), DiscoverError> {
+    pub(super) fn file(&self, rel: &Path, contents: &str) -> Result<(), DiscoverError> {
         let mut text = contents.to_string();
         if !text.ends_with('\n') {
             text.push('\n');
@@ -35,7 +35,7 @@ impl Tree {
     }
 
     /// Writes a file with exact bytes (parents created).
-    pub fn bytes(&self, rel: &Path, contents: &[u8]) -> Result<(), DiscoverError> {
+    pub(super) fn bytes(&self, rel: &Path, contents: &[u8]) -> Result<(), DiscoverError> {
         if let Some(parent) = rel.parent() {
             self.dir(parent)?;
         }
@@ -45,7 +45,7 @@ impl Tree {
 
     /// Creates symlink `link` pointing at `target` (both relative to the root) with a
     /// relative target such as `../../../devices/pci0000:00/0000:00:01.0`.
-    pub fn link(&self, link: &Path, target: &Path) -> Result<(), DiscoverError> {
+    pub(super) fn link(&self, link: &Path, target: &Path) -> Result<(), DiscoverError> {
         let from_dir = link.parent().unwrap_or(Path::new(""));
         self.dir(from_dir)?;
         let rel = relative(from_dir, target);
@@ -55,7 +55,7 @@ impl Tree {
 }
 
 /// The relative path from directory `from` to `to` (both relative to the same root).
-pub fn relative(from: &Path, to: &Path) -> PathBuf {
+pub(super) fn relative(from: &Path, to: &Path) -> PathBuf {
     let a: Vec<Component> = from.components().collect();
     let b: Vec<Component> = to.components().collect();
     let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();

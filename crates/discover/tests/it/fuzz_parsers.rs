@@ -2,7 +2,7 @@
 //! `nvidia-smi topo -m` parser (and the NVLink merge), the amd-smi / rocm-smi parser (all
 //! text and JSON layouts), the NCCL topology XML parser, and the sysfs file readers.
 //!
-//! Each harness feeds bytes through [`decode`] (so the UTF-16 and BOM paths are fuzzed
+//! Each harness feeds bytes through [`decode_paste`] (so the UTF-16 and BOM paths are fuzzed
 //! too): half of the inputs are arbitrary bytes, half are real captures with random byte
 //! edits (insertions, deletions, replacements, truncation), which reach deep into the
 //! parsers. An error is fine; a panic fails the test with the shrunk input.
@@ -16,13 +16,11 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
-use topoalign_discover::parse::nvlink_merge::apply_nvlink_text;
-use topoalign_discover::parse::paste::decode;
-use topoalign_discover::parse::{
-    apply_nvlink_file, parse_amd_smi, parse_nccl_xml, parse_nvidia_smi,
-};
+use topoalign_discover::apply_nvlink_text;
+use topoalign_discover::decode_paste;
 use topoalign_discover::sysfs::{config, fsread, gpu, kfd, nic, nvml, pci};
-use topoalign_discover::{Discovery, sysfs_write};
+use topoalign_discover::{Discovery, write_tree};
+use topoalign_discover::{apply_nvlink_file, parse_amd_smi, parse_nccl_xml, parse_nvidia_smi};
 use topoalign_topology::{Bdf, CpuSet};
 
 /// Inputs per parser in the normal suite.
@@ -124,7 +122,7 @@ fn fuzz(name: &str, captures: &'static [&'static str], body: impl Fn(&[u8])) -> 
 fn nvidia_smi_parser_never_panics() {
     let base = Discovery::clean(topoalign_profiles::get("dgx-h100").unwrap());
     let n = fuzz("nvidia-smi topo -m", NVSMI, |bytes| {
-        let text = decode(bytes);
+        let text = decode_paste(bytes);
         let p = Path::new("fuzz");
         if let Ok(t) = parse_nvidia_smi(&text, p) {
             let _ = t.to_topology("fuzz", p);
@@ -138,14 +136,14 @@ fn nvidia_smi_parser_never_panics() {
 #[test]
 fn amd_parser_never_panics() {
     fuzz("amd-smi/rocm-smi", AMD, |bytes| {
-        let _ = parse_amd_smi(&decode(bytes), Path::new("fuzz"), "fuzz");
+        let _ = parse_amd_smi(&decode_paste(bytes), Path::new("fuzz"), "fuzz");
     });
 }
 
 #[test]
 fn nccl_xml_parser_never_panics() {
     fuzz("NCCL XML", NCCL, |bytes| {
-        let _ = parse_nccl_xml(&decode(bytes), Path::new("fuzz"), "fuzz");
+        let _ = parse_nccl_xml(&decode_paste(bytes), Path::new("fuzz"), "fuzz");
     });
 }
 
@@ -153,7 +151,7 @@ fn nccl_xml_parser_never_panics() {
 fn sysfs_file_readers_never_panic() {
     let dgx = topoalign_profiles::get("dgx-h100").unwrap();
     fuzz("sysfs files", SYSFS, |bytes| {
-        let text = decode(bytes);
+        let text = decode_paste(bytes);
         let mut t = dgx.clone();
         let _ = nvml::apply_memory_csv(&mut t, &text, Path::new("fuzz"));
         let props = kfd::parse_properties(&text);
@@ -221,7 +219,7 @@ fn a_corrupted_sysfs_file_never_panics_the_walker() {
         .iter()
         .map(|profile| {
             let root = dir.path().join(profile);
-            sysfs_write::write_tree(&topoalign_profiles::get(profile).unwrap(), &root).unwrap();
+            write_tree(&topoalign_profiles::get(profile).unwrap(), &root).unwrap();
             let files = files_under(&root);
             (root, files)
         })

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use topoalign_discover::DiscoverError;
 use topoalign_discover::sysfs::discover;
-use topoalign_discover::sysfs_write::write_tree;
+use topoalign_discover::write_tree;
 use topoalign_profiles as profiles;
 use topoalign_topology::{PciKind, Sriov};
 

@@ -4,7 +4,7 @@
 //! NUMA ids, multi-port NICs, a socket NIC without PCI address, a bus-id-only file).
 
 use topoalign_discover::{DiscoverError, Source, load};
-use topoalign_topology::matrix::MatrixOptions;
+use topoalign_topology::MatrixOptions;
 use topoalign_topology::{
     FabricStatus, GpuVendor, LinkLayer, PairClass, PairMatrix, PciKind, PcieClass, Topology,
 };

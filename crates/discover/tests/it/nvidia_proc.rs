@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use topoalign_discover::sysfs::discover;
 use topoalign_discover::sysfs::nvproc::{NVIDIA_PROC, parse_nvidia_information};
-use topoalign_discover::sysfs_write::write_tree;
+use topoalign_discover::write_tree;
 use topoalign_profiles::{self as profiles, NAMES as PROFILE_NAMES};
 use topoalign_topology::{Bdf, GpuVendor, Topology};
 

@@ -5,9 +5,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use topoalign_discover::Discovery;
-use topoalign_discover::nvidia_smi_tool::merge_nvlinks;
+use topoalign_discover::merge_nvlinks;
 use topoalign_discover::sysfs::discover;
-use topoalign_discover::sysfs_write::write_tree;
+use topoalign_discover::write_tree;
 use topoalign_profiles as profiles;
 use topoalign_topology::{FabricKind, FabricStatus};
 

@@ -2,11 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-use topoalign_discover::parse::{apply_nvlink_file, parse_nvidia_smi};
 use topoalign_discover::{DiscoverError, Discovery, Source, load};
+use topoalign_discover::{apply_nvlink_file, parse_nvidia_smi};
 use topoalign_profiles as profiles;
-use topoalign_topology::matrix::{MatrixDeviceKind, MatrixOptions};
 use topoalign_topology::{FabricKind, PairClass, PairMatrix, PcieClass, Topology};
+use topoalign_topology::{MatrixDeviceKind, MatrixOptions};
 
 use crate::common::fixture;
 

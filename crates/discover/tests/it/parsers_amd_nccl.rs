@@ -2,9 +2,9 @@
 
 use std::path::Path;
 
-use topoalign_discover::parse::amd::{AmdFormat, detect};
-use topoalign_discover::parse::{parse_amd_smi, parse_nccl_xml};
+use topoalign_discover::{AmdFormat, detect_amd_format};
 use topoalign_discover::{DiscoverError, Source, load};
+use topoalign_discover::{parse_amd_smi, parse_nccl_xml};
 use topoalign_topology::{FabricKind, PairClass, PcieClass};
 
 use crate::common::fixture;
@@ -15,7 +15,10 @@ fn text(name: &str) -> String {
 
 #[test]
 fn amd_smi_mi300x_all_to_all_xgmi() {
-    assert_eq!(detect(&text("amdsmi_mi300x.txt")), vec![AmdFormat::AmdSmi]);
+    assert_eq!(
+        detect_amd_format(&text("amdsmi_mi300x.txt")),
+        vec![AmdFormat::AmdSmi]
+    );
     let d = load(&Source::AmdSmi(fixture("amdsmi_mi300x.txt"))).unwrap();
     let t = &d.topology;
     assert_eq!(t.gpus.len(), 8);
@@ -43,7 +46,7 @@ fn amd_smi_mi300x_all_to_all_xgmi() {
 #[test]
 fn rocm_smi_pcie_box_numa_nodes() {
     assert_eq!(
-        detect(&text("rocmsmi_4gpu_pcie.txt")),
+        detect_amd_format(&text("rocmsmi_4gpu_pcie.txt")),
         vec![AmdFormat::RocmSmi]
     );
     let d = load(&Source::AmdSmi(fixture("rocmsmi_4gpu_pcie.txt"))).unwrap();

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use proptest::prelude::*;
-use topoalign_discover::parse::{parse_amd_smi, parse_nccl_xml, parse_nvidia_smi};
+use topoalign_discover::{parse_amd_smi, parse_nccl_xml, parse_nvidia_smi};
 
 const NVSMI: [&str; 3] = [
     include_str!("../fixtures/nvsmi_gb300.txt"),

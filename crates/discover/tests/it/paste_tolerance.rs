@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use topoalign_discover::parse::paste::decode;
-use topoalign_discover::parse::{parse_amd_smi, parse_nccl_xml, parse_nvidia_smi};
+use topoalign_discover::decode_paste;
 use topoalign_discover::{Discovery, Source, load};
+use topoalign_discover::{parse_amd_smi, parse_nccl_xml, parse_nvidia_smi};
 use topoalign_topology::FabricStatus;
 
 fn read(name: &str) -> String {
@@ -109,14 +109,14 @@ fn utf16_from_powershell_reads_like_utf8() {
     let want = amd(&rocm_bare());
     let mut le = vec![0xff, 0xfe];
     le.extend(rocm_bare().encode_utf16().flat_map(u16::to_le_bytes));
-    assert_eq!(amd(&decode(&le)).topology, want.topology);
+    assert_eq!(amd(&decode_paste(&le)).topology, want.topology);
     let bare_le: Vec<u8> = amdsmi_bare()
         .replace('\n', "\r\n")
         .encode_utf16()
         .flat_map(u16::to_le_bytes)
         .collect();
     assert_eq!(
-        amd(&decode(&bare_le)).topology,
+        amd(&decode_paste(&bare_le)).topology,
         amd(&amdsmi_bare()).topology
     );
     // Through a file, as `--from-amd-smi` reads it.
@@ -239,7 +239,7 @@ fn nvidia_smi_tolerates_the_same_decorations() {
     let mut le = vec![0xff, 0xfe];
     le.extend(bare.encode_utf16().flat_map(u16::to_le_bytes));
     assert_eq!(
-        parse_nvidia_smi(&decode(&le), Path::new("n.txt"))
+        parse_nvidia_smi(&decode_paste(&le), Path::new("n.txt"))
             .unwrap()
             .cells,
         want.cells

@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use topoalign_discover::sysfs::{discover, nvml};
-use topoalign_discover::sysfs_write::{sysfs_view, write_tree};
 use topoalign_discover::{DiscoverError, Source, load};
+use topoalign_discover::{sysfs_view, write_tree};
 use topoalign_profiles::{self as profiles, NAMES as PROFILE_NAMES};
 use topoalign_topology::{FabricKind, FabricStatus, PcieClass};
 

@@ -6,13 +6,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
-use topoalign_dra::allocator::{DeviceId, NodeDevices};
-use topoalign_dra::inventory::DeviceRef;
-use topoalign_dra::mig::{MigInstance, MigJoinError};
+use topoalign_dra::DeviceRef;
 use topoalign_dra::{
     ClaimSpec, DraError, Inventory, MigClaimSpec, NodeMig, PublishOptions, claim_spec,
     device_classes, first_fit, mig_claim_spec, mig_device_classes, resource_slices, slices_for,
 };
+use topoalign_dra::{DeviceId, NodeDevices};
+use topoalign_dra::{MigInstance, MigJoinError};
 use topoalign_mig::{MigState, Placement, lookup, state_from_placements};
 use topoalign_profiles as profiles;
 use topoalign_topology::{Bdf, Topology};
@@ -456,7 +456,7 @@ fn a_mig_pair_claim_gets_ucx_variables_and_no_nccl_ones() {
     use topoalign_dra::{CdiPlan, Holdings, compose_cdi, prepare_allocation};
     let topo = profiles::get("dgx-h100").unwrap();
     let mut state = mixed_state();
-    state.gpus[0].instances[0].mig_devices = vec![topoalign_mig::read_list::MigDevice {
+    state.gpus[0].instances[0].mig_devices = vec![topoalign_mig::MigDevice {
         line: 2,
         profile: "1g.10gb".into(),
         device: 0,

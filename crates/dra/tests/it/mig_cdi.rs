@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use topoalign_dra::inventory::DeviceKind;
-use topoalign_dra::mig::MigInstance;
+use topoalign_dra::DeviceKind;
+use topoalign_dra::MigInstance;
 use topoalign_dra::{
     CdiPlan, PreparedDevice, PreparedGpu, PreparedMig, VendorCdiError, compose_cdi,
     parse_vendor_spec, vendor_mig_ids,

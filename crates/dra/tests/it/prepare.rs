@@ -1,7 +1,7 @@
 //! Prepare-time checks and CDI content per allocation.
 
 use std::collections::BTreeMap;
-use topoalign_dra::cdi::{ENV_GPU_NIC_MAP, ENV_NCCL_IB_HCA};
+use topoalign_dra::{ENV_GPU_NIC_MAP, ENV_NCCL_IB_HCA};
 
 use topoalign_dra::{
     AllocatedDevice, AllocationError, CdiPlan, CdiSpec, DRIVER_NAME, Holdings, Inventory,

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use topoalign_fleet::dra::MatchOn;
+use topoalign_fleet::MatchOn;
 use topoalign_fleet::{Mix, NodeGroup, Policy, SimConfig, StreamLength, WorkloadSpec, simulate};
 
 fn config(fleet: &[(&str, usize)], seed: u64, pods: usize) -> SimConfig {
@@ -139,7 +139,7 @@ fn bad_configurations_are_refused() {
 #[test]
 fn svg_chart_names_every_policy() {
     let r = simulate(&config(&[("mi300x-8", 2)], 1, 30)).unwrap();
-    let svg = topoalign_fleet::svg::report_svg(&r);
+    let svg = topoalign_fleet::report_svg(&r);
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     for p in Policy::ALL {
         assert!(svg.contains(p.as_str()));

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use topoalign_fleet::gang_node::RailRule;
+use topoalign_fleet::RailRule;
 use topoalign_fleet::{
     DomainLevel, DomainMode, GangConfig, GangPolicy, GangPolicyReport, GangReport, GangSpec,
     NodeGroup, simulate_gangs,

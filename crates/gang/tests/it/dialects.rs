@@ -14,7 +14,7 @@ use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
 use k8s_openapi::api::scheduling::v1beta1::{PodGroup, Workload};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use topoalign_dra::cel::Selector;
+use topoalign_dra::Selector;
 use topoalign_gang::{Dialect, Manifests, manifests, parse_job};
 
 use crate::{JOB, job_with};

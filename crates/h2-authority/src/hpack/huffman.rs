@@ -93,7 +93,7 @@ fn tables() -> &'static Tables {
 }
 
 /// Decodes a Huffman-coded string.
-pub fn decode(input: &[u8]) -> Result<Vec<u8>, HuffmanError> {
+pub(crate) fn decode(input: &[u8]) -> Result<Vec<u8>, HuffmanError> {
     let t = tables();
     let mut out = Vec::with_capacity(input.len() * 8 / 5 + 1);
     let (mut code, mut len) = (0u32, 0usize);
@@ -126,7 +126,7 @@ pub fn decode(input: &[u8]) -> Result<Vec<u8>, HuffmanError> {
 }
 
 /// The length in bytes of `input` once Huffman-coded.
-pub fn encoded_len(input: &[u8]) -> usize {
+pub(crate) fn encoded_len(input: &[u8]) -> usize {
     let bits: usize = input
         .iter()
         .map(|&b| CODE_LENGTHS[b as usize] as usize)
@@ -135,7 +135,7 @@ pub fn encoded_len(input: &[u8]) -> usize {
 }
 
 /// Huffman-codes `input` into `out`, padding the last byte with ones (a prefix of EOS).
-pub fn encode(input: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn encode(input: &[u8], out: &mut Vec<u8>) {
     let t = tables();
     let (mut acc, mut bits) = (0u64, 0u32);
     for &b in input {

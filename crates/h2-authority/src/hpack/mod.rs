@@ -8,8 +8,8 @@
 //! arbitrary header lists (with Huffman coding, indexing and table-size changes) and feed
 //! arbitrary bytes to the decoder.
 
-pub mod huffman;
-pub mod table;
+pub(crate) mod huffman;
+pub(crate) mod table;
 
 use table::{DynamicTable, STATIC};
 
@@ -67,7 +67,7 @@ pub enum HpackError {
 }
 
 /// Decodes an HPACK integer with an `n`-bit prefix from `buf[*pos..]` (§5.1).
-pub fn decode_int(buf: &[u8], pos: &mut usize, n: u8) -> Result<usize, HpackError> {
+pub(crate) fn decode_int(buf: &[u8], pos: &mut usize, n: u8) -> Result<usize, HpackError> {
     let mask = (1u16 << n) as u8 - 1;
     let first = *buf.get(*pos).ok_or(HpackError::Truncated)? & mask;
     *pos += 1;
@@ -93,7 +93,7 @@ pub fn decode_int(buf: &[u8], pos: &mut usize, n: u8) -> Result<usize, HpackErro
 }
 
 /// Encodes `value` with an `n`-bit prefix, OR-ing `flags` into the first octet (§5.1).
-pub fn encode_int(value: usize, n: u8, flags: u8, out: &mut Vec<u8>) {
+pub(crate) fn encode_int(value: usize, n: u8, flags: u8, out: &mut Vec<u8>) {
     let mask = ((1u16 << n) - 1) as usize;
     if value < mask {
         out.push(flags | value as u8);
@@ -232,7 +232,7 @@ impl Decoder {
 
 /// Encodes a header block with literals only, never touching any dynamic table: what the
 /// shim sends on, so the server's table stays empty and needs no mirroring.
-pub fn encode_literal_block(headers: &[Header], out: &mut Vec<u8>) {
+pub(crate) fn encode_literal_block(headers: &[Header], out: &mut Vec<u8>) {
     for h in headers {
         let flags = if h.sensitive { 0x10 } else { 0x00 };
         match table::static_name_index(&h.name) {

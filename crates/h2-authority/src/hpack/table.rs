@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 
 /// The static table, index 1..=61 (RFC 7541 Appendix A).
-pub const STATIC: [(&str, &str); 61] = [
+pub(crate) const STATIC: [(&str, &str); 61] = [
     (":authority", ""),
     (":method", "GET"),
     (":method", "POST"),
@@ -68,10 +68,10 @@ pub const STATIC: [(&str, &str); 61] = [
 ];
 
 /// The per-entry overhead counted in a table's size (RFC 7541 §4.1).
-pub const ENTRY_OVERHEAD: usize = 32;
+pub(crate) const ENTRY_OVERHEAD: usize = 32;
 
 /// The 1-based static index of `name`, if the static table has it.
-pub fn static_name_index(name: &[u8]) -> Option<usize> {
+pub(crate) fn static_name_index(name: &[u8]) -> Option<usize> {
     STATIC
         .iter()
         .position(|(n, _)| n.as_bytes() == name)

@@ -321,7 +321,7 @@ async fn bad_input_gets_clear_errors_and_no_files() {
     assert!(r.claims[&missing.uid].error.contains("not found"));
     assert_eq!(
         cdi_files(&s.config.cdi_dir),
-        vec![topoalign_dra::cdi::cdi_file_name(&good.uid)]
+        vec![topoalign_dra::cdi_file_name(&good.uid)]
     );
     assert_eq!(s.plugin.prepared_claims(), vec![good.uid.clone()]);
     s.stop().await;

@@ -16,10 +16,10 @@ use prost::Message;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use tokio_stream::wrappers::UnixListenerStream;
-use topoalign_h2_authority::hpack::{Decoder, Encoder, Header};
-use topoalign_h2_authority::shim::{PREFACE, frame_header};
+use topoalign_h2_authority::{Decoder, Encoder, Header};
+use topoalign_h2_authority::{PREFACE, frame_header};
+use topoalign_kubelet_plugin::RegistrationService;
 use topoalign_kubelet_plugin::pb::pluginregistration as reg;
-use topoalign_kubelet_plugin::server::RegistrationService;
 
 const HEADERS: u8 = 0x1;
 const DATA: u8 = 0x0;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::common::*;
 use topoalign_dra::Inventory;
-use topoalign_dra::cdi::cdi_file_name;
+use topoalign_dra::cdi_file_name;
 use topoalign_kubelet_plugin::{Engine, PluginConfig};
 
 fn open(config: &PluginConfig, inv: &Inventory) -> Engine {

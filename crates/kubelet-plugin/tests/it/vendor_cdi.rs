@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::common::*;
-use topoalign_dra::{Inventory, cdi::cdi_file_name, cdi_vendor::NVIDIA_GENERATE};
+use topoalign_dra::{Inventory, NVIDIA_GENERATE, cdi_file_name};
 use topoalign_kubelet_plugin::{ClaimError, Engine, InMemoryClaims, Plugin, PluginConfig};
 
 fn dgx() -> Inventory {
@@ -16,7 +16,7 @@ fn dgx() -> Inventory {
 
 /// The GPU's `/dev/nvidiaN`.
 fn minor(inv: &Inventory, gpu: usize) -> u32 {
-    topoalign_dra::cdi_vendor::node_number(&inv.gpus[gpu].device_nodes, "/dev/nvidia").unwrap()
+    topoalign_dra::node_number(&inv.gpus[gpu].device_nodes, "/dev/nvidia").unwrap()
 }
 
 /// A spec in the `nvidia-ctk cdi generate` shape; index `i` is the GPU with minor

@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicU32;
 
 use proptest::prelude::*;
 use serde_json::Value;
-use topoalign_kubelet::edit_yaml::YamlLayout;
+use topoalign_kubelet::YamlLayout;
 use topoalign_kubelet::{ConfigDocument, topology_settings, validate};
 
 fn seeds() -> Vec<Vec<u8>> {

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::support::{fixture, staged};
-use topoalign_kubelet::backup::list_backups;
+use topoalign_kubelet::list_backups;
 use topoalign_kubelet::{
     BackupKind, ChangeRequest, ConfigError, RollbackOptions, WriteStep, apply_set, plan_set,
     rollback,

@@ -13,7 +13,7 @@ const SYNTAX: &[u8] = b":-{}[],\"' \n\t#&*!|>%@`?\\0.e";
 
 /// One edit of a byte string.
 #[derive(Debug, Clone)]
-pub enum Edit {
+pub(crate) enum Edit {
     /// Overwrite the byte at (position modulo length).
     Set(usize, u8),
     /// Insert a byte at (position modulo length + 1).
@@ -35,7 +35,7 @@ fn edit() -> impl Strategy<Value = Edit> {
 }
 
 /// Applies `edits` to `base`.
-pub fn mutate(base: &[u8], edits: &[Edit]) -> Vec<u8> {
+pub(crate) fn mutate(base: &[u8], edits: &[Edit]) -> Vec<u8> {
     let mut v = base.to_vec();
     for e in edits {
         let len = v.len().max(1);
@@ -56,7 +56,7 @@ pub fn mutate(base: &[u8], edits: &[Edit]) -> Vec<u8> {
 }
 
 /// Inputs: arbitrary bytes (a third), or one of `seeds` with 1 to 8 edits.
-pub fn inputs(seeds: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
+pub(crate) fn inputs(seeds: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
     let mutated = (
         proptest::sample::select(seeds),
         proptest::collection::vec(edit(), 1..8),
@@ -69,7 +69,7 @@ pub fn inputs(seeds: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
 }
 
 /// How many inputs a harness runs: `TOPOALIGN_FUZZ_CASES`, else `default`.
-pub fn cases(default: u32) -> u32 {
+pub(crate) fn cases(default: u32) -> u32 {
     std::env::var("TOPOALIGN_FUZZ_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -77,7 +77,7 @@ pub fn cases(default: u32) -> u32 {
 }
 
 /// The runner's configuration: [`cases`] inputs, no failure files written into the tree.
-pub fn config(default: u32) -> Config {
+pub(crate) fn config(default: u32) -> Config {
     Config {
         cases: cases(default),
         failure_persistence: None,
@@ -87,7 +87,7 @@ pub fn config(default: u32) -> Config {
 
 /// Counts one input of the harness `name`; after the last of `total` prints
 /// `name: N inputs, 0 panics` (shown with `--nocapture`), so a long run reports its size.
-pub fn tally(counter: &std::sync::atomic::AtomicU32, name: &str, total: u32) {
+pub(crate) fn tally(counter: &std::sync::atomic::AtomicU32, name: &str, total: u32) {
     let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
     if n == total {
         println!("{name}: {n} inputs, 0 panics");

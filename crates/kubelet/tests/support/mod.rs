@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// `crates/kubelet/tests/<rel>` (e.g. `fixtures/kubeadm-config.yaml`,
 /// `golden/oke-kubelet-config.seed000.json`). The path goes through `..` so that it is
 /// right from every crate beside this one under `crates/`.
-pub fn fixture(rel: &str) -> PathBuf {
+pub(crate) fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../kubelet/tests")
         .join(rel)
@@ -16,7 +16,7 @@ pub fn fixture(rel: &str) -> PathBuf {
 
 /// Copies `fixtures/<name>` into a fresh temporary directory; returns the directory
 /// (removed when dropped) and the copy's path.
-pub fn staged(name: &str) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn staged(name: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(name);
     std::fs::copy(fixture(&format!("fixtures/{name}")), &path).unwrap();

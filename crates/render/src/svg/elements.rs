@@ -7,13 +7,13 @@ use crate::text::xml_escape;
 
 /// An SVG document being written.
 #[derive(Debug, Default)]
-pub struct Svg {
+pub(crate) struct Svg {
     body: String,
 }
 
 /// Text anchoring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Anchor {
+pub(crate) enum Anchor {
     /// Left-aligned at x.
     Start,
     /// Centred on x.
@@ -33,7 +33,7 @@ impl Anchor {
 }
 
 /// Formats a coordinate with at most one decimal.
-pub fn num(v: f64) -> String {
+pub(crate) fn num(v: f64) -> String {
     let v = if v.is_finite() { v } else { 0.0 };
     let r = (v * 10.0).round() / 10.0;
     if r.fract() == 0.0 {
@@ -45,28 +45,28 @@ pub fn num(v: f64) -> String {
 
 impl Svg {
     /// An empty document.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Svg::default()
     }
 
     /// Opens a group with a class and extra (already-escaped) attributes.
-    pub fn open_group(&mut self, class: &str, attrs: &str) {
+    pub(crate) fn open_group(&mut self, class: &str, attrs: &str) {
         let _ = writeln!(self.body, r#"<g class="{}"{attrs}>"#, xml_escape(class));
     }
 
     /// Closes a group.
-    pub fn close_group(&mut self) {
+    pub(crate) fn close_group(&mut self) {
         self.body.push_str("</g>\n");
     }
 
     /// A tooltip for the enclosing element.
-    pub fn title(&mut self, text: &str) {
+    pub(crate) fn title(&mut self, text: &str) {
         let _ = writeln!(self.body, "<title>{}</title>", xml_escape(text));
     }
 
     /// A rectangle.
     #[allow(clippy::too_many_arguments)]
-    pub fn rect(
+    pub(crate) fn rect(
         &mut self,
         x: f64,
         y: f64,
@@ -92,7 +92,7 @@ impl Svg {
 
     /// A line of text.
     #[allow(clippy::too_many_arguments)]
-    pub fn text(
+    pub(crate) fn text(
         &mut self,
         x: f64,
         y: f64,
@@ -117,7 +117,7 @@ impl Svg {
 
     /// A straight line.
     #[allow(clippy::too_many_arguments)]
-    pub fn line(
+    pub(crate) fn line(
         &mut self,
         x1: f64,
         y1: f64,
@@ -140,7 +140,7 @@ impl Svg {
     }
 
     /// A path with the given `d` (built from numbers only) and stroke.
-    pub fn path(&mut self, d: &str, stroke: &str, width: f64, extra: &str) {
+    pub(crate) fn path(&mut self, d: &str, stroke: &str, width: f64, extra: &str) {
         let _ = writeln!(
             self.body,
             r#"<path d="{}" fill="none" stroke="{}" stroke-width="{}"{extra}/>"#,
@@ -152,7 +152,7 @@ impl Svg {
 
     /// Appends markup that is already well-formed SVG (a whole chart document, say),
     /// unchanged.
-    pub fn raw(&mut self, markup: &str) {
+    pub(crate) fn raw(&mut self, markup: &str) {
         self.body.push_str(markup);
         if !markup.ends_with('\n') {
             self.body.push('\n');
@@ -160,7 +160,7 @@ impl Svg {
     }
 
     /// Wraps the body into a complete document of the given size.
-    pub fn finish(self, width: f64, height: f64, title: &str) -> String {
+    pub(crate) fn finish(self, width: f64, height: f64, title: &str) -> String {
         let mut out = String::with_capacity(self.body.len() + 512);
         let _ = writeln!(
             out,
@@ -182,7 +182,7 @@ impl Svg {
 }
 
 /// An attribute string ` name="value"` with the value escaped.
-pub fn attr(name: &str, value: &str) -> String {
+pub(crate) fn attr(name: &str, value: &str) -> String {
     format!(r#" {name}="{}""#, xml_escape(value))
 }
 

@@ -1,14 +1,14 @@
 //! The legend (pair-class colours, fabric colour) and the GPU×NIC class grid drawn under
 //! the machine.
 
-use topoalign_topology::matrix::{MatrixDeviceKind, MatrixOptions};
 use topoalign_topology::{Classifier, PairMatrix, PcieClass, Topology};
+use topoalign_topology::{MatrixDeviceKind, MatrixOptions};
 
 use super::elements::{Anchor, Svg, attr};
 use crate::scene::{BestNic, FABRIC_COLOR, class_color, class_meaning};
 
 /// Draws the legend from (x, y) wrapping at `max_w`; returns its (width, height).
-pub fn legend(svg: &mut Svg, x: f64, y: f64, max_w: f64) -> (f64, f64) {
+pub(super) fn legend(svg: &mut Svg, x: f64, y: f64, max_w: f64) -> (f64, f64) {
     let mut items: Vec<(String, &str)> = PcieClass::ALL
         .iter()
         .map(|c| {
@@ -47,7 +47,7 @@ pub fn legend(svg: &mut Svg, x: f64, y: f64, max_w: f64) -> (f64, f64) {
 
 /// Draws the GPU×NIC grid (the NICs `nvidia-smi topo -m` would list) from (x, y); the
 /// cell of each GPU's closest NIC is outlined. Returns its (width, height).
-pub fn class_grid(
+pub(super) fn class_grid(
     svg: &mut Svg,
     topo: &Topology,
     c: &Classifier<'_>,

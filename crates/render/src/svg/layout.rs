@@ -11,26 +11,26 @@ use topoalign_topology::{Classifier, PciKind, Topology};
 use crate::scene::{PciTree, best_nics, host_bridge_numa};
 
 /// Size of a GPU or NIC box.
-pub const LEAF_W: f64 = 172.0;
+pub(crate) const LEAF_W: f64 = 172.0;
 /// Height of a GPU or NIC box.
-pub const LEAF_H: f64 = 66.0;
+pub(crate) const LEAF_H: f64 = 66.0;
 /// Height of a box for any other endpoint.
-pub const OTHER_H: f64 = 40.0;
+pub(crate) const OTHER_H: f64 = 40.0;
 /// Inner padding of a container.
-pub const PAD: f64 = 10.0;
+pub(crate) const PAD: f64 = 10.0;
 /// Height of a container's title strip.
-pub const HEADER: f64 = 22.0;
+pub(crate) const HEADER: f64 = 22.0;
 /// Height of a NUMA node's title strip.
-pub const NUMA_HEADER: f64 = 44.0;
+pub(crate) const NUMA_HEADER: f64 = 44.0;
 /// Space between siblings (wide enough for a class label between two boxes).
-pub const GAP: f64 = 34.0;
+pub(crate) const GAP: f64 = 34.0;
 /// A NUMA node wraps its host bridges into rows no wider than this (unless one host
 /// bridge alone is wider).
-pub const NUMA_ROW_LIMIT: f64 = 760.0;
+pub(crate) const NUMA_ROW_LIMIT: f64 = 760.0;
 
 /// What a box stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Item {
+pub(crate) enum Item {
     /// A NUMA node (`None`: devices whose node is unknown).
     Numa(Option<u32>),
     /// A host bridge (index into `host_bridges`).
@@ -56,7 +56,7 @@ pub enum Item {
 
 /// A laid-out box: position relative to its parent until [`Boxed::absolute`] runs.
 #[derive(Debug, Clone)]
-pub struct Boxed {
+pub(crate) struct Boxed {
     /// What it is.
     pub item: Item,
     /// Left edge.
@@ -117,7 +117,7 @@ impl Boxed {
     }
 
     /// Turns relative positions into absolute ones, starting from an origin.
-    pub fn absolute(&mut self, ox: f64, oy: f64) {
+    pub(crate) fn absolute(&mut self, ox: f64, oy: f64) {
         self.x += ox;
         self.y += oy;
         let (x, y) = (self.x, self.y);
@@ -127,7 +127,7 @@ impl Boxed {
     }
 
     /// Visits this box and every box inside it, parents first.
-    pub fn walk<'a>(&'a self, f: &mut impl FnMut(&'a Boxed, usize)) {
+    pub(crate) fn walk<'a>(&'a self, f: &mut impl FnMut(&'a Boxed, usize)) {
         self.walk_depth(f, 0);
     }
 
@@ -141,7 +141,7 @@ impl Boxed {
 
 /// Builds the NUMA node boxes of a topology, laid out side by side from (0, 0). Every
 /// position is relative to the parent box: call [`Boxed::absolute`] once on each.
-pub fn machine(topo: &Topology, c: &Classifier<'_>) -> Vec<Boxed> {
+pub(crate) fn machine(topo: &Topology, c: &Classifier<'_>) -> Vec<Boxed> {
     let tree = PciTree::new(topo);
     let gpu_at: HashMap<usize, usize> = topo
         .gpus

@@ -9,7 +9,7 @@ use crate::scene::FABRIC_COLOR;
 use crate::text::{mib, truncate};
 
 /// Draws `b` when it is a device box; containers are drawn elsewhere.
-pub fn leaf(svg: &mut Svg, topo: &Topology, b: &Boxed, fabric_tags: &[Option<String>]) {
+pub(super) fn leaf(svg: &mut Svg, topo: &Topology, b: &Boxed, fabric_tags: &[Option<String>]) {
     match &b.item {
         Item::Gpu(g) => gpu(svg, topo, b, *g, fabric_tags.get(*g).cloned().flatten()),
         Item::Nic { nic, vfs } => nic_box(svg, topo, b, *nic, vfs),

@@ -10,7 +10,7 @@
 
 pub(crate) mod elements;
 mod grid;
-pub mod layout;
+pub(crate) mod layout;
 mod leaves;
 
 use topoalign_topology::{PcieClass, Topology};

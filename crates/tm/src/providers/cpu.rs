@@ -13,7 +13,7 @@ use crate::pod::{CPU, Container, Pod, QosClass};
 
 /// Mirrors `guaranteedCPUs`: the container's integer CPU request in a Guaranteed pod,
 /// else 0.
-pub fn guaranteed_cpus(pod: &Pod, container: &Container) -> u64 {
+pub(crate) fn guaranteed_cpus(pod: &Pod, container: &Container) -> u64 {
     if pod.qos() != QosClass::Guaranteed {
         return 0;
     }
@@ -24,12 +24,12 @@ pub fn guaranteed_cpus(pod: &Pod, container: &Container) -> u64 {
 }
 
 /// Mirrors `podGuaranteedCPUs`.
-pub fn pod_guaranteed_cpus(pod: &Pod) -> u64 {
+pub(crate) fn pod_guaranteed_cpus(pod: &Pod) -> u64 {
     pod.pod_level(|c| guaranteed_cpus(pod, c))
 }
 
 /// Mirrors `GetTopologyHints`: no hints (don't care) when nothing is requested.
-pub fn cpu_hints(state: &CpuState, reusable: &CpuSet, requested: u64) -> ProviderHints {
+pub(crate) fn cpu_hints(state: &CpuState, reusable: &CpuSet, requested: u64) -> ProviderHints {
     let mut out = ProviderHints::new();
     if requested == 0 {
         return out;
@@ -44,7 +44,7 @@ pub fn cpu_hints(state: &CpuState, reusable: &CpuSet, requested: u64) -> Provide
 /// Mirrors `generateCPUTopologyHints` (without the `align-by-socket` option): masks
 /// covering every reusable CPU with enough reusable + available CPUs; preferred iff the
 /// width is the narrowest that all CPUs of the machine (reserved included) could fill.
-pub fn generate_cpu_topology_hints(
+pub(crate) fn generate_cpu_topology_hints(
     state: &CpuState,
     reusable: &CpuSet,
     request: u64,

@@ -13,7 +13,7 @@ use crate::node::Pool;
 /// requested resource, nil when no device reports a NUMA node, empty when fewer devices
 /// are free (plus reusable) than requested, else the generated hints.
 /// `requests` maps pool index → amount; zero amounts are skipped.
-pub fn device_hints(
+pub(crate) fn device_hints(
     pools: &[Pool],
     requests: &BTreeMap<usize, u64>,
     reusable: &BTreeMap<usize, BTreeSet<Bdf>>,
@@ -48,7 +48,7 @@ pub fn device_hints(
 /// that covers all reusable devices and holds enough reusable + available devices; a hint
 /// is preferred iff its width equals the narrowest width whose devices (allocated ones
 /// included) could hold the request.
-pub fn generate_device_topology_hints(
+pub(crate) fn generate_device_topology_hints(
     pool: &Pool,
     available: &BTreeSet<Bdf>,
     reusable: &BTreeSet<Bdf>,

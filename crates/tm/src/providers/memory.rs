@@ -15,7 +15,7 @@ use crate::pod::MEMORY;
 /// request. Preferred iff the width is the narrowest whose *allocatable* memory fits.
 /// Like the kubelet, a request that fits nowhere yields no entry at all, which the merge
 /// then reads as "no preference".
-pub fn memory_hints(state: &BTreeMap<u32, MemoryNode>, requested: u64) -> ProviderHints {
+pub(crate) fn memory_hints(state: &BTreeMap<u32, MemoryNode>, requested: u64) -> ProviderHints {
     let mut out = ProviderHints::new();
     if requested == 0 {
         return out;

@@ -1,5 +1,5 @@
 //! The three hint providers: device manager, static CPU manager, static memory manager.
 
-pub mod cpu;
-pub mod devices;
-pub mod memory;
+pub(crate) mod cpu;
+pub(crate) mod devices;
+pub(crate) mod memory;

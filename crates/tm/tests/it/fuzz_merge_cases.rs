@@ -22,7 +22,7 @@ proptest! {
         bytes in fuzz::inputs(SEEDS.iter().map(|s| s.as_bytes().to_vec()).collect())
     ) {
         let text = String::from_utf8_lossy(&bytes);
-        if let Ok(results) = topoalign_tm::merge_cases::run_cases(&text) {
+        if let Ok(results) = topoalign_tm::run_cases(&text) {
             prop_assert_eq!(results.len(), text.lines().filter(|l| !l.trim().is_empty()).count());
         }
         static N: AtomicU32 = AtomicU32::new(0);

@@ -2,11 +2,11 @@
 
 use proptest::prelude::*;
 use topoalign_kube_types::kubelet_settings::{Policy, PolicyOptions};
+use topoalign_tm::NumaInfo;
 use topoalign_tm::NumaMask;
-use topoalign_tm::hint::{ProviderHints, TopologyHint};
-use topoalign_tm::merge::{filter_providers_hints, iterate_all_provider_topology_hints};
-use topoalign_tm::numa_info::NumaInfo;
-use topoalign_tm::policy::merge_with_policy;
+use topoalign_tm::merge_with_policy;
+use topoalign_tm::{ProviderHints, TopologyHint};
+use topoalign_tm::{filter_providers_hints, iterate_all_provider_topology_hints};
 
 const NODES: u32 = 4;
 
@@ -113,7 +113,7 @@ proptest! {
             let lists = filter_providers_hints(&p);
             let width = best.affinity.unwrap().count();
             iterate_all_provider_topology_hints(&lists, &mut |perm| {
-                let m = topoalign_tm::merge::merge_permutation(info.default_affinity(), perm);
+                let m = topoalign_tm::merge_permutation(info.default_affinity(), perm);
                 if m.preferred && !m.affinity.unwrap().is_empty() {
                     assert!(m.affinity.unwrap().count() >= width);
                 }

@@ -1,6 +1,6 @@
 //! Seed 000's table, reproduced by simulation on the `mi300x-8` profile.
 
-use topoalign_kube_types::admission::TOPOLOGY_AFFINITY_ERROR;
+use topoalign_kube_types::TOPOLOGY_AFFINITY_ERROR;
 use topoalign_kube_types::kubelet_settings::Policy;
 use topoalign_tm::matrix::{MatrixSpec, seed_matrix};
 

@@ -1,8 +1,8 @@
 //! End-to-end admissions on the built-in profiles.
 
 use serde_json::json;
-use topoalign_kube_types::admission::{TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
 use topoalign_kube_types::kubelet_settings::{ConfigError, CpuPolicy, Policy, Scope, Settings};
+use topoalign_kube_types::{TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
 use topoalign_tm::{Case, Pod, ResourceMap, SimError, Usage, simulate};
 
 fn mi300x() -> topoalign_topology::Topology {

@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use topoalign_discover::sysfs_write::write_tree;
+use topoalign_discover::write_tree;
 use topoalign_profiles as profiles;
 use topoalign_topology::{NcclPath, PcieClass};
 use topoalign_verify::verify;

@@ -9,7 +9,7 @@ use assert_cmd::Command;
 
 /// What one run of the binary gave back. Both streams must be valid UTF-8.
 #[derive(Debug)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// The exit code (a run killed by a signal fails the test).
     pub code: i32,
     /// Standard output.
@@ -19,19 +19,19 @@ pub struct Outcome {
 }
 
 /// The `topoalign` binary built for these tests, with no arguments yet.
-pub fn topoalign() -> Command {
+pub(crate) fn topoalign() -> Command {
     Command::cargo_bin("topoalign").unwrap()
 }
 
 /// `topoalign <name>`: the binary with its subcommand, ready for more arguments.
-pub fn subcommand(name: &str) -> Command {
+pub(crate) fn subcommand(name: &str) -> Command {
     let mut cmd = topoalign();
     cmd.arg(name);
     cmd
 }
 
 /// Runs `cmd` to completion and returns its exit code, stdout and stderr.
-pub fn run(cmd: &mut Command) -> Outcome {
+pub(crate) fn run(cmd: &mut Command) -> Outcome {
     let out = cmd.output().unwrap();
     Outcome {
         code: out
@@ -44,12 +44,12 @@ pub fn run(cmd: &mut Command) -> Outcome {
 }
 
 /// Runs `topoalign ARGS`, whatever its exit code.
-pub fn run_args(args: &[&str]) -> Outcome {
+pub(crate) fn run_args(args: &[&str]) -> Outcome {
     run(topoalign().args(args))
 }
 
 /// Runs `cmd` and asserts that it exits with `code`, showing both streams otherwise.
-pub fn run_expecting(cmd: &mut Command, code: i32) -> Outcome {
+pub(crate) fn run_expecting(cmd: &mut Command, code: i32) -> Outcome {
     let out = run(cmd);
     assert_eq!(
         out.code, code,
@@ -60,24 +60,24 @@ pub fn run_expecting(cmd: &mut Command, code: i32) -> Outcome {
 }
 
 /// Runs `topoalign ARGS`, asserts that it succeeds (exit 0) and returns its stdout.
-pub fn stdout_of(args: &[&str]) -> String {
+pub(crate) fn stdout_of(args: &[&str]) -> String {
     run_expecting(topoalign().args(args), 0).stdout
 }
 
 /// `text` parsed as JSON.
-pub fn json(text: &str) -> serde_json::Value {
+pub(crate) fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"))
 }
 
 /// Writes `contents` to `dir/name` and returns the path.
-pub fn write_file(dir: &Path, name: &str, contents: &str) -> PathBuf {
+pub(crate) fn write_file(dir: &Path, name: &str, contents: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, contents).unwrap();
     path
 }
 
 /// `crates/<krate>/tests/<rel>`: test data that belongs to a library crate.
-pub fn test_data(krate: &str, rel: &str) -> PathBuf {
+pub(crate) fn test_data(krate: &str, rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
         .join(krate)

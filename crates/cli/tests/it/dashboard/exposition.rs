@@ -4,12 +4,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Labels every scraped series carries besides its own: those Prometheus adds (`job`,
 /// `instance`) and those the usual Kubernetes pod discovery relabels in.
-pub const TARGET_LABELS: &[&str] = &["job", "instance", "namespace", "pod", "node", "container"];
+pub(super) const TARGET_LABELS: &[&str] =
+    &["job", "instance", "namespace", "pod", "node", "container"];
 
 /// One exported series name: its family (as registered), its component and the labels
 /// its samples carry.
 #[derive(Debug, Clone)]
-pub struct Series {
+pub(super) struct Series {
     pub family: String,
     pub component: &'static str,
     pub labels: BTreeSet<String>,
@@ -20,24 +21,24 @@ pub struct Series {
 /// family out of the text until it has a child, so each family is given one here, with
 /// the label values the component uses; `every_registered_metric_is_exposed` fails
 /// when a component registers a metric this does not bring out.
-pub fn expositions() -> Vec<(&'static str, String)> {
+pub(super) fn expositions() -> Vec<(&'static str, String)> {
     use topoalign_extender::label;
 
-    let driver = topoalign_driver::metrics::Metrics::new().with_plugin(&Default::default());
+    let driver = topoalign_driver::Metrics::new().with_plugin(&Default::default());
     for component in ["publish", "watch", "discover", "plugin"] {
         driver.error(component);
     }
     for op in ["apply", "delete"] {
-        let op = topoalign_driver::metrics::OpLabel { op };
+        let op = topoalign_driver::OpLabel { op };
         driver.slice_writes.get_or_create(&op).inc();
     }
 
-    let agent = topoalign_agent::metrics::Metrics::new();
+    let agent = topoalign_agent::Metrics::new();
     agent.kubelet_read(None);
     agent.wrote("nrt", true);
     agent.wrote("labels", false);
     for kind in ["gpu", "nic"] {
-        let kind = topoalign_agent::metrics::Kind { kind };
+        let kind = topoalign_agent::Kind { kind };
         agent.devices_in_use.get_or_create(&kind).set(0);
     }
 
@@ -76,7 +77,7 @@ pub fn expositions() -> Vec<(&'static str, String)> {
 }
 
 /// The sources that register each component's metrics.
-pub const SOURCES: &[(&str, &[&str])] = &[
+pub(super) const SOURCES: &[(&str, &[&str])] = &[
     (
         "driver",
         &["driver/src/metrics.rs", "kubelet-plugin/src/metrics.rs"],
@@ -86,7 +87,7 @@ pub const SOURCES: &[(&str, &[&str])] = &[
 ];
 
 /// The label names of one sample line's `{…}` (values may hold `,`, `}` and escapes).
-pub fn sample_labels(line: &str) -> Result<BTreeSet<String>, String> {
+pub(super) fn sample_labels(line: &str) -> Result<BTreeSet<String>, String> {
     let mut out = BTreeSet::new();
     let Some(open) = line.find('{') else {
         return Ok(out);
@@ -117,7 +118,10 @@ pub fn sample_labels(line: &str) -> Result<BTreeSet<String>, String> {
 
 /// The series names an OpenMetrics text exposes, by family: a counter `x` is scraped as
 /// `x_total` (and `x_created`), a histogram as `x_bucket`, `x_sum`, `x_count`, ….
-pub fn exposed(component: &'static str, text: &str) -> Result<BTreeMap<String, Series>, String> {
+pub(super) fn exposed(
+    component: &'static str,
+    text: &str,
+) -> Result<BTreeMap<String, Series>, String> {
     if text.trim_end().lines().last() != Some("# EOF") {
         return Err(format!(
             "{component}: the exposition does not end in `# EOF`"
@@ -162,7 +166,7 @@ pub fn exposed(component: &'static str, text: &str) -> Result<BTreeMap<String, S
 }
 
 /// Every series any component exports.
-pub fn exported() -> BTreeMap<String, Series> {
+pub(super) fn exported() -> BTreeMap<String, Series> {
     let mut all = BTreeMap::new();
     for (component, text) in expositions() {
         let series = exposed(component, &text).unwrap_or_else(|e| panic!("{e}\n{text}"));

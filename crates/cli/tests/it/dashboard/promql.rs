@@ -266,13 +266,13 @@ enum Ctx {
 }
 
 /// The metric names `expr` reads.
-pub fn metric_names(expr: &str) -> Result<BTreeSet<String>, String> {
+pub(super) fn metric_names(expr: &str) -> Result<BTreeSet<String>, String> {
     Ok(selectors(expr)?.into_keys().collect())
 }
 
 /// The metric names `expr` reads, each with the label names its matchers (`{a="b"}`)
 /// select on.
-pub fn selectors(expr: &str) -> Result<BTreeMap<String, BTreeSet<String>>, String> {
+pub(super) fn selectors(expr: &str) -> Result<BTreeMap<String, BTreeSet<String>>, String> {
     let toks = tokenize(expr)?;
     let mut names: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut stack: Vec<Ctx> = Vec::new();
@@ -368,7 +368,9 @@ pub fn selectors(expr: &str) -> Result<BTreeMap<String, BTreeSet<String>>, Strin
 /// The metric names a Grafana Prometheus variable query reads: `label_values(SEL,
 /// LABEL)`, `label_values(LABEL)`, `label_names(SEL?)`, `query_result(EXPR)`.
 /// `metrics(REGEX)` is refused: a regex over names cannot be checked.
-pub fn variable_selectors(query: &str) -> Result<BTreeMap<String, BTreeSet<String>>, String> {
+pub(super) fn variable_selectors(
+    query: &str,
+) -> Result<BTreeMap<String, BTreeSet<String>>, String> {
     let q = query.trim();
     let (fun, inner) = q
         .split_once('(')

@@ -387,10 +387,10 @@ fn build(
         if !seen.insert(bdf) {
             return Err(malformed(path, 0, format!("GPU {label} appears twice")));
         }
-        let hb = tree.host_bridge().map_err(too_big)?;
+        let hb = tree.host_bridge().map_err(|e| too_big(e.to_string()))?;
         let rp = tree
             .bridge(hb, PciKind::RootPort, numa[i])
-            .map_err(too_big)?;
+            .map_err(|e| too_big(e.to_string()))?;
         let p = tree
             .builder
             .endpoint(rp, bdf, vendor::AMD, 0, class::DISPLAY_3D, numa[i], None);

@@ -4,8 +4,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::resource::v1::ResourceSlice;
-use topoalign_dra::limits::*;
-use topoalign_dra::names::dns_label_problem;
+use topoalign_dra::dns_label_problem;
+use topoalign_dra::{
+    MAX_ATTRIBUTES_AND_CAPACITIES, MAX_CONSUMES_COUNTERS_PER_DEVICE, MAX_COUNTER_SETS_PER_SLICE,
+    MAX_COUNTERS_PER_SET, MAX_DEVICES_PER_SLICE, MAX_DEVICES_PER_SLICE_WITH_COUNTERS,
+    MAX_STRING_ATTRIBUTE,
+};
 use topoalign_topology::pci::{class, vendor};
 use topoalign_topology::{
     Bdf, CpuSet, FabricKind, Gpu, GpuVendor, LinkLayer, Nic, PciKind, RdmaPort, Sriov, Topology,
@@ -13,14 +17,14 @@ use topoalign_topology::{
 };
 
 /// Deterministic randomness from a proptest seed: the project's PCG-64 stream.
-pub struct Rng(topoalign_rng::Rng);
+pub(crate) struct Rng(topoalign_rng::Rng);
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Rng(topoalign_rng::Rng::new(seed))
     }
     /// A uniform integer in `0..n` (`0` when `n` is 0, after one draw as ever).
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.0.below_u64(n.max(1))
     }
 }
@@ -28,7 +32,7 @@ impl Rng {
 /// A random node: 1–4 NUMA nodes (numa_node sometimes unknown), host bridges with or
 /// without PCIe switches, up to `max_gpus` GPUs and `max_nics` NIC PFs with 0–`max_vfs`
 /// VFs each, sometimes all-to-all fabric links.
-pub fn random_topology(seed: u64, max_gpus: u64, max_nics: u64, max_vfs: u64) -> Topology {
+pub(crate) fn random_topology(seed: u64, max_gpus: u64, max_nics: u64, max_vfs: u64) -> Topology {
     let mut r = Rng::new(seed);
     let mut b = TopologyBuilder::new("random");
     let numa = 1 + r.below(4) as u32;
@@ -192,7 +196,7 @@ pub fn random_topology(seed: u64, max_gpus: u64, max_nics: u64, max_vfs: u64) ->
 }
 
 /// Every API limit a pool of slices must keep; returns the first violation.
-pub fn check_limits(slices: &[ResourceSlice]) -> Result<(), String> {
+pub(crate) fn check_limits(slices: &[ResourceSlice]) -> Result<(), String> {
     let mut names = BTreeSet::new();
     let mut device_names = BTreeSet::new();
     let mut counters: BTreeMap<(String, String), i64> = BTreeMap::new();

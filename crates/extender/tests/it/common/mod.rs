@@ -13,7 +13,7 @@ use topoalign_kube_types::kubelet_settings::{Policy, Settings};
 use topoalign_topology::NodeUsage;
 
 /// A node from a profile with `gpus`/`nics` in use under `policy`.
-pub fn node(
+pub(crate) fn node(
     interner: &mut Interner,
     profile: &str,
     policy: Policy,
@@ -41,7 +41,7 @@ pub fn node(
 }
 
 /// Marks a known entry as reported by an agent at `at`.
-pub fn reported(entry: NodeEntry, at: SystemTime) -> NodeEntry {
+pub(crate) fn reported(entry: NodeEntry, at: SystemTime) -> NodeEntry {
     match entry {
         NodeEntry::Known(mut i) => {
             i.source = Source::Nrt;
@@ -53,7 +53,7 @@ pub fn reported(entry: NodeEntry, at: SystemTime) -> NodeEntry {
 }
 
 /// A pod with one container limited to `limits`, with `annotations`.
-pub fn pod(name: &str, limits: Value, annotations: Value) -> Value {
+pub(crate) fn pod(name: &str, limits: Value, annotations: Value) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"), "annotations": annotations},
@@ -62,19 +62,19 @@ pub fn pod(name: &str, limits: Value, annotations: Value) -> Value {
 }
 
 /// An empty state with default clocks.
-pub fn state() -> ClusterState {
+pub(crate) fn state() -> ClusterState {
     ClusterState::default()
 }
 
 /// mi300x-8 addresses from seed 000: GPUs per NUMA node, and the PFs.
-pub const MI_GPUS_N0: [&str; 4] = [
+pub(crate) const MI_GPUS_N0: [&str; 4] = [
     "0000:11:00.0",
     "0000:2f:00.0",
     "0000:46:00.0",
     "0000:5d:00.0",
 ];
 /// NUMA 1 GPUs.
-pub const MI_GPUS_N1: [&str; 4] = [
+pub(crate) const MI_GPUS_N1: [&str; 4] = [
     "0000:8b:00.0",
     "0000:aa:00.0",
     "0000:c2:00.0",
@@ -82,7 +82,7 @@ pub const MI_GPUS_N1: [&str; 4] = [
 ];
 
 /// One HTTP/1.1 request to `addr` (hyper's client over a fresh TCP connection).
-pub async fn http(
+pub(crate) async fn http(
     addr: std::net::SocketAddr,
     method: &str,
     path: &str,
@@ -109,7 +109,7 @@ pub async fn http(
 
 /// The two-node state of the protocol fixtures: `mi-free` (restricted, empty) and
 /// `mi-split` (restricted, two GPUs taken on each socket).
-pub fn fixture_state() -> ClusterState {
+pub(crate) fn fixture_state() -> ClusterState {
     let mut i = Interner::default();
     let mut st = state();
     let split = [MI_GPUS_N0[0], MI_GPUS_N0[1], MI_GPUS_N1[0], MI_GPUS_N1[1]];

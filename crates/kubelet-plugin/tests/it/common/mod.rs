@@ -13,13 +13,13 @@ use topoalign_dra::{AllocatedDevice, DRIVER_NAME, Inventory};
 use topoalign_kubelet_plugin::pb::dra_v1 as dra;
 use topoalign_kubelet_plugin::{ClaimAllocation, InMemoryClaims, Plugin, PluginConfig};
 
-pub const NODE: &str = "node-a";
+pub(crate) const NODE: &str = "node-a";
 
-pub fn inventory() -> Inventory {
+pub(crate) fn inventory() -> Inventory {
     Inventory::from_topology(&topoalign_profiles::get("mi300x-8").unwrap())
 }
 
-pub fn result(request: &str, device: &str) -> AllocatedDevice {
+pub(crate) fn result(request: &str, device: &str) -> AllocatedDevice {
     AllocatedDevice {
         request: request.into(),
         driver: DRIVER_NAME.into(),
@@ -28,7 +28,7 @@ pub fn result(request: &str, device: &str) -> AllocatedDevice {
     }
 }
 
-pub fn claim(uid: &str, results: Vec<AllocatedDevice>) -> ClaimAllocation {
+pub(crate) fn claim(uid: &str, results: Vec<AllocatedDevice>) -> ClaimAllocation {
     ClaimAllocation {
         namespace: "ns".into(),
         name: format!("claim-{uid}"),
@@ -37,7 +37,7 @@ pub fn claim(uid: &str, results: Vec<AllocatedDevice>) -> ClaimAllocation {
     }
 }
 
-pub fn claim_ref(c: &ClaimAllocation) -> dra::Claim {
+pub(crate) fn claim_ref(c: &ClaimAllocation) -> dra::Claim {
     dra::Claim {
         namespace: c.namespace.clone(),
         uid: c.uid.clone(),
@@ -46,12 +46,12 @@ pub fn claim_ref(c: &ClaimAllocation) -> dra::Claim {
 }
 
 /// A UUID-shaped uid from a small number.
-pub fn uid(n: u32) -> String {
+pub(crate) fn uid(n: u32) -> String {
     format!("00000000-0000-4000-8000-{n:012}")
 }
 
 /// A running plugin in a temporary root.
-pub struct Served {
+pub(crate) struct Served {
     pub root: tempfile::TempDir,
     pub config: PluginConfig,
     pub plugin: Plugin,
@@ -61,7 +61,7 @@ pub struct Served {
 }
 
 impl Served {
-    pub async fn start() -> Served {
+    pub(crate) async fn start() -> Served {
         let root = tempfile::tempdir().unwrap();
         let config = PluginConfig::under(NODE, root.path());
         let claims = Arc::new(InMemoryClaims::new());
@@ -83,7 +83,7 @@ impl Served {
         }
     }
 
-    pub async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
@@ -94,18 +94,16 @@ impl Served {
         assert!(!self.config.dra_socket().exists());
     }
 
-    pub async fn dra(&self) -> dra::dra_plugin_client::DraPluginClient<Channel> {
+    pub(crate) async fn dra(&self) -> dra::dra_plugin_client::DraPluginClient<Channel> {
         dra::dra_plugin_client::DraPluginClient::new(channel(&self.config.dra_socket()).await)
     }
 
-    pub fn cdi_file(&self, uid: &str) -> PathBuf {
-        self.config
-            .cdi_dir
-            .join(topoalign_dra::cdi::cdi_file_name(uid))
+    pub(crate) fn cdi_file(&self, uid: &str) -> PathBuf {
+        self.config.cdi_dir.join(topoalign_dra::cdi_file_name(uid))
     }
 }
 
-pub async fn wait_for(p: &Path) {
+pub(crate) async fn wait_for(p: &Path) {
     for _ in 0..500 {
         if p.exists() {
             return;
@@ -117,7 +115,7 @@ pub async fn wait_for(p: &Path) {
 
 /// A tonic channel over a unix socket (the authority is the placeholder `localhost`, as
 /// the kubelet's DRA client sends).
-pub async fn channel(path: &Path) -> Channel {
+pub(crate) async fn channel(path: &Path) -> Channel {
     let path = path.to_path_buf();
     Endpoint::try_from("http://localhost")
         .unwrap()
@@ -129,7 +127,7 @@ pub async fn channel(path: &Path) -> Channel {
         .unwrap()
 }
 
-pub fn cdi_files(dir: &Path) -> Vec<String> {
+pub(crate) fn cdi_files(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -9,14 +9,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use topoalign_topology::{Bdf, Topology};
 
 /// A profile by name.
-pub fn profile(name: &str) -> Topology {
+pub(crate) fn profile(name: &str) -> Topology {
     topoalign_profiles::get(name).unwrap()
 }
 
 /// A virt-launcher-like domain with `cells` guest cells spread evenly over the host's
 /// NUMA nodes (cell c on node `c * nodes / cells`), two vCPUs per cell pinned to distinct
 /// host CPUs of that node, and one hostdev per address in `devices`.
-pub fn domain_xml(t: &Topology, cells: u32, devices: &[Bdf]) -> String {
+pub(crate) fn domain_xml(t: &Topology, cells: u32, devices: &[Bdf]) -> String {
     let nodes = t.numa.len() as u32;
     let mut cell_xml = String::new();
     let mut pins = String::new();
@@ -52,7 +52,7 @@ pub fn domain_xml(t: &Topology, cells: u32, devices: &[Bdf]) -> String {
 }
 
 /// Every GPU and, for each, the NIC PF it is PIX with (if any).
-pub fn gpus_and_pix_nics(t: &Topology) -> Vec<Bdf> {
+pub(crate) fn gpus_and_pix_nics(t: &Topology) -> Vec<Bdf> {
     let c = t.classifier();
     let mut out = Vec::new();
     for g in 0..t.gpus.len() {
@@ -68,7 +68,7 @@ pub fn gpus_and_pix_nics(t: &Topology) -> Vec<Bdf> {
 
 /// What a rewritten domain looks like, read back independently.
 #[derive(Debug, Default)]
-pub struct Readback {
+pub(crate) struct Readback {
     /// index → (model, parent bus index, busNr, node, chassis, port).
     pub controllers: BTreeMap<u32, Ctl>,
     /// host address → guest address bus (the controller index).
@@ -76,7 +76,7 @@ pub struct Readback {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct Ctl {
+pub(crate) struct Ctl {
     pub model: String,
     pub parent: Option<u32>,
     pub slot: Option<u32>,
@@ -95,7 +95,7 @@ fn num(s: Option<&str>) -> Option<u32> {
 }
 
 /// Reads controllers and hostdev placements.
-pub fn read_back(xml: &str) -> Readback {
+pub(crate) fn read_back(xml: &str) -> Readback {
     let doc = roxmltree::Document::parse(xml).unwrap();
     let mut r = Readback::default();
     let devices = doc
@@ -145,7 +145,7 @@ pub fn read_back(xml: &str) -> Readback {
 
 impl Readback {
     /// The chain of controller indexes above a device on bus `bus`, nearest first.
-    pub fn chain(&self, bus: u32) -> Vec<u32> {
+    pub(crate) fn chain(&self, bus: u32) -> Vec<u32> {
         let mut out = Vec::new();
         let mut cur = Some(bus);
         while let Some(c) = cur {
@@ -159,7 +159,7 @@ impl Readback {
     }
 
     /// The guest cell of the expander above a device on bus `bus`.
-    pub fn cell_of(&self, bus: u32) -> Option<u32> {
+    pub(crate) fn cell_of(&self, bus: u32) -> Option<u32> {
         self.chain(bus)
             .iter()
             .filter_map(|i| self.controllers.get(i))
@@ -170,7 +170,7 @@ impl Readback {
     /// Asserts the rules libvirt and QEMU enforce: bus ranges within 1–254 and disjoint
     /// (each range from its busNr up to the next one's, holding the bridges below it),
     /// unique chassis, chassis/port ≤ 255, unique (bus, slot), parents below children.
-    pub fn assert_valid(&self) {
+    pub(crate) fn assert_valid(&self) {
         let mut starts: Vec<(u32, u32)> = self
             .controllers
             .iter()
