@@ -34,6 +34,10 @@ pub mod gang_report;
 pub mod gangs;
 pub mod kubelet;
 pub mod metrics;
+pub mod mig_report;
+pub mod mig_sim;
+#[cfg(test)]
+mod mig_sim_tests;
 pub mod node;
 pub mod options;
 pub mod placers;
@@ -50,6 +54,7 @@ pub use error::FleetError;
 pub use gang_report::{GangPolicy, GangPolicyReport, GangReport};
 pub use gangs::{DomainLevel, DomainMode, GangConfig, GangSpec, simulate_gangs};
 pub use metrics::{PolicyReport, SizeStats, UtilSample};
+pub use mig_sim::{MigPlacer, MigSimSpec, simulate_mig};
 pub use node::{Assignment, NodeModel, NodeState, PairCounts};
 pub use options::{SimOptions, parse_fleet};
 pub use placers::{Attempt, NodeKind, PlaceOptions};
