@@ -259,4 +259,23 @@ mod tests {
         assert!(parse_args(&["simulate", "--gang-pods", "4"]).is_err());
         assert!(parse_args(&["simulate", "--gangs", "1", "--domain", "spine"]).is_err());
     }
+    #[test]
+    fn mig_flags_need_mig_and_resolve_model_and_mix() {
+        assert!(parse_args(&["simulate"]).unwrap().mig_spec().is_none());
+        let m = parse_args(&["simulate", "--mig", "--gpus", "4", "--nodes", "3"]).unwrap();
+        let spec = m.mig_spec().unwrap().unwrap();
+        assert_eq!(
+            (spec.model.name, spec.nodes, spec.gpus),
+            ("h100-80gb", 3, 4)
+        );
+        assert_eq!(spec.mix, default_mix());
+        let a = parse_args(&["simulate", "--mig", "--mig-model", "A100-40GB"]).unwrap();
+        let a = a.mig_spec().unwrap().unwrap();
+        assert_eq!(a.model.name, "a100-40gb");
+        let bad = parse_args(&["simulate", "--mig", "--mig-mix", "1g.10gb=0"]).unwrap();
+        let e = bad.mig_spec().unwrap().unwrap_err().to_string();
+        assert!(e.starts_with("--mig-mix:"), "{e}");
+        assert!(parse_args(&["simulate", "--mig-model", "b200"]).is_err());
+        assert!(parse_args(&["simulate", "--mig", "--profile", "mi300x-8"]).is_err());
+    }
 }
