@@ -7,6 +7,7 @@ use crate::dra::MatchOn;
 use crate::error::FleetError;
 use crate::gang_node::RailRule;
 use crate::gangs::{DomainLevel, DomainMode, GangSpec};
+use crate::mig_sim::{MigSimSpec, default_mix};
 use crate::options::{GangOptions, SimOptions, parse_fleet};
 use crate::workload::StreamLength;
 
@@ -101,6 +102,27 @@ pub struct SimArgs {
     /// Where each node type's rails come from.
     #[arg(long, value_enum, default_value_t = RailRule::Auto, requires = "gangs", help_heading = "Gangs")]
     pub rails: RailRule,
+    /// MIG mode: nodes of MIG GPUs (dynamic MIG) under a seeded stream of pods asking
+    /// 1-3 MIG instances each; the NVIDIA DRA driver's first fit (stock) against
+    /// topoalign's device order. Uses --nodes, --pods, --seed and --load.
+    #[arg(long, conflicts_with_all = ["gangs", "fleet", "profile", "duration"], help_heading = "MIG")]
+    pub mig: bool,
+    /// GPU model of every MIG GPU (a100-40gb, a100-80gb, h100-80gb, h200-141gb, b200, ...).
+    #[arg(
+        long,
+        value_name = "MODEL",
+        default_value = "h100-80gb",
+        requires = "mig",
+        help_heading = "MIG"
+    )]
+    pub mig_model: String,
+    /// GPUs per MIG node.
+    #[arg(long, default_value_t = 8, requires = "mig", help_heading = "MIG")]
+    pub gpus: usize,
+    /// Profile weights of the instances pods ask for, `PROFILE=WEIGHT,...` with the
+    /// model's names [default: 1g=50, 2g=20, 3g=12, 4g=10, 7g=8].
+    #[arg(long, value_name = "SPEC", requires = "mig", help_heading = "MIG")]
+    pub mig_mix: Option<String>,
 }
 
 fn parse_class(text: &str) -> Result<PcieClass, String> {
@@ -140,6 +162,31 @@ impl SimArgs {
                 rails: self.rails,
             },
         }))
+    }
+
+    /// The MIG run these flags ask for, when `--mig` is given.
+    pub fn mig_spec(&self) -> Option<Result<MigSimSpec, FleetError>> {
+        if !self.mig {
+            return None;
+        }
+        Some((|| {
+            let model = topoalign_mig::lookup(&self.mig_model)?;
+            let mix = match &self.mig_mix {
+                Some(text) => topoalign_mig::parse_mix(model, text)?,
+                None => default_mix(),
+            };
+            let spec = MigSimSpec {
+                model,
+                nodes: self.nodes,
+                gpus: self.gpus,
+                pods: self.pods,
+                seed: self.seed,
+                mix,
+                load: self.load,
+            };
+            spec.check()?;
+            Ok(spec)
+        })())
     }
 
     /// The run these flags ask for (`--fleet`, else `--profile` × `--nodes`).
@@ -211,5 +258,24 @@ mod tests {
         assert_eq!(p.gang_options().unwrap().unwrap().fleet[0].0, "dgx-h100");
         assert!(parse_args(&["simulate", "--gang-pods", "4"]).is_err());
         assert!(parse_args(&["simulate", "--gangs", "1", "--domain", "spine"]).is_err());
+    }
+    #[test]
+    fn mig_flags_need_mig_and_resolve_model_and_mix() {
+        assert!(parse_args(&["simulate"]).unwrap().mig_spec().is_none());
+        let m = parse_args(&["simulate", "--mig", "--gpus", "4", "--nodes", "3"]).unwrap();
+        let spec = m.mig_spec().unwrap().unwrap();
+        assert_eq!(
+            (spec.model.name, spec.nodes, spec.gpus),
+            ("h100-80gb", 3, 4)
+        );
+        assert_eq!(spec.mix, default_mix());
+        let a = parse_args(&["simulate", "--mig", "--mig-model", "A100-40GB"]).unwrap();
+        let a = a.mig_spec().unwrap().unwrap();
+        assert_eq!(a.model.name, "a100-40gb");
+        let bad = parse_args(&["simulate", "--mig", "--mig-mix", "1g.10gb=0"]).unwrap();
+        let e = bad.mig_spec().unwrap().unwrap_err().to_string();
+        assert!(e.starts_with("--mig-mix:"), "{e}");
+        assert!(parse_args(&["simulate", "--mig-model", "b200"]).is_err());
+        assert!(parse_args(&["simulate", "--mig", "--profile", "mi300x-8"]).is_err());
     }
 }

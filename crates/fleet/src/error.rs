@@ -49,6 +49,12 @@ pub enum FleetError {
     /// larger than every domain, a rail source that does not fit a node type.
     #[error(transparent)]
     Gang(#[from] topoalign_gang::GangError),
+    /// `--mig-model` names no GPU model with a MIG profile table (`simulate --mig`).
+    #[error("--mig-model: {0}")]
+    MigModel(#[from] topoalign_mig::ModelError),
+    /// `--mig-mix` is not `PROFILE=WEIGHT,…` with the model's profiles.
+    #[error("--mig-mix: {0}")]
+    MigMix(#[from] topoalign_mig::MixError),
 }
 
 impl FleetError {

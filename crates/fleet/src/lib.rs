@@ -34,6 +34,10 @@ mod gang_report;
 mod gangs;
 mod kubelet;
 mod metrics;
+mod mig_report;
+mod mig_sim;
+#[cfg(test)]
+mod mig_sim_tests;
 mod node;
 mod options;
 mod placers;
@@ -54,6 +58,7 @@ pub use gang_node::RailRule;
 pub use gang_report::{GangPolicy, GangPolicyReport, GangReport};
 pub use gangs::{DomainLevel, DomainMode, GangConfig, GangSpec, simulate_gangs};
 pub use metrics::{PolicyReport, SizeStats, UtilSample};
+pub use mig_sim::{MigPlacer, MigSimSpec, default_mix, simulate_mig};
 pub use node::{Assignment, NodeModel, NodeState, PairCounts};
 pub use options::{SimOptions, parse_fleet};
 pub use placers::{Attempt, NodeKind, PlaceOptions};

@@ -106,7 +106,7 @@ pub fn validate(model: &Model, gpu: usize, instances: &[Placement]) -> Result<()
 }
 
 /// [`validate`] on shapes (the model names the profiles in errors).
-pub(crate) fn validate_shapes(
+pub fn validate_shapes(
     model: &Model,
     gpu: usize,
     instances: &[(Shape, u8)],

@@ -48,9 +48,9 @@ mod exhaustive;
 mod read_state_tests;
 
 pub use export::{mig_parted, node_groups, nvidia_smi_commands, ranges};
-pub use geometry::{GeometryError, Placement, validate};
+pub use geometry::{GeometryError, Placement, validate, validate_shapes};
 pub use mix::{Mix, MixError, ProfileCounts, parse_mix};
-pub use model::{MEMORY_SLICES, SM_SLICES, known_models};
+pub use model::{MEMORY_SLICES, SHAPES, SM_SLICES, known_models};
 pub use model::{MODELS, Model, ModelError, Shape, lookup};
 pub use planner::{GpuPlan, Plan, PlanError, Request, plan};
 pub use pods::{Pod, PodError, PodPlacement, PodsFile, plan_pods, resolve_pods};

@@ -33,7 +33,7 @@ pub enum Shape {
 }
 
 /// Every shape, largest first; `Shape::index` is the position here.
-pub(crate) const SHAPES: [Shape; 7] = [
+pub const SHAPES: [Shape; 7] = [
     Shape::Seven,
     Shape::Four,
     Shape::Three,

@@ -1,6 +1,7 @@
 //! `topoalign simulate`: a fleet under blind, Topology Manager, DRA first-fit and
 //! topoalign placement, on the same seeded pod stream; with `--gangs`, multi-node gangs
-//! on racks and leaves under stock and topoalign placement.
+//! on racks and leaves under stock and topoalign placement; with `--mig`, MIG pods on MIG
+//! nodes under the NVIDIA DRA driver's first fit and topoalign's device order.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -8,7 +9,7 @@ use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use topoalign_fleet::SimArgs;
-use topoalign_fleet::{simulate_gangs, simulate_with_progress};
+use topoalign_fleet::{simulate_gangs, simulate_mig, simulate_with_progress};
 
 use crate::output::{Format, print, with_errors};
 
@@ -31,6 +32,14 @@ pub(crate) struct Args {
 /// Runs the command.
 pub(crate) fn run(a: Args) -> anyhow::Result<ExitCode> {
     with_errors(a.output, || {
+        if let Some(spec) = a.sim.mig_spec() {
+            if a.svg.is_some() {
+                anyhow::bail!("--svg: no chart for --mig yet; expected --mig without --svg");
+            }
+            let report = simulate_mig(&spec?)?;
+            print(&report, a.output, || report.table())?;
+            return Ok(ExitCode::SUCCESS);
+        }
         if let Some(options) = a.sim.gang_options() {
             let config = options?.config(topoalign_profiles::get, &topoalign_profiles::NAMES)?;
             let report = simulate_gangs(&config)?;

@@ -121,3 +121,78 @@ fn gangs_compare_stock_and_topoalign() {
         assert!(out.stderr.contains(want), "{bad:?}: {}", out.stderr);
     }
 }
+
+/// `--mig`: stock first fit against topoalign's device order on MIG nodes, the same
+/// numbers in table and JSON, and bad MIG options refused with the flag named.
+#[test]
+fn mig_compares_stock_and_topoalign() {
+    let args = [
+        "simulate", "--mig", "--nodes", "6", "--gpus", "4", "--pods", "400", "--seed", "5",
+    ];
+    let table = stdout_of(&args);
+    assert!(
+        table.contains("stock") && table.contains("topoalign") && table.contains("WHOLE"),
+        "{table}"
+    );
+    assert!(
+        table.contains("h100-80gb") && table.contains("1g.10gb=50"),
+        "{table}"
+    );
+    assert_eq!(table, stdout_of(&args));
+    let out = run_expecting(
+        subcommand("simulate").args(&args[1..]).args(["-o", "json"]),
+        0,
+    );
+    let v = json(&out.stdout);
+    assert_eq!(v["model"], "h100-80gb");
+    assert_eq!(
+        (v["nodes"].as_u64(), v["gpusPerNode"].as_u64()),
+        (Some(6), Some(4))
+    );
+    let policies = v["policies"].as_array().unwrap();
+    assert_eq!(policies.len(), 2);
+    for p in policies {
+        let (placed, refused) = (
+            p["placed"].as_u64().unwrap(),
+            p["refused"].as_u64().unwrap(),
+        );
+        assert_eq!(placed + refused, 400);
+        assert!(table.contains(&format!("{placed}")), "{table}");
+        assert!(p["wholeGpusEnd"].as_u64().unwrap() <= 24);
+    }
+    let yaml = stdout_of(&[&args[..], &["-o", "yaml"]].concat());
+    assert!(yaml.contains("wholeGpusMean"), "{yaml}");
+    let a100 = stdout_of(&[
+        "simulate",
+        "--mig",
+        "--mig-model",
+        "a100-40gb",
+        "--nodes",
+        "2",
+        "--pods",
+        "50",
+        "--mig-mix",
+        "1g.5gb=3,3g.20gb=1",
+    ]);
+    assert!(a100.contains("3g.20gb=1,1g.5gb=3"), "{a100}");
+    for (bad, want) in [
+        (
+            vec!["--mig", "--mig-model", "v100"],
+            "--mig-model: unknown GPU model `v100`: expected one of a100-40gb",
+        ),
+        (
+            vec!["--mig", "--mig-mix", "1g.5gb=2"],
+            "--mig-mix: unknown profile `1g.5gb`",
+        ),
+        (vec!["--mig", "--gpus", "0"], "invalid --gpus"),
+        (vec!["--mig", "--nodes", "0"], "invalid --nodes"),
+        (vec!["--mig", "--load", "0"], "invalid --load"),
+        (vec!["--mig", "--gangs", "2"], "--gangs"),
+        (vec!["--gpus", "2"], "--mig"),
+        (vec!["--mig", "--svg", "x.svg"], "--svg"),
+    ] {
+        let out = run(subcommand("simulate").args(&bad));
+        assert_eq!(out.code, 2, "{bad:?}: {}", out.stderr);
+        assert!(out.stderr.contains(want), "{bad:?}: {}", out.stderr);
+    }
+}
