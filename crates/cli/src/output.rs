@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use serde::Serialize;
 
-pub(crate) use topoalign_render::format::Format;
+pub(crate) use topoalign_render::Format;
 
 /// Prints `value` as JSON or YAML to stdout (the table form is each command's own).
 pub(crate) fn print_structured<T: Serialize>(value: &T, format: Format) -> anyhow::Result<()> {

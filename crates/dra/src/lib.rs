@@ -80,10 +80,9 @@
 //! ```
 
 mod allocator;
-/// Public as a namespace: The attribute names topoalign publishes (`attr::GPU`,
-/// `attr::RAIL`, ...): a namespace of constants, read as such by driver, gang and
-/// crates/extender (restructured by another helper) names items by this path; kept `pub`
-/// until it moves to the root re-exports.
+/// Public as a namespace: the attribute names topoalign publishes (`attr::GPU`,
+/// `attr::RAIL`, ...), a namespace of constants read as such by the driver, gang and the
+/// extender.
 pub mod attr;
 mod cdi;
 mod cdi_netdev;
@@ -102,10 +101,7 @@ mod inventory;
 mod limits;
 mod mig;
 mod mig_claims;
-/// Public as a namespace: Claims mixing topoalign devices with other drivers' devices.
-/// crates/extender (restructured by another helper) names items by this path; kept `pub`
-/// until it moves to the root re-exports.
-pub mod mixed;
+mod mixed;
 mod names;
 mod prepare;
 mod rails;
@@ -149,7 +145,10 @@ pub use limits::{
 };
 pub use mig::{MigEntry, MigGpuLayout, MigInstance, MigJoinError, MigPairEntry, NodeMig};
 pub use mig_claims::{MigClaimSpec, mig_claim_spec};
-pub use mixed::{MixedClaim, MixedSpec, MixedStrategy, mixed_claim};
+pub use mixed::{
+    DeviceRole, ForeignDevice, MixedClaim, MixedSpec, MixedStrategy, mixed_claim, node_devices,
+    stand_in_classes, topology_of,
+};
 pub use names::{dns_label_problem, pair_device};
 pub use prepare::{
     AllocatedDevice, Holdings, PreparedDevice, PreparedGpu, PreparedMig, prepare_allocation,

@@ -102,7 +102,7 @@ impl MixedStrategy {
 /// (saved beside the slices) whose selector is `device.driver == "<driver>"`, else the
 /// name its users have (`dranet.net` for dranet, which ships no DeviceClass), else the
 /// driver's name (`gpu.nvidia.com`, as NVIDIA's chart names its class).
-pub fn class_for(driver: &str, classes: &[DeviceClass]) -> String {
+pub(crate) fn class_for(driver: &str, classes: &[DeviceClass]) -> String {
     let selects = |c: &&DeviceClass| {
         c.spec
             .as_ref()
@@ -188,10 +188,10 @@ pub enum DeviceRole {
 
 /// Driver-domain attributes that make a device a NIC (dranet: `rdma`, `rdmaDevice`,
 /// `ifName`, `ibOnly`).
-pub const NIC_MARKS: [&str; 4] = ["rdmaDevice", "rdma", "ifName", "ibOnly"];
+pub(crate) const NIC_MARKS: [&str; 4] = ["rdmaDevice", "rdma", "ifName", "ibOnly"];
 /// Driver-domain attributes that make a device a GPU when it is no NIC (NVIDIA's GPU
 /// driver: `type` `gpu` or `mig`, `productName`, `uuid`).
-pub const GPU_MARKS: [&str; 2] = ["productName", "uuid"];
+pub(crate) const GPU_MARKS: [&str; 2] = ["productName", "uuid"];
 
 impl ForeignDevice {
     /// Whether the device is a GPU or a NIC, from its driver's own attributes
@@ -212,19 +212,19 @@ impl ForeignDevice {
 
 /// The drivers' own names for a device's PCI address (dranet: `pciAddress`; NVIDIA's GPU
 /// driver: `pcieBusID`), read after the standard `resource.kubernetes.io/pciBusID`.
-pub const OWN_PCI_ADDRESS: [&str; 3] = ["pciAddress", "pcieBusID", "pciBusID"];
+pub(crate) const OWN_PCI_ADDRESS: [&str; 3] = ["pciAddress", "pcieBusID", "pciBusID"];
 /// The drivers' own names for a device's NUMA node (dranet: `numaNode`), read after the
 /// standard `resource.kubernetes.io/numaNode`.
-pub const OWN_NUMA: [&str; 2] = ["numaNode", "numa"];
+pub(crate) const OWN_NUMA: [&str; 2] = ["numaNode", "numa"];
 
 /// The topology sources that tell the planner what the slices leave out, as flags.
-pub const TOPOLOGY_FLAGS: &str =
+pub(crate) const TOPOLOGY_FLAGS: &str =
     "--profile NAME, --sysfs-root DIR, --from-nvidia-smi FILE or --from-nccl-xml FILE";
 
 /// Why the slices alone cannot tell which NIC is near which GPU: devices with an address
 /// but no NUMA node (a planner on such a topology would pair at random and call it
 /// optimal). `None` when every GPU and NIC with an address publishes its NUMA node.
-pub fn blind_reason(gpus: &[ForeignDevice], nics: &[ForeignDevice]) -> Option<String> {
+pub(crate) fn blind_reason(gpus: &[ForeignDevice], nics: &[ForeignDevice]) -> Option<String> {
     let side = |devs: &[ForeignDevice], what: &str| {
         let placed: Vec<&ForeignDevice> = devs.iter().filter(|d| d.bdf().is_some()).collect();
         let missing: Vec<&str> = placed
@@ -265,7 +265,7 @@ fn sample(names: &[&str]) -> String {
 }
 
 /// The devices of `driver` on `node` (highest pool generation only).
-pub fn devices_of(slices: &[ResourceSlice], node: &str, driver: &str) -> Vec<ForeignDevice> {
+pub(crate) fn devices_of(slices: &[ResourceSlice], node: &str, driver: &str) -> Vec<ForeignDevice> {
     pooled_devices_of(slices, node, driver)
         .into_iter()
         .map(|(_, d)| d)
@@ -288,7 +288,7 @@ pub fn node_devices(slices: &[ResourceSlice], node: &str) -> Vec<(String, Foreig
 
 /// [`devices_of`], each device with the name of its pool (a device's identity in an
 /// allocation is driver, pool and name).
-pub fn pooled_devices_of(
+pub(crate) fn pooled_devices_of(
     slices: &[ResourceSlice],
     node: &str,
     driver: &str,

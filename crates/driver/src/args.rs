@@ -9,7 +9,7 @@ use topoalign_discover::Source;
 use topoalign_discover::TopologyArgs;
 use topoalign_dra::{PairsPerGpu, PublishOptions};
 use topoalign_kubelet_plugin::{FaultPoint, PluginArgs};
-use topoalign_render::format::Format;
+use topoalign_render::Format;
 
 use crate::DriverError;
 use crate::mig_source::MigSource;

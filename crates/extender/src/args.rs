@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use topoalign_kube_types::kubelet_settings::Policy;
-use topoalign_render::format::Format;
+use topoalign_render::Format;
+use topoalign_tm::InputError;
 use topoalign_tm::ResourceMap;
-use topoalign_tm::error::InputError;
 
 use topoalign_probes::Limits;
 

@@ -19,7 +19,7 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 use topoalign_dra::MAX_DEVICES_PER_CLAIM;
-use topoalign_dra::mixed::{MixedSpec, stand_in_classes};
+use topoalign_dra::{MixedSpec, stand_in_classes};
 use topoalign_dra::{NodeDevices, PreparedClaim, attr};
 use topoalign_topology::GpuVendor;
 

@@ -6,7 +6,7 @@
 use topoalign_kube_types::kubelet_settings::{
     CpuPolicy, PREFER_CLOSEST_NUMA_NODES, Policy, Settings,
 };
-use topoalign_tm::matrix::gpu_resource;
+use topoalign_tm::gpu_resource;
 use topoalign_tm::{Case, DeviceKind, Outcome, Pod, Quantity, ResourceMap, Usage};
 use topoalign_topology::{CpuSet, GpuNicPath};
 

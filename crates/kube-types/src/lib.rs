@@ -18,19 +18,15 @@
 mod admission;
 mod documents;
 mod dra_attr;
-/// Public as a namespace: The kubelet's topology settings and their keys
-/// (`kubelet_settings::keys`): a sub-API of its own. crates/extender (restructured by
-/// another helper) names items by this path; kept `pub` until it moves to the root re-
-/// exports.
+/// Public as a namespace: the kubelet's topology settings (`Policy`, `Scope`, `Settings`,
+/// ...) and their KubeletConfiguration keys (`kubelet_settings::keys`), named as a group
+/// by every crate that reads or writes kubelet settings.
 pub mod kubelet_settings;
-/// Public as a namespace: The node label and annotation keys topoalign writes: a
-/// namespace of constants (callers write `labels::FABRIC_LABEL`). crates/extender
-/// (restructured by another helper) names items by this path; kept `pub` until it moves
-/// to the root re-exports.
+/// Public as a namespace: the node label and annotation keys topoalign writes, a
+/// namespace of constants (callers write `labels::FABRIC_LABEL`).
 pub mod labels;
-/// Public as a namespace: NodeResourceTopology object fields. crates/extender
-/// (restructured by another helper) names items by this path; kept `pub` until it moves
-/// to the root re-exports.
+/// Public as a namespace: the NodeResourceTopology API's names and object fields (the
+/// agent writes them, the extender reads them), named as a group (`nrt::...`).
 pub mod nrt;
 mod qos;
 mod quantity;

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 use topoalign_dra::{CLASS_GPU, CLASS_NIC, CLASS_PAIR, DRIVER_NAME};
-use topoalign_mig::device_plugin::{DevicePluginError, NodeMig};
+use topoalign_mig::{DevicePluginError, NodeMig};
 
 use crate::claim_rules::ClaimSpec;
 

@@ -7,9 +7,9 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::Node;
-use topoalign_mig::device_plugin::{Ever, MigRequest, NodeMig};
 use topoalign_mig::model_for_name;
 use topoalign_mig::nvidia_smi_commands;
+use topoalign_mig::{Ever, MigRequest, NodeMig};
 use topoalign_topology::Topology;
 
 use crate::cluster::Cluster;

@@ -18,17 +18,17 @@ use crate::planner::{Plan, Request, plan};
 use crate::read_state::model_for_name;
 
 /// The prefix of a MIG device resource (`nvidia.com/mig-3g.40gb`).
-pub const MIG_RESOURCE_PREFIX: &str = "nvidia.com/mig-";
+pub(crate) const MIG_RESOURCE_PREFIX: &str = "nvidia.com/mig-";
 /// The whole-GPU resource (a MIG device of the node's one profile under `single`).
-pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
+pub(crate) const GPU_RESOURCE: &str = "nvidia.com/gpu";
 /// GFD: the device plugin's MIG strategy.
-pub const LABEL_STRATEGY: &str = "nvidia.com/mig.strategy";
+pub(crate) const LABEL_STRATEGY: &str = "nvidia.com/mig.strategy";
 /// GFD: whether the GPUs can do MIG.
-pub const LABEL_CAPABLE: &str = "nvidia.com/mig.capable";
+pub(crate) const LABEL_CAPABLE: &str = "nvidia.com/mig.capable";
 /// GFD: the GPU product (`NVIDIA-H100-80GB-HBM3`, `…-MIG-1g.10gb` under `single`).
-pub const LABEL_PRODUCT: &str = "nvidia.com/gpu.product";
+pub(crate) const LABEL_PRODUCT: &str = "nvidia.com/gpu.product";
 /// GFD: the number of GPUs (MIG devices under `single`).
-pub const LABEL_GPU_COUNT: &str = "nvidia.com/gpu.count";
+pub(crate) const LABEL_GPU_COUNT: &str = "nvidia.com/gpu.count";
 
 /// How the device plugin publishes MIG devices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -452,7 +452,7 @@ impl NodeMig {
 
 /// Whether some geometry of `gpus` GPUs of `model` holds the pod's profiles; with the
 /// planner's geometry when it does.
-pub fn ever_on(
+pub(crate) fn ever_on(
     model: &'static Model,
     gpus: u32,
     req: &MigRequest,

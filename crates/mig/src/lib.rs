@@ -21,10 +21,7 @@
 
 mod capacity;
 mod configs;
-/// Public as a namespace: A node's MIG devices as the NVIDIA device plugin and GFD show
-/// them: a sub-API of its own. crates/extender (restructured by another helper) names
-/// items by this path; kept `pub` until it moves to the root re-exports.
-pub mod device_plugin;
+mod device_plugin;
 mod export;
 mod geometry;
 mod mix;
@@ -47,6 +44,7 @@ mod exhaustive;
 #[cfg(test)]
 mod read_state_tests;
 
+pub use device_plugin::{DevicePluginError, Ever, MigRequest, NodeMig, profile_of_resource};
 pub use export::{mig_parted, node_groups, nvidia_smi_commands, ranges};
 pub use geometry::{GeometryError, Placement, validate, validate_shapes};
 pub use mix::{Mix, MixError, ProfileCounts, parse_mix};

@@ -14,10 +14,7 @@
 
 mod chart;
 mod dot;
-/// Public as a namespace: The `-o` output formats. crates/extender (restructured by
-/// another helper) names items by this path; kept `pub` until it moves to the root re-
-/// exports.
-pub mod format;
+mod format;
 mod matrix;
 mod scene;
 mod summary;
@@ -25,6 +22,7 @@ mod svg;
 mod table;
 mod text;
 pub use chart::{lines, stack, stacked_bars};
+pub use format::{DrawFormat, Format, MatrixFormat};
 pub use matrix::{MatrixStyle, render as render_matrix};
 pub use summary::render as render_summary;
 pub use svg::render as render_svg;

@@ -24,18 +24,14 @@ mod allocate;
 mod args;
 mod bitmask;
 mod case;
-/// Public as a namespace: crates/extender (restructured by another helper) names items by
-/// this path; kept `pub` until it moves to the root re-exports.
-pub mod error;
+mod error;
 mod hint;
 #[cfg(any(feature = "clap", test))]
 mod input_files;
 /// Why a `--case`, `--pod` or `--usage` file of `TmArgs` does not read.
 #[cfg(any(feature = "clap", test))]
 pub use input_files::InputFileError;
-/// Public as a namespace: crates/extender (restructured by another helper) names items by
-/// this path; kept `pub` until it moves to the root re-exports.
-pub mod matrix;
+mod matrix;
 mod matrix_run;
 mod merge;
 mod merge_cases;
@@ -58,6 +54,7 @@ pub use bitmask::NumaMask;
 pub use bitmask::iterate_masks;
 pub use error::InputError;
 pub use hint::{ProviderHints, TopologyHint};
+pub use matrix::{MatrixSpec, gpu_resource, seed_matrix};
 pub use matrix_run::run_matrix;
 pub use merge::{filter_providers_hints, iterate_all_provider_topology_hints, merge_permutation};
 pub use merge_cases::{MergeResult, run_cases};

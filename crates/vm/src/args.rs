@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use topoalign_render::format::Format;
+use topoalign_render::Format;
 
 use crate::Options;
 

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use topoalign_discover::Source;
-use topoalign_render::format::DrawFormat;
+use topoalign_render::DrawFormat;
 
 use crate::output::write_stdout;
 use crate::source::{TopologyArgs, load};

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use topoalign_discover::Source;
-use topoalign_render::format::MatrixFormat;
+use topoalign_render::MatrixFormat;
 use topoalign_render::{MatrixStyle, render_matrix};
 use topoalign_topology::MatrixOptions;
 use topoalign_topology::PairMatrix;

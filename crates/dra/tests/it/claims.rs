@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::resource::v1::{DeviceAttribute, ResourceSlice};
 use serde_json::Value;
 use topoalign_dra::NodeDevices;
-use topoalign_dra::mixed::stand_in_classes;
+use topoalign_dra::stand_in_classes;
 use topoalign_dra::{
     ClaimShape, ClaimSpec, DraError, Inventory, MixedSpec, MixedStrategy, PreparedClaim,
     PublishOptions, claim_spec, claim_template, device_classes, explain, first_fit, mixed_claim,

@@ -20,8 +20,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimSpec, ResourceSlice};
-use topoalign_dra::mixed::{DeviceRole, ForeignDevice, node_devices, topology_of};
 use topoalign_dra::{DRIVER_NAME, DeviceId, DraError};
+use topoalign_dra::{DeviceRole, ForeignDevice, node_devices, topology_of};
 use topoalign_topology::Classifier;
 
 use crate::dra::judge::{DraFit, DraVerdict, allocate};

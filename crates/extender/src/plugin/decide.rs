@@ -12,7 +12,7 @@
 //! usable data are never filtered and get [`NEUTRAL_SCORE`].
 
 use topoalign_kube_types::kubelet_settings::Policy;
-use topoalign_mig::device_plugin::Ever;
+use topoalign_mig::Ever;
 use topoalign_plan::{Bound, PlanError, Planner, Score};
 use topoalign_tm::{Outcome, Prepared, ResourceMap};
 use topoalign_topology::{NodeUsage, PcieClass};

@@ -6,7 +6,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
 use serde_json::Value;
-use topoalign_mig::device_plugin::{MigRequest, profile_of_resource};
+use topoalign_mig::{MigRequest, profile_of_resource};
 use topoalign_plan::{GpuLinkBound, NicCount, NicRole, Request};
 use topoalign_tm::{DeviceKind, Pod, ResourceMap};
 use topoalign_topology::PcieClass;

@@ -11,7 +11,7 @@ use std::hash::{BuildHasher, BuildHasherDefault};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use topoalign_mig::device_plugin::NodeMig;
+use topoalign_mig::NodeMig;
 use topoalign_plan::Request;
 use topoalign_tm::{Pod, ResourceMap};
 

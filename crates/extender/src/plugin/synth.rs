@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use topoalign_kube_types::kubelet_settings::{Policy, Scope, Settings};
 use topoalign_kube_types::labels::*;
 use topoalign_rng::Rng;
-use topoalign_tm::matrix::gpu_resource;
+use topoalign_tm::gpu_resource;
 use topoalign_topology::{NodeUsage, Topology};
 
 use crate::plugin::node::{NodeEntry, NodeInfo, Source};

@@ -75,10 +75,7 @@ impl Shared {
             nrts,
             interner,
         } = &mut *inputs;
-        let mig = match nodes
-            .get(name)
-            .and_then(topoalign_mig::device_plugin::NodeMig::from_node)
-        {
+        let mig = match nodes.get(name).and_then(topoalign_mig::NodeMig::from_node) {
             Some(Ok(m)) => Some(m),
             Some(Err(e)) => {
                 tracing::warn!(node = name, error = %e, "MIG labels unusable; the node is judged without them");

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use topoalign_extender::Interner;
 use topoalign_extender::{Decider, pod_request};
 use topoalign_kube_types::kubelet_settings::Policy;
-use topoalign_mig::device_plugin::NodeMig;
+use topoalign_mig::NodeMig;
 use topoalign_tm::ResourceMap;
 
 fn gfd_node(name: &str, gpus: &str, counts: &[(&str, &str)], alloc: Value) -> Value {

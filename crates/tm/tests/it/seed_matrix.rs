@@ -2,7 +2,7 @@
 
 use topoalign_kube_types::TOPOLOGY_AFFINITY_ERROR;
 use topoalign_kube_types::kubelet_settings::Policy;
-use topoalign_tm::matrix::{MatrixSpec, seed_matrix};
+use topoalign_tm::{MatrixSpec, seed_matrix};
 
 #[test]
 fn simulated_table_has_the_seed_outcomes() {
