@@ -17,7 +17,7 @@ use serde::Deserialize;
 use thiserror::Error;
 use topoalign_topology::Bdf;
 
-use crate::inventory::GpuEntry;
+use crate::entries::GpuEntry;
 use crate::prepare::PreparedGpu;
 
 /// The NVIDIA Container Toolkit's CDI kind.

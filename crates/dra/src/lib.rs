@@ -93,6 +93,7 @@ mod claim_args;
 mod claim_text;
 mod claims;
 mod classes;
+mod entries;
 mod error;
 mod explain;
 mod explain_node;
@@ -127,6 +128,7 @@ pub use claims::{ClaimShape, ClaimSpec, claim_spec, claim_template, resource_cla
 pub use classes::{
     CLASS_GPU, CLASS_MIG, CLASS_MIG_PAIR, CLASS_NIC, CLASS_PAIR, device_classes, mig_device_classes,
 };
+pub use entries::{GpuEntry, NicFunction, PairEntry, PhysicalNic};
 pub use error::{AllocationError, DraError};
 pub use explain::{Explanation, explain};
 pub use explain::{mark_usage, resolve_with};
@@ -134,10 +136,7 @@ pub use explain_node::{SimulatedNode, explain_mixed, own_request};
 pub use explain_pod::{
     ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,
 };
-pub use inventory::{
-    CounterUse, DeviceKind, DeviceRef, GpuEntry, Inventory, NicFunction, PairEntry, PairsPerGpu,
-    PhysicalNic, PublishOptions,
-};
+pub use inventory::{CounterUse, DeviceKind, DeviceRef, Inventory, PairsPerGpu, PublishOptions};
 pub use limits::{
     MAX_ATTRIBUTES_AND_CAPACITIES, MAX_CONSUMES_COUNTERS_PER_DEVICE, MAX_COUNTER_SETS_PER_SLICE,
     MAX_COUNTERS_PER_SET, MAX_DEVICES_PER_CLAIM, MAX_DEVICES_PER_SLICE,

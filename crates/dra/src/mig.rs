@@ -25,7 +25,7 @@ use topoalign_mig::Shape;
 use topoalign_mig::{MigState, Model, Placement, model_for_name, validate};
 use topoalign_topology::{Bdf, GpuVendor, Topology};
 
-use crate::inventory::{GpuEntry, PairEntry, PhysicalNic};
+use crate::entries::{GpuEntry, PairEntry, PhysicalNic};
 use crate::names;
 
 /// Memory slices of one GPU (REFERENCE §11).

@@ -102,6 +102,7 @@ impl MixedStrategy {
 /// (saved beside the slices) whose selector is `device.driver == "<driver>"`, else the
 /// name its users have (`dranet.net` for dranet, which ships no DeviceClass), else the
 /// driver's name (`gpu.nvidia.com`, as NVIDIA's chart names its class).
+#[cfg(feature = "clap")]
 pub(crate) fn class_for(driver: &str, classes: &[DeviceClass]) -> String {
     let selects = |c: &&DeviceClass| {
         c.spec

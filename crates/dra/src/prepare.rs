@@ -11,7 +11,8 @@ use k8s_openapi::api::resource::v1::DeviceRequestAllocationResult;
 use serde::{Deserialize, Serialize};
 use topoalign_topology::{Bdf, PcieClass};
 
-use crate::inventory::{DeviceKind, GpuEntry, Inventory, NicFunction};
+use crate::entries::{GpuEntry, NicFunction};
+use crate::inventory::{DeviceKind, Inventory};
 use crate::mig::MigInstance;
 use crate::{AllocationError, DRIVER_NAME};
 

@@ -11,7 +11,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use topoalign_topology::Topology;
 
-use crate::inventory::{DeviceRef, GpuEntry, Inventory, PhysicalNic, PublishOptions};
+use crate::entries::{GpuEntry, PhysicalNic};
+use crate::inventory::{DeviceRef, Inventory, PublishOptions};
 use crate::limits::{
     MAX_ATTRIBUTES_AND_CAPACITIES, MAX_CONSUMES_COUNTERS_PER_DEVICE, MAX_COUNTER_SETS_PER_SLICE,
     MAX_DEVICES_PER_SLICE_WITH_COUNTERS, MAX_STRING_ATTRIBUTE,

@@ -27,7 +27,7 @@ use crate::judge::{Judges, Verb, judge_all};
 use crate::metrics::{Gauges, Metrics, label};
 use crate::plugin::decider::Decider;
 use crate::plugin::state::ClusterState;
-use crate::plugin::watch::NodeFeed;
+use crate::plugin_watch::NodeFeed;
 use crate::protocol::{FilterWriter, PriorityWriter, parse_args};
 
 /// Everything the handlers share.

@@ -6,8 +6,8 @@ use topoalign_topology::PcieClass;
 use crate::dra::MatchOn;
 use crate::error::FleetError;
 use crate::gang_node::RailRule;
-use crate::gangs::{DomainLevel, DomainMode, GangSpec};
-use crate::mig_sim::{MigSimSpec, default_mix};
+use crate::gang_spec::{DomainLevel, DomainMode, GangSpec};
+use crate::mig_spec::{MigSimSpec, default_mix};
 use crate::options::{GangOptions, SimOptions, parse_fleet};
 use crate::workload::StreamLength;
 

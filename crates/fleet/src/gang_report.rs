@@ -6,8 +6,18 @@ use serde::Serialize;
 use topoalign_render::{stack, stacked_bars};
 use topoalign_topology::PcieClass;
 
-use crate::gangs::{FleetSummary, GangConfig, GangSpec};
+use crate::gang_spec::{GangConfig, GangSpec};
 use crate::node::PairCounts;
+
+/// What the report says about the fleet.
+pub(crate) struct FleetSummary {
+    pub domains: usize,
+    pub largest_domain: usize,
+    pub fleet_gpus: usize,
+    pub background_gpus: u64,
+    pub background_nics: u64,
+    pub rail_sources: Vec<(String, String)>,
+}
 
 /// How a gang's domain and devices are chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -1,4 +1,7 @@
 use super::*;
+use crate::engine::NodeGroup;
+use crate::gang_node::RailRule;
+use crate::gang_spec::{DomainLevel, GangSpec};
 use crate::testing::topology;
 
 fn config(profile: &str, nodes: usize, rack_nodes: usize) -> GangConfig {

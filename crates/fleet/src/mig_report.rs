@@ -4,7 +4,7 @@
 use serde::Serialize;
 use topoalign_mig::ProfileCounts;
 
-use crate::mig_sim::{LIFETIME, MigPlacer, MigSimSpec};
+use crate::mig_spec::{LIFETIME, MigPlacer, MigSimSpec};
 
 /// One placer's results.
 #[derive(Debug, Clone, PartialEq, Serialize)]

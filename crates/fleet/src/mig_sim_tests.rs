@@ -7,9 +7,9 @@ use topoalign_mig::{MODELS, Shape};
 
 use crate::mig_report::MigPolicyReport;
 use crate::mig_sim::{
-    MigPlacer, MigPod, MigSimSpec, PlacedInstance, default_mix, mig_stream, run_placer,
-    simulate_mig, simulate_mig_observed,
+    MigPod, PlacedInstance, mig_stream, run_placer, simulate_mig, simulate_mig_observed,
 };
+use crate::mig_spec::{MigPlacer, MigSimSpec, default_mix};
 
 fn spec(nodes: usize, gpus: usize, pods: usize, seed: u64) -> MigSimSpec {
     MigSimSpec {

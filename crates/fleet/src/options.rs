@@ -9,7 +9,7 @@ use crate::dra::MatchOn;
 use crate::engine::{NodeGroup, SimConfig};
 use crate::error::FleetError;
 #[cfg(feature = "clap")]
-use crate::gangs::{GangConfig, GangSpec};
+use crate::gang_spec::{GangConfig, GangSpec};
 use crate::policy::Policy;
 use crate::workload::{Mix, StreamLength, WorkloadSpec};
 

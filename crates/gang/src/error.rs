@@ -3,7 +3,7 @@
 
 use thiserror::Error;
 
-use crate::labels::Level;
+use crate::labels::KeyError;
 
 /// Everything that can go wrong reading a rail source, a job description or a node list,
 /// or turning a job into manifests.
@@ -100,27 +100,5 @@ pub enum GangError {
         /// The DRA model's error.
         #[source]
         source: topoalign_dra::DraError,
-    },
-}
-
-/// Why a domain label key the user gave is refused. The text is the known keys
-/// (comma-separated), of the level when one is given, and why the level does not match.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum KeyError {
-    /// No known source writes the key.
-    #[error("{known}")]
-    Unknown {
-        /// The known keys (of the level, or all), comma-separated.
-        known: String,
-    },
-    /// A known key, but of another level than the one given.
-    #[error("{known} (the key is for level {found}, not {wanted})")]
-    OtherLevel {
-        /// The keys of `wanted`, comma-separated.
-        known: String,
-        /// The level the key belongs to.
-        found: Level,
-        /// The level given.
-        wanted: Level,
     },
 }

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::Job;
 use crate::job::Mode;
-use crate::manifest::{meta, pod_spec, topology_name, topology_object, value};
+use crate::manifest_parts::{meta, pod_spec, topology_name, topology_object, value};
 
 /// KAI's API version for `Topology`.
 pub(crate) const TOPOLOGY_API_VERSION: &str = "kai.scheduler/v1alpha1";

@@ -11,7 +11,7 @@ use k8s_openapi::api::scheduling::v1beta1::{
 };
 
 use crate::job::Mode;
-use crate::manifest::{meta, pod_spec, value};
+use crate::manifest_parts::{meta, pod_spec, value};
 use crate::{GangError, Job};
 
 /// The name of the job's one PodGroupTemplate.

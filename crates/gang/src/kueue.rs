@@ -10,7 +10,7 @@ use k8s_openapi::api::batch::v1::{Job as BatchJob, JobSpec};
 
 use crate::Job;
 use crate::job::Mode;
-use crate::manifest::{meta, pod_template, topology_name, topology_object, value};
+use crate::manifest_parts::{meta, pod_template, topology_name, topology_object, value};
 
 /// Kueue's LocalQueue label.
 pub(crate) const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";

@@ -14,7 +14,7 @@
 
 use std::fmt;
 
-use crate::error::KeyError;
+use thiserror::Error;
 
 /// Topograph v1: the accelerator (NVLink) domain.
 pub(crate) const TOPOGRAPH_DOMAIN: &str = "accelerator.topograph.run/domain";
@@ -150,6 +150,28 @@ impl std::str::FromStr for Level {
             },
         })
     }
+}
+
+/// Why a domain label key the user gave is refused. The text is the known keys
+/// (comma-separated), of the level when one is given, and why the level does not match.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum KeyError {
+    /// No known source writes the key.
+    #[error("{known}")]
+    Unknown {
+        /// The known keys (of the level, or all), comma-separated.
+        known: String,
+    },
+    /// A known key, but of another level than the one given.
+    #[error("{known} (the key is for level {found}, not {wanted})")]
+    OtherLevel {
+        /// The keys of `wanted`, comma-separated.
+        known: String,
+        /// The level the key belongs to.
+        found: Level,
+        /// The level given.
+        wanted: Level,
+    },
 }
 
 /// Every known key (fabric tiers 0–2 for the open-ended family), for error messages.

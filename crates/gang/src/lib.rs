@@ -23,15 +23,16 @@ mod kube;
 mod kueue;
 mod labels;
 mod manifest;
+mod manifest_parts;
 mod rails;
 mod volcano;
 
 pub use claim::gang_claim_template;
-pub use error::{GangError, KeyError};
+pub use error::GangError;
 pub use fleet::{NodeLabels, parse_nodes};
 pub use job::{DEFAULT_IMAGE, check_fits};
 pub use job::{Job, Mode, fit_fleet, parse_job};
-pub use labels::Level;
+pub use labels::{KeyError, Level};
 pub use manifest::{Dialect, Manifests, Summary, manifests, summary_table};
 pub use rails::{NicKey, RailKind};
 pub use rails::{NicRails, RailSource, nic_rails, parse_rail_source};

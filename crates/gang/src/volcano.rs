@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::Job;
 use crate::job::Mode;
-use crate::manifest::{meta, pod_template, value};
+use crate::manifest_parts::{meta, pod_template, value};
 
 /// Volcano's Job API version.
 pub(crate) const API_VERSION: &str = "batch.volcano.sh/v1alpha1";

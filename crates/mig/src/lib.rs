@@ -50,8 +50,8 @@ pub use geometry::{GeometryError, Placement, validate, validate_shapes};
 pub use mix::{Mix, MixError, ProfileCounts, parse_mix};
 pub use model::{MEMORY_SLICES, SHAPES, SM_SLICES, known_models};
 pub use model::{MODELS, Model, ModelError, Shape, lookup};
-pub use planner::{GpuPlan, Plan, PlanError, Request, plan};
-pub use pods::{Pod, PodError, PodPlacement, PodsFile, plan_pods, resolve_pods};
+pub use planner::{GpuPlan, Plan, PlanError, PodPlacement, Request, plan};
+pub use pods::{Pod, PodError, PodsFile, plan_pods, resolve_pods};
 pub use read_list::MigDevice;
 pub use read_query::{MigMode, QueryGpu, read_query};
 pub use read_state::{

@@ -16,7 +16,6 @@ use crate::configs::{Layout, MENU};
 use crate::geometry::Placement;
 use crate::mix::{Mix, ProfileCounts};
 use crate::model::{Model, SHAPES};
-use crate::pods::PodPlacement;
 
 /// The most GPUs one plan covers (nodes × GPUs per node).
 pub(crate) const MAX_GPUS: u64 = 1_000_000;
@@ -88,6 +87,15 @@ pub struct Plan {
     /// Pod form only: where each pod went (`node` null when it could not be placed).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pods: Vec<PodPlacement>,
+}
+
+/// Where a pod went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PodPlacement {
+    /// The pod.
+    pub name: String,
+    /// Its node, or `None` when it could not be placed.
+    pub node: Option<u32>,
 }
 
 fn model_name<S: Serializer>(m: &&'static Model, s: S) -> Result<S::Ok, S::Error> {

@@ -9,12 +9,12 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::capacity::fits;
 use crate::mix::{Mix, MixError, parse_mix};
 use crate::model::Model;
-use crate::planner::{Plan, PlanError, assemble, check_size, pack};
+use crate::planner::{Plan, PlanError, PodPlacement, assemble, check_size, pack};
 
 /// The most pods (replicas counted) one plan takes.
 pub(crate) const MAX_PODS: u64 = 1_000_000;
@@ -61,15 +61,6 @@ pub struct Pod {
     pub name: String,
     /// Its instances.
     pub want: Mix,
-}
-
-/// Where a pod went.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PodPlacement {
-    /// The pod.
-    pub name: String,
-    /// Its node, or `None` when it could not be placed.
-    pub node: Option<u32>,
 }
 
 /// A pods file that cannot be used.

@@ -48,7 +48,6 @@ mod bound;
 #[cfg(any(test, feature = "brute"))]
 pub mod brute;
 pub mod error;
-mod explain;
 mod flow;
 mod model;
 mod planner;

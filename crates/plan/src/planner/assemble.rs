@@ -3,12 +3,11 @@
 
 use topoalign_topology::Bdf;
 
-use crate::explain;
 use crate::problem::{Found, Problem};
 use crate::request::Request;
 use crate::types::{Pairing, Plan, Score};
 
-use super::{Planner, Taken};
+use super::{Planner, Taken, explain};
 
 impl Planner<'_> {
     /// The concrete plan of a class-level answer.

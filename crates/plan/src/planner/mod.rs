@@ -3,6 +3,7 @@
 mod assemble;
 mod checks;
 mod class_problem;
+mod explain;
 mod host;
 mod usage;
 

@@ -1,4 +1,5 @@
-//! The watcher layer: kube-rs watchers and reflector stores over Nodes, the agents'
+//! The device-plugin wing's watcher layer (above `crate::plugin` and the metrics it
+//! refreshes): kube-rs watchers and reflector stores over Nodes, the agents'
 //! NodeResourceTopology objects and bound pods, turned into [`ClusterState`] updates.
 //! No request ever lists anything: handlers only read the state.
 

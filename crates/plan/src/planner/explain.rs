@@ -1,11 +1,13 @@
-//! Explanations: every compromise a plan makes, in words.
+//! Explanations: every compromise a plan makes, in words. Part of plan assembly
+//! (`assemble`), reading the planner's state.
 
 use topoalign_topology::{Classifier, PairClass, PciKind, PcieClass, Topology};
 
-use crate::planner::{Planner, Taken};
 use crate::problem::Found;
 use crate::request::Request;
 use crate::types::Plan;
+
+use super::{Planner, Taken};
 
 /// Lists the plan's compromises: pairs below PIX (and whether a better NIC was free),
 /// pairs without GPUDirect RDMA, GPUs left without a NIC, GPU pairs without a fabric
