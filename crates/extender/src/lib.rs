@@ -26,7 +26,6 @@ mod judge;
 mod metrics;
 mod offline;
 mod plugin;
-mod plugin_watch;
 mod protocol;
 mod runtime;
 mod score;

@@ -171,7 +171,7 @@ pub fn label(name: &str, value: &str) -> Labels {
 /// The state gauges and what they count: the device-plugin wing's nodes (known, broken,
 /// stale) and assumed pods, the DRA wing's nodes, claims and held devices.
 #[derive(Debug, Clone)]
-pub struct Gauges {
+pub(crate) struct Gauges {
     /// Where the gauges are.
     pub metrics: Arc<Metrics>,
     /// The device-plugin wing's node state.
@@ -182,7 +182,7 @@ pub struct Gauges {
 
 impl Gauges {
     /// Refreshes the gauges.
-    pub fn update(&self, now: SystemTime) {
+    pub(crate) fn update(&self, now: SystemTime) {
         let state = self.state.read().unwrap_or_else(|p| p.into_inner());
         let (mut known, mut broken, mut stale) = (0i64, 0i64, 0i64);
         for (_, v) in state.nodes() {

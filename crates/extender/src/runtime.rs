@@ -11,7 +11,7 @@ use topoalign_tm::ResourceMap;
 use crate::gate::CallLimits;
 use crate::plugin::decider::Decider;
 use crate::plugin::state::ClusterState;
-use crate::plugin_watch::WatchError;
+use crate::plugin::watch::WatchError;
 use crate::server::{App, serve};
 
 /// Serving settings.
@@ -96,7 +96,7 @@ pub async fn run(
     }
     app.dra.expect_lists();
     let dra_watch = tokio::spawn(crate::dra::watch::run(client.clone(), app.dra.clone()));
-    let watch = tokio::spawn(crate::plugin_watch::run(client, app.feed()));
+    let watch = tokio::spawn(crate::plugin::watch::run(client, app.feed()));
     let warmer = tokio::spawn(app.clone().warmer());
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let server = tokio::spawn(serve(listener, app, async move {

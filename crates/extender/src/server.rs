@@ -27,7 +27,7 @@ use crate::judge::{Judges, Verb, judge_all};
 use crate::metrics::{Gauges, Metrics, label};
 use crate::plugin::decider::Decider;
 use crate::plugin::state::ClusterState;
-use crate::plugin_watch::NodeFeed;
+use crate::plugin::watch::{NodeFeed, Refresh};
 use crate::protocol::{FilterWriter, PriorityWriter, parse_args};
 
 /// Everything the handlers share.
@@ -172,7 +172,10 @@ impl App {
             resources: self.decider.resources().clone(),
             ready: self.ready.clone(),
             changed: self.warm_signal.clone(),
-            gauges: self.gauges(),
+            refresh: {
+                let gauges = self.gauges();
+                Refresh(Arc::new(move |now| gauges.update(now)))
+            },
         }
     }
 }

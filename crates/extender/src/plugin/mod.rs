@@ -16,10 +16,9 @@
 //! - [`cache`]: the verdict cache; [`decider`]: the decisions for calls;
 //! - [`nodeinfo`]: how API objects (NodeResourceTopology, node labels) become node data
 //!   (the label, annotation and NRT names are `topoalign_kube_types::{labels, nrt}`);
-//! - [`synth`]: synthetic labelled nodes.
-//!
-//! The kube-rs watchers that fill the state sit above this wing, beside the metrics they
-//! refresh (`crate::plugin_watch`).
+//! - [`synth`]: synthetic labelled nodes;
+//! - [`watch`]: the kube-rs watchers that fill the state through a narrow
+//!   [`watch::NodeFeed`] (no server, no metrics: a refresh callback).
 
 pub(crate) mod cache;
 pub(crate) mod decide;
@@ -31,3 +30,4 @@ pub(crate) mod nodeinfo;
 pub(crate) mod podreq;
 pub(crate) mod state;
 pub(crate) mod synth;
+pub(crate) mod watch;

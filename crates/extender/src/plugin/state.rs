@@ -2,7 +2,7 @@
 //! nodes of one machine type), the kubelet Topology Manager settings, the devices in use
 //! as last reported, and the allocations assumed for pods bound since that report.
 //!
-//! Nothing here does I/O: the watcher layer ([`crate::plugin_watch`]) turns API objects into
+//! Nothing here does I/O: the watcher layer ([`crate::plugin::watch`]) turns API objects into
 //! [`crate::plugin::node::NodeInfo`] and pod bindings, tests and benchmarks build them directly.
 
 use std::collections::hash_map::RandomState;

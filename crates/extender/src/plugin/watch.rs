@@ -1,9 +1,11 @@
-//! The device-plugin wing's watcher layer (above `crate::plugin` and the metrics it
-//! refreshes): kube-rs watchers and reflector stores over Nodes, the agents'
-//! NodeResourceTopology objects and bound pods, turned into [`ClusterState`] updates.
+//! The device-plugin wing's watchers: kube-rs watchers and reflector stores over Nodes,
+//! the agents' NodeResourceTopology objects and bound pods, turned into [`ClusterState`]
+//! updates. They know nothing of the server or its metrics: the [`NodeFeed`] they get
+//! carries the state, and a [`Refresh`] callback the server fills with its gauges.
 //! No request ever lists anything: handlers only read the state.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
@@ -19,7 +21,6 @@ use tokio::sync::Notify;
 use topoalign_kube_types::nrt::nrt_resource;
 use topoalign_tm::ResourceMap;
 
-use crate::metrics::Gauges;
 use crate::plugin::nodeinfo::{Interner, from_node_labels, from_nrt};
 use crate::plugin::podreq::pod_request;
 use crate::plugin::state::ClusterState;
@@ -27,7 +28,7 @@ use crate::plugin::state::ClusterState;
 /// Raw inputs per node name, so that a node's entry can be rebuilt from whichever exist.
 /// What the device-plugin watchers update, and nothing of the server: the node state,
 /// the resource map bound pods are read with, the readiness flag, the signal that wakes
-/// the background warmer, and the state gauges.
+/// the background warmer, and what to refresh every few seconds.
 #[derive(Debug, Clone)]
 pub struct NodeFeed {
     /// The node state the watchers fill.
@@ -38,13 +39,23 @@ pub struct NodeFeed {
     pub ready: Arc<AtomicBool>,
     /// Notified on every change (wakes the background warmer).
     pub changed: Arc<Notify>,
-    /// The state gauges, refreshed every few seconds.
-    pub gauges: Gauges,
+    /// Run every few seconds with the time (the server refreshes its state gauges).
+    pub refresh: Refresh,
+}
+
+/// A callback the watchers run every few seconds with the time.
+#[derive(Clone)]
+pub struct Refresh(pub Arc<dyn Fn(SystemTime) + Send + Sync>);
+
+impl fmt::Debug for Refresh {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Refresh(..)")
+    }
 }
 
 impl NodeFeed {
     fn update_gauges(&self, now: SystemTime) {
-        self.gauges.update(now);
+        (self.refresh.0)(now);
     }
 }
 
