@@ -163,34 +163,34 @@ impl GangReport {
                 c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10]
             )
         };
+        let [pix, pxb, phb, node, sys, gdr, gdrn] = PairCounts::COLUMNS;
         out += &row([
             "POLICY",
             "PLACED",
             "ONE-DOMAIN",
             "SAME-RAILS",
-            "PIX",
-            "PXB",
-            "PHB",
-            "NODE",
-            "SYS",
-            "GDR",
-            "GDR#",
+            pix,
+            pxb,
+            phb,
+            node,
+            sys,
+            gdr,
+            gdrn,
         ]);
         for p in &self.policies {
-            let pct = |x: f64| format!("{:.1}%", 100.0 * x);
-            let share = |c| pct(p.pairs.share(c));
+            let [pix, pxb, phb, node, sys, gdr, gdrn] = p.pairs.columns();
             let cells = [
                 p.policy.as_str().to_string(),
                 format!("{}/{}", p.placed, s.gangs),
                 p.one_domain.to_string(),
                 p.rail_consistent.to_string(),
-                share(PcieClass::Pix),
-                share(PcieClass::Pxb),
-                share(PcieClass::Phb),
-                share(PcieClass::Node),
-                share(PcieClass::Sys),
-                pct(p.pairs.gdr_share()),
-                p.pairs.gdr.to_string(),
+                pix,
+                pxb,
+                phb,
+                node,
+                sys,
+                gdr,
+                gdrn,
             ];
             let mut all = [""; 11];
             for (k, c) in cells.iter().enumerate() {

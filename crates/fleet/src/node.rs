@@ -336,6 +336,25 @@ impl PairCounts {
     pub fn gdr_share(&self) -> f64 {
         ratio(self.gdr, self.total())
     }
+
+    /// The report tables' pair columns, under [`PairCounts::COLUMNS`]: the share of each
+    /// class (PIX to SYS), the share with GDR on, and the GDR pair count.
+    pub(crate) fn columns(&self) -> [String; 7] {
+        let pct = |x: f64| format!("{:.1}%", 100.0 * x);
+        [
+            pct(self.share(PcieClass::Pix)),
+            pct(self.share(PcieClass::Pxb)),
+            pct(self.share(PcieClass::Phb)),
+            pct(self.share(PcieClass::Node)),
+            pct(self.share(PcieClass::Sys)),
+            pct(self.gdr_share()),
+            self.gdr.to_string(),
+        ]
+    }
+
+    /// The headers of [`PairCounts::columns`].
+    pub(crate) const COLUMNS: [&'static str; 7] =
+        ["PIX", "PXB", "PHB", "NODE", "SYS", "GDR", "GDR#"];
 }
 
 fn ratio(a: u64, b: u64) -> f64 {

@@ -1,8 +1,7 @@
 //! The human-readable form of a [`SimReport`].
 
-use topoalign_topology::PcieClass;
-
 use crate::engine::SimReport;
+use crate::node::PairCounts;
 
 /// One sparkline character for a share in [0, 1].
 fn spark(x: f64) -> char {
@@ -36,36 +35,36 @@ impl SimReport {
                 c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12]
             )
         };
+        let [pix, pxb, phb, node, sys, gdr, gdrn] = PairCounts::COLUMNS;
         s += &row([
             "POLICY",
             "PLACED",
             "REJECTED",
             "TIMED-OUT",
             "PENDING",
-            "PIX",
-            "PXB",
-            "PHB",
-            "NODE",
-            "SYS",
-            "GDR",
-            "GDR#",
+            pix,
+            pxb,
+            phb,
+            node,
+            sys,
+            gdr,
+            gdrn,
             "UTIL",
         ]);
         for p in &r.policies {
-            let pct = |x: f64| format!("{:.1}%", 100.0 * x);
-            let share = |c| pct(p.pairs.share(c));
+            let [pix, pxb, phb, node, sys, gdr, gdrn] = p.pairs.columns();
             let cells = [
                 p.placed.to_string(),
                 p.rejected.to_string(),
                 p.timed_out.to_string(),
                 p.left_pending.to_string(),
-                share(PcieClass::Pix),
-                share(PcieClass::Pxb),
-                share(PcieClass::Phb),
-                share(PcieClass::Node),
-                share(PcieClass::Sys),
-                pct(p.pairs.gdr_share()),
-                p.pairs.gdr.to_string(),
+                pix,
+                pxb,
+                phb,
+                node,
+                sys,
+                gdr,
+                gdrn,
                 format!("{:.0}%", 100.0 * p.mean_utilisation),
             ];
             let mut all = [p.policy.as_str(); 13];
