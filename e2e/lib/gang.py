@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Helpers of the gang scenario (e2e/scenarios/gang.sh).
 
-  gang.py occupy --slices FILE --gpu-rails 0,1,2,3 --nic-rails 4,5,6,7 --node N --name C
-      a ResourceClaim (JSON) holding, on node N's slices, the GPUs whose PIX NIC is on
-      --gpu-rails and the NICs of --nic-rails: what is left free is GPUs whose own NIC is
+  gang.py occupy --slices FILE --gpu-rails 0,1,2,3 --nic-rails 4,5,6,7 --matrix FILE --node N
+                 --name C
+      a ResourceClaim (JSON) holding, on node N's slices, the GPUs with a PIX NIC on
+      --gpu-rails (classes from `topoalign matrix -o json`) and the NICs of --nic-rails: what is left free is GPUs whose own NIC is
       held and NICs far from them.
   gang.py check --slices-dir DIR --pods FILE --claims FILE --domains FILE --want-rails 4,5,6,7
                --matrix FILE
@@ -30,14 +31,6 @@ def devices(slices):
     return out
 
 
-def pix_nic(devs, node, gpu):
-    """The NIC name of GPU `gpu`'s PIX pair device on `node`, or None."""
-    for (n, _), a in devs.items():
-        if n == node and a.get("type") == "pair" and a.get("gpu") == gpu and a.get("class") == "PIX":
-            return a.get("nic")
-    return None
-
-
 class Matrix:
     """`topoalign matrix -o json`: the class of every device pair, by PCI address."""
 
@@ -60,13 +53,15 @@ def occupy(a):
     nic_rails = {int(r) for r in a.nic_rails.split(",")}
     nics = {name: at for (n, name), at in devs.items() if at.get("type") == "nic"}
     held_nics = [at["resource.kubernetes.io/pciBusID"] for at in nics.values() if at.get("rail") in nic_rails]
+    matrix = Matrix(a.matrix)
+    rail_nics = [at["resource.kubernetes.io/pciBusID"] for at in nics.values() if at.get("rail") in gpu_rails]
     held_gpus = []
     for (n, name), at in devs.items():
         if at.get("type") != "gpu":
             continue
-        nic = pix_nic(devs, a.node, name)
-        if nic and nics.get(nic, {}).get("rail") in gpu_rails:
-            held_gpus.append(at["resource.kubernetes.io/pciBusID"])
+        gpu = at["resource.kubernetes.io/pciBusID"]
+        if any(matrix.cls(gpu, nic) == "PIX" for nic in rail_nics):
+            held_gpus.append(gpu)
     if len(held_gpus) != len(gpu_rails) or len(held_nics) != len(nic_rails):
         sys.exit(f"occupy {a.node}: found GPUs {held_gpus} for rails {sorted(gpu_rails)} and NICs {held_nics} for rails {sorted(nic_rails)}")
     reqs = []
@@ -133,6 +128,7 @@ def main():
     o.add_argument("--slices", required=True)
     o.add_argument("--gpu-rails", required=True)
     o.add_argument("--nic-rails", required=True)
+    o.add_argument("--matrix", required=True)
     o.add_argument("--node", required=True)
     o.add_argument("--name", required=True)
     c = sub.add_parser("check")

@@ -94,14 +94,18 @@ bound_count() {
   K -n "$NS" get pods -l "topoalign.dev/gang=$1" -o json | jq '[.items[] | select(.spec.nodeName != null)] | length'
 }
 all_bound() { [ "$(bound_count "$1")" = 3 ]; }
+# gang_report NAME : gang.py's report of gang NAME (node, domain, rails, classes per pod)
+# into $D/NAME-check.json
+gang_report() {
+  K -n "$NS" get pods -l "topoalign.dev/gang=$1" -o json > "$D/$1-pods.json"
+  K -n "$NS" get resourceclaims -o json > "$D/claims.json"
+  python3 "$GANGPY" check --slices-dir "$D" --pods "$D/$1-pods.json" --claims "$D/claims.json" \
+    --domains "$D/node-domains.json" --want-rails 4,5,6,7 --matrix "$D/matrix.json" > "$D/$1-check.json"
+}
 # check_gang NAME : every pod of NAME in domain b, one per node, 4 pairs on rails 4-7 at PXB or better
 check_gang() {
-  local name=$1
-  K -n "$NS" get pods -l "topoalign.dev/gang=$name" -o json > "$D/$name-pods.json"
-  K -n "$NS" get resourceclaims -o json > "$D/claims.json"
-  python3 "$GANGPY" check --slices-dir "$D" --pods "$D/$name-pods.json" --claims "$D/claims.json" \
-    --domains "$D/node-domains.json" --want-rails 4,5,6,7 --matrix "$D/matrix.json" > "$D/$name-check.json" || return 1
-  [ "$(jq '.problems | length' "$D/$name-check.json")" = 0 ] && [ "$(jq -c '.domains' "$D/$name-check.json")" = '["b"]' ]
+  gang_report "$1" || return 1
+  [ "$(jq '.problems | length' "$D/$1-check.json")" = 0 ] && [ "$(jq -c '.domains' "$D/$1-check.json")" = '["b"]' ]
 }
 K get nodes -l "$KEY" -o json | jq --arg k "$KEY" '[.items[] | {key: .metadata.name, value: .metadata.labels[$k]}] | from_entries' > "$D/node-domains.json"
 
@@ -158,7 +162,7 @@ for r in x y; do
         -p '{"status":{"capacity":{"cpu":"32","memory":"256Gi"},"allocatable":{"cpu":"32","memory":"256Gi"}}}' > /dev/null ||
         { fail "gang: patching the capacity of rack-$r-$i"; exit 1; }
       python3 "$GANGPY" occupy --slices "$D/rack-$r-$i-slices.json" --gpu-rails 0,1,2,3 --nic-rails 4,5,6,7 \
-        --node "rack-$r-$i" --name "occ-rack-$r-$i" > "$D/occ-rack-$r-$i.json" || { fail "gang: occupancy claim of rack-$r-$i"; exit 1; }
+        --matrix "$D/matrix.json" --node "rack-$r-$i" --name "occ-rack-$r-$i" > "$D/occ-rack-$r-$i.json" || { fail "gang: occupancy claim of rack-$r-$i"; exit 1; }
       K -n "$NS" apply -f "$D/occ-rack-$r-$i.json" > /dev/null || { fail "gang: applying occ-rack-$r-$i"; exit 1; }
       K -n "$NS" apply -f - > /dev/null << EOF || { fail "gang: the occupancy pod of rack-$r-$i"; exit 1; }
 apiVersion: v1
@@ -184,17 +188,10 @@ STOCK="$CPU"' | .items |= map(if .kind == "ResourceClaimTemplate" then .spec.spe
   {name: "gpus", exactly: {deviceClassName: "gpu.topoalign.dev", count: 4}},
   {name: "nics", exactly: {deviceClassName: "nic.topoalign.dev", count: 4}}]} else . end)'
 
-# rack_check NAME : gang.py's report of gang NAME into $D/NAME-check.json
-rack_check() {
-  K -n "$NS" get pods -l "topoalign.dev/gang=$1" -o json > "$D/$1-pods.json"
-  K -n "$NS" get resourceclaims -o json > "$D/claims.json"
-  python3 "$GANGPY" check --slices-dir "$D" --pods "$D/$1-pods.json" --claims "$D/claims.json" \
-    --domains "$D/node-domains.json" --want-rails 4,5,6,7 --matrix "$D/matrix.json" > "$D/$1-check.json"
-}
 summary() { jq -c '[.pods[] | {(.pod): "\(.node) \(.classes | join(",")) own PIX NIC \(.ownPixNic)/\(.gpus) rails \(.rails | map(tostring) | join(","))"}] | add' "$D/$1-check.json"; }
 
 gang_apply stock "$RKEY" "$D/racks.yaml" "$STOCK" || exit 1
-if wait_until 60 "stock gang bound" all_bound stock && rack_check stock; then
+if wait_until 60 "stock gang bound" all_bound stock && gang_report stock; then
   if [ "$(jq -c '.domains' "$D/stock-check.json")" = '["rack-x"]' ] && [ "$(jq '[.pods[].ownPixNic] | add' "$D/stock-check.json")" = 0 ]; then
     pass "gang: stock claims (4 GPUs + 4 NICs) go to rack x, chosen by labels and allocatable, where no GPU gets its PIX NIC: $(summary stock)"
   else
@@ -207,7 +204,7 @@ K -n "$NS" delete pods -l topoalign.dev/gang=stock --grace-period=0 --force > /d
 
 t=$(now)
 gang_apply t1 "$RKEY" "$D/racks.yaml" "$CPU" || exit 1
-if wait_until 90 "topoalign gang bound" all_bound t1 && rack_check t1; then
+if wait_until 90 "topoalign gang bound" all_bound t1 && gang_report t1; then
   figure "gang: topoalign's gang bound whole in $(since "$t") s: $(summary t1)"
   if [ "$(jq -c '.domains' "$D/t1-check.json")" = '["rack-y"]' ] && [ "$(jq '.problems | length' "$D/t1-check.json")" = 0 ] &&
     [ "$(jq '[.pods[].ownPixNic] | add' "$D/t1-check.json")" = 12 ]; then
