@@ -152,7 +152,7 @@ pub use names::{dns_label_problem, pair_device};
 pub use prepare::{
     AllocatedDevice, Holdings, PreparedDevice, PreparedGpu, PreparedMig, prepare_allocation,
 };
-pub use rails::pin_rails;
+pub use rails::{pin_rails, pin_rails_per_rail};
 pub use slice_file::parse_slice_file;
 pub use slices::{counter_sets, resource_slices, slices_for};
 

@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::resource::v1::{
-    CELDeviceSelector, DeviceConstraint, DeviceSelector, ResourceClaimSpec,
+    CELDeviceSelector, DeviceConstraint, DeviceRequest, DeviceSelector, ResourceClaimSpec,
 };
 use topoalign_topology::Bdf;
 
@@ -104,6 +104,81 @@ pub fn pin_rails(
     Ok(())
 }
 
+/// Pins a claim of N pairs to N rails without `distinctAttribute`, for API servers that
+/// drop it (Kubernetes 1.34–1.35 with `DRAConsumableCapacity` off): the claim's one
+/// `pairs` request of `count: N` (the [`crate::ClaimShape::Pairs`] shape with one NIC
+/// per GPU) becomes one request per rail, `rail-<r>` with `count: 1`, each keeping the
+/// request's selectors and adding "the device is on rail r". Every pair is then on its
+/// own rail, so every pair has its own physical NIC and the `distinctAttribute`
+/// constraints on the request are dropped as redundant. Requests are in rail order;
+/// each takes its rail's best pair first, as the single request did.
+pub fn pin_rails_per_rail(
+    claim: &mut ResourceClaimSpec,
+    rails: &BTreeSet<u32>,
+) -> Result<(), DraError> {
+    let Some(devices) = claim.devices.as_mut() else {
+        return Err(DraError::BadClaim(
+            "the claim has no device requests".into(),
+        ));
+    };
+    let requests = devices.requests.take().unwrap_or_default();
+    let [request] = requests.as_slice() else {
+        return Err(DraError::BadClaim(format!(
+            "one request per rail is written from a claim with one pair request; this one has {}",
+            requests.len()
+        )));
+    };
+    let Some(exact) = request
+        .exactly
+        .as_ref()
+        .filter(|e| e.device_class_name == CLASS_PAIR)
+    else {
+        return Err(DraError::BadClaim(format!(
+            "request {:?} is not a request for {CLASS_PAIR} devices",
+            request.name
+        )));
+    };
+    let count = exact.count.unwrap_or(1);
+    if usize::try_from(count).ok() != Some(rails.len()) {
+        return Err(DraError::BadClaim(format!(
+            "{count} pairs on {} rails: one request per rail needs exactly one pair per rail",
+            rails.len()
+        )));
+    }
+    let name = request.name.clone();
+    devices.requests = Some(
+        rails
+            .iter()
+            .map(|r| {
+                let mut e = exact.clone();
+                e.count = Some(1);
+                e.selectors
+                    .get_or_insert_with(Vec::new)
+                    .push(DeviceSelector {
+                        cel: Some(CELDeviceSelector {
+                            expression: rail_selector(&BTreeSet::from([*r])),
+                        }),
+                    });
+                DeviceRequest {
+                    name: format!("rail-{r}"),
+                    exactly: Some(e),
+                    first_available: None,
+                }
+            })
+            .collect(),
+    );
+    if let Some(cons) = devices.constraints.as_mut() {
+        cons.retain(|c| {
+            c.distinct_attribute.is_none()
+                || !c.requests.as_ref().is_none_or(|rs| rs.contains(&name))
+        });
+        if cons.is_empty() {
+            devices.constraints = None;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,5 +232,96 @@ mod tests {
         assert_eq!(cons[0].requests, Some(vec!["pairs".to_string()]));
         let mut c = claim_spec(&ClaimSpec::pairs(1)).unwrap();
         assert!(pin_rails(&mut c, &BTreeSet::new(), false).is_err());
+    }
+
+    /// Rails 0..7 on dgx-h100's NICs in PCI address order (each NIC its own rail).
+    fn railed_node() -> (
+        crate::Inventory,
+        crate::NodeDevices,
+        Vec<k8s_openapi::api::resource::v1::DeviceClass>,
+    ) {
+        let topo = topoalign_profiles::get("dgx-h100").unwrap();
+        let mut inv = crate::Inventory::new(&topo, &crate::PublishOptions::default());
+        let mut bdfs: Vec<Bdf> = inv.nics.iter().map(|n| n.bdf).collect();
+        bdfs.sort();
+        inv.set_rails(|b| {
+            bdfs.iter()
+                .position(|x| *x == b)
+                .and_then(|i| u32::try_from(i).ok())
+        });
+        let slices = crate::slices_for(&inv, "n1", 1).unwrap();
+        let devices = crate::NodeDevices::gather(&slices, "n1").unwrap();
+        (inv, devices, crate::device_classes())
+    }
+
+    /// The rails of the pairs first fit gives `claim`.
+    fn rails_of(
+        (inv, node, classes): &(
+            crate::Inventory,
+            crate::NodeDevices,
+            Vec<k8s_openapi::api::resource::v1::DeviceClass>,
+        ),
+        claim: &ResourceClaimSpec,
+    ) -> Option<BTreeSet<u32>> {
+        let out = crate::first_fit(claim, classes, node, 1_000_000).unwrap();
+        let rails = out
+            .allocation?
+            .iter()
+            .map(|a| match inv.device(&a.device) {
+                Some(crate::DeviceRef::Pair { nic, .. }) => nic.rail.unwrap(),
+                other => panic!("{} is not a pair: {other:?}", a.device),
+            })
+            .collect();
+        Some(rails)
+    }
+
+    #[test]
+    fn one_request_per_rail_allocates_what_the_distinct_form_does() {
+        let node = railed_node();
+        for set in [
+            BTreeSet::from([4, 5, 6, 7]),
+            BTreeSet::from([0, 2]),
+            BTreeSet::from([3]),
+        ] {
+            let spec = ClaimSpec {
+                max_rank: Some(1),
+                distinct_nics: true,
+                ..ClaimSpec::pairs(u32::try_from(set.len()).unwrap())
+            };
+            let mut distinct = claim_spec(&spec).unwrap();
+            pin_rails(&mut distinct, &set, true).unwrap();
+            let mut per_rail = claim_spec(&spec).unwrap();
+            pin_rails_per_rail(&mut per_rail, &set).unwrap();
+            let d = per_rail.devices.as_ref().unwrap();
+            assert!(
+                d.constraints.is_none(),
+                "no distinctAttribute left: {:?}",
+                d.constraints
+            );
+            let names: Vec<_> = d
+                .requests
+                .iter()
+                .flatten()
+                .map(|r| r.name.clone())
+                .collect();
+            let want: Vec<_> = set.iter().map(|r| format!("rail-{r}")).collect();
+            assert_eq!(names, want);
+            assert_eq!(rails_of(&node, &per_rail), Some(set.clone()));
+            assert_eq!(rails_of(&node, &distinct), Some(set.clone()));
+        }
+    }
+
+    #[test]
+    fn one_request_per_rail_refuses_other_shapes() {
+        let mut c = claim_spec(&ClaimSpec::pairs(4)).unwrap();
+        let e = pin_rails_per_rail(&mut c, &BTreeSet::from([0, 1])).unwrap_err();
+        assert!(e.to_string().contains("4 pairs on 2 rails"), "{e}");
+        let mut c = claim_spec(&ClaimSpec {
+            nics_per_gpu: 2,
+            ..ClaimSpec::pairs(2)
+        })
+        .unwrap();
+        let e = pin_rails_per_rail(&mut c, &BTreeSet::from([0, 1])).unwrap_err();
+        assert!(e.to_string().contains("one pair request"), "{e}");
     }
 }

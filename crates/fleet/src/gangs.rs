@@ -198,6 +198,7 @@ fn check_gang_fits(
         queue: "default".into(),
         image: DEFAULT_IMAGE.into(),
         command: None,
+        kubernetes: None,
     };
     let sizes: BTreeMap<String, u32> = (domains.iter().enumerate())
         .map(|(d, n)| (cfg.domain_name(d), n.len() as u32))

@@ -1,11 +1,12 @@
 //! The ResourceClaimTemplate every pod of a gang gets: its pairs, at the class asked or
 //! better, pinned to the job's rail set with one pair per rail. Built by the DRA model's
 //! claim writer (the one `topoalign claims --pairs` uses) and pinned by
-//! [`topoalign_dra::pin_rails`]; nothing here writes a claim of its own.
+//! [`topoalign_dra::pin_rails`] (or, for API servers that drop `distinctAttribute`,
+//! [`topoalign_dra::pin_rails_per_rail`]); nothing here writes a claim of its own.
 
 use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
-use topoalign_dra::pin_rails;
 use topoalign_dra::{ClaimSpec, claim_template};
+use topoalign_dra::{pin_rails, pin_rails_per_rail};
 
 use crate::{GangError, Job};
 
@@ -29,15 +30,20 @@ pub fn gang_claim_template(job: &Job) -> Result<ResourceClaimTemplate, GangError
         namespace: job.namespace.clone(),
         max_rank: Some(job.class.rank()),
         // Each pair its own physical NIC: two pairs on one NIC through VFs would share
-        // its rail and its bandwidth.
-        distinct_nics: true,
+        // its rail and its bandwidth. (Without `distinctAttribute`, one request per rail
+        // gives every pair its own NIC; unpinned pairs then cannot be kept apart.)
+        distinct_nics: job.distinct_attribute(),
         ..ClaimSpec::pairs(job.pairs_per_pod)
     };
     let mut template = claim_template(&spec).map_err(err)?;
     if let Some(rails) = &job.rails
         && let Some(claim) = template.spec.as_mut().and_then(|s| s.spec.as_mut())
     {
-        pin_rails(claim, rails, true).map_err(err)?;
+        if job.distinct_attribute() {
+            pin_rails(claim, rails, true).map_err(err)?;
+        } else {
+            pin_rails_per_rail(claim, rails).map_err(err)?;
+        }
     }
     Ok(template)
 }

@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 use topoalign_dra::dns_label_problem;
+use topoalign_kube_types::KubeVersion;
 use topoalign_topology::PcieClass;
 
 use crate::input::parse;
@@ -124,9 +125,19 @@ pub struct Job {
     pub image: String,
     /// Container command, when given.
     pub command: Option<Vec<String>>,
+    /// The Kubernetes release the manifests are for; `None`: 1.36 or newer.
+    pub kubernetes: Option<KubeVersion>,
 }
 
 impl Job {
+    /// Whether the claims may use `distinctAttribute`: the cluster's API server keeps it
+    /// (Kubernetes 1.36 or newer, where `DRAConsumableCapacity` is on by default). On
+    /// older releases rails are pinned with one request per rail instead.
+    pub fn distinct_attribute(&self) -> bool {
+        self.kubernetes
+            .is_none_or(KubeVersion::keeps_distinct_attribute)
+    }
+
     /// Nodes the gang needs: pods over pods per node, rounded up.
     pub fn nodes_needed(&self) -> u32 {
         self.pods.div_ceil(self.pods_per_node)
@@ -249,6 +260,7 @@ pub fn parse_job(text: &str, file: &str) -> Result<Job, GangError> {
         queue: raw.queue.unwrap_or_else(|| "default".into()),
         image: raw.image.unwrap_or_else(|| DEFAULT_IMAGE.into()),
         command: raw.command,
+        kubernetes: None,
     };
     if let Some(sizes) = &job.sizes {
         check_fits(&job, sizes)?;

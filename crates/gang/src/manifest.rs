@@ -99,6 +99,18 @@ pub fn manifests(job: &Job, dialect: Dialect) -> Result<Manifests, GangError> {
         Dialect::Volcano => volcano::objects(job, &mut objects, &mut notes),
         Dialect::Kai => kai::objects(job, &mut objects, &mut notes),
     }
+    if let Some(v) = job.kubernetes.filter(|_| !job.distinct_attribute()) {
+        notes.push(match &job.rails {
+            Some(_) => format!(
+                "Kubernetes {v} drops distinctAttribute (DRAConsumableCapacity is off before {}): each pod's claim asks one pair per rail instead",
+                topoalign_kube_types::DISTINCT_ATTRIBUTE_ON
+            ),
+            None => format!(
+                "Kubernetes {v} drops distinctAttribute (DRAConsumableCapacity is off before {}): two pairs of a pod may share a physical NIC through its VFs; pin rails (sameRails: true) or turn the gate on",
+                topoalign_kube_types::DISTINCT_ATTRIBUTE_ON
+            ),
+        });
+    }
     if job.rails.is_some() {
         notes.push(format!(
             "pair devices must carry the rail attribute ({}/{}): run the driver with a rail source on every node",

@@ -14,6 +14,8 @@
 //!   kubelet decodes them.
 //! - `admission`: the kubelet's admission verdict on a pod.
 //! - `documents`: the JSON/YAML document reader.
+//! - `version`: a Kubernetes release ([`KubeVersion`]) and the defaults of its API server
+//!   that manifests lean on (`distinctAttribute` from 1.36).
 
 mod admission;
 mod documents;
@@ -30,6 +32,7 @@ pub mod labels;
 pub mod nrt;
 mod qos;
 mod quantity;
+mod version;
 
 pub use admission::{Admission, MergedHint, TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
 pub use documents::{DocumentError, read_document, yaml_error};
@@ -38,3 +41,4 @@ pub use qos::{
     CPU, MEMORY, NotGuaranteed, PodQos, QosClass, ResourceList, container_guaranteed, pod_qos,
 };
 pub use quantity::{Quantity, QuantityError};
+pub use version::{DISTINCT_ATTRIBUTE_ON, KubeVersion, OLDEST_SUPPORTED, VersionError};

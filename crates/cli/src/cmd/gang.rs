@@ -13,7 +13,7 @@ use crate::output::{Format, print_structured, print_yaml_stream, write_stdout};
 /// Arguments.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  topoalign gang --job deploy/gang/job.yaml\n  topoalign gang --job deploy/gang/job.yaml --dialect kueue -o table\n  topoalign gang --job deploy/gang/job.yaml --dialect volcano -o json\n  topoalign gang --job deploy/gang/job.yaml --dialect kai\n\nThe job file: name, pods, pairsPerPod, class (PIX|PXB|PHB|NODE), sameRails, rails, podsPerNode,\ndomain {level|key, mode, sizes, volcanoTier}, queue, image, command (see deploy/gang/job.yaml).\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
+    after_help = "Examples:\n  topoalign gang --job deploy/gang/job.yaml\n  topoalign gang --job deploy/gang/job.yaml --dialect kueue -o table\n  topoalign gang --job deploy/gang/job.yaml --dialect volcano -o json\n  topoalign gang --job deploy/gang/job.yaml --dialect kai\n  topoalign gang --job deploy/gang/job.yaml --kubernetes-version 1.35 -o table\n\nThe job file: name, pods, pairsPerPod, class (PIX|PXB|PHB|NODE), sameRails, rails, podsPerNode,\ndomain {level|key, mode, sizes, volcanoTier}, queue, image, command (see deploy/gang/job.yaml).\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
 )]
 pub(crate) struct Args {
     /// The job description (YAML or JSON).
@@ -26,6 +26,11 @@ pub(crate) struct Args {
     /// their labels and a gang larger than every domain is refused.
     #[arg(long, value_name = "FILE")]
     nodes: Option<PathBuf>,
+    /// The cluster's Kubernetes release (`1.35`, `v1.35.2`). Before 1.36 the API server
+    /// drops a claim's `distinctAttribute` (gate DRAConsumableCapacity off), so each pod's
+    /// claim asks one pair per rail instead. Default: 1.36 or newer.
+    #[arg(long, value_name = "VERSION")]
+    kubernetes_version: Option<topoalign_kube_types::KubeVersion>,
     /// Output format: yaml (default, a stream that applies as is), json (a List) or table.
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Yaml)]
     output: Format,
@@ -36,6 +41,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let file = args.job.display().to_string();
     let text = std::fs::read_to_string(&args.job).with_context(|| format!("reading {file}"))?;
     let mut job = parse_job(&text, &file)?;
+    job.kubernetes = args.kubernetes_version;
     if let Some(path) = &args.nodes {
         let nodes_file = path.display().to_string();
         let text =

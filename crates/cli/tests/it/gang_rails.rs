@@ -10,7 +10,7 @@ use k8s_openapi::api::resource::v1::{ResourceClaimSpec, ResourceSlice};
 use serde_json::Value;
 use topoalign_dra::{DeviceId, NodeDevices, attr, device_classes, first_fit};
 
-use crate::common::stdout_of;
+use crate::common::{run_expecting, stdout_of};
 
 const BUDGET: u64 = 2_000_000;
 
@@ -48,10 +48,13 @@ fn railed_slices() -> Vec<ResourceSlice> {
         .collect()
 }
 
-/// The claim of every pod of deploy/gang/job.yaml, and the job's rails.
-fn gang_claim() -> (ResourceClaimSpec, BTreeSet<i64>) {
+/// The claim of every pod of deploy/gang/job.yaml (`extra`: more `gang` arguments), and
+/// the job's rails.
+fn gang_claim(extra: &[&str]) -> (ResourceClaimSpec, BTreeSet<i64>) {
     let job = repo("deploy/gang/job.yaml");
-    let out = stdout_of(&["gang", "--job", job.to_str().unwrap(), "--dialect", "kube"]);
+    let mut args = vec!["gang", "--job", job.to_str().unwrap(), "--dialect", "kube"];
+    args.extend_from_slice(extra);
+    let out = stdout_of(&args);
     let templates: Vec<Value> = docs(&out)
         .into_iter()
         .filter(|d| d["kind"] == "ResourceClaimTemplate")
@@ -80,8 +83,38 @@ fn attrs(slices: &[ResourceSlice]) -> std::collections::BTreeMap<String, Value> 
 
 #[test]
 fn every_pair_of_the_gang_claim_lands_on_the_job_s_rails_at_pxb_or_better() {
+    // The claim for 1.36+ (one request, `distinctAttribute` on the rail) and for 1.35
+    // (one request per rail, no constraint) must allocate alike.
+    for extra in [&[][..], &["--kubernetes-version", "1.35"][..]] {
+        pairs_on_rails(extra);
+    }
+}
+
+#[test]
+fn a_kubernetes_version_gang_cannot_serve_is_refused() {
+    let job = repo("deploy/gang/job.yaml");
+    for (version, why) in [("1.33", "1.34 or newer"), ("1.x", "expected MAJOR.MINOR")] {
+        let out = run_expecting(
+            crate::common::subcommand("gang").args([
+                "--job",
+                job.to_str().unwrap(),
+                "--kubernetes-version",
+                version,
+            ]),
+            2,
+        );
+        assert!(out.stdout.is_empty(), "{}", out.stdout);
+        assert!(
+            out.stderr.contains("--kubernetes-version") && out.stderr.contains(why),
+            "{}",
+            out.stderr
+        );
+    }
+}
+
+fn pairs_on_rails(extra: &[&str]) {
     let slices = railed_slices();
-    let (claim, rails) = gang_claim();
+    let (claim, rails) = gang_claim(extra);
     let attrs = attrs(&slices);
     let railed = |prefix: &str| -> Vec<i64> {
         attrs

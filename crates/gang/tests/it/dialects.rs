@@ -361,3 +361,68 @@ fn the_summary_names_pods_pairs_rails_and_the_key() {
         assert!(t.contains(want), "{want}: {t}");
     }
 }
+
+/// For Kubernetes 1.35 (DRAConsumableCapacity off, `distinctAttribute` dropped by the API
+/// server) every dialect's claim asks one pair per rail and has no constraint left; from
+/// 1.36 it is the one request with `distinctAttribute`.
+#[test]
+fn before_1_36_claims_ask_one_pair_per_rail_without_distinct_attribute() {
+    let mut job = parse_job(JOB, "job.yaml").unwrap();
+    let rails: Vec<u32> = job.rails.clone().unwrap().into_iter().collect();
+    job.kubernetes = Some("v1.35.3".parse().unwrap());
+    for dialect in [
+        Dialect::Kube,
+        Dialect::Kueue,
+        Dialect::Volcano,
+        Dialect::Kai,
+    ] {
+        let m = manifests(&job, dialect).unwrap();
+        let t: ResourceClaimTemplate = typed(&m.objects[0]);
+        let devices = t.spec.unwrap().spec.unwrap().devices.unwrap();
+        assert_eq!(devices.constraints, None, "{dialect:?}");
+        let requests = devices.requests.unwrap();
+        let names: Vec<String> = requests.iter().map(|r| r.name.clone()).collect();
+        let want: Vec<String> = rails.iter().map(|r| format!("rail-{r}")).collect();
+        assert_eq!(names, want, "{dialect:?}");
+        for (r, req) in rails.iter().zip(&requests) {
+            let e = req.exactly.as_ref().unwrap();
+            assert_eq!(e.count, Some(1));
+            let exprs: Vec<&str> = (e.selectors.iter().flatten())
+                .map(|s| s.cel.as_ref().unwrap().expression.as_str())
+                .collect();
+            for x in &exprs {
+                Selector::parse(x).unwrap();
+            }
+            assert!(
+                exprs.iter().any(|x| x.ends_with(&format!("== {r})"))),
+                "{exprs:?}"
+            );
+        }
+        assert!(
+            m.summary
+                .notes
+                .iter()
+                .any(|n| n.contains("Kubernetes 1.35 drops distinctAttribute")),
+            "{:?}",
+            m.summary.notes
+        );
+    }
+    job.kubernetes = Some("1.36".parse().unwrap());
+    let m = manifests(&job, Dialect::Kube).unwrap();
+    let t: ResourceClaimTemplate = typed(&m.objects[0]);
+    let devices = t.spec.unwrap().spec.unwrap().devices.unwrap();
+    assert_eq!(devices.requests.unwrap().len(), 1);
+    assert!(
+        devices
+            .constraints
+            .unwrap()
+            .iter()
+            .any(|c| c.distinct_attribute.is_some())
+    );
+    assert!(
+        !m.summary
+            .notes
+            .iter()
+            .any(|n| n.contains("drops distinctAttribute"))
+    );
+}
