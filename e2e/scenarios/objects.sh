@@ -88,6 +88,18 @@ if [ -d "$DEPLOY" ]; then
       pass "objects: Helm chart deploy/helm/topoalign with rails=deploy/gang/rails.yaml renders and is accepted (server-side dry run)"
     else fail "objects: Helm chart deploy/helm/topoalign with a rail source: $(cat "$h.err" "$h.out" 2> /dev/null | grep -v -e '(server dry run)' -e '^Warning:' | head -c 1500)"; fi
   fi
+  # The extender chart's agent with the node's fabric facts: its ConfigMap, mount and flags.
+  if [ -x "$HELM_BIN/helm" ] && [ -f "$DEPLOY/gang/rails.yaml" ]; then
+    h=$D/helm-agent-facts
+    printf 'labels: {fabric.topograph.run/tier-0: leaf-1}\n' > "$h.domains.yaml"
+    if "$HELM_BIN/helm" template topoalign-extender "$DEPLOY/extender/helm/topoalign-extender" --kube-version "$K8S_VERSION" \
+      --namespace topoalign-system --set agent.fabricFrom=nvidia-smi --set-file agent.domains="$h.domains.yaml" \
+      --set-file agent.rails="$DEPLOY/gang/rails.yaml" > "$h.yaml" 2> "$h.err" &&
+      grep -q -e '--domains=' "$h.yaml" && grep -q -e '--rails=' "$h.yaml" && grep -q -e '--fabric-from=nvidia-smi' "$h.yaml" &&
+      K apply --dry-run=server -f "$h.yaml" > "$h.out" 2>&1; then
+      pass "objects: Helm chart deploy/extender/helm/topoalign-extender with agent fabricFrom, domains and rails renders and is accepted (server-side dry run)"
+    else fail "objects: extender chart with the agent's fabric facts: $(cat "$h.err" "$h.out" 2> /dev/null | grep -v -e '(server dry run)' -e '^Warning:' | head -c 1500)"; fi
+  fi
 elif [ "${E2E_ALLOW_MISSING:-0}" = 1 ]; then
   skip "objects: no deploy/ directory yet"
 else

@@ -10,6 +10,7 @@
 #   2. the agent running against the API server publishes a NodeResourceTopology object
 #      (CRD from deploy/extender/helm) whose NUMA zones and annotations equal that
 #      complement, and the node labels;
+#   2b. the node's domain labels written only where the level is free; rails in the NRT;
 #   3. a pod leaves (the server restarts with new allocations): the agent reconnects and
 #      the published object follows.
 set -uo pipefail
@@ -73,11 +74,19 @@ for p in mi300x-8 dgx-h100; do
     fail "podresources $p: topoalign agent --once: $(head -c 600 "$D/$p.once.err")"
   fi
 
-  # 2. the agent publishing to the API server
+  # 2. the agent publishing to the API server, with the node's fabric facts: a saved
+  #    `nvidia-smi -q` naming one NVLink clique, an operator domain file (leaf), and the
+  #    rails of deploy/gang/rails.yaml. dgx-h100's node already carries Topograph's
+  #    NVLink-domain label (written by kubectl, another field manager): the clique must
+  #    not be written there, the leaf must; mi300x-8's node gets both.
   make_node "$node" || { fail "podresources: node $node"; continue; }
+  [ "$p" = dgx-h100 ] && K label node "$node" accelerator.topograph.run/domain=rack-a > /dev/null
+  printf 'Attached GPUs : 1\nGPU 00000000:1B:00.0\n    Fabric\n        State : Completed\n        CliqueId : 4\n        ClusterUUID : e2e-cluster\n' > "$D/$p.query.txt"
+  printf 'nodes:\n  %s: {fabric.topograph.run/tier-0: leaf-7}\n' "$node" > "$D/$p.domains.yaml"
   mport=$(free_ports 1)
   "$TOPOALIGN" agent --profile "$p" --node "$node" --socket "$sock" --kubeconfig "$KUBECONFIG" \
-    --policy restricted --interval 1 --heartbeat 5 --label-hold 0 --metrics-addr "127.0.0.1:$mport" > "$RUN/logs/agent-$p.log" 2>&1 &
+    --policy restricted --interval 1 --heartbeat 5 --label-hold 0 --metrics-addr "127.0.0.1:$mport" \
+    --fabric-from "$D/$p.query.txt" --domains "$D/$p.domains.yaml" --rails "$REPO_DIR/deploy/gang/rails.yaml" > "$RUN/logs/agent-$p.log" 2>&1 &
   register_pid "agent-$p" $!
   t=$(now)
   if wait_until 30 "NRT $node" published_nrt "$node" "$D/$p.nrt.json"; then
@@ -114,6 +123,26 @@ for p in mi300x-8 dgx-h100; do
   else
     fail "podresources $p: node $node labels $(K get node "$node" -o json | jq -c '.metadata.labels'), expected best-pair-class=$want_best gpu-fabric=$want_fab"
   fi
+
+  # the domain labels, only where the level is free, and the rails in the NRT object
+  node_label() { K get node "$node" -o json | jq -r --arg k "$1" '.metadata.labels[$k] // ""'; }
+  leaf_ok() { [ "$(node_label fabric.topograph.run/tier-0)" = leaf-7 ]; }
+  if [ "$p" = dgx-h100 ]; then
+    want_clique=""; want_domain=rack-a; why="not written: Topograph's accelerator.topograph.run/domain=rack-a holds the NVLink level and is left alone"
+  else
+    want_clique=e2e-cluster.4; want_domain=""; why="written from the saved nvidia-smi -q"
+  fi
+  if wait_until 20 "domain labels on $node" leaf_ok &&
+    [ "$(node_label nvidia.com/gpu.clique)" = "$want_clique" ] &&
+    [ "$(node_label accelerator.topograph.run/domain)" = "$want_domain" ]; then
+    pass "podresources $p: domain labels: tier-0=leaf-7 from the domain file; gpu.clique '$want_clique' $why"
+  else
+    fail "podresources $p: domain labels on $node: $(K get node "$node" -o json | jq -c '.metadata.labels'); expected tier-0=leaf-7, gpu.clique='$want_clique', accelerator domain '$want_domain'"
+  fi
+  published_nrt "$node" "$D/$p.nrt-rails.json"
+  rails=$(jq -r '.metadata.annotations["topoalign.dev/rails"] // "{}" | fromjson | [.nics[]] | sort | map(tostring) | join(",")' "$D/$p.nrt-rails.json" 2> /dev/null)
+  [ "$rails" = "0,1,2,3,4,5,6,7" ] && pass "podresources $p: NRT annotation topoalign.dev/rails: one NIC on each rail 0-7" ||
+    fail "podresources $p: NRT rails annotation '$rails', expected one NIC on each of rails 0-7"
 
   # 3. a pod leaves: the kubelet restarts its server with the new allocations
   stop_component "podresources-$p"

@@ -4,8 +4,12 @@
 //! `GetAllocatableResources` and `List` over the unix socket), maps the devices in use
 //! onto the node's topology (`report`), and publishes a NodeResourceTopology object
 //! (`nrt`) plus debounced node labels (`labels`) by server-side apply (`publish`).
-//! `--once` ([`run::once`]) prints what it would publish and exits.
+//! `--once` ([`run::once`]) prints what it would publish and exits. The node's place in
+//! the fabric (`domains`: its NVLink clique, the operator's domain file, each NIC's rail)
+//! is read once at start; domain labels are written only where no other tool wrote the
+//! level, rails go into the NodeResourceTopology object.
 
+mod domains;
 mod labels;
 mod metrics;
 mod nrt;
@@ -13,6 +17,7 @@ mod podresources;
 mod publish;
 mod report;
 mod run;
+pub use domains::{FactsError, NodeFacts};
 pub use metrics::{Kind, Metrics};
 pub use nrt::nrt_object;
 /// The kubelet pod-resources gRPC API (generated from its proto), a namespace of its own:

@@ -131,3 +131,28 @@ pub fn nrt_object(
     }
     object
 }
+
+/// Adds the node's facts to an NRT object: each domain label written as an attribute
+/// (its key and value), and each NIC's rail as the [`RAILS_ANNOTATION`] annotation.
+pub(crate) fn add_facts(
+    object: &mut Value,
+    domains: &std::collections::BTreeMap<String, String>,
+    rails: Option<&topoalign_gang::NicRails>,
+) {
+    if let Some(a) = object.get_mut("attributes").and_then(Value::as_array_mut) {
+        for (k, v) in domains {
+            a.push(json!({"name": k, "value": v}));
+        }
+    }
+    if let (Some(r), Some(a)) = (
+        rails,
+        object
+            .pointer_mut("/metadata/annotations")
+            .and_then(Value::as_object_mut),
+    ) {
+        a.insert(
+            RAILS_ANNOTATION.into(),
+            crate::domains::rails_json(r).to_string().into(),
+        );
+    }
+}

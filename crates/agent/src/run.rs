@@ -1,18 +1,20 @@
 //! The agent loop and its one-shot form.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::Value;
+use topoalign_gang::DomainLabels;
 use topoalign_kube_types::kubelet_settings::Settings;
 use topoalign_topology::Topology;
 
+use crate::domains::{FactsError, NodeFacts, owned_labels};
 use crate::labels::{Debouncer, wanted};
-use crate::nrt::nrt_object;
+use crate::nrt::{add_facts, nrt_object};
 use crate::podresources::{PodResourcesClient, PodResourcesError};
-use crate::publish::{PublishError, apply_labels, apply_nrt};
+use crate::publish::{FIELD_MANAGER, PublishError, apply_labels, apply_nrt};
 use crate::report::{Report, build};
 
 /// How the agent runs.
@@ -34,6 +36,8 @@ pub struct Config {
     pub label_hold: Duration,
     /// Timeout of each kubelet call.
     pub timeout: Duration,
+    /// The node's clique, operator domain labels and rails (read at start).
+    pub facts: NodeFacts,
 }
 
 /// The flags of `topoalign agent` besides the topology source, `-o` and `--log-format`
@@ -78,6 +82,20 @@ pub struct AgentArgs {
     /// Address of /healthz, /readyz and /metrics.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9478")]
     pub metrics_addr: std::net::SocketAddr,
+    /// The NVLink clique: `nvidia-smi` runs `nvidia-smi -q` ($TOPOALIGN_NVIDIA_SMI names
+    /// another binary), a path reads its saved output. Written as nvidia.com/gpu.clique
+    /// where the node has no NVLink-domain label from another tool.
+    #[arg(long, value_name = "nvidia-smi|FILE")]
+    pub fabric_from: Option<String>,
+    /// The operator's domain file (`labels: {KEY: VALUE}` or `nodes: {NODE: {KEY:
+    /// VALUE}}`, keys of Topograph, GFD or older Topograph): written where the node has no
+    /// label of that level from another tool.
+    #[arg(long, value_name = "FILE")]
+    pub domains: Option<PathBuf>,
+    /// The node's rail source (as `topoalign driver --rails`): each NIC's rail, published
+    /// in the NodeResourceTopology object.
+    #[arg(long, value_name = "FILE")]
+    pub rails: Option<PathBuf>,
 }
 
 /// A flag value the agent cannot run with.
@@ -93,6 +111,9 @@ pub enum AgentArgsError {
     /// `--scope` is not a Topology Manager scope.
     #[error("--scope: {0}")]
     Scope(topoalign_kube_types::kubelet_settings::ConfigError),
+    /// `--fabric-from`, `--domains` or `--rails` could not be read or does not fit.
+    #[error(transparent)]
+    Facts(#[from] Box<FactsError>),
 }
 
 #[cfg(feature = "clap")]
@@ -116,6 +137,18 @@ impl AgentArgs {
         if let Some(s) = &self.scope {
             settings.topology_manager_scope = s.parse().map_err(AgentArgsError::Scope)?;
         }
+        let program = topoalign_discover::program_from_env();
+        let facts = NodeFacts {
+            clique: (self.fabric_from.as_deref())
+                .map(|f| crate::domains::read_clique(f, &program).map_err(Box::new))
+                .transpose()?,
+            operator: (self.domains.as_deref())
+                .map(|p| crate::domains::read_domains(p, &node).map_err(Box::new))
+                .transpose()?,
+            rails: (self.rails.as_deref())
+                .map(|p| crate::domains::read_rails(p, &topology).map_err(Box::new))
+                .transpose()?,
+        };
         Ok(Config {
             node,
             topology,
@@ -125,6 +158,7 @@ impl AgentArgs {
             heartbeat: Duration::from_secs(self.heartbeat.max(1)),
             label_hold: Duration::from_secs(self.label_hold),
             timeout: Duration::from_secs(self.timeout.max(1)),
+            facts,
         })
     }
 }
@@ -158,8 +192,10 @@ pub struct Output {
     pub report: Report,
     /// The NodeResourceTopology object.
     pub node_resource_topology: Value,
-    /// The node labels.
+    /// The node labels (the domain labels among them).
     pub labels: BTreeMap<String, String>,
+    /// The domain labels: those written, their sources, and what was left alone.
+    pub domains: DomainLabels,
 }
 
 impl Output {
@@ -183,6 +219,12 @@ impl Output {
         let _ = writeln!(t, "GPU fabric: {}", r.fabric);
         for (k, v) in &self.labels {
             let _ = writeln!(t, "label {k}={v}");
+        }
+        for (k, source) in &self.domains.sources {
+            let _ = writeln!(t, "  {k} from {source}");
+        }
+        for n in &self.domains.notes {
+            let _ = writeln!(t, "note: {n}");
         }
         if !r.unknown_ids.is_empty() {
             let ids = unknown_summary(&r.unknown_ids);
@@ -215,23 +257,54 @@ fn now_rfc3339() -> String {
         .map_or_else(|_| jiff::Timestamp::now().to_string(), |t| t.to_string())
 }
 
-/// Reads the kubelet once and builds what would be published.
+/// Reads the kubelet once and builds what would be published (domain labels as on a
+/// node that has none: `--once` does not read the node).
 pub async fn once(cfg: &Config) -> Result<Output, AgentError> {
     let mut client = PodResourcesClient::connect(&cfg.socket, cfg.timeout).await?;
     let view = client.snapshot().await?;
-    Ok(output(cfg, view, &now_rfc3339()))
+    let domains = cfg.facts.labels(&BTreeMap::new(), &BTreeSet::new());
+    Ok(output(cfg, view, &domains, &now_rfc3339()))
 }
 
-/// Builds the output for a kubelet view at a time.
-pub(crate) fn output(cfg: &Config, view: crate::podresources::KubeletView, at: &str) -> Output {
+/// Builds the output for a kubelet view at a time, with the node's domain labels.
+pub(crate) fn output(
+    cfg: &Config,
+    view: crate::podresources::KubeletView,
+    domains: &DomainLabels,
+    at: &str,
+) -> Output {
     let report = build(&cfg.topology, &view);
-    let object = nrt_object(&cfg.node, &cfg.topology, &report, &cfg.settings, at);
-    let labels = wanted(&report);
+    let mut object = nrt_object(&cfg.node, &cfg.topology, &report, &cfg.settings, at);
+    add_facts(&mut object, &domains.write, cfg.facts.rails.as_ref());
+    let mut labels = wanted(&report);
+    labels.extend(domains.write.clone());
     Output {
         kubelet: view,
         report,
         node_resource_topology: object,
         labels,
+        domains: domains.clone(),
+    }
+}
+
+/// The node's domain labels, once the API server answers: its labels now, less those
+/// this agent owns, against the facts read at start. Notes are logged once.
+async fn node_domains(cfg: &Config, client: &kube::Client) -> Option<DomainLabels> {
+    let api: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
+    match api.get(&cfg.node).await {
+        Ok(node) => {
+            let existing = node.metadata.labels.clone().unwrap_or_default();
+            let owned = owned_labels(&node, FIELD_MANAGER);
+            let d = cfg.facts.labels(&existing, &owned);
+            for n in &d.notes {
+                tracing::info!(node = %cfg.node, "{n}");
+            }
+            Some(d)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, node = %cfg.node, "node not read; domain labels wait");
+            None
+        }
     }
 }
 
@@ -281,10 +354,14 @@ pub(crate) async fn run(
     let mut last_unknown: Option<(usize, Option<String>, Option<String>)> = None;
     let mut kubelet: Option<PodResourcesClient> = None;
     let mut tick = tokio::time::interval(cfg.interval);
+    let mut domains: Option<DomainLabels> = None;
     loop {
         tokio::select! {
             _ = &mut shutdown => return Ok(()),
             _ = tick.tick() => {}
+        }
+        if domains.is_none() {
+            domains = node_domains(&cfg, &client).await;
         }
         if kubelet.is_none() {
             match PodResourcesClient::connect(&cfg.socket, cfg.timeout).await {
@@ -306,7 +383,14 @@ pub(crate) async fn run(
                 continue;
             }
         };
-        let out = output(&cfg, view, &now_rfc3339());
+        // Until the node is read, no domain label is written (none is known to be free).
+        let none = DomainLabels::default();
+        let out = output(
+            &cfg,
+            view,
+            domains.as_ref().unwrap_or(&none),
+            &now_rfc3339(),
+        );
         metrics.kubelet_read(Some(&out.report));
         let unknown = &out.report.unknown_ids;
         let seen = (
@@ -372,6 +456,7 @@ mod tests {
             heartbeat: Duration::from_secs(60),
             label_hold: Duration::from_secs(120),
             timeout: Duration::from_secs(5),
+            facts: NodeFacts::default(),
         };
         let gpus = |ids: Vec<String>| Devices {
             resource: "amd.com/gpu".into(),
@@ -388,7 +473,7 @@ mod tests {
                 cpus: Vec::new(),
             }],
         };
-        let table = output(&cfg, view, "2026-01-01T00:00:00Z").table();
+        let table = output(&cfg, view, &DomainLabels::default(), "2026-01-01T00:00:00Z").table();
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines[0], "pods holding devices: 1");
         assert_eq!(lines[1], "GPUs in use: 1   NICs in use: 0");

@@ -9,6 +9,8 @@
 //!   (Topograph v1 and older, GPU Feature Discovery), and the lookup by precedence.
 //! - `job`: the job description (pods × pairs, class, rails, domain level) and its checks,
 //!   including a gang larger than every domain.
+//! - `node_domains`: a node's domain labels where nobody wrote them (the clique the GPUs
+//!   report, an operator's domain file), for the node agent and the driver to apply.
 //! - [`manifests`]: the job as objects to apply in one of four [`Dialect`]s, every pod's
 //!   ResourceClaimTemplate pinning the job's rails (`claim`); the dialects are
 //!   `kube`, `kueue`, `volcano` and `kai`.
@@ -24,6 +26,7 @@ mod kueue;
 mod labels;
 mod manifest;
 mod manifest_parts;
+mod node_domains;
 mod rails;
 mod volcano;
 
@@ -34,5 +37,6 @@ pub use job::{DEFAULT_IMAGE, check_fits};
 pub use job::{Job, Mode, fit_fleet, parse_job};
 pub use labels::{KeyError, Level};
 pub use manifest::{Dialect, Manifests, Summary, manifests, summary_table};
+pub use node_domains::{DomainFile, DomainInputs, DomainLabels, domain_labels, parse_domain_file};
 pub use rails::{NicKey, RailKind};
 pub use rails::{NicRails, RailSource, nic_rails, parse_rail_source};

@@ -34,3 +34,6 @@ pub const PAIRS_ANNOTATION: &str = "topoalign.dev/free-pairs";
 pub const BEST_PAIR_LABEL: &str = "topoalign.dev/best-pair-class";
 /// Node label: the GPU fabric (`nvlink`, `xgmi`, `pcie`).
 pub const FABRIC_LABEL: &str = "topoalign.dev/gpu-fabric";
+/// NodeResourceTopology annotation: each physical NIC's rail (JSON: `rails`, `source`,
+/// `nics` from PCI address to rail), from the agent's `--rails` source.
+pub const RAILS_ANNOTATION: &str = "topoalign.dev/rails";

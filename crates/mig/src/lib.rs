@@ -18,8 +18,11 @@
 //! - `read_state`: a host's MIG state from saved `nvidia-smi` output (`read_list`,
 //!   `read_lgi`, `read_lci`, `read_lgipp`; errors in `read_table`).
 //! - `synth`: a MIG state without hardware, from placements or a plan.
+//! - `clique`: the node's NVLink clique from `nvidia-smi -q` ([`node_clique`]), the
+//!   value GPU feature discovery labels `nvidia.com/gpu.clique`.
 
 mod capacity;
+mod clique;
 mod configs;
 mod device_plugin;
 mod export;
@@ -44,6 +47,7 @@ mod exhaustive;
 #[cfg(test)]
 mod read_state_tests;
 
+pub use clique::{NodeClique, node_clique};
 pub use device_plugin::{DevicePluginError, Ever, MigRequest, NodeMig, profile_of_resource};
 pub use export::{mig_parted, node_groups, nvidia_smi_commands, ranges};
 pub use geometry::{GeometryError, Placement, validate, validate_shapes};

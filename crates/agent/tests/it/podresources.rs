@@ -2,6 +2,7 @@
 //! allocations (the kubelet's own Go server is exercised by the end-to-end harness), and
 //! what the agent then publishes for an mi300x-8 node.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use tokio_stream::wrappers::UnixListenerStream;
@@ -10,7 +11,7 @@ use topoalign_agent::pod_resources_api::pod_resources_lister_server::{
     PodResourcesLister, PodResourcesListerServer,
 };
 use topoalign_agent::pod_resources_api::*;
-use topoalign_agent::{Config, run_once};
+use topoalign_agent::{Config, NodeFacts, run_once};
 use topoalign_kube_types::kubelet_settings::{Policy, Settings};
 use topoalign_kube_types::labels::{PODS_ANNOTATION, REPORTED_AT_ANNOTATION, USED_ANNOTATION};
 
@@ -100,6 +101,18 @@ impl PodResourcesLister for Kubelet {
     }
 }
 
+/// The stand-in kubelet served on `dir/kubelet.sock`; returns the socket's path.
+fn serve_kubelet(dir: &std::path::Path) -> std::path::PathBuf {
+    let sock = dir.join("kubelet.sock");
+    let listener = tokio::net::UnixListener::bind(&sock).unwrap();
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(PodResourcesListerServer::new(Kubelet))
+            .serve_with_incoming(UnixListenerStream::new(listener)),
+    );
+    sock
+}
+
 fn config(socket: std::path::PathBuf) -> Config {
     Config {
         node: "mi-0".into(),
@@ -113,19 +126,14 @@ fn config(socket: std::path::PathBuf) -> Config {
         heartbeat: Duration::from_secs(60),
         label_hold: Duration::from_secs(120),
         timeout: Duration::from_secs(5),
+        facts: NodeFacts::default(),
     }
 }
 
 #[tokio::test]
 async fn once_reads_the_socket_and_builds_the_nrt_object() {
     let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("kubelet.sock");
-    let listener = tokio::net::UnixListener::bind(&sock).unwrap();
-    tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(PodResourcesListerServer::new(Kubelet))
-            .serve_with_incoming(UnixListenerStream::new(listener)),
-    );
+    let sock = serve_kubelet(dir.path());
     let out = run_once(&config(sock)).await.unwrap();
     assert_eq!(out.report.pods, ["ml/train-0"]);
     assert_eq!(out.report.used.gpus.len(), 4);
@@ -169,6 +177,66 @@ async fn once_reads_the_socket_and_builds_the_nrt_object() {
     assert!(notes[REPORTED_AT_ANNOTATION].is_string());
     let pods: Vec<String> = serde_json::from_str(notes[PODS_ANNOTATION].as_str().unwrap()).unwrap();
     assert!(pods.contains(&"ml/train-0".to_string()), "{pods:?}");
+}
+
+/// With a clique, an operator's domain file and rails, `--once` labels the levels (as on
+/// a node without domain labels) and puts each domain label and the rails in the NRT.
+#[tokio::test]
+async fn once_with_node_facts_labels_domains_and_publishes_rails() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = serve_kubelet(dir.path());
+    let mut cfg = config(sock);
+    let operator = BTreeMap::from([(
+        "fabric.topograph.run/tier-0".to_string(),
+        "leaf-7".to_string(),
+    )]);
+    let rails = topoalign_gang::parse_rail_source("rule: nearest-gpu\n", "rails.yaml").unwrap();
+    cfg.facts = NodeFacts {
+        clique: Some((
+            topoalign_mig::NodeClique::One {
+                clique: "uuid-1.4".into(),
+            },
+            "q.txt".into(),
+        )),
+        operator: Some((operator, "domains.yaml".into())),
+        rails: Some(topoalign_gang::nic_rails(&cfg.topology, &rails).unwrap()),
+    };
+    let out = run_once(&cfg).await.unwrap();
+    assert_eq!(out.labels["nvidia.com/gpu.clique"], "uuid-1.4");
+    assert_eq!(out.labels["fabric.topograph.run/tier-0"], "leaf-7");
+    assert_eq!(
+        out.domains.sources["fabric.topograph.run/tier-0"],
+        "domains.yaml"
+    );
+    let nrt = &out.node_resource_topology;
+    let attrs = nrt["attributes"].as_array().unwrap();
+    assert!(
+        attrs
+            .iter()
+            .any(|a| a["name"] == "fabric.topograph.run/tier-0" && a["value"] == "leaf-7"),
+        "{attrs:?}"
+    );
+    let rails: serde_json::Value = serde_json::from_str(
+        nrt["metadata"]["annotations"]["topoalign.dev/rails"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(rails["rails"], 8);
+    let mut got: Vec<u64> = (rails["nics"].as_object().unwrap().values())
+        .map(|r| r.as_u64().unwrap())
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        (0..8).collect::<Vec<u64>>(),
+        "one NIC per rail on mi300x-8"
+    );
+    let table = out.table();
+    assert!(
+        table.contains("fabric.topograph.run/tier-0 from domains.yaml"),
+        "{table}"
+    );
 }
 
 #[tokio::test]

@@ -78,3 +78,43 @@ fn a_metrics_address_in_use_is_named() {
     );
     drop(busy);
 }
+
+/// The node's fabric facts are read at start: a bad domain file, a truncated
+/// `nvidia-smi -q` and a rail source that does not fit stop the agent before anything is
+/// read or written, each naming its flag or file and the field.
+#[test]
+fn bad_fabric_facts_are_named_before_the_kubelet_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let domains = write_file(
+        dir.path(),
+        "domains.yaml",
+        "labels: {fabric.topograph.run/tier-0: leaf-1, network.topology.nvidia.com/leaf: leaf-2}\n",
+    );
+    let query = write_file(
+        dir.path(),
+        "q.txt",
+        "Attached GPUs : 2\nGPU 00000000:1B:00.0\n",
+    );
+    let rails = write_file(dir.path(), "rails.yaml", "rails: 8\nnics: {mlx5_99: 0}\n");
+    let cases = [
+        ("--domains", domains, "conflicts with"),
+        ("--fabric-from", query, "truncated"),
+        ("--rails", rails, "mlx5_99"),
+    ];
+    for (flag, file, why) in cases {
+        let out = run(topoalign()
+            .args(["agent", "--profile", "dgx-h100", "--node", "n1", "--once"])
+            .arg(flag)
+            .arg(&file)
+            .arg("--socket")
+            .arg(dir.path().join("absent.sock")));
+        assert_eq!(out.code, 2, "{flag}: {}", out.stderr);
+        let name = file.file_name().unwrap().to_str().unwrap();
+        assert!(
+            out.stderr.contains(name) && out.stderr.contains(why),
+            "{flag}: {}",
+            out.stderr
+        );
+        assert!(!out.stderr.contains("absent.sock"), "{}", out.stderr);
+    }
+}
