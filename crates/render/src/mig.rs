@@ -182,19 +182,19 @@ fn or_dash<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(|| "-".to_string(), |v| v.to_string())
 }
 
-/// The summary's `MIG instances` table: one row per instance with its parent's address,
-/// NUMA node and closest NIC.
+/// The summary's `MIG instances` table: one row per instance with its parent GPU and the
+/// parent's closest NIC (the GPU table above gives the parent's address, NUMA node and
+/// PCIe root). Fits 100 columns with a full MIG UUID.
 pub(crate) fn instance_table(topo: &Topology, mig: &MigOverlay) -> Table {
     let mut t = Table::new(&[
-        "INSTANCE",
+        "MIG",
         "GPU",
         "PROFILE",
         "SLICES",
         "GI",
         "CI",
+        "CLOSEST NIC",
         "UUID",
-        "NUMA",
-        "CLOSEST NIC (PARENT'S)",
     ]);
     for r in mig.rows(topo) {
         let slices = match r.size {
@@ -203,15 +203,14 @@ pub(crate) fn instance_table(topo: &Topology, mig: &MigOverlay) -> Table {
         };
         t.row(vec![
             r.label,
-            format!("GPU{} {}", r.parent, r.parent_bus_id),
+            format!("GPU{}", r.parent),
             r.profile,
             slices,
             or_dash(r.gi),
             or_dash(r.ci),
-            or_dash(r.uuid),
-            or_dash(r.numa_node),
             r.closest_nic
                 .map_or_else(|| "none".to_string(), |c| format!("{} {}", c.nic, c.class)),
+            or_dash(r.uuid),
         ]);
     }
     t
@@ -321,7 +320,7 @@ pub(crate) mod tests {
         let topo = topoalign_profiles::get("dgx-a100-mig").unwrap();
         let text = instance_table(&topo, &a100_overlay()).render_within(0, None);
         let line = text.lines().find(|l| l.starts_with("MIG3")).unwrap();
-        assert!(line.contains("GPU1 0000:15:00.0"), "{line}");
+        assert!(line.starts_with("MIG3  GPU1"), "{line}");
         assert!(line.contains("3g.20gb") && line.contains("4-7"), "{line}");
         assert!(line.contains("mlx5_1 PIX"), "{line}");
     }

@@ -49,7 +49,7 @@ pub fn render_with_mig(topo: &Topology, mig: &MigOverlay) -> String {
     }
     if !mig.is_empty() {
         section(&mut out, "MIG instances", &instance_table(topo, mig));
-        out.push_str("  an instance has its parent GPU's PCIe path, NUMA node and NIC classes\n");
+        out.push_str("  an instance has its parent GPU's PCIe path, NUMA node and NIC classes (closest NIC: the parent's)\n");
     }
     section(&mut out, "NICs", &nic_table(topo, &c));
     if let Some(help) = unknown_fabric_help(topo) {
