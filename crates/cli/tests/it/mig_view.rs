@@ -217,6 +217,12 @@ fn bad_mig_input_exits_2_with_a_reason() {
         &["draw", "--profile", "dgx-h100", "--mig-state", d],
         &["3g.20gb"],
     );
+    // Instances on a GPU model without MIG (L40S).
+    write_file(dir.path(), "lgi.txt", LGI);
+    check(
+        &["discover", "--profile", "pcie-2socket", "--mig-state", d],
+        &["NVIDIA L40S", "no known MIG profile table"],
+    );
     // MIG on GPUs without MIG, and an unknown profile in a mix.
     check(
         &[
@@ -251,4 +257,50 @@ fn bad_mig_input_exits_2_with_a_reason() {
         ],
         &["cannot be used with"],
     );
+}
+
+#[test]
+fn mig_uuids_from_nvidia_smi_l_show_in_the_table_and_json() {
+    let topo = json(&stdout_of(&[
+        "discover",
+        "--profile",
+        "dgx-h100",
+        "-o",
+        "json",
+    ]));
+    let uuid = |i: usize| topo["gpus"][i]["uuid"].as_str().unwrap().to_string();
+    let list = format!(
+        "GPU 0: NVIDIA H100 80GB HBM3 (UUID: {})\n  MIG 4g.40gb     Device  0: (UUID: MIG-0a6e3c51-2b7d-5e48-9f13-6d2c8b4a7e01)\n  MIG 3g.40gb     Device  1: (UUID: MIG-1b7f4d62-3c8e-5f59-8a24-7e3d9c5b8f12)\nGPU 1: NVIDIA H100 80GB HBM3 (UUID: {})\n  MIG 7g.80gb     Device  0: (UUID: MIG-2c805e73-4d9f-506a-9b35-8f4e0d6c9023)\n",
+        uuid(0),
+        uuid(1)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    write_file(dir.path(), "lgi.txt", LGI);
+    write_file(dir.path(), "list.txt", &list);
+    let d = dir.path().to_str().unwrap();
+    let table = stdout_of(&["discover", "--profile", "dgx-h100", "--mig-state", d]);
+    let row = table.lines().find(|l| l.contains("3g.40gb")).unwrap();
+    assert!(
+        row.contains("MIG-1b7f4d62-3c8e-5f59-8a24-7e3d9c5b8f12") && row.contains("mlx5_0 PIX"),
+        "{row}"
+    );
+    for line in table.lines() {
+        assert!(line.chars().count() <= 100, "too wide: {line}");
+    }
+    let v = json(&stdout_of(&[
+        "discover",
+        "--profile",
+        "dgx-h100",
+        "--mig-state",
+        d,
+        "-o",
+        "json",
+    ]));
+    let last = &v["mig"][2];
+    assert_eq!(last["uuid"], "MIG-2c805e73-4d9f-506a-9b35-8f4e0d6c9023");
+    assert_eq!(last["parentUuid"], uuid(1).as_str());
+    // A GPU UUID the topology lacks is refused, naming it.
+    let out = run_args(&["discover", "--profile", "dgx-a100-mig", "--mig-state", d]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains(&uuid(0)), "{}", out.stderr);
 }
