@@ -1,8 +1,10 @@
 //! What `simulate --mig` reports: per placer, pods placed and refused, refusals that were
-//! fragmentation (a node had the slices in total), instances, GPUs left whole.
+//! fragmentation (a node had the slices in total), instances, GPUs left whole; as a table,
+//! JSON/YAML, or one SVG chart.
 
 use serde::Serialize;
 use topoalign_mig::ProfileCounts;
+use topoalign_render::{stack, stacked_bars};
 
 use crate::mig_spec::{LIFETIME, MigPlacer, MigSimSpec};
 
@@ -164,5 +166,133 @@ impl MigReport {
             );
         }
         s
+    }
+
+    /// The report as one SVG (`simulate --mig --svg FILE`), drawn with
+    /// `topoalign_render::chart` like the other simulate modes: pods placed and refused
+    /// (fragmentation apart), GPUs left whole at the end, instances created.
+    pub fn svg(&self) -> String {
+        let pods: Vec<(&str, Vec<(String, f64)>)> = (self.policies.iter())
+            .map(|p| {
+                let fragmented = p.fragmented.min(p.refused);
+                (
+                    p.policy.as_str(),
+                    vec![
+                        ("placed".to_string(), p.placed as f64),
+                        (
+                            "refused: free slices at the wrong places".to_string(),
+                            fragmented as f64,
+                        ),
+                        (
+                            "refused: not enough free slices".to_string(),
+                            (p.refused - fragmented) as f64,
+                        ),
+                    ],
+                )
+            })
+            .collect();
+        let gpus: Vec<(&str, Vec<(String, f64)>)> = (self.policies.iter())
+            .map(|p| {
+                let whole = p.whole_gpus_end.min(p.gpus);
+                (
+                    p.policy.as_str(),
+                    vec![
+                        ("whole (a 7g still fits)".to_string(), whole as f64),
+                        ("holding instances".to_string(), (p.gpus - whole) as f64),
+                    ],
+                )
+            })
+            .collect();
+        let instances: Vec<(&str, Vec<(String, f64)>)> = (self.policies.iter())
+            .map(|p| {
+                (
+                    p.policy.as_str(),
+                    vec![("instances".to_string(), p.instances as f64)],
+                )
+            })
+            .collect();
+        let title = format!(
+            "topoalign simulate --mig: {} nodes x {} GPUs {} ({}), {} pods, load {}, seed {}",
+            self.nodes,
+            self.gpus_per_node,
+            self.model,
+            self.product,
+            self.pods,
+            self.load,
+            self.seed
+        );
+        stack(
+            &title,
+            &[
+                stacked_bars("MIG pods", &pods, &["#2e9e44", "#f57c00", "#d32f2f"]),
+                stacked_bars(
+                    "GPUs after the last arrivals",
+                    &gpus,
+                    &["#2c7fb8", "#cccccc"],
+                ),
+                stacked_bars("MIG instances created", &instances, &["#7b4fbf"]),
+            ],
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mig_spec::MigPlacer;
+
+    fn report() -> MigReport {
+        let policy = |policy, placed, refused, fragmented, whole| MigPolicyReport {
+            placed,
+            refused,
+            fragmented,
+            instances: placed * 2,
+            whole_gpus_end: whole,
+            ..MigPolicyReport::new(policy, 16)
+        };
+        MigReport {
+            model: "h100-80gb".into(),
+            product: "NVIDIA H100 80GB HBM3".into(),
+            nodes: 2,
+            gpus_per_node: 8,
+            pods: 100,
+            seed: 7,
+            load: 0.9,
+            mix: ProfileCounts::default(),
+            arrivals_per_step: 4,
+            steps: 25,
+            lifetime: [LIFETIME.0, LIFETIME.1],
+            policies: vec![
+                policy(MigPlacer::Stock, 80, 20, 12, 3),
+                policy(MigPlacer::Topoalign, 95, 5, 1, 6),
+            ],
+        }
+    }
+
+    #[test]
+    fn the_chart_shows_each_placers_pods_gpus_and_instances() {
+        let svg = report().svg();
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let charts = doc
+            .descendants()
+            .filter(|n| n.attribute("class") == Some("chart"))
+            .count();
+        assert_eq!(charts, 3);
+        let text: String = doc.descendants().filter_map(|n| n.text()).collect();
+        for want in [
+            "topoalign simulate --mig: 2 nodes x 8 GPUs h100-80gb",
+            "stock",
+            "topoalign",
+            "refused: free slices at the wrong places",
+            "whole (a 7g still fits)",
+        ] {
+            assert!(text.contains(want), "{want} missing");
+        }
+        // The bars carry their values: stock's fragmented refusals are 12.
+        assert!(svg.contains("data-value=\"12\""), "{svg}");
+        assert!(
+            svg.contains("data-value=\"13\""),
+            "topoalign holds 16-6 = 10, stock 16-3 = 13"
+        );
     }
 }

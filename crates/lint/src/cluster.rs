@@ -1,6 +1,7 @@
 //! What one object's rules need from the rest of the input (all documents of all files):
 //! which claims and claim templates ask for topoalign's devices, and which nodes publish
-//! topoalign's ResourceSlices.
+//! topoalign's ResourceSlices, and each node's MIG devices (Node labels and allocatable,
+//! NodeResourceTopology zones: `mig_sources`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -9,6 +10,7 @@ use topoalign_dra::{CLASS_GPU, CLASS_NIC, CLASS_PAIR, DRIVER_NAME};
 use topoalign_mig::{DevicePluginError, NodeMig};
 
 use crate::claim_rules::ClaimSpec;
+use crate::mig_sources::{MigSources, MigView};
 
 /// How a pod names a claim: `resourceClaimTemplateName` or `resourceClaimName`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -57,6 +59,10 @@ pub(crate) struct Cluster {
     /// Nodes whose GFD labels or allocatable resources show MIG devices, by name, as read
     /// (a label that cannot be read is the error).
     pub mig_nodes: BTreeMap<String, Result<NodeMig, DevicePluginError>>,
+    /// Nodes offering whole NVIDIA GPUs and no MIG.
+    pub plain_gpu_nodes: BTreeSet<String>,
+    /// The Nodes and NodeResourceTopologies the MIG state is read from.
+    mig_sources: MigSources,
 }
 
 /// topoalign's classes named in a claim spec, in order, each once.
@@ -121,12 +127,17 @@ impl Cluster {
                     self.driver_nodes.insert(node);
                 }
             }
-            "Node" => {
-                if let (Some(name), Some(mig)) = (field(meta, "name"), NodeMig::from_node(value)) {
-                    self.mig_nodes.insert(name, mig);
+            _ => {
+                if let Some(name) = self.mig_sources.add(kind, value) {
+                    let mut view = MigView {
+                        mig_nodes: std::mem::take(&mut self.mig_nodes),
+                        plain_gpu_nodes: std::mem::take(&mut self.plain_gpu_nodes),
+                    };
+                    self.mig_sources.refresh(&name, &mut view);
+                    self.mig_nodes = view.mig_nodes;
+                    self.plain_gpu_nodes = view.plain_gpu_nodes;
                 }
             }
-            _ => {}
         }
     }
 

@@ -22,6 +22,7 @@ mod documents;
 mod finding;
 mod located;
 mod mig_rules;
+mod mig_sources;
 mod node_rules;
 mod pod_rules;
 mod report;

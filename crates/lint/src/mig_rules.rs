@@ -9,14 +9,17 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::Node;
 use topoalign_mig::model_for_name;
 use topoalign_mig::nvidia_smi_commands;
-use topoalign_mig::{Ever, MigRequest, NodeMig};
-use topoalign_topology::Topology;
+use topoalign_mig::{Ever, MigRequest, NodeMig, Strategy};
+use topoalign_topology::{GpuVendor, Topology};
 
 use crate::cluster::Cluster;
 use crate::finding::{LintContext, RawFinding, Severity};
-use crate::pod_rules::{containers, has, mig_rule, summed};
+use crate::pod_rules::{Container, containers, has, mig_rule, summed};
 use crate::resources::ResourceKind;
 use crate::workloads::PodSpecAt;
+
+/// The whole-GPU resource, one MIG instance each under the single strategy.
+const GPU_RESOURCE: &str = "nvidia.com/gpu";
 
 /// The lint topology as a MIG node (any geometry of its GPUs), when its GPUs' model has
 /// a profile table: (description, node).
@@ -52,7 +55,7 @@ pub(crate) fn lint_mig(
     let pod_devices = summed(&app);
     let mut out = Vec::new();
     if !has(&pod_devices, ResourceKind::Mig) {
-        return out;
+        return lint_single(pod, &cs, &pod_devices, cluster, ctx.topology);
     }
     let req = MigRequest::from_resources(pod_devices.iter().map(|(n, c)| (n.as_str(), *c)));
     let mut nodes: Vec<(String, &NodeMig, bool)> = (cluster.mig_nodes.iter())
@@ -141,6 +144,77 @@ pub(crate) fn lint_mig(
         ));
     }
     out
+}
+
+/// A pod asking `nvidia.com/gpu` only, when the input's Nodes offer NVIDIA GPUs only
+/// through the device plugin's single MIG strategy: each `nvidia.com/gpu` is then one MIG
+/// instance of the node's profile. Pending forever when no such node has as many
+/// instances (and no Node, nor the lint topology, offers whole GPUs); otherwise an info
+/// naming the instances the pod gets.
+fn lint_single(
+    pod: &PodSpecAt,
+    cs: &[Container<'_>],
+    pod_devices: &[(String, u64)],
+    cluster: &Cluster,
+    topo: &Topology,
+) -> Vec<RawFinding> {
+    let req = MigRequest::from_resources(pod_devices.iter().map(|(n, c)| (n.as_str(), *c)));
+    let singles: Vec<(&String, &NodeMig)> = (cluster.mig_nodes.iter())
+        .filter_map(|(name, n)| n.as_ref().ok().map(|n| (name, n)))
+        .filter(|(_, n)| n.strategy == Some(Strategy::Single))
+        .collect();
+    let whole_gpus_elsewhere = !cluster.plain_gpu_nodes.is_empty()
+        || (topo.gpus.iter())
+            .filter(|g| g.vendor == GpuVendor::Nvidia)
+            .count() as u64
+            >= req.gpus;
+    if req.gpus == 0 || singles.is_empty() || whole_gpus_elsewhere {
+        return Vec::new();
+    }
+    let path = cs
+        .iter()
+        .find(|c| !c.init && (c.resources.devices().iter()).any(|(n, _)| n == GPU_RESOURCE))
+        .map(|c| format!("{}.resources.limits", c.path))
+        .unwrap_or_else(|| pod.path.clone());
+    let mut fit = Vec::new();
+    let mut never = Vec::new();
+    for (name, node) in &singles {
+        let profile = node.single_profile.as_deref().unwrap_or("unknown profile");
+        match node.fits_now(&req) {
+            Ok(()) => fit.push(format!("node {name} ({profile})")),
+            Err(_) => never.push(format!(
+                "node {name}: single strategy with {}",
+                node.offer()
+            )),
+        }
+    }
+    let (severity, rule, message) = if fit.is_empty() {
+        (
+            Severity::Error,
+            "mig-pending-forever",
+            format!(
+                "no node can ever hold this pod's {} × {GPU_RESOURCE}: every GPU node of the input is in the MIG single strategy, where each {GPU_RESOURCE} is one MIG instance of the node's profile, and none has {} instances; it stays Pending for good; {}",
+                req.gpus,
+                req.gpus,
+                never.join("; ")
+            ),
+        )
+    } else {
+        (
+            Severity::Info,
+            "mig-single-strategy",
+            format!(
+                "each {GPU_RESOURCE} of this pod is one MIG instance, not a whole GPU: the input's GPU nodes use the MIG single strategy ({})",
+                fit.join(", ")
+            ),
+        )
+    };
+    vec![RawFinding {
+        path,
+        severity,
+        rule,
+        message,
+    }]
 }
 
 /// A Node's MIG labels that cannot be read: an error naming the label.

@@ -1,6 +1,7 @@
 //! Where each supported kind keeps its pod template, read into the k8s-openapi types
 //! (`Pod`, `Deployment`, `StatefulSet`, `DaemonSet`, `ReplicaSet`, `Job`, `CronJob`, ...),
-//! and the cluster objects some rules read (`Node`, `ResourceSlice`).
+//! and the cluster objects some rules read (`Node`, `ResourceSlice`,
+//! `NodeResourceTopology`).
 
 use std::collections::BTreeMap;
 
@@ -43,7 +44,9 @@ pub(crate) enum Workload {
     },
     /// A Node (`kubectl get nodes -o yaml`): what its device plugins advertise.
     Node(Box<Node>),
-    /// A ResourceSlice: read for the whole input (which nodes run topoalign's driver), no
+    /// A ResourceSlice or NodeResourceTopology: read for the whole input (a
+    /// NodeResourceTopology for its MIG resources), no findings of its own. A ResourceSlice:
+    /// read for the whole input (which nodes run topoalign's driver), no
     /// rules of its own.
     Slice,
     /// A kind this linter does not check.
@@ -120,7 +123,7 @@ pub(crate) fn workload_of(kind: &str, doc: &Value) -> Read {
         "MPIJob" | "PyTorchJob" | "TFJob" => training_job(kind, doc),
         "ResourceClaimTemplate" | "ResourceClaim" => claim(kind, doc),
         "Node" => typed(doc, |n: Node| Workload::Node(Box::new(n))),
-        "ResourceSlice" => (Workload::Slice, Vec::new()),
+        "ResourceSlice" | "NodeResourceTopology" => (Workload::Slice, Vec::new()),
         _ => (Workload::Unknown, Vec::new()),
     };
     Read { workload, problems }

@@ -48,7 +48,9 @@ mod exhaustive;
 mod read_state_tests;
 
 pub use clique::{NodeClique, node_clique};
-pub use device_plugin::{DevicePluginError, Ever, MigRequest, NodeMig, profile_of_resource};
+pub use device_plugin::{
+    DevicePluginError, Ever, MigRequest, NodeMig, Strategy, profile_of_resource,
+};
 pub use export::{mig_parted, node_groups, nvidia_smi_commands, ranges};
 pub use geometry::{GeometryError, Placement, validate, validate_shapes};
 pub use mix::{Mix, MixError, ProfileCounts, parse_mix};

@@ -90,7 +90,7 @@ mod tests {
         let e = lookup("nope").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown profile `nope`; built-in profiles: mi300x-8, gb300-4, dgx-h100, pcie-2socket"
+            "unknown profile `nope`; built-in profiles: mi300x-8, gb300-4, dgx-h100, pcie-2socket, dgx-h100-mig, dgx-a100-mig"
         );
         assert_eq!(lookup("gb300-4").unwrap().gpus.len(), 4);
     }

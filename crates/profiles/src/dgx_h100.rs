@@ -12,6 +12,8 @@ use topoalign_topology::{
     CpuSet, FabricKind, Gpu, GpuVendor, LinkLayer, ModelError, PciKind, Topology, TopologyBuilder,
 };
 
+use crate::MigGeometry;
+
 use super::parts::{
     GEN5_X16, all_to_all, bdf0, mellanox_fn, modeled_uuid, rdma_nic, switch_under_own_root,
 };
@@ -28,8 +30,41 @@ const PAIRS: [(u8, u8, u32); 8] = [
     (0xdf, 0xdc, 11),
 ];
 
-pub(crate) fn build() -> Result<Topology, ModelError> {
-    let mut b = TopologyBuilder::new("dgx-h100");
+/// The MIG geometry of `dgx-h100-mig`: a mixed geometry on GPUs 0–3 (GPU 0 as seven
+/// `1g.10gb`, GPU 1 as `4g.40gb` + `3g.40gb`, GPU 2 as `3g.40gb` + `2g.20gb` + `1g.10gb`,
+/// GPU 3 as two `1g.20gb`, a `2g.20gb` and a `1g.10gb`); GPUs 4–7 whole.
+pub(crate) const MIG: MigGeometry = MigGeometry {
+    model: "h100-80gb",
+    gpus: &[
+        (
+            0,
+            &[
+                ("1g.10gb", 0),
+                ("1g.10gb", 1),
+                ("1g.10gb", 2),
+                ("1g.10gb", 3),
+                ("1g.10gb", 4),
+                ("1g.10gb", 5),
+                ("1g.10gb", 6),
+            ],
+        ),
+        (1, &[("4g.40gb", 0), ("3g.40gb", 4)]),
+        (2, &[("3g.40gb", 0), ("2g.20gb", 4), ("1g.10gb", 6)]),
+        (
+            3,
+            &[
+                ("1g.20gb", 0),
+                ("1g.20gb", 2),
+                ("2g.20gb", 4),
+                ("1g.10gb", 6),
+            ],
+        ),
+    ],
+};
+
+/// The machine, named `name` (`dgx-h100`, or `dgx-h100-mig` with [`MIG`]).
+pub(crate) fn build(name: &str) -> Result<Topology, ModelError> {
+    let mut b = TopologyBuilder::new(name);
     let mem = 1_056_768_000;
     b.numa_node(
         0,

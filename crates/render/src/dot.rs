@@ -7,12 +7,14 @@ use std::fmt::Write;
 
 use topoalign_topology::Topology;
 
+use crate::mig::{MigOverlay, short_label, tooltip};
 use crate::scene::{FABRIC_COLOR, best_nics, class_color, fabric_groups};
 use crate::svg::layout::{self, Boxed, Item};
 use crate::text::{dot_escape, kib, mib};
 
-/// Renders the DOT text.
-pub(crate) fn render(topo: &Topology) -> String {
+/// Renders the DOT text; a MIG-enabled GPU becomes a cluster holding the GPU node and
+/// one node per instance.
+pub(crate) fn render(topo: &Topology, mig: &MigOverlay) -> String {
     let c = topo.classifier();
     let mut out = String::new();
     let _ = writeln!(out, "graph \"{}\" {{", dot_escape(&topo.name));
@@ -25,8 +27,8 @@ pub(crate) fn render(topo: &Topology) -> String {
         "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", fontsize=10];\n",
     );
     out.push_str("  edge [fontname=\"Helvetica\", fontsize=9];\n");
-    for b in layout::machine(topo, &c) {
-        cluster(&mut out, topo, &b, 1);
+    for b in layout::machine(topo, &c, mig) {
+        cluster(&mut out, topo, &b, 1, mig);
     }
     for (k, g) in fabric_groups(topo).iter().enumerate() {
         if g.all_to_all() {
@@ -66,7 +68,7 @@ pub(crate) fn render(topo: &Topology) -> String {
     out
 }
 
-fn cluster(out: &mut String, topo: &Topology, b: &Boxed, depth: usize) {
+fn cluster(out: &mut String, topo: &Topology, b: &Boxed, depth: usize, mig: &MigOverlay) {
     let pad = "  ".repeat(depth);
     let open = |out: &mut String, id: &str, label: &str, style: &str| {
         let _ = writeln!(out, "{pad}subgraph \"cluster_{}\" {{", dot_escape(id));
@@ -75,7 +77,7 @@ fn cluster(out: &mut String, topo: &Topology, b: &Boxed, depth: usize) {
     match &b.item {
         Item::Group => {
             for c in &b.children {
-                cluster(out, topo, c, depth);
+                cluster(out, topo, c, depth, mig);
             }
             return;
         }
@@ -140,11 +142,35 @@ fn cluster(out: &mut String, topo: &Topology, b: &Boxed, depth: usize) {
                 label.push_str(&format!(" {}", mib(m)));
             }
             label.push_str(&format!("\n{}", topo.gpu_bdf(*g)));
+            let instances = mig.of_gpu(*g);
+            if let Some(m) = instances {
+                open(
+                    out,
+                    &format!("gpu{g}_mig"),
+                    &format!("GPU{g} MIG ({})", m.model),
+                    "style=filled; fillcolor=\"#f4f7fc\"; color=\"#2f5597\";",
+                );
+            }
             let _ = writeln!(
                 out,
                 "{pad}\"gpu{g}\" [label=\"{}\", fillcolor=\"#e4ecf9\", color=\"#2f5597\"];",
                 dot_escape(&label)
             );
+            if let Some(m) = instances {
+                for (k, i) in m.by_start().into_iter().enumerate() {
+                    let mut label = short_label(i);
+                    if let (Some(gi), Some(ci)) = (i.gi, i.ci) {
+                        label.push_str(&format!("\nGI {gi} CI {ci}"));
+                    }
+                    let _ = writeln!(
+                        out,
+                        "{pad}  \"gpu{g}_mig{k}\" [label=\"{}\", tooltip=\"{}\", fillcolor=\"#b9cdee\", color=\"#2f5597\"];",
+                        dot_escape(&label),
+                        dot_escape(&tooltip(*g, i))
+                    );
+                }
+                let _ = writeln!(out, "{pad}}}");
+            }
             return;
         }
         Item::Nic { nic, vfs } => {
@@ -178,7 +204,7 @@ fn cluster(out: &mut String, topo: &Topology, b: &Boxed, depth: usize) {
         }
     }
     for c in &b.children {
-        cluster(out, topo, c, depth + 1);
+        cluster(out, topo, c, depth + 1, mig);
     }
     let _ = writeln!(out, "{pad}}}");
 }
@@ -212,7 +238,7 @@ mod tests {
     fn every_profile_gives_balanced_dot_with_every_device() {
         for name in profiles::NAMES {
             let t = profiles::get(name).unwrap();
-            let dot = render(&t);
+            let dot = render(&t, &MigOverlay::default());
             assert!(balanced(&dot), "{name}");
             assert!(dot.starts_with(&format!("graph \"{name}\" {{")));
             for i in 0..t.gpus.len() {
@@ -231,7 +257,7 @@ mod tests {
 
     #[test]
     fn dgx_fabric_is_a_hub_and_closest_nics_are_pix() {
-        let dot = render(&profiles::get("dgx-h100").unwrap());
+        let dot = render(&profiles::get("dgx-h100").unwrap(), &MigOverlay::default());
         assert_eq!(dot.matches("-- \"fabric0\"").count(), 8);
         assert!(dot.contains("NV18 all-to-all among GPU0-7"));
         assert!(dot.contains(&format!(
@@ -244,8 +270,26 @@ mod tests {
     fn quotes_in_names_are_escaped() {
         let mut t = profiles::get("gb300-4").unwrap();
         t.name = "a\"b\\c".to_string();
-        let dot = render(&t);
+        let dot = render(&t, &MigOverlay::default());
         assert!(dot.starts_with("graph \"a\\\"b\\\\c\" {"));
         assert!(balanced(&dot));
+    }
+
+    #[test]
+    fn a_mig_gpu_is_a_cluster_holding_its_instances() {
+        let t = profiles::get("dgx-a100-mig").unwrap();
+        let mig = crate::mig::tests::a100_overlay();
+        let dot = render(&t, &mig);
+        assert!(balanced(&dot), "{dot}");
+        let at = dot.find("cluster_gpu1_mig").unwrap();
+        let inner = &dot[at..];
+        let gpu = inner.find("\"gpu1\" [").unwrap();
+        let inst = inner
+            .find("\"gpu1_mig1\" [label=\"3g.20gb @4\\nGI 2 CI 0\"")
+            .unwrap();
+        let close = inner.find("\n    }").unwrap();
+        assert!(gpu < inst && inst < close, "{inner}");
+        assert!(!dot.contains("cluster_gpu2_mig"));
+        assert_eq!(dot.matches("_mig").count(), 2 + 4);
     }
 }

@@ -29,9 +29,18 @@ pub enum DrawFormat {
 impl DrawFormat {
     /// The machine drawn in this format.
     pub fn render(self, topo: &topoalign_topology::Topology) -> String {
+        self.render_with_mig(topo, &crate::MigOverlay::default())
+    }
+
+    /// The machine drawn in this format, MIG instances inside their GPU's box.
+    pub fn render_with_mig(
+        self,
+        topo: &topoalign_topology::Topology,
+        mig: &crate::MigOverlay,
+    ) -> String {
         match self {
-            DrawFormat::Svg => crate::svg::render(topo),
-            DrawFormat::Dot => crate::dot::render(topo),
+            DrawFormat::Svg => crate::svg::render_with_mig(topo, mig),
+            DrawFormat::Dot => crate::dot::render(topo, mig),
         }
     }
 }

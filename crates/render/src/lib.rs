@@ -9,6 +9,8 @@
 //!   GPUs, NICs, the NVLink/xGMI fabric and each GPU's best NIC coloured by pair class).
 //! - [`format`]: the output formats (`-o table|json|yaml`, `svg|dot`).
 //! - `chart`: generic stacked horizontal bar and line charts as SVG.
+//! - `mig`: MIG instances laid over a topology ([`MigOverlay`]), shown under their parent
+//!   GPU by the summary, the matrix and the drawings.
 //!
 //! Everything here is pure: functions take a model and return a `String`.
 
@@ -16,6 +18,7 @@ mod chart;
 mod dot;
 mod format;
 mod matrix;
+mod mig;
 mod scene;
 mod summary;
 mod svg;
@@ -23,7 +26,8 @@ mod table;
 mod text;
 pub use chart::{lines, stack, stacked_bars};
 pub use format::{DrawFormat, Format, MatrixFormat};
-pub use matrix::{MatrixStyle, render as render_matrix};
-pub use summary::render as render_summary;
-pub use svg::render as render_svg;
+pub use matrix::{MatrixStyle, render as render_matrix, render_with_mig as render_matrix_with_mig};
+pub use mig::{ClosestNic, MigGpuView, MigInstanceView, MigOverlay, MigRow};
+pub use summary::{render as render_summary, render_with_mig as render_summary_with_mig};
+pub use svg::{render as render_svg, render_with_mig as render_svg_with_mig};
 pub use table::{Table, terminal_width, wrap};

@@ -12,6 +12,8 @@
 use topoalign_topology::MatrixDeviceKind;
 use topoalign_topology::{PairClass, PairMatrix};
 
+use crate::mig::MigRow;
+
 /// How columns are separated.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum MatrixStyle {
@@ -72,6 +74,7 @@ struct Grid {
 
 /// One device row: its label, its cells, and the three trailing affinity fields (empty
 /// strings for NICs).
+#[derive(Clone)]
 struct Row {
     label: String,
     cells: Vec<String>,
@@ -139,12 +142,53 @@ fn cell_text(c: &PairClass) -> String {
 
 /// Renders the matrix, its legend and its NIC legend.
 pub fn render(m: &PairMatrix, style: MatrixStyle) -> String {
-    let g = grid(m);
+    render_with_mig(m, style, &[])
+}
+
+/// Renders the matrix with one row per MIG instance after the device rows (`MIG0`, …:
+/// its parent's cells and affinities, the parent's own column `X`, since an instance has
+/// its parent's PCIe path) and a `MIG Legend:` naming each instance. With no rows the
+/// text is [`render`]'s.
+pub fn render_with_mig(m: &PairMatrix, style: MatrixStyle, mig: &[MigRow]) -> String {
+    let mut g = grid(m);
+    for r in mig {
+        let Some(parent) = g.rows.get(r.parent) else {
+            continue;
+        };
+        let row = Row {
+            label: r.label.clone(),
+            ..parent.clone()
+        };
+        g.rows.push(row);
+    }
     let mut out = match style {
         MatrixStyle::Tabs => tabs(&g),
         MatrixStyle::Aligned => aligned(&g),
     };
     out.push_str(&legend(m));
+    if !mig.is_empty() {
+        out.push_str("\nMIG Legend:\n\n");
+        for r in mig {
+            let mut ids = Vec::new();
+            if let Some(gi) = r.gi {
+                ids.push(format!("GI {gi}"));
+            }
+            if let Some(ci) = r.ci {
+                ids.push(format!("CI {ci}"));
+            }
+            if let Some(u) = &r.uuid {
+                ids.push(u.clone());
+            }
+            let ids = match ids.is_empty() {
+                true => String::new(),
+                false => format!(" ({})", ids.join(", ")),
+            };
+            out.push_str(&format!(
+                "  {}: GPU{} {} @{}{ids}\n",
+                r.label, r.parent, r.profile, r.start
+            ));
+        }
+    }
     out
 }
 
@@ -393,5 +437,25 @@ mod tests {
             MatrixStyle::Tabs,
         );
         assert!(!text.contains('*'), "{text}");
+    }
+
+    #[test]
+    fn mig_rows_repeat_their_parents_row_and_get_a_legend() {
+        let t = topoalign_profiles::get("dgx-a100-mig").unwrap();
+        let m = PairMatrix::build(&t, topoalign_topology::MatrixOptions::default());
+        let rows = crate::mig::tests::a100_overlay().matrix_rows(&t, &m);
+        let text = render_with_mig(&m, MatrixStyle::Tabs, &rows);
+        let lines: Vec<&str> = text.lines().collect();
+        let gpu1 = lines.iter().find(|l| l.starts_with("GPU1\t")).unwrap();
+        let mig3 = lines.iter().find(|l| l.starts_with("MIG3\t")).unwrap();
+        assert_eq!(gpu1["GPU1".len()..], mig3["MIG3".len()..]);
+        assert!(
+            text.contains("\nMIG Legend:\n\n  MIG0: GPU0 1g.5gb @0 (GI 1, CI 0)\n"),
+            "{text}"
+        );
+        assert_eq!(
+            render_with_mig(&m, MatrixStyle::Aligned, &[]),
+            render(&m, MatrixStyle::Aligned)
+        );
     }
 }

@@ -7,6 +7,7 @@ use topoalign_topology::{
     Classifier, FabricStatus, Gpu, GpuVendor, LinkLayer, Nic, Sriov, Topology,
 };
 
+use crate::mig::{MigOverlay, instance_table};
 use crate::scene::{best_nics, fabric_groups, host_bridge_numa};
 use crate::table::Table;
 use crate::text::{kib, mib, truncate};
@@ -21,6 +22,12 @@ const SHARED_NODES: [&str; 4] = [
 
 /// Renders the summary.
 pub fn render(topo: &Topology) -> String {
+    render_with_mig(topo, &MigOverlay::default())
+}
+
+/// Renders the summary with a `MIG instances` section under the GPUs (none when `mig` is
+/// empty: then the text is [`render`]'s).
+pub fn render_with_mig(topo: &Topology, mig: &MigOverlay) -> String {
     let c = topo.classifier();
     let mut out = String::new();
     let vfs = topo.nics.iter().filter(|n| n.is_vf()).count();
@@ -39,6 +46,10 @@ pub fn render(topo: &Topology) -> String {
     let shared = shared_nodes(topo);
     if !shared.is_empty() {
         out.push_str(&format!("  shared by all GPUs: {}\n", shared.join(" ")));
+    }
+    if !mig.is_empty() {
+        section(&mut out, "MIG instances", &instance_table(topo, mig));
+        out.push_str("  an instance has its parent GPU's PCIe path, NUMA node and NIC classes (closest NIC: the parent's)\n");
     }
     section(&mut out, "NICs", &nic_table(topo, &c));
     if let Some(help) = unknown_fabric_help(topo) {

@@ -8,15 +8,23 @@ use anyhow::{Context, bail};
 use topoalign_discover::Source;
 use topoalign_render::DrawFormat;
 
+use crate::mig_view::{MigArgs, overlay};
 use crate::output::write_stdout;
 use crate::source::{TopologyArgs, load};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  topoalign draw --profile mi300x-8 -o svg --out m.svg\n  topoalign draw --profile dgx-a100-mig -o dot"
+)]
 pub(crate) struct Args {
     /// Where to read the topology (default: sysfs of this host, `/`).
     #[command(flatten)]
     pub topology: TopologyArgs,
+    /// MIG instances to draw inside their GPU's box (default: a built-in profile's own
+    /// geometry).
+    #[command(flatten)]
+    pub mig: MigArgs,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = DrawFormat::Svg)]
     pub format: DrawFormat,
@@ -29,7 +37,8 @@ pub(crate) struct Args {
 /// Runs the command.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let d = load(&args.topology, Source::host())?;
-    let text = args.format.render(&d.topology);
+    let mig = overlay(&args.mig, args.topology.profile.as_deref(), &d.topology)?;
+    let text = args.format.render_with_mig(&d.topology, &mig);
     match &args.out {
         Some(path) if path.is_dir() => bail!(
             "--out {}: is a directory, expected a file path",

@@ -4,19 +4,27 @@ use std::process::ExitCode;
 
 use topoalign_discover::Source;
 use topoalign_render::MatrixFormat;
-use topoalign_render::{MatrixStyle, render_matrix};
+use topoalign_render::{MatrixStyle, render_matrix_with_mig};
 use topoalign_topology::MatrixOptions;
 use topoalign_topology::PairMatrix;
 
-use crate::output::{print_structured, write_stdout};
+use crate::mig_view::{MigArgs, overlay};
+use crate::output::{print_structured_with_mig, write_stdout};
 use crate::source::{TopologyArgs, load};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  topoalign matrix --profile gb300-4\n  topoalign matrix --profile dgx-h100-mig --aligned"
+)]
 pub(crate) struct Args {
     /// Where to read the topology (default: sysfs of this host, `/`).
     #[command(flatten)]
     pub topology: TopologyArgs,
+    /// MIG instances to add as rows (`MIG0`, …: the parent GPU's classes; default: a
+    /// built-in profile's own geometry).
+    #[command(flatten)]
+    pub mig: MigArgs,
     /// Also list SR-IOV virtual functions as NIC columns.
     #[arg(long)]
     pub vfs: bool,
@@ -39,13 +47,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         include_non_rdma: args.all_nics,
     };
     let m = PairMatrix::build(&d.topology, opts);
+    let mig = overlay(&args.mig, args.topology.profile.as_deref(), &d.topology)?;
+    let rows = mig.matrix_rows(&d.topology, &m);
     let style = match args.aligned {
         true => MatrixStyle::Aligned,
         false => MatrixStyle::Tabs,
     };
     match args.format.structured() {
-        None => write_stdout(&render_matrix(&m, style))?,
-        Some(f) => print_structured(&m, f)?,
+        None => write_stdout(&render_matrix_with_mig(&m, style, &rows))?,
+        Some(f) => print_structured_with_mig(&m, &rows, f)?,
     }
     Ok(ExitCode::SUCCESS)
 }

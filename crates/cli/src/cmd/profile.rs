@@ -26,7 +26,7 @@ pub(crate) enum Action {
         #[arg(short = 'o', long, value_enum, default_value_t = Format::Table)]
         output: Format,
     },
-    /// Show one profile's topology.
+    /// Show one profile's topology (and its MIG instances, when it carries a geometry).
     Show {
         /// Profile name (see `topoalign profile list`).
         name: String,
@@ -55,7 +55,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Action::Show { name, output } => {
             let topo = lookup(&name)?;
-            print(&topo, output, || topoalign_render::render_summary(&topo))?;
+            let mig = crate::mig_view::overlay(&Default::default(), Some(&name), &topo)?;
+            match output {
+                Format::Table => crate::output::write_stdout(
+                    &topoalign_render::render_summary_with_mig(&topo, &mig),
+                )?,
+                f => crate::output::print_structured_with_mig(&topo, &mig.rows(&topo), f)?,
+            }
         }
         Action::Write { name, dir } => {
             let topo = lookup(&name)?;

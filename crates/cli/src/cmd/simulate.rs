@@ -33,10 +33,11 @@ pub(crate) struct Args {
 pub(crate) fn run(a: Args) -> anyhow::Result<ExitCode> {
     with_errors(a.output, || {
         if let Some(spec) = a.sim.mig_spec() {
-            if a.svg.is_some() {
-                anyhow::bail!("--svg: no chart for --mig yet; expected --mig without --svg");
-            }
             let report = simulate_mig(&spec?)?;
+            if let Some(path) = &a.svg {
+                topoalign_atomic::write(path, report.svg().as_bytes())
+                    .map_err(|e| anyhow::anyhow!("writing the SVG chart: {e}"))?;
+            }
             print(&report, a.output, || report.table())?;
             return Ok(ExitCode::SUCCESS);
         }

@@ -12,7 +12,14 @@ use std::time::{Duration, Instant};
 use crate::common::{json, run_args, stdout_of, write_file};
 use serde_json::Value;
 
-const PROFILES: [&str; 4] = ["mi300x-8", "gb300-4", "dgx-h100", "pcie-2socket"];
+const PROFILES: [&str; 6] = [
+    "mi300x-8",
+    "gb300-4",
+    "dgx-h100",
+    "pcie-2socket",
+    "dgx-h100-mig",
+    "dgx-a100-mig",
+];
 
 fn dry(profile: &str, node: &str, format: &str) -> String {
     stdout_of(&[

@@ -18,6 +18,7 @@ mod kubelet_config;
 mod lint;
 mod matrix;
 mod mig;
+mod mig_view;
 mod plan;
 mod profile;
 mod simulate;

@@ -7,12 +7,13 @@ use topoalign_topology::Topology;
 #[test]
 fn list_names_every_profile() {
     let table = stdout_of(&["profile", "list"]);
-    for name in ["mi300x-8", "gb300-4", "dgx-h100", "pcie-2socket"] {
+    for name in topoalign_profiles::NAMES {
         assert!(table.contains(name), "{table}");
     }
+    assert!(table.contains("dgx-a100-mig") && table.contains("MIG on GPUs 0-3"));
     let list = json(&stdout_of(&["profile", "list", "-o", "json"]));
     let rows = list.as_array().unwrap();
-    assert_eq!(rows.len(), 4);
+    assert_eq!(rows.len(), topoalign_profiles::NAMES.len());
     assert_eq!(rows[0]["name"], "mi300x-8");
     assert_eq!(rows[0]["gpus"], 8);
 }
@@ -31,7 +32,13 @@ fn show_prints_the_topology() {
 
 #[test]
 fn write_then_discover_matches_show_for_every_profile() {
-    for name in ["mi300x-8", "gb300-4", "dgx-h100", "pcie-2socket"] {
+    for name in [
+        "mi300x-8",
+        "gb300-4",
+        "dgx-h100",
+        "pcie-2socket",
+        "dgx-a100-mig",
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join(name);
         let root_s = root.to_str().unwrap();
@@ -79,8 +86,7 @@ fn bad_requests_exit_2_with_a_reason() {
 /// names it (issue 10).
 #[test]
 fn an_unknown_profile_reads_the_same_in_every_command() {
-    let message =
-        "unknown profile `nope`; built-in profiles: mi300x-8, gb300-4, dgx-h100, pcie-2socket\n";
+    let message = "unknown profile `nope`; built-in profiles: mi300x-8, gb300-4, dgx-h100, pcie-2socket, dgx-h100-mig, dgx-a100-mig\n";
     for args in [
         &["demo", "--profile", "nope"][..],
         &["profile", "show", "nope"],

@@ -189,10 +189,32 @@ fn mig_compares_stock_and_topoalign() {
         (vec!["--mig", "--load", "0"], "invalid --load"),
         (vec!["--mig", "--gangs", "2"], "--gangs"),
         (vec!["--gpus", "2"], "--mig"),
-        (vec!["--mig", "--svg", "x.svg"], "--svg"),
     ] {
         let out = run(subcommand("simulate").args(&bad));
         assert_eq!(out.code, 2, "{bad:?}: {}", out.stderr);
         assert!(out.stderr.contains(want), "{bad:?}: {}", out.stderr);
     }
+    // --svg: one chart of the same run, the table unchanged beside it.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mig.svg");
+    let with_svg = stdout_of(&[&args[..], &["--svg", path.to_str().unwrap()]].concat());
+    assert_eq!(with_svg, table);
+    let svg = std::fs::read_to_string(&path).unwrap();
+    assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"), "{svg}");
+    assert!(svg.contains("topoalign simulate --mig: 6 nodes x 4 GPUs h100-80gb"));
+    let stock = &policies[0];
+    let placed = format!(
+        "data-row=\"stock\" data-segment=\"placed\" data-value=\"{}\"",
+        stock["placed"]
+    );
+    assert!(svg.contains(&placed), "{placed} not in the chart");
+    let out = run(subcommand("simulate")
+        .args(&args[1..])
+        .args(["--svg", dir.path().to_str().unwrap()]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("writing the SVG chart"),
+        "{}",
+        out.stderr
+    );
 }

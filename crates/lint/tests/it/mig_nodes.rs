@@ -175,3 +175,93 @@ fn without_mig_nodes_several_slices_keep_the_general_warning() {
         [("Pod/p", "mig-multi", Severity::Warning)]
     );
 }
+
+/// A single-strategy A100-40GB node of `gpus` GPUs as GFD labels it: the product carries
+/// `-MIG-<profile>`, allocatable `nvidia.com/gpu` counts instances.
+fn single_node(name: &str, profile: &str, instances: u32) -> String {
+    format!(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels:\n    nvidia.com/mig.strategy: single\n    nvidia.com/mig.capable: \"true\"\n    nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB-MIG-{profile}\n    nvidia.com/gpu.count: \"{instances}\"\nstatus:\n  allocatable:\n    nvidia.com/gpu: \"{instances}\"\n"
+    )
+}
+
+#[test]
+fn under_the_single_strategy_a_gpu_count_is_a_count_of_instances() {
+    // Two nodes of 7 × 1g.5gb: 8 × nvidia.com/gpu fits neither, ever.
+    let nodes = [single_node("a", "1g.5gb", 7), single_node("b", "1g.5gb", 7)];
+    let text = [
+        nodes[0].clone(),
+        nodes[1].clone(),
+        pod("eight", "        nvidia.com/gpu: 8\n"),
+        pod("four", "        nvidia.com/gpu: 4\n"),
+    ]
+    .join("---\n");
+    let f = lint(&text, &amd());
+    assert_eq!(
+        mig_findings(&f),
+        [
+            ("Pod/eight", "mig-pending-forever", Severity::Error),
+            ("Pod/four", "mig-single-strategy", Severity::Info),
+        ]
+    );
+    let m = &f
+        .iter()
+        .find(|x| x.rule == "mig-pending-forever")
+        .unwrap()
+        .message;
+    assert!(
+        m.contains("8 × nvidia.com/gpu") && m.contains("node a: single strategy with 7 × 1g.5gb"),
+        "{m}"
+    );
+    let m = &f
+        .iter()
+        .find(|x| x.rule == "mig-single-strategy")
+        .unwrap()
+        .message;
+    assert!(m.contains("node a (1g.5gb), node b (1g.5gb)"), "{m}");
+
+    // A node with whole GPUs, or a lint topology with 8 NVIDIA GPUs, can hold it.
+    let plain = "apiVersion: v1\nkind: Node\nmetadata:\n  name: g\nstatus:\n  allocatable:\n    nvidia.com/gpu: \"8\"\n";
+    let with_plain = format!("{text}---\n{plain}");
+    assert!(mig_findings(&lint(&with_plain, &amd())).is_empty());
+    let dgx = topoalign_profiles::get("dgx-a100-mig").unwrap();
+    assert!(mig_findings(&lint(&text, &dgx)).is_empty());
+}
+
+#[test]
+fn a_node_resource_topology_naming_mig_resources_is_a_mig_source() {
+    // Only the NRT shows node n's MIG devices; the Node's labels name the model.
+    let nrt = "apiVersion: topology.node.k8s.io/v1alpha2\nkind: NodeResourceTopology\nmetadata:\n  name: gpu-n\nzones:\n- name: node-0\n  type: Node\n  resources:\n  - {name: nvidia.com/mig-4g.40gb, capacity: \"1\", allocatable: \"1\", available: \"1\"}\n- name: node-1\n  type: Node\n  resources:\n  - {name: nvidia.com/mig-4g.40gb, capacity: \"1\", allocatable: \"1\", available: \"0\"}\n";
+    let node = "apiVersion: v1\nkind: Node\nmetadata:\n  name: gpu-n\n  labels:\n    nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3\n    nvidia.com/gpu.count: \"2\"\n";
+    let three = pod("three", "        nvidia.com/mig-4g.40gb: 3\n");
+    let two = pod("two", "        nvidia.com/mig-4g.40gb: 2\n");
+    // NRT first or Node first: the same judgement.
+    for order in [[nrt, node], [node, nrt]] {
+        let text = [order[0], order[1], &three, &two].join("---\n");
+        let f = lint(&text, &amd());
+        assert_eq!(
+            mig_findings(&f),
+            [("Pod/three", "mig-pending-forever", Severity::Error)],
+            "{f:?}"
+        );
+        let m = &f
+            .iter()
+            .find(|x| x.rule == "mig-pending-forever")
+            .unwrap()
+            .message;
+        assert!(
+            m.contains("node gpu-n: no geometry of 2 × h100-80gb"),
+            "{m}"
+        );
+    }
+    // A profile the NRT names but the model lacks.
+    let bad = nrt.replace("4g.40gb", "4g.20gb");
+    let text = [&bad, node, &pod("x", "        nvidia.com/mig-1g.10gb: 1\n")].join("---\n");
+    let f = lint(&text, &amd());
+    assert!(
+        f.iter().any(|x| x.rule == "mig-node-labels"
+            && x.message
+                .contains("NodeResourceTopology gpu-n resource nvidia.com/mig-4g.20gb")
+            && x.message.contains("4g.40gb")),
+        "{f:?}"
+    );
+}

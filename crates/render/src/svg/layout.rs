@@ -8,12 +8,15 @@ use std::collections::HashMap;
 
 use topoalign_topology::{Classifier, PciKind, Topology};
 
+use crate::mig::MigOverlay;
 use crate::scene::{PciTree, best_nics, host_bridge_numa};
 
 /// Size of a GPU or NIC box.
 pub(crate) const LEAF_W: f64 = 172.0;
 /// Height of a GPU or NIC box.
 pub(crate) const LEAF_H: f64 = 66.0;
+/// Extra height of a GPU box holding MIG instances (the strip of its 8 memory slices).
+pub(crate) const MIG_STRIP_H: f64 = 28.0;
 /// Height of a box for any other endpoint.
 pub(crate) const OTHER_H: f64 = 40.0;
 /// Inner padding of a container.
@@ -141,7 +144,7 @@ impl Boxed {
 
 /// Builds the NUMA node boxes of a topology, laid out side by side from (0, 0). Every
 /// position is relative to the parent box: call [`Boxed::absolute`] once on each.
-pub(crate) fn machine(topo: &Topology, c: &Classifier<'_>) -> Vec<Boxed> {
+pub(crate) fn machine(topo: &Topology, c: &Classifier<'_>, mig: &MigOverlay) -> Vec<Boxed> {
     let tree = PciTree::new(topo);
     let gpu_at: HashMap<usize, usize> = topo
         .gpus
@@ -160,6 +163,7 @@ pub(crate) fn machine(topo: &Topology, c: &Classifier<'_>) -> Vec<Boxed> {
         tree: &tree,
         gpu_at,
         nic_at,
+        mig,
     };
     let hb_numa = host_bridge_numa(topo, c);
     let mut numa_ids: Vec<Option<u32>> = topo.numa.iter().map(|n| Some(n.id)).collect();
@@ -242,6 +246,7 @@ struct Ctx<'a> {
     tree: &'a PciTree,
     gpu_at: HashMap<usize, usize>,
     nic_at: HashMap<usize, usize>,
+    mig: &'a MigOverlay,
 }
 
 impl Ctx<'_> {
@@ -258,7 +263,11 @@ impl Ctx<'_> {
         match d.kind {
             PciKind::Endpoint => {
                 if let Some(&g) = self.gpu_at.get(&p) {
-                    return vec![Boxed::leaf(Item::Gpu(g), LEAF_H)];
+                    let h = match self.mig.of_gpu(g) {
+                        Some(_) => LEAF_H + MIG_STRIP_H,
+                        None => LEAF_H,
+                    };
+                    return vec![Boxed::leaf(Item::Gpu(g), h)];
                 }
                 if let Some(&n) = self.nic_at.get(&p) {
                     if self.topo.nics[n].is_vf() {
@@ -340,7 +349,7 @@ mod tests {
         for name in profiles::NAMES {
             let t = profiles::get(name).unwrap();
             let c = t.classifier();
-            let mut numa = machine(&t, &c);
+            let mut numa = machine(&t, &c, &MigOverlay::default());
             for b in &mut numa {
                 b.absolute(0.0, 0.0);
             }
@@ -372,7 +381,7 @@ mod tests {
     fn mi300x_gpu_and_nic_share_a_switch_box() {
         let t = profiles::get("mi300x-8").unwrap();
         let c = t.classifier();
-        let numa = machine(&t, &c);
+        let numa = machine(&t, &c, &MigOverlay::default());
         let mut switches = 0;
         for n in &numa {
             n.walk(&mut |b, _| {

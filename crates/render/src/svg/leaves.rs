@@ -4,14 +4,26 @@
 use topoalign_topology::{LinkLayer, Topology};
 
 use super::elements::{Anchor, Svg, attr};
-use super::layout::{Boxed, Item};
+use super::layout::{Boxed, Item, MIG_STRIP_H};
+use crate::mig::{MigGpuView, MigOverlay, short_label, tooltip};
 use crate::scene::FABRIC_COLOR;
 use crate::text::{mib, truncate};
 
 /// Draws `b` when it is a device box; containers are drawn elsewhere.
-pub(super) fn leaf(svg: &mut Svg, topo: &Topology, b: &Boxed, fabric_tags: &[Option<String>]) {
+pub(super) fn leaf(
+    svg: &mut Svg,
+    topo: &Topology,
+    b: &Boxed,
+    fabric_tags: &[Option<String>],
+    mig: &MigOverlay,
+) {
     match &b.item {
-        Item::Gpu(g) => gpu(svg, topo, b, *g, fabric_tags.get(*g).cloned().flatten()),
+        Item::Gpu(g) => {
+            gpu(svg, topo, b, *g, fabric_tags.get(*g).cloned().flatten());
+            if let Some(m) = mig.of_gpu(*g) {
+                mig_strip(svg, b, m);
+            }
+        }
         Item::Nic { nic, vfs } => nic_box(svg, topo, b, *nic, vfs),
         Item::Other(p) => {
             let Some(d) = topo.pci.get(*p) else { return };
@@ -144,6 +156,52 @@ fn gpu(svg: &mut Svg, topo: &Topology, b: &Boxed, g: usize, tag: Option<String>)
     card_lines(svg, b, &detail, &bdf);
     svg.close_group();
 }
+
+/// The MIG instances of a GPU as a strip of its 8 memory slices under the address line:
+/// one box per instance across the slices it takes, each with its own tooltip.
+fn mig_strip(svg: &mut Svg, b: &Boxed, m: &MigGpuView) {
+    let slices = MEMORY_SLICES;
+    let (x0, y0) = (b.x + 9.0, b.y + 64.0);
+    let sw = (b.w - 18.0) / slices;
+    let h = MIG_STRIP_H - 8.0;
+    svg.open_group("mig", &attr("data-gpu", &m.gpu.to_string()));
+    svg.rect(x0, y0, sw * slices, h, 2.0, "#f4f7fc", "#9fb3d6", "");
+    for i in m.by_start() {
+        svg.open_group("mig-instance", &attr("data-profile", &i.profile));
+        svg.title(&tooltip(m.gpu, i));
+        let x = x0 + sw * f64::from(i.start);
+        let w = sw * f64::from(i.size.max(1));
+        svg.rect(
+            x + 1.0,
+            y0 + 1.0,
+            w - 2.0,
+            h - 2.0,
+            2.0,
+            "#b9cdee",
+            "#2f5597",
+            "",
+        );
+        let label = match i.size {
+            0 | 1 => i.profile.split('.').next().unwrap_or("").to_string(),
+            _ => short_label(i),
+        };
+        let room = ((w - 4.0) / 5.2).floor().max(1.0) as usize;
+        svg.text(
+            x + w / 2.0,
+            y0 + h / 2.0 + 3.5,
+            9.0,
+            "normal",
+            "#1d3a6e",
+            Anchor::Middle,
+            &truncate(&label, room),
+        );
+        svg.close_group();
+    }
+    svg.close_group();
+}
+
+/// Memory slices of a MIG-capable GPU (REFERENCE §11).
+const MEMORY_SLICES: f64 = 8.0;
 
 fn nic_box(svg: &mut Svg, topo: &Topology, b: &Boxed, n: usize, vfs: &[usize]) {
     let Some(nic) = topo.nics.get(n) else { return };

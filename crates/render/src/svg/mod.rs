@@ -15,6 +15,7 @@ mod leaves;
 
 use topoalign_topology::{PcieClass, Topology};
 
+use crate::mig::MigOverlay;
 use crate::scene::{FABRIC_COLOR, FabricGroup, best_nics, class_color, fabric_groups};
 use crate::text::{index_ranges, kib};
 use elements::{Anchor, Svg, attr};
@@ -72,8 +73,14 @@ impl Rect {
 
 /// Renders the machine drawing.
 pub fn render(topo: &Topology) -> String {
+    render_with_mig(topo, &MigOverlay::default())
+}
+
+/// Renders the machine drawing with each MIG-enabled GPU's instances drawn inside its box
+/// (a strip of its 8 memory slices; with no instances the drawing is [`render`]'s).
+pub fn render_with_mig(topo: &Topology, mig: &MigOverlay) -> String {
     let c = topo.classifier();
-    let mut numa = layout::machine(topo, &c);
+    let mut numa = layout::machine(topo, &c, mig);
     for b in &mut numa {
         b.absolute(MARGIN, MARGIN + TITLE_H);
     }
@@ -169,7 +176,7 @@ pub fn render(topo: &Topology) -> String {
     }
     let fabric_tags = fabric_tags(topo, &groups);
     for n in &numa {
-        n.walk(&mut |b, _| leaves::leaf(&mut svg, topo, b, &fabric_tags));
+        n.walk(&mut |b, _| leaves::leaf(&mut svg, topo, b, &fabric_tags, mig));
     }
     for (x, y, class) in labels {
         class_pill(&mut svg, x, y, class);

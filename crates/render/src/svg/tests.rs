@@ -114,3 +114,46 @@ fn hostile_names_are_escaped() {
     assert!(text.contains("<script>&\"x\""));
     assert!(text.contains("r&d<1>"));
 }
+
+#[test]
+fn mig_instances_sit_inside_their_gpu_box_with_the_same_drawing_otherwise() {
+    let t = profiles::get("dgx-a100-mig").unwrap();
+    let mig = crate::mig::tests::a100_overlay();
+    let doc = super::render_with_mig(&t, &mig);
+    let xml = parse(&doc);
+    let instances: Vec<_> = xml
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("mig-instance"))
+        .collect();
+    assert_eq!(instances.len(), 4);
+    let tip: String = instances[3]
+        .descendants()
+        .filter(|n| n.has_tag_name("title"))
+        .filter_map(|n| n.text())
+        .collect();
+    assert!(tip.contains("GPU1 MIG 3g.20gb at memory slice 4"), "{tip}");
+    // Each strip lies inside its GPU's card.
+    let rect_of = |n: roxmltree::Node<'_, '_>| -> (f64, f64, f64, f64) {
+        let r = n.descendants().find(|d| d.has_tag_name("rect")).unwrap();
+        let f = |a: &str| r.attribute(a).unwrap().parse::<f64>().unwrap();
+        (f("x"), f("y"), f("width"), f("height"))
+    };
+    for strip in xml
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("mig"))
+    {
+        let g = strip.attribute("data-gpu").unwrap();
+        let card = xml
+            .descendants()
+            .find(|n| n.attribute("class") == Some("gpu") && n.attribute("data-index") == Some(g))
+            .unwrap();
+        let (cx, cy, cw, ch) = rect_of(card);
+        let (sx, sy, sw, sh) = rect_of(strip);
+        assert!(sx >= cx && sy >= cy && sx + sw <= cx + cw && sy + sh <= cy + ch);
+    }
+    // Without instances the drawing is the plain one.
+    assert_eq!(
+        super::render_with_mig(&t, &crate::MigOverlay::default()),
+        render(&t)
+    );
+}
