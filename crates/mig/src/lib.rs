@@ -18,6 +18,8 @@
 //! - `read_state`: a host's MIG state from saved `nvidia-smi` output (`read_list`,
 //!   `read_lgi`, `read_lci`, `read_lgipp`; errors in `read_table`).
 //! - `synth`: a MIG state without hardware, from placements or a plan.
+//! - `order`: topoalign's dynamic-MIG device order ([`packing_starts`]), shared by the
+//!   DRA driver and `simulate --mig`.
 
 mod capacity;
 mod configs;
@@ -26,6 +28,7 @@ mod export;
 mod geometry;
 mod mix;
 mod model;
+mod order;
 mod planner;
 mod pods;
 mod read_lci;
@@ -50,6 +53,7 @@ pub use geometry::{GeometryError, Placement, validate, validate_shapes};
 pub use mix::{Mix, MixError, ProfileCounts, parse_mix};
 pub use model::{MEMORY_SLICES, SHAPES, SM_SLICES, known_models};
 pub use model::{MODELS, Model, ModelError, Shape, lookup};
+pub use order::{DYNAMIC_SHAPES, dynamic_placements, packing_starts};
 pub use planner::{GpuPlan, Plan, PlanError, PodPlacement, Request, plan};
 pub use pods::{Pod, PodError, PodsFile, plan_pods, resolve_pods};
 pub use read_list::MigDevice;
