@@ -54,8 +54,12 @@ pub struct MigGpuLayout {
     pub bdf: Bdf,
     /// Its model's profile table.
     pub model: &'static Model,
-    /// Its GPU instances, by start.
+    /// Its GPU instances, by start; for a dynamic-MIG GPU every placement it can take,
+    /// in publishing order (`crate::mig_dynamic`).
     pub instances: Vec<MigInstance>,
+    /// Dynamic MIG: `instances` are placements to create at prepare, not instances
+    /// that exist; the whole GPU is published too (consuming every slice).
+    pub dynamic: bool,
 }
 
 /// One GPU instance, as published.
@@ -173,6 +177,16 @@ pub enum MigJoinError {
     NotInTopology {
         /// The GPU.
         bdf: Bdf,
+    },
+    /// Dynamic MIG on a node without a GPU it can publish so.
+    #[error(
+        "--mig-dynamic: no NVIDIA GPU of the node has a known MIG profile table (the node has {models}): expected one of {known}"
+    )]
+    NoDynamicGpu {
+        /// The node's NVIDIA GPU models, or `no NVIDIA GPU`.
+        models: String,
+        /// The known models.
+        known: String,
     },
     /// Instances that break the placement rules, or a profile the model lacks.
     #[error("MIG state: GPU {bdf}: {error}")]
@@ -341,6 +355,7 @@ impl MigGpuLayout {
             bdf,
             model,
             instances,
+            dynamic: false,
         })
     }
 }
