@@ -12,6 +12,7 @@ use topoalign_kubelet_plugin::{FaultPoint, PluginArgs};
 use topoalign_render::Format;
 
 use crate::DriverError;
+use crate::mig_dynamic::ModeSource;
 use crate::mig_source::MigSource;
 use crate::rails::read_rail_source;
 use crate::runtime::DriverConfig;
@@ -21,7 +22,7 @@ use topoalign_probes::LogFormat;
 /// Arguments of `topoalign driver`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  topoalign driver --node-name n1 --profile dgx-h100 --dry-run\n  topoalign driver --node-name n1 --profile dgx-h100 --mig-want 1g.10gb=14,4g.40gb=1,3g.40gb=1 --dry-run -o table\n  topoalign driver --node-name n1 --profile dgx-h100 --rails deploy/gang/rails.yaml --dry-run -o yaml"
+    after_help = "Examples:\n  topoalign driver --node-name n1 --profile dgx-h100 --dry-run\n  topoalign driver --node-name n1 --profile dgx-h100 --mig-want 1g.10gb=14,4g.40gb=1,3g.40gb=1 --dry-run -o table\n  topoalign driver --node-name n1 --profile dgx-h100 --rails deploy/gang/rails.yaml --dry-run -o yaml\n  topoalign driver --node-name n1 --profile dgx-h100 --mig-dynamic --dry-run -o table"
 )]
 pub struct DriverArgs {
     /// This node's name: `spec.nodeName` and pool name of its ResourceSlices.
@@ -58,6 +59,14 @@ pub struct DriverArgs {
     /// the node's GPUs (`1g.10gb=14,3g.40gb=2`), published as if created so.
     #[arg(long, value_name = "PROFILE=COUNT,...")]
     pub mig_want: Option<String>,
+    /// Dynamic MIG: publish every placement (profile@start) of each GPU in MIG mode as
+    /// a MIG device (with its MIG×NIC pairs, and the whole GPU), consuming the GPU's
+    /// memory-slice counters; the kubelet plugin creates the instance at that placement
+    /// at prepare (`nvidia-smi mig -cgi ID:START -C`, $TOPOALIGN_NVIDIA_SMI), checkpoints
+    /// it and destroys it at unprepare. MIG mode from `query.txt` of `--mig-state` or
+    /// the live `nvidia-smi -q` with `--mig-from-host`; else every GPU with a MIG table.
+    #[arg(long, conflicts_with = "mig_want")]
+    pub mig_dynamic: bool,
     /// The node's rail source (YAML or JSON): an operator map (`rails: 8`, `nics:
     /// {NIC: rail}`) or `rule: nearest-gpu`. Each NIC's rail is then published as the
     /// `rail` attribute of its NIC and pair devices, for claims pinned to a job's rails
@@ -106,6 +115,11 @@ impl DriverArgs {
     /// Where the MIG instances come from.
     pub fn mig_source(&self) -> MigSource {
         match (&self.mig_state, &self.mig_want) {
+            (state, _) if self.mig_dynamic => MigSource::Dynamic(match state {
+                Some(dir) => ModeSource::State(dir.clone()),
+                None if self.mig_from_host => ModeSource::Host,
+                None => ModeSource::All,
+            }),
             _ if self.mig_from_host => MigSource::Host,
             (Some(dir), _) => MigSource::State(dir.clone()),
             (None, Some(want)) => MigSource::Want(want.clone()),
