@@ -17,6 +17,8 @@
 //! - `export`: `nvidia-smi mig` commands and mig-parted configs.
 //! - `read_state`: a host's MIG state from saved `nvidia-smi` output (`read_list`,
 //!   `read_lgi`, `read_lci`, `read_lgipp`; errors in `read_table`).
+//! - `read_create`: what `nvidia-smi mig -cgi ID:START -C` created ([`read_created`]) and
+//!   one GPU's MIG UUIDs in `-L` (dynamic MIG's readback).
 //! - `synth`: a MIG state without hardware, from placements or a plan.
 //! - `order`: topoalign's dynamic-MIG device order ([`packing_starts`]), shared by the
 //!   DRA driver and `simulate --mig`.
@@ -31,6 +33,7 @@ mod model;
 mod order;
 mod planner;
 mod pods;
+mod read_create;
 mod read_lci;
 mod read_lgi;
 mod read_lgipp;
@@ -56,6 +59,7 @@ pub use model::{MODELS, Model, ModelError, Shape, lookup};
 pub use order::{DYNAMIC_SHAPES, dynamic_placements, packing_starts};
 pub use planner::{GpuPlan, Plan, PlanError, PodPlacement, Request, plan};
 pub use pods::{Pod, PodError, PodsFile, plan_pods, resolve_pods};
+pub use read_create::{CreatedInstance, listed_mig_uuids, read_created};
 pub use read_list::MigDevice;
 pub use read_query::{MigMode, QueryGpu, read_query};
 pub use read_state::{
