@@ -26,9 +26,11 @@ pub enum ModeSource {
     Host,
 }
 
-/// The GPUs whose current MIG mode is enabled, with the pending-change warnings; `None`
-/// when the source does not say.
-fn enabled(modes: &ModeSource) -> Result<Option<(Vec<Bdf>, Vec<String>)>, MigSourceError> {
+/// The GPUs whose current MIG mode is enabled, and the pending-change warnings.
+type Enabled = (Vec<Bdf>, Vec<String>);
+
+/// The GPUs in MIG mode; `None` when the source does not say.
+fn enabled(modes: &ModeSource) -> Result<Option<Enabled>, MigSourceError> {
     let (name, text) = match modes {
         ModeSource::All => return Ok(None),
         ModeSource::State(dir) => {
@@ -57,7 +59,10 @@ fn enabled(modes: &ModeSource) -> Result<Option<(Vec<Bdf>, Vec<String>)>, MigSou
     let gpus = read_query(SavedOutput::new(&name, &text))?;
     let warnings = crate::mig_mode::mode_warnings(&gpus, &name);
     let mut on = Vec::new();
-    for g in gpus.iter().filter(|g| g.mig_current == Some(MigMode::Enabled)) {
+    for g in gpus
+        .iter()
+        .filter(|g| g.mig_current == Some(MigMode::Enabled))
+    {
         on.push(bus_id(g, &name)?);
     }
     Ok(Some((on, warnings)))
@@ -105,7 +110,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("topoalign-mig-dyn-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let state = ModeSource::State(dir.clone());
-        assert_eq!(layout(&topo, &state).unwrap().0.gpus.len(), 8, "no query.txt");
+        assert_eq!(
+            layout(&topo, &state).unwrap().0.gpus.len(),
+            8,
+            "no query.txt"
+        );
         let gpu = |b: Bdf, cur: &str, pend: &str| {
             format!(
                 "GPU 0000{}\n    MIG Mode\n        Current : {cur}\n        Pending : {pend}\n",

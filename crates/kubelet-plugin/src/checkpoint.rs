@@ -11,6 +11,7 @@ use topoalign_dra::CdiSpec;
 use topoalign_topology::Bdf;
 
 use crate::error::PluginError;
+use crate::mig_dynamic::CreatedMig;
 
 /// The checkpoint format version this code reads and writes.
 pub(crate) const CHECKPOINT_VERSION: u32 = 1;
@@ -64,6 +65,9 @@ pub struct PreparedRecord {
     pub nic_function: Option<Bdf>,
     /// Its CDI ids.
     pub cdi_device_ids: Vec<String>,
+    /// The MIG instance created for it (dynamic MIG): what unprepare destroys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig: Option<CreatedMig>,
 }
 
 impl Checkpoint {

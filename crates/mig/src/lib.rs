@@ -59,7 +59,7 @@ pub use model::{MODELS, Model, ModelError, Shape, lookup};
 pub use order::{DYNAMIC_SHAPES, dynamic_placements, packing_starts};
 pub use planner::{GpuPlan, Plan, PlanError, PodPlacement, Request, plan};
 pub use pods::{Pod, PodError, PodsFile, plan_pods, resolve_pods};
-pub use read_create::{CreatedInstance, listed_mig_uuids, read_created};
+pub use read_create::{CreatedInstance, created_gpu_instance, listed_mig_uuids, read_created};
 pub use read_list::MigDevice;
 pub use read_query::{MigMode, QueryGpu, read_query};
 pub use read_state::{

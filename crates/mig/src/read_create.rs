@@ -127,6 +127,19 @@ pub fn read_created(out: SavedOutput<'_>) -> Result<CreatedInstance, ReadError> 
     })
 }
 
+/// The GPU-instance ID a `-cgi … -C` output names on its first line, when that line
+/// reads even though the rest does not (output cut short after the GPU instance was
+/// made): what to destroy.
+pub fn created_gpu_instance(text: &str) -> Option<u32> {
+    text.lines().find_map(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        match w.as_slice() {
+            ["Successfully", "created", "GPU", "instance", "ID", id, ..] => id.parse().ok(),
+            _ => None,
+        }
+    })
+}
+
 /// The MIG device UUIDs `nvidia-smi -L` lists under the GPU whose UUID is `gpu_uuid`,
 /// in order; `None` when no GPU of the list has that UUID.
 pub fn listed_mig_uuids(
@@ -168,6 +181,8 @@ mod tests {
     #[test]
     fn truncated_or_malformed_output_is_an_error_naming_the_line() {
         let first = OK.lines().next().unwrap();
+        assert_eq!(created_gpu_instance(first), Some(5));
+        assert_eq!(created_gpu_instance("Unable to create"), None);
         let e = read(first).unwrap_err().to_string();
         assert!(e.starts_with("create:1: truncated create output"), "{e}");
         let e = read("").unwrap_err().to_string();
