@@ -152,7 +152,15 @@ impl DriverArgs {
             rails: None,
             rescan_interval: self.rescan_interval,
             removal_timeout: self.shutdown_timeout,
-            plugin: (!self.no_plugin).then(|| self.plugin.config(self.node_name.clone())),
+            plugin: (!self.no_plugin).then(|| {
+                let mut p = self.plugin.config(self.node_name.clone());
+                // Dynamic MIG reads a new instance's access nodes from the host's
+                // mig-minors table under the sysfs root, as static MIG does.
+                if let Source::Sysfs { root, .. } = self.source() {
+                    p.host_root = root;
+                }
+                p
+            }),
             metrics_addr: self.metrics_addr,
             crash_at: self.crash_at,
         }
@@ -243,6 +251,21 @@ mod tests {
         let plugin = cfg.plugin.unwrap();
         assert_eq!(plugin.state_dir, PathBuf::from("/p/topoalign.dev"));
         assert_eq!(plugin.cdi_dir, PathBuf::from("/var/run/cdi"));
+        let dynamic = |extra: &[&str]| {
+            let mut argv = vec!["driver", "--node-name", "n1", "--mig-dynamic"];
+            argv.extend(extra);
+            parse_args(&argv).map(|a| a.mig_source())
+        };
+        assert_eq!(dynamic(&[]).unwrap(), MigSource::Dynamic(ModeSource::All));
+        assert_eq!(
+            dynamic(&["--mig-from-host"]).unwrap(),
+            MigSource::Dynamic(ModeSource::Host)
+        );
+        assert_eq!(
+            dynamic(&["--mig-state", "/s"]).unwrap(),
+            MigSource::Dynamic(ModeSource::State(PathBuf::from("/s")))
+        );
+        assert!(dynamic(&["--mig-want", "1g.10gb=1"]).is_err());
         let no_plugin = parse_args(&["driver", "--node-name", "n1", "--no-plugin"]).unwrap();
         assert!(no_plugin.config().plugin.is_none());
     }

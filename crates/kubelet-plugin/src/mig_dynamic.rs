@@ -326,6 +326,105 @@ mod tests {
 
     use super::*;
 
+    use topoalign_dra::{MigInstance, PreparedGpu};
+
+    /// The fake tool (`tests/data/fake-nvidia-smi.sh`) with its state in `dir`, behind a
+    /// wrapper that sets it; GPU 0 is `GPU-aaa`.
+    fn fake(dir: &Path) -> MigTool {
+        use std::os::unix::fs::PermissionsExt;
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fake-nvidia-smi.sh");
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("gpus"), "0 GPU-aaa\n").unwrap();
+        let wrapper = dir.join("nvidia-smi");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nFAKE_SMI_DIR='{}' exec '{}' \"$@\"\n",
+                dir.display(),
+                script.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        MigTool::new(Some(&wrapper.display().to_string()), &dir.join("host"))
+    }
+
+    fn placement(uuid: Option<&str>, profile_id: u32, start: u8) -> PreparedMig {
+        let h100 = topoalign_mig::lookup("h100-80gb").unwrap();
+        let shape = topoalign_mig::SHAPES
+            .into_iter()
+            .find(|s| s.gi_profile_id() == profile_id)
+            .unwrap();
+        PreparedMig {
+            instance: MigInstance::planned(h100, shape, start),
+            parent: PreparedGpu {
+                name: "gpu-0000-1b-00-0".into(),
+                bdf: Bdf::new(0, 0x1b, 0, 0),
+                vendor: "nvidia".into(),
+                uuid: uuid.map(str::to_string),
+                device_nodes: vec!["/dev/nvidia0".into()],
+            },
+        }
+    }
+
+    #[test]
+    fn create_reads_back_and_destroy_removes_exactly_it() {
+        let dir = std::env::temp_dir().join(format!("topoalign-smi-unit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let tool = fake(&dir);
+        let mut m = placement(Some("GPU-aaa"), 19, 6);
+        let c = tool.create(&mut m).unwrap();
+        assert_eq!(
+            (c.gi, c.ci, c.start, c.profile.as_str()),
+            (1, 0, 6, "1g.10gb")
+        );
+        assert!(c.uuid.starts_with("MIG-"), "{}", c.uuid);
+        assert_eq!(m.instance.uuid.as_deref(), Some(c.uuid.as_str()));
+        assert!(
+            c.device_nodes.is_empty(),
+            "no mig-minors table: parent's nodes only"
+        );
+        // A second instance on the same GPU: a different GI, its own UUID.
+        let mut other = placement(Some("GPU-aaa"), 5, 0);
+        let d = tool.create(&mut other).unwrap();
+        assert_ne!((d.gi, &d.uuid), (c.gi, &c.uuid));
+        // Overlap: the tool refuses; the error names everything.
+        let e = tool
+            .create(&mut placement(Some("GPU-aaa"), 9, 4))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("0000:1b:00.0")
+                && e.contains("3g.40gb@4")
+                && e.contains("Insufficient Resources"),
+            "{e}"
+        );
+        tool.destroy(&c).unwrap();
+        // Already gone: destroyed.
+        tool.destroy(&c).unwrap();
+        let left = std::fs::read_to_string(dir.join("instances")).unwrap();
+        assert_eq!(left.lines().count(), 1, "{left}");
+        assert!(left.contains(&d.uuid));
+        // A GPU without UUID, a GPU the tool does not list, a tool that is not there.
+        let e = tool
+            .create(&mut placement(None, 19, 0))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no UUID"), "{e}");
+        let e = tool
+            .create(&mut placement(Some("GPU-zzz"), 19, 0))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not list GPU GPU-zzz"), "{e}");
+        let missing = MigTool::new(Some("/nonexistent/nvidia-smi"), &dir);
+        let e = missing
+            .create(&mut placement(Some("GPU-aaa"), 19, 0))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot run `/nonexistent/nvidia-smi`"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn what_a_failed_command_said() {
         assert_eq!(
