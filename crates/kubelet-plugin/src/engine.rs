@@ -15,13 +15,13 @@
 //! So after a crash anywhere, the CDI directory holds exactly the checkpointed claims'
 //! specs: no orphan spec, no lost prepared claim.
 //!
-//! Dynamic MIG (`crate::mig_dynamic`): prepare creates the allocated placements' instances
-//! before the checkpoint write, which records their IDs; any later failure destroys them
-//! again. Unprepare destroys them (by their checkpointed IDs) before the claim leaves the
-//! checkpoint, so a restart between prepare and unprepare loses nothing. A crash between
-//! creating an instance and the checkpoint write leaves that instance behind unrecorded:
-//! the next prepare of its placement is refused by `nvidia-smi` (Insufficient
-//! Resources, named in the error) until it is destroyed by hand.
+//! Dynamic MIG (`crate::mig_dynamic`): prepare first checkpoints the allocated
+//! placements as being created (`creating`), then creates their instances, then writes
+//! the claim with their IDs (clearing `creating`); any failure destroys what was made.
+//! A crash before the claim is written leaves `creating`, and [`Engine::open`] destroys
+//! whatever instance sits at those placements. Unprepare destroys the instances by their
+//! checkpointed IDs before the claim leaves the checkpoint, so a restart between prepare
+//! and unprepare loses nothing.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -40,7 +40,7 @@ use crate::checkpoint::{Checkpoint, PreparedClaim, PreparedRecord, json_bytes};
 use crate::claims::ClaimAllocation;
 use crate::config::PluginConfig;
 use crate::error::{ClaimError, PluginError, UidError};
-use crate::mig_dynamic::{CreatedMig, MigTool, create_all, rollback_all};
+use crate::mig_dynamic::{CreatedMig, MigTool, create_all, pending, rollback_all};
 use crate::vendor::{VendorCdiStatus, VendorScan};
 
 /// A point where a test may inject a failure or a crash (by panicking in the hook).
@@ -199,6 +199,7 @@ impl Engine {
             fault,
             vendor,
         };
+        engine.clear_pending();
         let report = engine.reconcile()?;
         Ok((engine, report))
     }
@@ -265,20 +266,32 @@ impl Engine {
                 },
             )?;
         // Dynamic MIG: the allocated placements become instances (destroyed again if
-        // anything below fails: nothing of the claim is left).
-        let created =
-            create_all(&self.mig_tool, &self.inventory, &mut devices).map_err(|source| {
-                ClaimError::Mig {
+        // anything below fails: nothing of the claim is left). Write-ahead: the
+        // placements are checkpointed first, so that a crash before the claim is
+        // checkpointed leaves a record the next start clears.
+        let intents = pending(&self.inventory, uid, &devices);
+        if !intents.is_empty() {
+            let mut next = self.checkpoint.clone();
+            next.creating.extend(intents);
+            self.save_checkpoint(uid, next)?;
+        }
+        let created = match create_all(&self.mig_tool, &self.inventory, &mut devices) {
+            Ok(c) => c,
+            Err(source) => {
+                self.forget_pending(uid);
+                return Err(ClaimError::Mig {
                     namespace: claim.namespace.clone(),
                     name: claim.name.clone(),
                     uid: uid.to_string(),
                     source: Box::new(source),
-                }
-            })?;
+                });
+            }
+        };
         let (spec, ids) = match self.compose(claim, &devices) {
             Ok(c) => c,
             Err(e) => {
                 rollback_all(&self.mig_tool, &created);
+                self.forget_pending(uid);
                 return Err(e);
             }
         };
@@ -310,8 +323,10 @@ impl Engine {
         // 1. Write-ahead: the checkpoint holds the claim.
         let mut next = self.checkpoint.clone();
         next.claims.insert(uid.to_string(), entry);
+        next.creating.retain(|p| p.claim != uid);
         if let Err(e) = self.save_checkpoint(uid, next) {
             rollback_all(&self.mig_tool, &created);
+            self.forget_pending(uid);
             return Err(e);
         }
 
@@ -372,6 +387,42 @@ impl Engine {
             add_roce_net_devices(&mut composed, &claim.uid, devices, &self.inventory);
         }
         Ok((composed.spec, composed.ids))
+    }
+
+    /// Drops a claim's pending placements from the checkpoint (their instances were
+    /// destroyed or never made); a failed write is logged, the next start clears them.
+    fn forget_pending(&mut self, uid: &str) {
+        if !self.checkpoint.creating.iter().any(|p| p.claim == uid) {
+            return;
+        }
+        let mut next = self.checkpoint.clone();
+        next.creating.retain(|p| p.claim != uid);
+        if let Err(e) = self.save_checkpoint(uid, next) {
+            tracing::warn!(error = %e, "dropping pending MIG placements from the checkpoint");
+        }
+    }
+
+    /// Destroys the instances of placements a crash left pending (created, or perhaps
+    /// created, for a claim that never reached the checkpoint); those the tool cannot
+    /// clear now stay pending and are logged.
+    fn clear_pending(&mut self) {
+        if self.checkpoint.creating.is_empty() {
+            return;
+        }
+        let mut next = self.checkpoint.clone();
+        next.creating.retain(|p| match self.mig_tool.clear_pending(p) {
+            Ok(found) => {
+                tracing::info!(claim = %p.claim, gpu = %p.gpu, profile = %p.profile, start = p.start, destroyed = found, "cleared a MIG placement an interrupted prepare left");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "clearing a MIG placement an interrupted prepare left");
+                true
+            }
+        });
+        if let Err(e) = self.save_checkpoint("", next) {
+            tracing::warn!(error = %e, "writing the checkpoint after clearing MIG placements");
+        }
     }
 
     fn rollback_prepare(&mut self, uid: &str) {

@@ -47,7 +47,7 @@ pub use engine::{Engine, FaultHook, FaultPoint, ReconcileReport};
 pub use error::{ClaimError, PluginError, UidError};
 pub use health::{DeviceHealthEntry, Health};
 pub use metrics::Metrics;
-pub use mig_dynamic::{CreatedMig, MigToolError};
+pub use mig_dynamic::{CreatedMig, MigToolError, PendingMig};
 pub use plugin::{ClaimRef, Plugin, RegistrationStatus};
 pub use server::RegistrationService;
 pub use vendor::{VendorCdiStatus, VendorScan};

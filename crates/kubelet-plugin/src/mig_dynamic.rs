@@ -10,7 +10,11 @@
 //! the one new UUID is the instance's. A failure at any step destroys what was created
 //! and is an error naming the GPU, the profile, the placement, the command and what it
 //! printed. Destroying: `mig -i <GPU> -gi <GI> -ci <CI> -dci`, then `mig -i <GPU> -gi
-//! <GI> -dgi`; an instance already gone (`Not Found`) is destroyed.
+//! <GI> -dgi`; an instance already gone (`Not Found`) is destroyed. A placement a crash
+//! left pending ([`PendingMig`]) is found with `-L` and `mig -lgi` and destroyed.
+//!
+//! A dynamic-MIG GPU belongs to topoalign: an instance made there by hand at a pending
+//! placement is taken for one an interrupted prepare made.
 
 use std::path::{Path, PathBuf};
 
@@ -44,6 +48,43 @@ pub struct CreatedMig {
     /// Its `/dev/nvidia-caps` access nodes (empty when `mig-minors` lacks them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub device_nodes: Vec<String>,
+}
+
+/// A placement about to be created for a claim (checkpointed before `nvidia-smi` runs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PendingMig {
+    /// The claim's UID.
+    pub claim: String,
+    /// The parent GPU's address.
+    pub gpu: Bdf,
+    /// How `nvidia-smi -i` names the parent (its UUID).
+    pub target: String,
+    /// Profile name.
+    pub profile: String,
+    /// GPU-instance profile ID.
+    pub profile_id: u32,
+    /// First memory slice.
+    pub start: u8,
+}
+
+/// The placements of `devices` on dynamic-MIG GPUs of `inv`, for claim `uid`.
+pub(crate) fn pending(inv: &Inventory, uid: &str, devices: &[PreparedDevice]) -> Vec<PendingMig> {
+    devices
+        .iter()
+        .filter_map(|d| d.mig.as_ref())
+        .filter(|m| inv.is_mig_dynamic(m.parent.bdf))
+        .filter_map(|m| {
+            Some(PendingMig {
+                claim: uid.to_string(),
+                gpu: m.parent.bdf,
+                target: m.parent.uuid.clone()?,
+                profile: m.instance.profile.clone(),
+                profile_id: m.instance.profile_id,
+                start: m.instance.start,
+            })
+        })
+        .collect()
 }
 
 /// Why an instance could not be created or destroyed.
@@ -254,6 +295,52 @@ impl MigTool {
             tracing::warn!(warning = %w, "dynamic MIG access nodes");
         }
         nodes.unwrap_or_default()
+    }
+
+    /// Destroys the instance at a pending placement, if one is there (a create that a
+    /// crash interrupted before its claim was checkpointed). True when one was.
+    pub(crate) fn clear_pending(&self, p: &PendingMig) -> Result<bool, MigToolError> {
+        let fail = |what: String| MigToolError::Command {
+            gpu: p.gpu,
+            target: p.target.clone(),
+            profile: p.profile.clone(),
+            start: p.start,
+            what,
+        };
+        let list = self.run(&["-L"]).map_err(fail)?;
+        let lgi = match self.run(&["mig", "-lgi"]) {
+            Ok(t) => t,
+            Err(w) if w.contains("No GPU instances found") => return Ok(false),
+            Err(w) => return Err(fail(w)),
+        };
+        let (ln, gn) = (
+            format!("`{} -L`", self.program),
+            format!("`{} mig -lgi`", self.program),
+        );
+        let state = topoalign_mig::read_state(&topoalign_mig::MigOutputs {
+            list: Some(SavedOutput::new(&ln, &list)),
+            lgi: Some(SavedOutput::new(&gn, &lgi)),
+            ..Default::default()
+        })
+        .map_err(|e| fail(e.to_string()))?;
+        let found = (state.gpus.iter())
+            .filter(|g| g.uuid.as_deref() == Some(p.target.as_str()))
+            .flat_map(|g| &g.instances)
+            .find(|i| i.profile_id == p.profile_id && i.start == p.start);
+        let Some(gi) = found.map(|i| i.id.to_string()) else {
+            return Ok(false);
+        };
+        for args in [
+            ["mig", "-i", &p.target, "-gi", &gi, "-dci"],
+            ["mig", "-i", &p.target, "-gi", &gi, "-dgi"],
+        ] {
+            if let Err(w) = self.run(&args)
+                && !w.contains("Not Found")
+            {
+                return Err(fail(format!("destroying GPU instance {gi}: {w}")));
+            }
+        }
+        Ok(true)
     }
 
     /// Destroys what [`MigTool::create`] made after a later step failed (logged).

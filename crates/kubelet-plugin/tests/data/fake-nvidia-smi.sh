@@ -32,6 +32,18 @@ case "$*" in
       done < "$D/instances"
     done < "$D/gpus"
     ;;
+  "mig -lgi")
+    if [ ! -s "$D/instances" ]; then echo "No GPU instances found: Not Found" >&2; exit 6; fi
+    echo "+-------------------------------------------------------+"
+    echo "| GPU instances:                                        |"
+    echo "| GPU   Name             Profile  Instance   Placement  |"
+    echo "|                          ID       ID       Start:Size |"
+    echo "|=======================================================|"
+    while read -r u gi ci pid start mig; do
+      printf '|  %2s  MIG %-12s  %5s    %5s        %s:%s     |\n' "$(index_of "$u")" "$(name "$pid")" "$pid" "$gi" "$start" "$(size "$pid")"
+      echo "+-------------------------------------------------------+"
+    done < "$D/instances"
+    ;;
   mig\ -i\ *\ -cgi\ *\ -C)
     gpu="$3"; pid="${5%%:*}"; start="${5##*:}"
     idx="$(index_of "$gpu")"

@@ -254,3 +254,53 @@ async fn failures_name_the_gpu_profile_and_placement_and_leave_nothing_behind() 
     );
     s.stop().await;
 }
+
+/// A crash after the instance is made but before its claim is checkpointed (the hook
+/// panics at the claim's checkpoint write): the next start finds the placement the
+/// checkpoint marked as being created and destroys its instance, and the kubelet's
+/// retry prepares the claim afresh.
+#[test]
+fn a_crash_between_create_and_checkpoint_leaves_no_instance_behind() {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use topoalign_atomic::WriteStep;
+    use topoalign_kubelet_plugin::{Engine, FaultHook, FaultPoint};
+
+    let topo = topo();
+    let inv = Arc::new(dynamic_inventory(&topo));
+    let (_root, config, smi) = setup(&topo);
+    let gpu0 = &inv.gpus[0];
+    let a = claim(
+        &uid(4),
+        vec![result("mig", &format!("{}-mig-3g40gb-9-4", gpu0.name))],
+    );
+    let writes = Arc::new(AtomicUsize::new(0));
+    let w = writes.clone();
+    let hook: FaultHook = Arc::new(move |p| {
+        // The first checkpoint write marks the placement, the second holds the claim.
+        if p == FaultPoint::Checkpoint(WriteStep::Created) && w.fetch_add(1, Ordering::SeqCst) == 1
+        {
+            panic!("crash before the claim is checkpointed");
+        }
+        Ok(())
+    });
+    let mut e = Engine::open(config.clone(), inv.clone(), Some(hook))
+        .unwrap()
+        .0;
+    assert!(catch_unwind(AssertUnwindSafe(|| e.prepare(&a))).is_err());
+    drop(e);
+    assert_eq!(instances(&smi).len(), 1, "the crash left the instance");
+    let cp = checkpoint(&config);
+    assert_eq!(cp["creating"][0]["start"], 4, "{cp}");
+    assert!(cp["claims"].as_object().unwrap().is_empty());
+
+    let (mut e, _) = Engine::open(config.clone(), inv.clone(), None).unwrap();
+    assert!(instances(&smi).is_empty(), "{:?}", instances(&smi));
+    assert!(checkpoint(&config).get("creating").is_none());
+    let got = e.prepare(&a).unwrap();
+    assert_eq!(got[0].mig.as_ref().unwrap().start, 4);
+    assert_eq!(instances(&smi).len(), 1);
+    e.unprepare(&a.uid).unwrap();
+    assert!(instances(&smi).is_empty());
+}
