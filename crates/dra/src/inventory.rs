@@ -628,7 +628,7 @@ impl Inventory {
             .collect();
         mig_dynamic.sort();
         let mig_pairs = if opts.pair_devices {
-            crate::mig::pair_entries(&gpus, &nics, &pairs, &migs)
+            crate::mig::pair_entries(&gpus, &nics, &pairs, &migs, &mig_dynamic)
         } else {
             Vec::new()
         };

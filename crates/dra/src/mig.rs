@@ -404,18 +404,27 @@ pub(crate) fn entries(gpus: &[GpuEntry], mig: &NodeMig) -> Vec<MigEntry> {
 
 /// One MIG pair per (instance, pair of its parent): best class first, then in `migs`
 /// order (GPU by GPU, so that first fit fills a GPU before the next), then NIC address.
+///
+/// A placement of a dynamic-MIG GPU (`dynamic`, sorted) pairs with its parent's best
+/// pairs only (those at the parent's best level): 18 placements per GPU times every
+/// pair of the parent would let a claim no node can hold cost the allocator an
+/// unbounded search.
 pub(crate) fn pair_entries(
     gpus: &[GpuEntry],
     nics: &[PhysicalNic],
     pairs: &[PairEntry],
     migs: &[MigEntry],
+    dynamic: &[Bdf],
 ) -> Vec<MigPairEntry> {
     let mut keyed = Vec::new();
     for (mi, m) in migs.iter().enumerate() {
         let Some(g) = gpus.get(m.gpu) else {
             continue;
         };
-        for (pi, p) in pairs.iter().enumerate().filter(|(_, p)| p.gpu == m.gpu) {
+        let own = || pairs.iter().enumerate().filter(|(_, p)| p.gpu == m.gpu);
+        let best = own().map(|(_, p)| p.path.preference()).min();
+        let only_best = dynamic.binary_search(&g.bdf).is_ok();
+        for (pi, p) in own().filter(|(_, p)| !only_best || Some(p.path.preference()) == best) {
             let Some(n) = nics.get(p.nic) else {
                 continue;
             };

@@ -1,6 +1,7 @@
 //! Dynamic MIG: every placement (profile@start) a MIG-enabled GPU can take is published
-//! as a MIG device (and paired with its parent's NICs), and the kubelet plugin creates
-//! the instance at that placement when a claim is prepared.
+//! as a MIG device (and paired with its parent's best NICs: every pair of the parent
+//! would make a claim no node can hold cost the allocator an unbounded search), and the
+//! kubelet plugin creates the instance at that placement when a claim is prepared.
 //!
 //! The counters are static MIG's (`crate::mig`): each placement consumes its memory
 //! slices and its SM slices from its GPU's counter set, so the stock allocator never

@@ -274,3 +274,35 @@ fn random_claims_and_releases_never_give_a_memory_slice_twice() {
         );
     }
 }
+
+/// A placement pairs with its parent's best pairs only, so that a claim for more big
+/// instances with NICs than the node has GPUs is refused within the budget.
+#[test]
+fn placements_pair_with_the_parents_best_nics_and_big_refusals_stay_bounded() {
+    let nd = dynamic_node("dgx-h100");
+    for p in &nd.inv.mig_pairs {
+        let m = &nd.inv.migs[p.mig];
+        let best = (nd.inv.pairs.iter())
+            .filter(|q| q.gpu == m.gpu)
+            .map(|q| q.path.preference())
+            .min();
+        assert_eq!(
+            Some(nd.inv.pairs[p.pair].path.preference()),
+            best,
+            "{}",
+            p.name
+        );
+    }
+    for (profile, count) in [("7g.80gb", 9), ("4g.40gb", 9)] {
+        let free = NodeDevices::gather(&nd.slices, "n1").unwrap();
+        let Claim::Mig(s) = mig(profile, count, true) else {
+            unreachable!()
+        };
+        let out = first_fit(&mig_claim_spec(&s).unwrap(), &classes(), &free, BUDGET).unwrap();
+        assert!(
+            out.allocation.is_none() && !out.gave_up,
+            "{profile}: {} steps",
+            out.steps
+        );
+    }
+}
