@@ -327,6 +327,11 @@ pub struct Inventory {
     pub mig_pairs: Vec<MigPairEntry>,
     /// Whether plain GPU and NIC devices are published.
     pub plain_devices: bool,
+    /// GPUs under dynamic MIG (`crate::mig_dynamic`), in address order: their MIG
+    /// devices are placements the plugin creates at prepare, and the whole GPU is
+    /// published beside them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mig_dynamic: Vec<Bdf>,
     #[serde(skip)]
     by_name: BTreeMap<String, (DeviceKind, usize)>,
 }
@@ -617,8 +622,13 @@ impl Inventory {
                 ))
         });
         let migs = crate::mig::entries(&gpus, &opts.mig);
+        let mut mig_dynamic: Vec<Bdf> = (opts.mig.gpus.iter())
+            .filter(|g| g.dynamic)
+            .map(|g| g.bdf)
+            .collect();
+        mig_dynamic.sort();
         let mig_pairs = if opts.pair_devices {
-            crate::mig::pair_entries(&gpus, &nics, &pairs, &migs)
+            crate::mig::pair_entries(&gpus, &nics, &pairs, &migs, &mig_dynamic)
         } else {
             Vec::new()
         };
@@ -645,6 +655,7 @@ impl Inventory {
             pairs,
             migs,
             mig_pairs,
+            mig_dynamic,
             // Without pairs, plain devices are all there is.
             plain_devices: opts.plain_devices || !opts.pair_devices,
             by_name,
@@ -699,6 +710,12 @@ impl Inventory {
         self.nics.iter().find(|n| n.name == name)
     }
 
+    /// Whether the GPU at this address is under dynamic MIG: its MIG devices are
+    /// created at prepare.
+    pub fn is_mig_dynamic(&self, bdf: Bdf) -> bool {
+        self.mig_dynamic.binary_search(&bdf).is_ok()
+    }
+
     /// The GPU at this address.
     pub fn gpu_by_bdf(&self, bdf: Bdf) -> Option<&GpuEntry> {
         self.gpus.iter().find(|g| g.bdf == bdf)
@@ -718,21 +735,18 @@ impl Inventory {
     /// A GPU in MIG mode is published through its instances only (static MIG): CUDA
     /// sees no device on the whole GPU, so neither it nor its whole-GPU pairs are
     /// offered. Their names still resolve ([`Inventory::device`]), so prepare can name
-    /// what an allocation written by hand got wrong.
+    /// what an allocation written by hand got wrong. A dynamic-MIG GPU is published
+    /// whole too (consuming every memory slice), beside its placements.
     pub fn devices(&self) -> Vec<DeviceRef<'_>> {
+        let whole = |g: &GpuEntry| !g.mig_enabled || self.is_mig_dynamic(g.bdf);
         let mut out: Vec<DeviceRef<'_>> = self
             .pairs
             .iter()
-            .filter(|p| !self.gpus[p.gpu].mig_enabled)
+            .filter(|p| whole(&self.gpus[p.gpu]))
             .filter_map(|p| self.device(&p.name))
             .collect();
         if self.plain_devices {
-            out.extend(
-                self.gpus
-                    .iter()
-                    .filter(|g| !g.mig_enabled)
-                    .map(DeviceRef::Gpu),
-            );
+            out.extend(self.gpus.iter().filter(|g| whole(g)).map(DeviceRef::Gpu));
             out.extend(self.nics.iter().map(DeviceRef::Nic));
         }
         out.extend(self.mig_pairs.iter().filter_map(|p| self.device(&p.name)));

@@ -14,6 +14,8 @@
 //!   `mig-nic-pair.topoalign.dev`.
 //! - `mig`: static MIG: a node's MIG instances ([`NodeMig`]) published as MIG devices
 //!   and MIG×NIC pairs with per-GPU memory-slice counters; [`mig_claim_spec`] claims them.
+//!   `mig_dynamic`: dynamic MIG, every placement published ([`NodeMig::dynamic`]), the
+//!   instance created by the kubelet plugin at prepare.
 //! - [`claim_template`] / [`resource_claim`]: "N GPUs, each with its own NIC".
 //! - [`prepare_allocation`] and [`compose_cdi`]: what the kubelet plugin checks and writes;
 //!   [`vendor_gpu_ids`]: each allocated GPU's device in the vendor's CDI spec.
@@ -102,6 +104,7 @@ mod inventory;
 mod limits;
 mod mig;
 mod mig_claims;
+mod mig_dynamic;
 mod mixed;
 mod names;
 mod prepare;

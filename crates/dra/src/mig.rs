@@ -54,8 +54,12 @@ pub struct MigGpuLayout {
     pub bdf: Bdf,
     /// Its model's profile table.
     pub model: &'static Model,
-    /// Its GPU instances, by start.
+    /// Its GPU instances, by start; for a dynamic-MIG GPU every placement it can take,
+    /// in publishing order (`crate::mig_dynamic`).
     pub instances: Vec<MigInstance>,
+    /// Dynamic MIG: `instances` are placements to create at prepare, not instances
+    /// that exist; the whole GPU is published too (consuming every slice).
+    pub dynamic: bool,
 }
 
 /// One GPU instance, as published.
@@ -173,6 +177,16 @@ pub enum MigJoinError {
     NotInTopology {
         /// The GPU.
         bdf: Bdf,
+    },
+    /// Dynamic MIG on a node without a GPU it can publish so.
+    #[error(
+        "--mig-dynamic: no NVIDIA GPU of the node has a known MIG profile table (the node has {models}): expected one of {known}"
+    )]
+    NoDynamicGpu {
+        /// The node's NVIDIA GPU models, or `no NVIDIA GPU`.
+        models: String,
+        /// The known models.
+        known: String,
     },
     /// Instances that break the placement rules, or a profile the model lacks.
     #[error("MIG state: GPU {bdf}: {error}")]
@@ -341,6 +355,7 @@ impl MigGpuLayout {
             bdf,
             model,
             instances,
+            dynamic: false,
         })
     }
 }
@@ -389,18 +404,27 @@ pub(crate) fn entries(gpus: &[GpuEntry], mig: &NodeMig) -> Vec<MigEntry> {
 
 /// One MIG pair per (instance, pair of its parent): best class first, then in `migs`
 /// order (GPU by GPU, so that first fit fills a GPU before the next), then NIC address.
+///
+/// A placement of a dynamic-MIG GPU (`dynamic`, sorted) pairs with its parent's best
+/// pairs only (those at the parent's best level): 18 placements per GPU times every
+/// pair of the parent would let a claim no node can hold cost the allocator an
+/// unbounded search.
 pub(crate) fn pair_entries(
     gpus: &[GpuEntry],
     nics: &[PhysicalNic],
     pairs: &[PairEntry],
     migs: &[MigEntry],
+    dynamic: &[Bdf],
 ) -> Vec<MigPairEntry> {
     let mut keyed = Vec::new();
     for (mi, m) in migs.iter().enumerate() {
         let Some(g) = gpus.get(m.gpu) else {
             continue;
         };
-        for (pi, p) in pairs.iter().enumerate().filter(|(_, p)| p.gpu == m.gpu) {
+        let own = || pairs.iter().enumerate().filter(|(_, p)| p.gpu == m.gpu);
+        let best = own().map(|(_, p)| p.path.preference()).min();
+        let only_best = dynamic.binary_search(&g.bdf).is_ok();
+        for (pi, p) in own().filter(|(_, p)| !only_best || Some(p.path.preference()) == best) {
             let Some(n) = nics.get(p.nic) else {
                 continue;
             };

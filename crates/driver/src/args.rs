@@ -12,6 +12,7 @@ use topoalign_kubelet_plugin::{FaultPoint, PluginArgs};
 use topoalign_render::Format;
 
 use crate::DriverError;
+use crate::mig_dynamic::ModeSource;
 use crate::mig_source::MigSource;
 use crate::rails::read_rail_source;
 use crate::runtime::DriverConfig;
@@ -21,7 +22,7 @@ use topoalign_probes::LogFormat;
 /// Arguments of `topoalign driver`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  topoalign driver --node-name n1 --profile dgx-h100 --dry-run\n  topoalign driver --node-name n1 --profile dgx-h100 --mig-want 1g.10gb=14,4g.40gb=1,3g.40gb=1 --dry-run -o table\n  topoalign driver --node-name n1 --profile dgx-h100 --rails deploy/gang/rails.yaml --dry-run -o yaml"
+    after_help = "Examples:\n  topoalign driver --node-name n1 --profile dgx-h100 --dry-run\n  topoalign driver --node-name n1 --profile dgx-h100 --mig-want 1g.10gb=14,4g.40gb=1,3g.40gb=1 --dry-run -o table\n  topoalign driver --node-name n1 --profile dgx-h100 --rails deploy/gang/rails.yaml --dry-run -o yaml\n  topoalign driver --node-name n1 --profile dgx-h100 --mig-dynamic --dry-run -o table"
 )]
 pub struct DriverArgs {
     /// This node's name: `spec.nodeName` and pool name of its ResourceSlices.
@@ -58,6 +59,14 @@ pub struct DriverArgs {
     /// the node's GPUs (`1g.10gb=14,3g.40gb=2`), published as if created so.
     #[arg(long, value_name = "PROFILE=COUNT,...")]
     pub mig_want: Option<String>,
+    /// Dynamic MIG: publish every placement (profile@start) of each GPU in MIG mode as
+    /// a MIG device (with its MIG×NIC pairs, and the whole GPU), consuming the GPU's
+    /// memory-slice counters; the kubelet plugin creates the instance at that placement
+    /// at prepare (`nvidia-smi mig -cgi ID:START -C`, $TOPOALIGN_NVIDIA_SMI), checkpoints
+    /// it and destroys it at unprepare. MIG mode from `query.txt` of `--mig-state` or
+    /// the live `nvidia-smi -q` with `--mig-from-host`; else every GPU with a MIG table.
+    #[arg(long, conflicts_with = "mig_want")]
+    pub mig_dynamic: bool,
     /// The node's rail source (YAML or JSON): an operator map (`rails: 8`, `nics:
     /// {NIC: rail}`) or `rule: nearest-gpu`. Each NIC's rail is then published as the
     /// `rail` attribute of its NIC and pair devices, for claims pinned to a job's rails
@@ -106,6 +115,11 @@ impl DriverArgs {
     /// Where the MIG instances come from.
     pub fn mig_source(&self) -> MigSource {
         match (&self.mig_state, &self.mig_want) {
+            (state, _) if self.mig_dynamic => MigSource::Dynamic(match state {
+                Some(dir) => ModeSource::State(dir.clone()),
+                None if self.mig_from_host => ModeSource::Host,
+                None => ModeSource::All,
+            }),
             _ if self.mig_from_host => MigSource::Host,
             (Some(dir), _) => MigSource::State(dir.clone()),
             (None, Some(want)) => MigSource::Want(want.clone()),
@@ -138,7 +152,15 @@ impl DriverArgs {
             rails: None,
             rescan_interval: self.rescan_interval,
             removal_timeout: self.shutdown_timeout,
-            plugin: (!self.no_plugin).then(|| self.plugin.config(self.node_name.clone())),
+            plugin: (!self.no_plugin).then(|| {
+                let mut p = self.plugin.config(self.node_name.clone());
+                // Dynamic MIG reads a new instance's access nodes from the host's
+                // mig-minors table under the sysfs root, as static MIG does.
+                if let Source::Sysfs { root, .. } = self.source() {
+                    p.host_root = root;
+                }
+                p
+            }),
             metrics_addr: self.metrics_addr,
             crash_at: self.crash_at,
         }
@@ -229,6 +251,21 @@ mod tests {
         let plugin = cfg.plugin.unwrap();
         assert_eq!(plugin.state_dir, PathBuf::from("/p/topoalign.dev"));
         assert_eq!(plugin.cdi_dir, PathBuf::from("/var/run/cdi"));
+        let dynamic = |extra: &[&str]| {
+            let mut argv = vec!["driver", "--node-name", "n1", "--mig-dynamic"];
+            argv.extend(extra);
+            parse_args(&argv).map(|a| a.mig_source())
+        };
+        assert_eq!(dynamic(&[]).unwrap(), MigSource::Dynamic(ModeSource::All));
+        assert_eq!(
+            dynamic(&["--mig-from-host"]).unwrap(),
+            MigSource::Dynamic(ModeSource::Host)
+        );
+        assert_eq!(
+            dynamic(&["--mig-state", "/s"]).unwrap(),
+            MigSource::Dynamic(ModeSource::State(PathBuf::from("/s")))
+        );
+        assert!(dynamic(&["--mig-want", "1g.10gb=1"]).is_err());
         let no_plugin = parse_args(&["driver", "--node-name", "n1", "--no-plugin"]).unwrap();
         assert!(no_plugin.config().plugin.is_none());
     }

@@ -7,7 +7,8 @@
 //!   check that the API server kept the counters pair devices rely on.
 //! * `claims`: the kubelet plugin's claim source, reading ResourceClaims with kube-rs.
 //! * [`dry_run`]: every object the driver would create, for `--dry-run`.
-//! * `mig_source`: static MIG instances from saved `nvidia-smi` output or a planned mix.
+//! * `mig_source`: static MIG instances from saved `nvidia-smi` output or a planned mix;
+//!   `mig_dynamic`: `--mig-dynamic`, every placement of the GPUs in MIG mode.
 //! * `rails`: the node's rails (`--rails FILE`) on the inventory.
 //! * `http`: `/healthz`, `/readyz`, `/metrics`; `metrics`: the Prometheus metrics.
 //! * `args` (feature `clap`): `topoalign driver`'s flags, each defined once.
@@ -29,6 +30,7 @@ pub mod dry_run;
 mod error;
 mod http;
 mod metrics;
+mod mig_dynamic;
 mod mig_live;
 mod mig_mode;
 mod mig_source;
@@ -42,5 +44,6 @@ pub use args::DriverArgs;
 pub use diff::{Memo, SyncPlan, Written, fingerprint, plan as sync_plan};
 pub use error::DriverError;
 pub use metrics::{Metrics, OpLabel};
+pub use mig_dynamic::ModeSource;
 pub use mig_source::{MigSource, attach_caps};
 pub use runtime::{DriverConfig, run_blocking};

@@ -39,6 +39,9 @@ pub enum MigSource {
     Want(String),
     /// This host's live `nvidia-smi` (`crate::mig_live`).
     Host,
+    /// Dynamic MIG (`--mig-dynamic`, `crate::mig_dynamic`): every placement of the GPUs
+    /// in MIG mode, as the mode source says.
+    Dynamic(crate::mig_dynamic::ModeSource),
 }
 
 /// Why the MIG instances cannot be had.
@@ -84,6 +87,9 @@ pub enum MigSourceError {
     /// The live tool could not be run or failed.
     #[error(transparent)]
     Live(#[from] crate::mig_live::LiveError),
+    /// Dynamic MIG has no GPU to publish, or cannot tell which.
+    #[error("--mig-dynamic: {0}")]
+    Dynamic(String),
 }
 
 impl MigSource {
@@ -94,11 +100,14 @@ impl MigSource {
         &self,
         topo: &Topology,
     ) -> Result<(NodeMig, Vec<String>), MigSourceError> {
+        if let MigSource::Dynamic(modes) = self {
+            return crate::mig_dynamic::layout(topo, modes);
+        }
         let mig = self.layout(topo)?;
         let warnings = match self {
             MigSource::State(dir) => crate::mig_mode::from_dir(dir)?,
             MigSource::Host => crate::mig_mode::from_tool(&topoalign_discover::program_from_env()),
-            MigSource::None | MigSource::Want(_) => Vec::new(),
+            MigSource::None | MigSource::Want(_) | MigSource::Dynamic(_) => Vec::new(),
         };
         Ok((mig, warnings))
     }
@@ -141,6 +150,7 @@ impl MigSource {
                 Ok(NodeMig::join(topo, &state)?)
             }
             MigSource::Host => live_layout(topo, None),
+            MigSource::Dynamic(modes) => Ok(crate::mig_dynamic::layout(topo, modes)?.0),
             MigSource::Want(text) => {
                 let model = node_model(topo).map_err(MigSourceError::Model)?;
                 let gpus = nvidia_count(topo);
@@ -227,7 +237,8 @@ fn node_model(topo: &Topology) -> Result<&'static Model, String> {
 /// one per instance the table lacks.
 pub fn attach_caps(mig: &mut NodeMig, topo: &Topology, root: &Path) -> Vec<String> {
     let mut warnings = Vec::new();
-    if mig.is_empty() {
+    // Dynamic placements get their nodes when the plugin creates them.
+    if mig.is_empty() || mig.gpus.iter().all(|g| g.dynamic) {
         return warnings;
     }
     let Some(table) = read_mig_minors(root, &mut warnings) else {

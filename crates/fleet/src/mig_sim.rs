@@ -26,7 +26,9 @@
 //! - [`MigPlacer::Topoalign`]: GPU by GPU too (fill one GPU before the next), each
 //!   profile's starts in the order that keeps the largest profiles reachable: `1g` from
 //!   slot 6 down (4g@0 stays free while the upper half fills), `2g` and `1g`-double from
-//!   the top, `3g` at 4 before 0 (so 4g@0 + 3g@4 stays possible).
+//!   the top, `3g` at 4 before 0 (so 4g@0 + 3g@4 stays possible):
+//!   [`topoalign_mig::packing_starts`], the order `topoalign driver --mig-dynamic`
+//!   publishes its devices in.
 //!
 //! Every random choice comes from [`Rng`] seeded by the user: same seed, same report.
 

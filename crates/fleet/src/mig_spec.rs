@@ -117,13 +117,7 @@ impl MigPlacer {
     pub fn starts(self, shape: Shape) -> &'static [u8] {
         match self {
             MigPlacer::Stock => shape.starts(),
-            MigPlacer::Topoalign => match shape {
-                Shape::Seven | Shape::Four => &[0],
-                Shape::Three => &[4, 0],
-                Shape::Two => &[4, 2, 0],
-                Shape::OneDouble => &[6, 4, 2, 0],
-                Shape::One | Shape::OneMe => &[6, 5, 4, 3, 2, 1, 0],
-            },
+            MigPlacer::Topoalign => topoalign_mig::packing_starts(shape),
         }
     }
 }

@@ -11,6 +11,7 @@ use topoalign_dra::CdiSpec;
 use topoalign_topology::Bdf;
 
 use crate::error::PluginError;
+use crate::mig_dynamic::{CreatedMig, PendingMig};
 
 /// The checkpoint format version this code reads and writes.
 pub(crate) const CHECKPOINT_VERSION: u32 = 1;
@@ -23,6 +24,11 @@ pub struct Checkpoint {
     pub version: u32,
     /// Prepared claims by UID.
     pub claims: BTreeMap<String, PreparedClaim>,
+    /// Dynamic MIG instances being created (write-ahead, before `nvidia-smi` runs): a
+    /// crash before their claim is checkpointed leaves them here, and the next start
+    /// destroys whatever sits at their placements.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub creating: Vec<PendingMig>,
 }
 
 impl Default for Checkpoint {
@@ -30,6 +36,7 @@ impl Default for Checkpoint {
         Self {
             version: CHECKPOINT_VERSION,
             claims: BTreeMap::new(),
+            creating: Vec::new(),
         }
     }
 }
@@ -64,6 +71,9 @@ pub struct PreparedRecord {
     pub nic_function: Option<Bdf>,
     /// Its CDI ids.
     pub cdi_device_ids: Vec<String>,
+    /// The MIG instance created for it (dynamic MIG): what unprepare destroys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig: Option<CreatedMig>,
 }
 
 impl Checkpoint {

@@ -55,6 +55,8 @@ impl PluginArgs {
                 .unwrap_or_else(|| self.plugin_dir.join(DRIVER_NAME)),
             cdi_spec_dirs: self.cdi_spec_dirs.clone(),
             cdi_net_devices: self.cdi_net_devices,
+            nvidia_smi: None,
+            host_root: PathBuf::from("/"),
         }
     }
 }
@@ -76,6 +78,12 @@ pub struct PluginConfig {
     pub cdi_spec_dirs: Vec<PathBuf>,
     /// Whether RoCE VFs' interfaces are moved into the container (CDI `netDevices`).
     pub cdi_net_devices: bool,
+    /// Dynamic MIG: the `nvidia-smi` that creates and destroys instances (`None`:
+    /// `$TOPOALIGN_NVIDIA_SMI` or `nvidia-smi`, looked up when used).
+    pub nvidia_smi: Option<String>,
+    /// Dynamic MIG: the root under which `proc/driver/nvidia-caps/mig-minors` is read
+    /// for a new instance's access nodes (`/`).
+    pub host_root: PathBuf,
 }
 
 impl PluginConfig {
@@ -90,12 +98,15 @@ impl PluginConfig {
             cdi_dir: PathBuf::from(DEFAULT_CDI_DIR),
             cdi_spec_dirs: DEFAULT_CDI_SPEC_DIRS.iter().map(PathBuf::from).collect(),
             cdi_net_devices: false,
+            nvidia_smi: None,
+            host_root: PathBuf::from("/"),
         }
     }
 
     /// Every path under `root` (`root/plugins_registry`, `root/plugins`, `root/cdi`, the
-    /// vendor spec directories `root/etc-cdi` and `root/cdi`): for tests and for running
-    /// beside a kubelet with a non-default root.
+    /// vendor spec directories `root/etc-cdi` and `root/cdi`, the host root `root/host`
+    /// of `mig-minors`): for tests and for running beside a kubelet with a non-default
+    /// root.
     pub fn under(node_name: impl Into<String>, root: &std::path::Path) -> Self {
         let plugin_dir = root.join("plugins");
         Self {
@@ -106,6 +117,8 @@ impl PluginConfig {
             cdi_dir: root.join("cdi"),
             cdi_spec_dirs: vec![root.join("etc-cdi"), root.join("cdi")],
             cdi_net_devices: false,
+            nvidia_smi: None,
+            host_root: root.join("host"),
         }
     }
 

@@ -14,6 +14,14 @@
 //!
 //! So after a crash anywhere, the CDI directory holds exactly the checkpointed claims'
 //! specs: no orphan spec, no lost prepared claim.
+//!
+//! Dynamic MIG (`crate::mig_dynamic`): prepare first checkpoints the allocated
+//! placements as being created (`creating`), then creates their instances, then writes
+//! the claim with their IDs (clearing `creating`); any failure destroys what was made.
+//! A crash before the claim is written leaves `creating`, and [`Engine::open`] destroys
+//! whatever instance sits at those placements. Unprepare destroys the instances by their
+//! checkpointed IDs before the claim leaves the checkpoint, so a restart between prepare
+//! and unprepare loses nothing.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -32,6 +40,7 @@ use crate::checkpoint::{Checkpoint, PreparedClaim, PreparedRecord, json_bytes};
 use crate::claims::ClaimAllocation;
 use crate::config::PluginConfig;
 use crate::error::{ClaimError, PluginError, UidError};
+use crate::mig_dynamic::{CreatedMig, MigTool, create_all, pending, rollback_all};
 use crate::vendor::{VendorCdiStatus, VendorScan};
 
 /// A point where a test may inject a failure or a crash (by panicking in the hook).
@@ -118,6 +127,7 @@ pub struct Engine {
     holdings: Holdings,
     fault: Option<FaultHook>,
     vendor: VendorCdiStatus,
+    mig_tool: MigTool,
 }
 
 impl std::fmt::Debug for Engine {
@@ -179,7 +189,9 @@ impl Engine {
         let holdings = holdings_of(&checkpoint);
         let vendor = VendorCdiStatus::of(&inventory, &VendorScan::read(&config.cdi_spec_dirs));
         vendor.log_change(None, &config.cdi_spec_dirs);
+        let mig_tool = MigTool::new(config.nvidia_smi.as_deref(), &config.host_root);
         let mut engine = Self {
+            mig_tool,
             config,
             inventory,
             checkpoint,
@@ -187,6 +199,7 @@ impl Engine {
             fault,
             vendor,
         };
+        engine.clear_pending();
         let report = engine.reconcile()?;
         Ok((engine, report))
     }
@@ -243,25 +256,62 @@ impl Engine {
             return Ok(done);
         }
         let pool = self.config.node_name.clone();
-        let devices = prepare_allocation(&self.inventory, &pool, &claim.results, &self.holdings)
-            .map_err(|source| ClaimError::Allocation {
-                namespace: claim.namespace.clone(),
-                name: claim.name.clone(),
-                uid: uid.to_string(),
-                source: Box::new(source),
-            })?;
-        let (spec, ids) = self.compose(claim, &devices)?;
+        let mut devices =
+            prepare_allocation(&self.inventory, &pool, &claim.results, &self.holdings).map_err(
+                |source| ClaimError::Allocation {
+                    namespace: claim.namespace.clone(),
+                    name: claim.name.clone(),
+                    uid: uid.to_string(),
+                    source: Box::new(source),
+                },
+            )?;
+        // Dynamic MIG: the allocated placements become instances (destroyed again if
+        // anything below fails: nothing of the claim is left). Write-ahead: the
+        // placements are checkpointed first, so that a crash before the claim is
+        // checkpointed leaves a record the next start clears.
+        let intents = pending(&self.inventory, uid, &devices);
+        if !intents.is_empty() {
+            let mut next = self.checkpoint.clone();
+            next.creating.extend(intents);
+            self.save_checkpoint(uid, next)?;
+        }
+        let created = match create_all(&self.mig_tool, &self.inventory, &mut devices) {
+            Ok(c) => c,
+            Err(source) => {
+                self.forget_pending(uid);
+                return Err(ClaimError::Mig {
+                    namespace: claim.namespace.clone(),
+                    name: claim.name.clone(),
+                    uid: uid.to_string(),
+                    source: Box::new(source),
+                });
+            }
+        };
+        let (spec, ids) = match self.compose(claim, &devices) {
+            Ok(c) => c,
+            Err(e) => {
+                rollback_all(&self.mig_tool, &created);
+                self.forget_pending(uid);
+                return Err(e);
+            }
+        };
         let records = devices
             .iter()
             .zip(ids)
-            .map(|(d, cdi_device_ids): (&PreparedDevice, _)| PreparedRecord {
-                request: base_request(&d.request).to_string(),
-                pool: pool.clone(),
-                device: d.device.clone(),
-                gpu: d.gpu.as_ref().map(|g| g.bdf),
-                nic_function: d.nic_function.as_ref().map(|f| f.bdf),
-                cdi_device_ids,
-            })
+            .zip(created.iter().cloned())
+            .map(
+                |((d, cdi_device_ids), mig): ((&PreparedDevice, _), Option<CreatedMig>)| {
+                    PreparedRecord {
+                        request: base_request(&d.request).to_string(),
+                        pool: pool.clone(),
+                        device: d.device.clone(),
+                        gpu: d.gpu.as_ref().map(|g| g.bdf),
+                        nic_function: d.nic_function.as_ref().map(|f| f.bdf),
+                        cdi_device_ids,
+                        mig,
+                    }
+                },
+            )
             .collect::<Vec<_>>();
         let entry = PreparedClaim {
             namespace: claim.namespace.clone(),
@@ -273,13 +323,19 @@ impl Engine {
         // 1. Write-ahead: the checkpoint holds the claim.
         let mut next = self.checkpoint.clone();
         next.claims.insert(uid.to_string(), entry);
-        self.save_checkpoint(uid, next)?;
+        next.creating.retain(|p| p.claim != uid);
+        if let Err(e) = self.save_checkpoint(uid, next) {
+            rollback_all(&self.mig_tool, &created);
+            self.forget_pending(uid);
+            return Err(e);
+        }
 
         // 2. The CDI spec; on failure, take the claim back out (no partial state).
         if let Some(spec) = &spec
             && let Err(e) = self.write_spec(uid, spec)
         {
             self.rollback_prepare(uid);
+            rollback_all(&self.mig_tool, &created);
             return Err(e);
         }
         Ok(records)
@@ -333,6 +389,42 @@ impl Engine {
         Ok((composed.spec, composed.ids))
     }
 
+    /// Drops a claim's pending placements from the checkpoint (their instances were
+    /// destroyed or never made); a failed write is logged, the next start clears them.
+    fn forget_pending(&mut self, uid: &str) {
+        if !self.checkpoint.creating.iter().any(|p| p.claim == uid) {
+            return;
+        }
+        let mut next = self.checkpoint.clone();
+        next.creating.retain(|p| p.claim != uid);
+        if let Err(e) = self.save_checkpoint(uid, next) {
+            tracing::warn!(error = %e, "dropping pending MIG placements from the checkpoint");
+        }
+    }
+
+    /// Destroys the instances of placements a crash left pending (created, or perhaps
+    /// created, for a claim that never reached the checkpoint); those the tool cannot
+    /// clear now stay pending and are logged.
+    fn clear_pending(&mut self) {
+        if self.checkpoint.creating.is_empty() {
+            return;
+        }
+        let mut next = self.checkpoint.clone();
+        next.creating.retain(|p| match self.mig_tool.clear_pending(p) {
+            Ok(found) => {
+                tracing::info!(claim = %p.claim, gpu = %p.gpu, profile = %p.profile, start = p.start, destroyed = found, "cleared a MIG placement an interrupted prepare left");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "clearing a MIG placement an interrupted prepare left");
+                true
+            }
+        });
+        if let Err(e) = self.save_checkpoint("", next) {
+            tracing::warn!(error = %e, "writing the checkpoint after clearing MIG placements");
+        }
+    }
+
     fn rollback_prepare(&mut self, uid: &str) {
         let path = self.cdi_path(uid);
         if let Err(e) = std::fs::remove_file(&path)
@@ -367,7 +459,17 @@ impl Engine {
                 });
             }
         }
-        if self.checkpoint.claims.contains_key(uid) {
+        if let Some(claim) = self.checkpoint.claims.get(uid) {
+            // Dynamic MIG: destroy what prepare created; on failure the claim stays
+            // checkpointed and the kubelet's retry destroys the rest.
+            for m in claim.devices.iter().filter_map(|d| d.mig.as_ref()) {
+                self.mig_tool.destroy(m).map_err(|source| ClaimError::Mig {
+                    namespace: claim.namespace.clone(),
+                    name: claim.name.clone(),
+                    uid: uid.to_string(),
+                    source: Box::new(source),
+                })?;
+            }
             let mut next = self.checkpoint.clone();
             next.claims.remove(uid);
             self.save_checkpoint(uid, next)?;

@@ -90,6 +90,20 @@ pub enum ClaimError {
         #[source]
         source: std::io::Error,
     },
+    /// Dynamic MIG: an instance could not be created (nothing of the claim is left) or
+    /// destroyed (the claim stays prepared; unprepare is retried).
+    #[error("ResourceClaim {namespace}/{name} (uid {uid}): {source}")]
+    Mig {
+        /// Namespace.
+        namespace: String,
+        /// Name.
+        name: String,
+        /// UID.
+        uid: String,
+        /// The GPU, profile, placement, command and what it printed.
+        #[source]
+        source: Box<crate::mig_dynamic::MigToolError>,
+    },
     /// Something that should not happen: a worker that died, a value that would not
     /// serialize.
     #[error("claim uid {uid}: internal error: {what}")]
@@ -113,7 +127,7 @@ impl ClaimError {
                 | AllocationError::DeviceTaken { .. } => Code::ResourceExhausted,
                 _ => Code::FailedPrecondition,
             },
-            ClaimError::VendorCdi { .. } => Code::FailedPrecondition,
+            ClaimError::VendorCdi { .. } | ClaimError::Mig { .. } => Code::FailedPrecondition,
             ClaimError::Write { .. } | ClaimError::Remove { .. } | ClaimError::Internal { .. } => {
                 Code::Internal
             }

@@ -15,6 +15,8 @@
 //! safety argument. Each GPU's CDI ids name its device in the vendor's own spec
 //! (`nvidia.com/gpu=…`, `amd.com/gpu=…`) where the runtime's CDI directories have one
 //! (`vendor`), so the vendor's driver libraries and hooks reach the container.
+//! On a dynamic-MIG GPU an allocated placement is created at prepare with `nvidia-smi`
+//! (`mig_dynamic`), checkpointed, and destroyed at unprepare.
 //!
 //! * [`pb`]: the kubelet's gRPC APIs, compiled from `proto/` with protox.
 //!
@@ -29,6 +31,7 @@ mod engine;
 mod error;
 mod health;
 mod metrics;
+mod mig_dynamic;
 mod plugin;
 mod server;
 mod vendor;
@@ -44,6 +47,7 @@ pub use engine::{Engine, FaultHook, FaultPoint, ReconcileReport};
 pub use error::{ClaimError, PluginError, UidError};
 pub use health::{DeviceHealthEntry, Health};
 pub use metrics::Metrics;
+pub use mig_dynamic::{CreatedMig, MigToolError, PendingMig};
 pub use plugin::{ClaimRef, Plugin, RegistrationStatus};
 pub use server::RegistrationService;
 pub use vendor::{VendorCdiStatus, VendorScan};

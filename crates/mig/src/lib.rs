@@ -17,9 +17,13 @@
 //! - `export`: `nvidia-smi mig` commands and mig-parted configs.
 //! - `read_state`: a host's MIG state from saved `nvidia-smi` output (`read_list`,
 //!   `read_lgi`, `read_lci`, `read_lgipp`; errors in `read_table`).
+//! - `read_create`: what `nvidia-smi mig -cgi ID:START -C` created ([`read_created`]) and
+//!   one GPU's MIG UUIDs in `-L` (dynamic MIG's readback).
 //! - `synth`: a MIG state without hardware, from placements or a plan.
 //! - `clique`: the node's NVLink clique from `nvidia-smi -q` ([`node_clique`]), the
 //!   value GPU feature discovery labels `nvidia.com/gpu.clique`.
+//! - `order`: topoalign's dynamic-MIG device order ([`packing_starts`]), shared by the
+//!   DRA driver and `simulate --mig`.
 
 mod capacity;
 mod clique;
@@ -29,8 +33,10 @@ mod export;
 mod geometry;
 mod mix;
 mod model;
+mod order;
 mod planner;
 mod pods;
+mod read_create;
 mod read_lci;
 mod read_lgi;
 mod read_lgipp;
@@ -56,8 +62,10 @@ pub use geometry::{GeometryError, Placement, validate, validate_shapes};
 pub use mix::{Mix, MixError, ProfileCounts, parse_mix};
 pub use model::{MEMORY_SLICES, SHAPES, SM_SLICES, known_models};
 pub use model::{MODELS, Model, ModelError, Shape, lookup};
+pub use order::{DYNAMIC_SHAPES, dynamic_placements, packing_starts};
 pub use planner::{GpuPlan, Plan, PlanError, PodPlacement, Request, plan};
 pub use pods::{Pod, PodError, PodsFile, plan_pods, resolve_pods};
+pub use read_create::{CreatedInstance, created_gpu_instance, listed_mig_uuids, read_created};
 pub use read_list::MigDevice;
 pub use read_query::{MigMode, QueryGpu, read_query};
 pub use read_state::{

@@ -9,6 +9,7 @@ mod deploy;
 mod limits;
 mod mig;
 mod mig_cdi;
+mod mig_dynamic;
 mod prepare;
 mod roce;
 mod slices;

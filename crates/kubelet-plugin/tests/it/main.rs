@@ -7,5 +7,6 @@ mod crash;
 mod grpc;
 mod kubelet_authority;
 mod mig_cdi;
+mod mig_dynamic;
 mod overlap;
 mod vendor_cdi;

@@ -64,8 +64,18 @@ impl Served {
     pub(crate) async fn start() -> Served {
         let root = tempfile::tempdir().unwrap();
         let config = PluginConfig::under(NODE, root.path());
+        Served::start_in(root, config, inventory()).await
+    }
+
+    /// A plugin with this root, configuration and inventory (a restart: the root of a
+    /// stopped one, see [`Served::stop_keeping_root`]).
+    pub(crate) async fn start_in(
+        root: tempfile::TempDir,
+        config: PluginConfig,
+        inventory: Inventory,
+    ) -> Served {
         let claims = Arc::new(InMemoryClaims::new());
-        let plugin = Plugin::new(config.clone(), inventory(), claims.clone()).unwrap();
+        let plugin = Plugin::new(config.clone(), inventory, claims.clone()).unwrap();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(plugin.clone().serve(async move {
             let _ = rx.await;
@@ -92,6 +102,18 @@ impl Served {
         }
         assert!(!self.config.registration_socket().exists());
         assert!(!self.config.dra_socket().exists());
+    }
+
+    /// Stops the plugin and hands back its root, files kept.
+    pub(crate) async fn stop_keeping_root(mut self) -> tempfile::TempDir {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.task.take() {
+            t.await.unwrap().unwrap();
+        }
+        let empty = tempfile::tempdir().unwrap();
+        std::mem::replace(&mut self.root, empty)
     }
 
     pub(crate) async fn dra(&self) -> dra::dra_plugin_client::DraPluginClient<Channel> {

@@ -1,0 +1,308 @@
+//! Dynamic MIG in the pool: every placement of every DGX H100 GPU published (with its
+//! MIG×NIC pairs and the whole GPU), within the API limits, and the stock allocator's
+//! model over it: first fit packs one GPU before the next and keeps 4g@0 / 3g@4
+//! reachable, and a random stream of claims and releases never gives a memory slice
+//! twice.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
+use topoalign_dra::{
+    ClaimSpec, DeviceId, Inventory, MigClaimSpec, NodeDevices, NodeMig, PublishOptions, claim_spec,
+    device_classes, first_fit, mig_claim_spec, mig_device_classes, slices_for,
+};
+use topoalign_profiles as profiles;
+use topoalign_topology::{Bdf, Topology};
+
+const BUDGET: u64 = 2_000_000;
+
+struct Node {
+    topo: Topology,
+    inv: Inventory,
+    slices: Vec<ResourceSlice>,
+}
+
+fn dynamic_node(name: &str) -> Node {
+    let topo = profiles::get(name).unwrap();
+    let opts = PublishOptions {
+        mig: NodeMig::dynamic(&topo, None).unwrap(),
+        ..Default::default()
+    };
+    let inv = Inventory::new(&topo, &opts);
+    let slices = slices_for(&inv, "n1", 1).unwrap();
+    Node { topo, inv, slices }
+}
+
+fn classes() -> Vec<DeviceClass> {
+    device_classes()
+        .into_iter()
+        .chain(mig_device_classes())
+        .collect()
+}
+
+fn id(device: &str) -> DeviceId {
+    DeviceId {
+        driver: "topoalign.dev".into(),
+        pool: "n1".into(),
+        device: device.into(),
+    }
+}
+
+/// The (GPU, memory slice) cells a device takes: every slice of a whole dynamic GPU,
+/// its placement's for a MIG device; none for a NIC.
+fn cells(inv: &Inventory, device: &str) -> Vec<(Bdf, u8)> {
+    let d = inv.device(device).unwrap();
+    match (d.gpu(), d.mig()) {
+        (Some(g), _) => (0..8).map(|s| (g.bdf, s)).collect(),
+        (_, Some((m, g))) => m.instance.slices().map(|s| (g.bdf, s)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+#[derive(Debug)]
+enum Claim {
+    Mig(MigClaimSpec),
+    Pairs(ClaimSpec),
+}
+
+fn mig(profile: &str, count: u32, with_nic: bool) -> Claim {
+    Claim::Mig(MigClaimSpec {
+        profile: profile.into(),
+        count,
+        with_nic,
+        max_rank: None,
+    })
+}
+
+fn allocate(nd: &Node, held: &BTreeSet<DeviceId>, claim: &Claim) -> Option<Vec<String>> {
+    let mut free = NodeDevices::gather(&nd.slices, "n1").unwrap();
+    free.mark_in_use(held);
+    let spec = match claim {
+        Claim::Mig(s) => mig_claim_spec(s).unwrap(),
+        Claim::Pairs(s) => claim_spec(s).unwrap(),
+    };
+    let out = first_fit(&spec, &classes(), &free, BUDGET).unwrap();
+    assert!(!out.gave_up, "{claim:?}: {} steps", out.steps);
+    out.allocation
+        .map(|a| a.into_iter().map(|d| d.device).collect())
+}
+
+fn placement(nd: &Node, device: &str) -> (Bdf, String, u8) {
+    let (m, g) = nd.inv.device(device).unwrap().mig().unwrap();
+    (g.bdf, m.instance.profile.clone(), m.instance.start)
+}
+
+#[test]
+fn every_placement_is_published_within_the_limits() {
+    for name in ["dgx-h100", "dgx-a100", "gb300-4"] {
+        let Some(topo) = profiles::get(name) else {
+            continue;
+        };
+        let Ok(mig) = NodeMig::dynamic(&topo, None) else {
+            continue;
+        };
+        let inv = Inventory::new(
+            &topo,
+            &PublishOptions {
+                mig,
+                ..Default::default()
+            },
+        );
+        let slices = slices_for(&inv, "n1", 1).unwrap();
+        assert_eq!(crate::common::check_limits(&slices), Ok(()), "{name}");
+        let gpus = inv.mig_dynamic.len();
+        assert_eq!(inv.migs.len(), 18 * gpus, "{name}");
+        let devices: Vec<_> = slices
+            .iter()
+            .flat_map(|s| s.spec.devices.iter().flatten())
+            .collect();
+        for d in &devices {
+            let n = d.consumes_counters.as_ref().map_or(0, Vec::len);
+            assert!((1..=2).contains(&n), "{name}: {} consumes {n} sets", d.name);
+        }
+        println!(
+            "FIGURE dynamic MIG {name}: {} devices ({} placements, {} MIG pairs) in {} slices",
+            devices.len(),
+            inv.migs.len(),
+            inv.mig_pairs.len(),
+            slices.len()
+        );
+    }
+}
+
+#[test]
+fn a_dynamic_gpu_is_published_whole_and_by_placement() {
+    let nd = dynamic_node("dgx-h100");
+    let devices: BTreeMap<&str, _> = nd
+        .slices
+        .iter()
+        .flat_map(|s| s.spec.devices.iter().flatten())
+        .map(|d| (d.name.as_str(), d))
+        .collect();
+    let whole = devices["gpu-0000-1b-00-0"];
+    let consumes = whole.consumes_counters.as_ref().unwrap();
+    assert_eq!(consumes[0].counter_set, "gpu-0000-1b-00-0-counter-set");
+    assert_eq!(consumes[0].counters.len(), 9, "8 memory slices + sm-slices");
+    for (name, want) in [
+        ("gpu-0000-1b-00-0-mig-1g10gb-19-6", vec!["memory-slice-6"]),
+        (
+            "gpu-0000-1b-00-0-mig-3g40gb-9-4",
+            vec![
+                "memory-slice-4",
+                "memory-slice-5",
+                "memory-slice-6",
+                "memory-slice-7",
+            ],
+        ),
+        (
+            "gpu-0000-1b-00-0-mig-1g20gb-15-6",
+            vec!["memory-slice-6", "memory-slice-7"],
+        ),
+    ] {
+        let d = devices[name];
+        let c = &d.consumes_counters.as_ref().unwrap()[0].counters;
+        let slices: Vec<&str> = c
+            .keys()
+            .map(String::as_str)
+            .filter(|k| k.starts_with("memory-slice"))
+            .collect();
+        assert_eq!(slices, want, "{name}");
+        assert!(c.contains_key("sm-slices"));
+        let a = d.attributes.as_ref().unwrap();
+        assert_eq!(a["type"].string.as_deref(), Some("mig"));
+        assert!(!a.contains_key("uuid"), "a placement has no UUID yet");
+    }
+    assert!(!devices.contains_key("gpu-0000-1b-00-0-mig-1g10gbme-20-0"));
+    assert_eq!(nd.topo.gpus.len(), 8);
+}
+
+#[test]
+fn seven_one_slice_claims_land_on_one_gpu_then_4g_and_3g_still_fit_on_the_next() {
+    let nd = dynamic_node("dgx-h100");
+    let mut held = BTreeSet::new();
+    let mut got = Vec::new();
+    for _ in 0..7 {
+        let d = allocate(&nd, &held, &mig("1g.10gb", 1, false)).unwrap();
+        got.push(placement(&nd, &d[0]));
+        held.insert(id(&d[0]));
+    }
+    let gpu0 = nd.topo.gpu_bdf(0);
+    let starts: Vec<u8> = got.iter().map(|(_, _, s)| *s).collect();
+    assert!(got.iter().all(|(g, _, _)| *g == gpu0), "{got:?}");
+    assert_eq!(starts, [6, 5, 4, 3, 2, 1, 0]);
+    // GPU 0 is full (its whole device too); the whole-GPU claim goes to GPU 1.
+    let whole = allocate(&nd, &held, &Claim::Pairs(ClaimSpec::pairs(1))).unwrap();
+    let wg = nd.inv.device(&whole[0]).unwrap().gpu().unwrap().bdf;
+    assert_ne!(wg, gpu0);
+
+    // On a fresh node: three 1g, then a 4g and a 3g: all on GPU 0 except the 3g
+    // (3g@4 is taken by the 1g at 4-6), and the 4g at 0 beside the 1g.
+    let mut held = BTreeSet::new();
+    let mut seq = Vec::new();
+    for p in ["1g.10gb", "1g.10gb", "1g.10gb", "4g.40gb", "3g.40gb"] {
+        let d = allocate(&nd, &held, &mig(p, 1, false)).unwrap();
+        seq.push(placement(&nd, &d[0]));
+        held.insert(id(&d[0]));
+    }
+    assert_eq!(
+        seq.iter()
+            .map(|(g, p, s)| (*g == gpu0, p.as_str(), *s))
+            .collect::<Vec<_>>(),
+        [
+            (true, "1g.10gb", 6),
+            (true, "1g.10gb", 5),
+            (true, "1g.10gb", 4),
+            (true, "4g.40gb", 0),
+            (false, "3g.40gb", 4),
+        ]
+    );
+    // A 3g first takes slot 4, and the 4g then joins it at 0 on the same GPU.
+    let mut held = BTreeSet::new();
+    let three = allocate(&nd, &held, &mig("3g.40gb", 1, false)).unwrap();
+    held.insert(id(&three[0]));
+    let four = allocate(&nd, &held, &mig("4g.40gb", 1, false)).unwrap();
+    assert_eq!(placement(&nd, &three[0]), (gpu0, "3g.40gb".into(), 4));
+    assert_eq!(placement(&nd, &four[0]), (gpu0, "4g.40gb".into(), 0));
+}
+
+/// A random stream of claims and releases (placements of every published profile,
+/// MIG pairs, whole GPUs and GPU pairs): no memory slice is ever held twice.
+#[test]
+fn random_claims_and_releases_never_give_a_memory_slice_twice() {
+    let nd = dynamic_node("dgx-h100");
+    let profiles = [
+        "1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb",
+    ];
+    for seed in [23, 24, 25] {
+        let mut rng = crate::common::Rng::new(seed);
+        let mut live: Vec<Vec<String>> = Vec::new();
+        let (mut placed, mut refused) = (0, 0);
+        for _ in 0..300 {
+            if !live.is_empty() && rng.below(3) == 0 {
+                let i = rng.below(live.len() as u64) as usize;
+                live.swap_remove(i);
+                continue;
+            }
+            let claim = match rng.below(5) {
+                0 => Claim::Pairs(ClaimSpec::pairs(1 + rng.below(2) as u32)),
+                k => mig(
+                    profiles[rng.below(profiles.len() as u64) as usize],
+                    1 + rng.below(3) as u32,
+                    k == 4,
+                ),
+            };
+            let held: BTreeSet<DeviceId> = live.iter().flatten().map(|d| id(d)).collect();
+            match allocate(&nd, &held, &claim) {
+                Some(devices) => {
+                    placed += 1;
+                    live.push(devices);
+                }
+                None => refused += 1,
+            }
+            let mut taken: BTreeMap<(Bdf, u8), &str> = BTreeMap::new();
+            for d in live.iter().flatten() {
+                for cell in cells(&nd.inv, d) {
+                    if let Some(other) = taken.insert(cell, d) {
+                        panic!("seed {seed}: memory slice {cell:?} given to {other} and {d}");
+                    }
+                }
+            }
+        }
+        assert!(
+            placed > 80 && refused > 5,
+            "seed {seed}: {placed} placed, {refused} refused"
+        );
+    }
+}
+
+/// A placement pairs with its parent's best pairs only, so that a claim for more big
+/// instances with NICs than the node has GPUs is refused within the budget.
+#[test]
+fn placements_pair_with_the_parents_best_nics_and_big_refusals_stay_bounded() {
+    let nd = dynamic_node("dgx-h100");
+    for p in &nd.inv.mig_pairs {
+        let m = &nd.inv.migs[p.mig];
+        let best = (nd.inv.pairs.iter())
+            .filter(|q| q.gpu == m.gpu)
+            .map(|q| q.path.preference())
+            .min();
+        assert_eq!(
+            Some(nd.inv.pairs[p.pair].path.preference()),
+            best,
+            "{}",
+            p.name
+        );
+    }
+    for (profile, count) in [("7g.80gb", 9), ("4g.40gb", 9)] {
+        let free = NodeDevices::gather(&nd.slices, "n1").unwrap();
+        let Claim::Mig(s) = mig(profile, count, true) else {
+            unreachable!()
+        };
+        let out = first_fit(&mig_claim_spec(&s).unwrap(), &classes(), &free, BUDGET).unwrap();
+        assert!(
+            out.allocation.is_none() && !out.gave_up,
+            "{profile}: {} steps",
+            out.steps
+        );
+    }
+}
