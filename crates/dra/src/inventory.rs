@@ -328,8 +328,8 @@ pub struct Inventory {
     /// Whether plain GPU and NIC devices are published.
     pub plain_devices: bool,
     /// GPUs under dynamic MIG (`crate::mig_dynamic`), in address order: their MIG
-    /// devices are placements the plugin creates at prepare, and the whole GPU is
-    /// published beside them.
+    /// devices are placements the plugin creates at prepare (the whole GPU, in MIG mode,
+    /// is not offered).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mig_dynamic: Vec<Bdf>,
     #[serde(skip)]
@@ -735,10 +735,10 @@ impl Inventory {
     /// A GPU in MIG mode is published through its instances only (static MIG): CUDA
     /// sees no device on the whole GPU, so neither it nor its whole-GPU pairs are
     /// offered. Their names still resolve ([`Inventory::device`]), so prepare can name
-    /// what an allocation written by hand got wrong. A dynamic-MIG GPU is published
-    /// whole too (consuming every memory slice), beside its placements.
+    /// what an allocation written by hand got wrong. The same holds under dynamic MIG:
+    /// the GPU is in MIG mode, so only its placements are offered.
     pub fn devices(&self) -> Vec<DeviceRef<'_>> {
-        let whole = |g: &GpuEntry| !g.mig_enabled || self.is_mig_dynamic(g.bdf);
+        let whole = |g: &GpuEntry| !g.mig_enabled;
         let mut out: Vec<DeviceRef<'_>> = self
             .pairs
             .iter()

@@ -58,7 +58,7 @@ pub struct MigGpuLayout {
     /// in publishing order (`crate::mig_dynamic`).
     pub instances: Vec<MigInstance>,
     /// Dynamic MIG: `instances` are placements to create at prepare, not instances
-    /// that exist; the whole GPU is published too (consuming every slice).
+    /// that exist; the whole GPU is not offered (in MIG mode CUDA sees no device on it).
     pub dynamic: bool,
 }
 

@@ -5,8 +5,8 @@
 //!
 //! The counters are static MIG's (`crate::mig`): each placement consumes its memory
 //! slices and its SM slices from its GPU's counter set, so the stock allocator never
-//! gives two overlapping placements, nor a placement and its whole GPU (published too on
-//! a dynamic GPU, consuming every slice). A MIG pair consumes the placement's counters
+//! gives two overlapping placements. The whole GPU is not offered: in MIG mode CUDA sees
+//! no device on it (as under static MIG). A MIG pair consumes the placement's counters
 //! and one function of the NIC: two `consumesCounters` entries, the API's limit.
 //!
 //! The order makes the allocator's first fit pack: GPUs one after the other (fill one

@@ -60,7 +60,7 @@ pub struct DriverArgs {
     #[arg(long, value_name = "PROFILE=COUNT,...")]
     pub mig_want: Option<String>,
     /// Dynamic MIG: publish every placement (profile@start) of each GPU in MIG mode as
-    /// a MIG device (with its MIG×NIC pairs, and the whole GPU), consuming the GPU's
+    /// a MIG device (with its MIG×NIC pairs; not the whole GPU, unusable in MIG mode), consuming the GPU's
     /// memory-slice counters; the kubelet plugin creates the instance at that placement
     /// at prepare (`nvidia-smi mig -cgi ID:START -C`, $TOPOALIGN_NVIDIA_SMI), checkpoints
     /// it and destroys it at unprepare. MIG mode from `query.txt` of `--mig-state` or

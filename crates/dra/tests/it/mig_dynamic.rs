@@ -131,7 +131,7 @@ fn every_placement_is_published_within_the_limits() {
 }
 
 #[test]
-fn a_dynamic_gpu_is_published_whole_and_by_placement() {
+fn a_dynamic_gpu_is_published_by_placement_only() {
     let nd = dynamic_node("dgx-h100");
     let devices: BTreeMap<&str, _> = nd
         .slices
@@ -139,10 +139,12 @@ fn a_dynamic_gpu_is_published_whole_and_by_placement() {
         .flat_map(|s| s.spec.devices.iter().flatten())
         .map(|d| (d.name.as_str(), d))
         .collect();
-    let whole = devices["gpu-0000-1b-00-0"];
-    let consumes = whole.consumes_counters.as_ref().unwrap();
-    assert_eq!(consumes[0].counter_set, "gpu-0000-1b-00-0-counter-set");
-    assert_eq!(consumes[0].counters.len(), 9, "8 memory slices + sm-slices");
+    // In MIG mode CUDA sees no device on the whole GPU: it is not offered, nor its pairs.
+    assert!(!devices.contains_key("gpu-0000-1b-00-0"));
+    let whole_pairs: Vec<_> = (devices.keys())
+        .filter(|n| n.starts_with("pair-0000-1b-00-0-") && !n.contains("-mig-"))
+        .collect();
+    assert!(whole_pairs.is_empty(), "{whole_pairs:?}");
     for (name, want) in [
         ("gpu-0000-1b-00-0-mig-1g10gb-19-6", vec!["memory-slice-6"]),
         (
@@ -190,10 +192,11 @@ fn seven_one_slice_claims_land_on_one_gpu_then_4g_and_3g_still_fit_on_the_next()
     let starts: Vec<u8> = got.iter().map(|(_, _, s)| *s).collect();
     assert!(got.iter().all(|(g, _, _)| *g == gpu0), "{got:?}");
     assert_eq!(starts, [6, 5, 4, 3, 2, 1, 0]);
-    // GPU 0 is full (its whole device too); the whole-GPU claim goes to GPU 1.
-    let whole = allocate(&nd, &held, &Claim::Pairs(ClaimSpec::pairs(1))).unwrap();
-    let wg = nd.inv.device(&whole[0]).unwrap().gpu().unwrap().bdf;
-    assert_ne!(wg, gpu0);
+    // Every GPU is in MIG mode: a whole-GPU claim has nothing to take.
+    assert_eq!(
+        allocate(&nd, &BTreeSet::new(), &Claim::Pairs(ClaimSpec::pairs(1))),
+        None
+    );
 
     // On a fresh node: three 1g, then a 4g and a 3g: all on GPU 0 except the 3g
     // (3g@4 is taken by the 1g at 4-6), and the 4g at 0 beside the 1g.
