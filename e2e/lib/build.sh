@@ -81,7 +81,9 @@ _go_build_helm() {
 # source the proxy serves).
 _go_build_kueue() {
   cd "$E2E_DIR/kueue" &&
-    nice -n "$GO_NICE" go build -mod=readonly -trimpath -ldflags="-s -w" -o "$OUTDIR/kueue" sigs.k8s.io/kueue/cmd/kueue || return 1
+    nice -n "$GO_NICE" go build -mod=readonly -trimpath \
+      -ldflags="-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
+      -o "$OUTDIR/kueue" sigs.k8s.io/kueue/cmd/kueue || return 1
   local src
   src=$(go list -mod=readonly -m -f '{{.Dir}}' sigs.k8s.io/kueue) && [ -d "$src/config/components/crd/bases" ] ||
     { echo "the sigs.k8s.io/kueue module source has no config/components/crd/bases" >&2; return 1; }
