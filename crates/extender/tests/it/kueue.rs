@@ -72,7 +72,7 @@ fn racks(job_yaml: &str) -> (DraState, NodeLabels, String, u32) {
             );
         }
     }
-    (st, labels, name, u32::try_from(job.pods).unwrap())
+    (st, labels, name, job.pods)
 }
 
 /// The Workload Kueue makes of the job's Indexed Job: one pod set of `pods` pods whose
