@@ -22,6 +22,8 @@ pub const ADMISSION_CHECK_PLURAL: &str = "admissionchecks";
 pub const ADMISSION_CHECK_ACTIVE: &str = "Active";
 /// The workload condition set while quota is reserved.
 pub const QUOTA_RESERVED: &str = "QuotaReserved";
+/// The workload condition set while the workload is evicted.
+pub const EVICTED: &str = "Evicted";
 /// The workload condition set when the workload is finished.
 pub const FINISHED: &str = "Finished";
 

@@ -9,8 +9,8 @@ use crate::dra::state::DraState;
 use crate::dra::verdict::{DraNode, PodClaims, Resolved};
 use crate::kueue::workload::{CheckState, PodSet, PodSetUpdate, Workload};
 
-/// Seconds Kueue waits before requeuing a workload this check sent back (`Retry` on a
-/// workload whose quota is reserved): time to pin the domain before the next try.
+/// Seconds Kueue waits before requeuing a workload this check holds while Kueue evicts it
+/// (`Retry` with `requeueAfterSeconds`): time to pin the domain before the next try.
 pub const RETRY_AFTER_S: u32 = 2;
 /// The longest message written on a check state.
 const MESSAGE_LIMIT: usize = 1000;
@@ -412,11 +412,26 @@ pub fn review(
     }
     let reserved = w.quota_reserved();
     match (reserved, cur.state.as_str()) {
+        (true, PENDING) if w.evicted() => {
+            // Kueue is evicting the workload (after this check's Retry): eviction set the
+            // check back to Pending, and once the quota is released Kueue would requeue
+            // it at once, before the domain is pinned. Retry again holds it (the scheduler
+            // skips workloads with a Retry check; Kueue waits RETRY_AFTER_S to requeue)
+            // until the check pins the domain.
+            change(
+                cur,
+                RETRY,
+                "evicted to be placed again: held until the check pins a domain that can hold the gang".into(),
+                Vec::new(),
+                Some(RETRY_AFTER_S),
+                now,
+            )
+        }
         (true, PENDING) => {
             // Quota was reserved before this check pinned a domain. With topology-aware
             // scheduling the nodes are chosen: keep them if they hold the gang, else send
-            // the workload back (Kueue evicts it, resets the check to Pending and
-            // requeues it after RETRY_AFTER_S, by when the domain is pinned).
+            // the workload back (Kueue evicts it and resets the check to Pending: the arm
+            // above).
             let sets = match gang_claims(w, judge) {
                 Ok(s) => s,
                 Err(GangVerdict::NotOurs) => {
@@ -441,7 +456,7 @@ pub fn review(
                             "quota was reserved on nodes that cannot hold the gang ({why}); sent back to be placed in a domain that can"
                         ),
                         Vec::new(),
-                        Some(RETRY_AFTER_S),
+                        None,
                         now,
                     ),
                 },

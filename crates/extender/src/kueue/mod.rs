@@ -28,13 +28,15 @@
 //! - When the scheduler reserved quota first (it does not wait for checks:
 //!   `prepareWorkload` in `pkg/scheduler/scheduler.go`), the check judges the nodes TAS
 //!   assigned (`status.admission.podSetAssignments[].topologyAssignment`): `Ready` when
-//!   they hold the gang, else `Retry` with `requeueAfterSeconds`. `Retry` makes Kueue
-//!   evict the workload, release its quota and reset every check to `Pending` without
-//!   its updates (`reconcileCheckBasedEviction`, `workload.Evict`,
-//!   `resetChecksOnEviction` in `pkg/workload/admissionchecks.go`), and requeue it once
-//!   `requeueAfterSeconds` have passed (`NeedsRequeueAtUpdate`, then the
-//!   `WorkloadEvictedByAdmissionCheck` case of the workload controller; without it the
-//!   requeue is immediate) — by then the check has pinned the domain.
+//!   they hold the gang, else `Retry`. `Retry` makes Kueue evict the workload, release its
+//!   quota and reset every check to `Pending` without its updates
+//!   (`reconcileCheckBasedEviction`, `workload.Evict`, `resetChecksOnEviction` in
+//!   `pkg/workload/admissionchecks.go`), then requeue it at once unless a `Retry` check
+//!   set `requeueAfterSeconds` (`NeedsRequeueAtUpdate` sets `requeueState.requeueAt`; the
+//!   workload controller waits for it before it evicts or requeues). So while the
+//!   workload is `Evicted` with its quota still reserved, the check says `Retry` again,
+//!   with `requeueAfterSeconds` ([`RETRY_AFTER_S`](decide::RETRY_AFTER_S)): the requeue
+//!   waits, and once the quota is released the check pins the domain (`Retry` → `Ready`).
 //! - Before any reservation, `Retry` holds the workload back: the scheduler skips
 //!   workloads with a `Retry` or `Rejected` check (`pkg/scheduler/scheduler.go`,
 //!   "The workload has failed admission checks"); no eviction happens without quota. So

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use topoalign_kube_types::kueue::{FINISHED, QUOTA_RESERVED};
+use topoalign_kube_types::kueue::{EVICTED, FINISHED, QUOTA_RESERVED};
 
 /// The Kueue pod-template annotation naming the domain label all pods must share.
 pub(crate) const REQUIRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-required-topology";
@@ -259,6 +259,11 @@ impl Workload {
     /// Whether Kueue has reserved quota (and, with TAS, assigned the nodes).
     pub fn quota_reserved(&self) -> bool {
         self.condition(QUOTA_RESERVED) && self.status.admission.is_some()
+    }
+
+    /// Whether Kueue is evicting the workload (its quota may still be reserved).
+    pub fn evicted(&self) -> bool {
+        self.condition(EVICTED)
     }
 
     /// Whether the workload still wants admission: active and not finished.

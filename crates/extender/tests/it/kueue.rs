@@ -8,9 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 use topoalign_dra::{Inventory, device_classes, slices_for};
-use topoalign_extender::{
-    DraState, GangVerdict, NodeLabels, RETRY_AFTER_S, Workload, judge_gang, review,
-};
+use topoalign_extender::{DraState, GangVerdict, NodeLabels, Workload, judge_gang, review};
 use topoalign_gang::{gang_claim_template, nic_rails, parse_job, parse_rail_source};
 
 use crate::dra::holding;
@@ -140,7 +138,7 @@ fn a_reservation_on_the_rack_without_the_nics_is_sent_back() {
     let on_x = workload(&template, pods, status("rack-x-"));
     let s = review(&on_x, "gang", &labels, &st, "T").unwrap();
     assert_eq!(s.state, "Retry", "{s:?}");
-    assert_eq!(s.requeue_after_seconds, Some(RETRY_AFTER_S));
+    assert_eq!(s.requeue_after_seconds, None);
     assert!(
         s.message.contains("rack-x-0 holds 0 of its 1 pods"),
         "{}",

@@ -215,9 +215,27 @@ fn a_reservation_on_nodes_that_cannot_hold_the_gang_is_sent_back_and_one_that_ca
     assert!(on_x.quota_reserved());
     let s = review(&on_x, "gang", &racks(), &bad_x_good_y(), "T1").unwrap();
     assert_eq!(s.state, RETRY);
-    assert_eq!(s.requeue_after_seconds, Some(RETRY_AFTER_S));
+    assert_eq!(s.requeue_after_seconds, None);
     assert!(
         s.message.contains("rack-x-0 holds 0 of its 1 pods of main"),
+        "{}",
+        s.message
+    );
+    // Kueue evicts it and sets the check back to Pending, the quota still reserved: the
+    // check holds it again, with a requeue delay, until the domain is pinned.
+    let mut evicting = on_x.clone();
+    evicting
+        .status
+        .conditions
+        .push(serde_json::from_value(json!({"type": "Evicted", "status": "True"})).unwrap());
+    assert!(evicting.evicted());
+    let s = review(&evicting, "gang", &racks(), &bad_x_good_y(), "T2").unwrap();
+    assert_eq!(
+        (s.state.as_str(), s.requeue_after_seconds),
+        (RETRY, Some(RETRY_AFTER_S))
+    );
+    assert!(
+        s.message.starts_with("evicted to be placed again"),
         "{}",
         s.message
     );
