@@ -6,6 +6,9 @@
 #   $E2E_CACHE/k8s-<key>/    kube-apiserver kube-scheduler kube-controller-manager kubectl
 #   $E2E_CACHE/etcd-<key>/   etcd
 #   $E2E_CACHE/helm-<key>/   helm (renders the charts under deploy/ for the objects scenario)
+#   $E2E_CACHE/kueue-<key>/  kueue (the Kueue controller manager, sigs.k8s.io/kueue/cmd/kueue from
+#                            the Go module proxy, for the gang scenario), its CRDs (crd/*.yaml)
+#                            and webhook configurations (webhook.yaml) from the same module
 #   $E2E_CACHE/tools-<key>/  the Go stand-ins under e2e/go/cmd (kubeletdra, tmparity, allocbench,
 #                            podresources)
 #   $E2E_CACHE/cdi-<key>/    cdiinject (e2e/cdi, its own module): CDI ids injected into an OCI
@@ -16,6 +19,7 @@
 E2E_CACHE=${TOPOALIGN_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/topoalign-e2e}
 K8S_VERSION=v1.37.2  # must match e2e/go/go.mod
 ETCD_VERSION=v3.7.3  # must match e2e/etcd/go.mod
+KUEUE_VERSION=v0.17.0  # must match e2e/kueue/go.mod
 # Builds run niced: the machine is shared and the cold Kubernetes build takes minutes.
 GO_NICE=${E2E_GO_NICE:-10}
 # Cargo profile for the topoalign binary: release (default; the speed scenario times it)
@@ -72,6 +76,21 @@ _go_build_helm() {
     nice -n "$GO_NICE" go build -mod=readonly -trimpath -ldflags="-s -w" -o "$OUTDIR/helm" helm.sh/helm/v3/cmd/helm
 }
 
+# The Kueue manager, and the CRDs and webhook configurations of the same module version
+# (config/components/crd/bases, config/components/webhook/manifests.yaml in the module
+# source the proxy serves).
+_go_build_kueue() {
+  cd "$E2E_DIR/kueue" &&
+    nice -n "$GO_NICE" go build -mod=readonly -trimpath \
+      -ldflags="-s -w -X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
+      -o "$OUTDIR/kueue" sigs.k8s.io/kueue/cmd/kueue || return 1
+  local src
+  src=$(go list -mod=readonly -m -f '{{.Dir}}' sigs.k8s.io/kueue) && [ -d "$src/config/components/crd/bases" ] ||
+    { echo "the sigs.k8s.io/kueue module source has no config/components/crd/bases" >&2; return 1; }
+  mkdir -p "$OUTDIR/crd" && cp "$src"/config/components/crd/bases/*.yaml "$OUTDIR/crd/" &&
+    cp "$src/config/components/webhook/manifests.yaml" "$OUTDIR/webhook.yaml" && chmod -R u+w "$OUTDIR"
+}
+
 _go_build_cdi() {
   cd "$E2E_DIR/cdi" &&
     nice -n "$GO_NICE" go build -mod=readonly -trimpath -ldflags="-s -w" -o "$OUTDIR/cdiinject" .
@@ -82,15 +101,16 @@ _go_build_tools() {
     nice -n "$GO_NICE" go build -mod=readonly -trimpath -o "$OUTDIR/" ./cmd/...
 }
 
-# resolve_binary_dirs: sets K8S_BIN, ETCD_BIN, HELM_BIN, TOOLS_BIN, CDI_BIN (cache dirs) and
-# TOPOALIGN. CDI_BIN is exported here (scenarios read it).
+# resolve_binary_dirs: sets K8S_BIN, ETCD_BIN, HELM_BIN, KUEUE_BIN, TOOLS_BIN, CDI_BIN (cache
+# dirs) and TOPOALIGN. CDI_BIN and KUEUE_BIN are exported here (scenarios read them).
 resolve_binary_dirs() {
   command -v go > /dev/null || { echo "go not found in PATH (Go >= 1.26 is needed to build Kubernetes)" >&2; return 1; }
   K8S_BIN=$E2E_CACHE/k8s-$(content_key "$E2E_DIR/go/go.mod" "$E2E_DIR/go/go.sum")
   ETCD_BIN=$E2E_CACHE/etcd-$(content_key "$E2E_DIR/etcd/go.mod" "$E2E_DIR/etcd/go.sum")
   HELM_BIN=$E2E_CACHE/helm-$(content_key "$E2E_DIR/helm/go.mod" "$E2E_DIR/helm/go.sum")
   CDI_BIN=$E2E_CACHE/cdi-$(content_key "$E2E_DIR/cdi/go.mod" "$E2E_DIR/cdi/go.sum" "$E2E_DIR/cdi/main.go")
-  export CDI_BIN
+  KUEUE_BIN=$E2E_CACHE/kueue-$(content_key "$E2E_DIR/kueue/go.mod" "$E2E_DIR/kueue/go.sum")
+  export CDI_BIN KUEUE_BIN
   local tool_files
   # shellcheck disable=SC2046
   tool_files=$(cd "$E2E_DIR/go" && find cmd -name '*.go' | LC_ALL=C sort)
@@ -101,14 +121,15 @@ resolve_binary_dirs() {
   if [ "$E2E_CARGO_PROFILE" = release ]; then TOPOALIGN=$target/release/topoalign; else TOPOALIGN=$target/debug/topoalign; fi
 }
 
-# build_go_binaries: builds whatever of K8S_BIN, ETCD_BIN, TOOLS_BIN, HELM_BIN, CDI_BIN is not
-# in the cache.
+# build_go_binaries: builds whatever of K8S_BIN, ETCD_BIN, TOOLS_BIN, HELM_BIN, CDI_BIN,
+# KUEUE_BIN is not in the cache.
 build_go_binaries() {
   build_into "$K8S_BIN" "kubernetes-$K8S_VERSION" _go_build_k8s || return 1
   build_into "$ETCD_BIN" "etcd-$ETCD_VERSION" _go_build_etcd || return 1
   build_into "$TOOLS_BIN" "go-stand-ins" _go_build_tools || return 1
   build_into "$HELM_BIN" "helm" _go_build_helm || return 1
   build_into "$CDI_BIN" "cdiinject" _go_build_cdi || return 1
+  build_into "$KUEUE_BIN" "kueue-$KUEUE_VERSION" _go_build_kueue || return 1
 }
 
 # build_topoalign: cargo build of the binary at TOPOALIGN (from this checkout).

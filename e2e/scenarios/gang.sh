@@ -20,7 +20,15 @@
 #      with the claim a user writes without topoalign (4 GPUs + 4 NICs) lands on rack x with
 #      every GPU-NIC path SYS; with topoalign's pinned claims it lands on rack y, every GPU
 #      with its own PIX NIC on rails 4-7. Classes come from `topoalign matrix -o json`.
-# Not yet here: the real Kueue (TAS and an AdmissionCheck), see issue 24.
+#   5. the same racks under the real Kueue controller manager (v0.17.0 from the Go module
+#      proxy, TAS on, its webhooks served with the harness PKI; e2e/lib/kueue.sh) with
+#      the job `topoalign gang --dialect kueue` writes (an Indexed Job, a Topology over
+#      the rack label and the hostname): rack y's nodes get 48 CPUs and each pod asks 25,
+#      so TAS fits one pod per node on both racks and, capacities equal, picks rack x.
+#      Without an admission check Kueue admits the gang onto rack x, where its claims
+#      cannot be allocated; with the AdmissionCheck of `topoalign extender
+#      --kueue-admission-check` on the ClusterQueue the gang is admitted onto rack y and
+#      binds there, every GPU with its own PIX NIC on rails 4-7.
 set -uo pipefail
 . "$E2E_DIR/lib/common.sh"
 . "$E2E_DIR/lib/cluster.sh"
@@ -216,5 +224,12 @@ else
   fail "gang: topoalign's gang did not bind within 90 s: $(bound_count t1) of 3 (log: $RUN/logs/$SCHED.log)"
 fi
 
-K delete namespace "$NS" --wait=false > /dev/null 2>&1
+K -n "$NS" delete pods -l topoalign.dev/gang=t1 --grace-period=0 --force > /dev/null 2>&1
 stop_component "$SCHED"
+
+# ---- 5. the real Kueue: without the admission check rack x, with it rack y
+. "$E2E_DIR/lib/kueue.sh"
+. "$E2E_DIR/lib/extender.sh"
+. "$E2E_DIR/lib/gang_kueue.sh"
+
+K delete namespace "$NS" --wait=false > /dev/null 2>&1

@@ -46,6 +46,12 @@ pub struct ServeArgs {
     /// (comma-separated or repeated, e.g. gpu.nvidia.com,dra.net); default: every driver.
     #[arg(long, value_name = "DRIVER", value_delimiter = ',', value_parser = parse_driver)]
     pub dra_drivers: Vec<String>,
+    /// Also answer Kueue's AdmissionChecks whose spec.controllerName is
+    /// topoalign.dev/gang-admission: admit a workload only into a domain (its pod sets'
+    /// topology label) whose nodes can give every pod its claims, and pin Kueue's
+    /// topology-aware scheduling to that domain.
+    #[arg(long)]
+    pub kueue_admission_check: bool,
     /// The limits of the scheduler calls and of the server.
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -183,6 +189,9 @@ impl ServeArgs {
             dra_drivers: (!self.dra_drivers.is_empty())
                 .then(|| self.dra_drivers.iter().cloned().collect()),
             calls: self.limits.limits(),
+            kueue_check: self
+                .kueue_admission_check
+                .then(|| topoalign_kube_types::kueue::GANG_ADMISSION_CONTROLLER.to_string()),
         })
     }
 }
@@ -297,6 +306,12 @@ mod tests {
         assert_eq!(calls.server.max_connections, 64);
         assert!(Serve::try_parse_from(["x", "--max-in-flight=0"]).is_err());
         assert_eq!(c.dra_drivers, None);
+        assert_eq!(c.kueue_check, None);
+        let k = Serve::try_parse_from(["x", "--kueue-admission-check"]).unwrap();
+        assert_eq!(
+            k.a.config().unwrap().kueue_check.as_deref(),
+            Some("topoalign.dev/gang-admission")
+        );
         let d = Serve::try_parse_from(["x", "--dra-drivers", "gpu.nvidia.com,dra.net"]).unwrap();
         let want: std::collections::BTreeSet<String> =
             ["dra.net", "gpu.nvidia.com"].map(String::from).into();

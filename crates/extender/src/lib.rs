@@ -6,6 +6,11 @@
 //! - `dra`: pods with ResourceClaims of known DeviceClasses, judged on ResourceSlices
 //!   ([`DraShared`] over a [`DraState`]).
 //!
+//! A third wing, `kueue`, answers Kueue's admission checks of `controllerName`
+//! `topoalign.dev/gang-admission` (`--kueue-admission-check`): a gang is admitted only
+//! into a domain that can hold all its pods' claims, judged on the DRA wing's state
+//! ([`review`], [`judge_gang`]).
+//!
 //! [`judge_all`] is the one entry point that judges a pod on candidate nodes, whichever
 //! wing it takes; the HTTP verbs ([`serve`]) and the offline decision
 //! ([`decide_on_manifests`]) answer from it.
@@ -23,6 +28,7 @@ mod args;
 mod dra;
 mod gate;
 mod judge;
+mod kueue;
 mod metrics;
 mod offline;
 mod plugin;
@@ -42,6 +48,11 @@ pub use dra::state::DraState;
 pub use dra::verdict::{DraNeutral, DraNode, PodClaims, Resolved, priorities};
 pub use gate::CallLimits;
 pub use judge::{Judgement, Judges, NodeVerdict, Refusal, Ruling, Verb, judge_all};
+pub use kueue::decide::{
+    DomainFit, GangClaims, GangJudge, GangVerdict, NodeLabels, NodeTake, RETRY_AFTER_S, judge_gang,
+    review,
+};
+pub use kueue::workload::{CheckState, PodSet, PodSetUpdate, Workload};
 pub use metrics::{Metrics, label};
 pub use offline::{
     NodeResult, OfflineError, decide_on_manifests, decide_table, node_items, node_list, node_table,

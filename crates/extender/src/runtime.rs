@@ -36,6 +36,9 @@ pub struct ServeConfig {
     /// Limits of the scheduler calls and the server (bodies, calls in flight, work
     /// budget, timeouts, connection cap, shutdown grace).
     pub calls: CallLimits,
+    /// Answer Kueue's AdmissionChecks whose `spec.controllerName` is this (`None`: the
+    /// Kueue wing does not run).
+    pub kueue_check: Option<String>,
 }
 
 /// Why the extender stopped with an error.
@@ -96,6 +99,13 @@ pub async fn run(
     }
     app.dra.expect_lists();
     let dra_watch = tokio::spawn(crate::dra::watch::run(client.clone(), app.dra.clone()));
+    let kueue = cfg.kueue_check.clone().map(|name| {
+        tokio::spawn(crate::kueue::controller::run(
+            client.clone(),
+            app.dra.clone(),
+            name,
+        ))
+    });
     let watch = tokio::spawn(crate::plugin::watch::run(client, app.feed()));
     let warmer = tokio::spawn(app.clone().warmer());
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
@@ -111,6 +121,9 @@ pub async fn run(
     };
     dra_watch.abort();
     warmer.abort();
+    if let Some(k) = kueue {
+        k.abort();
+    }
     let _ = stop_tx.send(true);
     let drain = cfg.calls.server.shutdown_grace + DRAIN_SLACK;
     let drained = match tokio::time::timeout(drain, server).await {

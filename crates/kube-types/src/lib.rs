@@ -10,6 +10,8 @@
 //! - [`nrt`]: the NodeResourceTopology API's names (and, with the `kube` feature, its
 //!   kube-rs `ApiResource`).
 //! - `dra_attr`: the standard DRA device attribute names (`resource.kubernetes.io/…`).
+//! - [`kueue`]: Kueue's API names and the `controllerName` of topoalign's gang admission
+//!   check (and, with the `kube` feature, the kube-rs `ApiResource`s).
 //! - [`kubelet_settings`]: the KubeletConfiguration's topology settings, decoded as the
 //!   kubelet decodes them.
 //! - `admission`: the kubelet's admission verdict on a pod.
@@ -24,6 +26,9 @@ mod dra_attr;
 /// ...) and their KubeletConfiguration keys (`kubelet_settings::keys`), named as a group
 /// by every crate that reads or writes kubelet settings.
 pub mod kubelet_settings;
+/// Public as a namespace: Kueue's API names and topoalign's admission check controller
+/// name (`kueue::GANG_ADMISSION_CONTROLLER`), named as a group.
+pub mod kueue;
 /// Public as a namespace: the node label and annotation keys topoalign writes, a
 /// namespace of constants (callers write `labels::FABRIC_LABEL`).
 pub mod labels;

@@ -9,6 +9,7 @@ mod dra;
 mod dra_kinds;
 mod dra_rails;
 mod judge_all;
+mod kueue;
 mod mig;
 mod protocol;
 mod replay;
