@@ -11,7 +11,9 @@
 #      deletions; claims refused for want of room are withdrawn: after every step no
 #      counter (memory slice, SM slices, NIC function) is held beyond its amount;
 #   5. a claim for a profile no node has (7g.80gb) is refused in under 1 s while an
-#      unrelated pod still binds.
+#      unrelated pod still binds;
+#   6. dynamic MIG (`driver --mig-dynamic`: every placement published, no whole GPU):
+#      7 one-slice claims on one GPU, then 4g@0 and 3g@4 together on the next.
 set -uo pipefail
 . "$E2E_DIR/lib/common.sh"
 . "$E2E_DIR/lib/cluster.sh"
@@ -250,3 +252,64 @@ fi
 K -n "$NS" delete pod nowhere plain --grace-period=0 --force > /dev/null 2>&1
 K -n "$NS" delete resourceclaim nowhere --wait=false > /dev/null 2>&1
 stop_component driver-mig
+
+# ---- 6. dynamic MIG: `driver --mig-dynamic` publishes every placement of each GPU (no
+#         instance exists yet; the kubelet plugin creates one at prepare). The real
+#         scheduler must pack: 7 one-slice claims on one GPU, then a 4g and a 3g together
+#         on the next GPU at 4g@0 and 3g@4; no memory slice twice; no whole GPU offered.
+DYN=mig-dyn
+make_node "$DYN" || { fail "mig: node $DYN"; exit 1; }
+"$TOPOALIGN" driver --profile "$P" --node-name "$DYN" --mig-dynamic --dry-run -o json > "$D/dyn.json" 2> "$D/dyn.err" ||
+  { fail "mig: driver --mig-dynamic --dry-run: $(cat "$D/dyn.err")"; exit 1; }
+jq '{apiVersion: "v1", kind: "List", items: [.items[] | select(.kind == "ResourceSlice")]}' "$D/dyn.json" > "$D/dyn-list.json"
+K apply -f "$D/dyn-list.json" > /dev/null || { fail "mig: applying the dynamic-MIG slices of $DYN"; exit 1; }
+dyn_stored() {
+  slices_of "$DYN" > "$D/dyn-slices.json"
+  [ "$(jq '[.[] | (.spec.devices // [])[]] | length' "$D/dyn-slices.json")" = "$(jq '[.items[] | (.spec.devices // [])[]] | length' "$D/dyn-list.json")" ]
+}
+if wait_until 30 "dynamic-MIG slices stored" dyn_stored; then
+  python3 "$MIGPY" slices --slices "$D/dyn-slices.json" > "$D/dyn-summary.json"
+  whole=$(jq '.devices.gpu // 0' "$D/dyn-summary.json")
+  if [ "$whole" = 0 ]; then
+    pass "mig: dynamic MIG accepted by the API server: $(jq -c '.devices' "$D/dyn-summary.json") (placements, no whole GPU), counter sets $(jq -c '.counterSets' "$D/dyn-summary.json")"
+  else
+    fail "mig: dynamic MIG publishes $whole whole GPUs (a GPU in MIG mode is unusable whole)"
+  fi
+else
+  fail "mig: the dynamic-MIG slices of $DYN were not stored as published"
+fi
+# dyn_alloc : the namespace's allocations on $DYN's devices: claim device type profile gpu start
+dyn_alloc() {
+  claims_now
+  python3 "$MIGPY" alloc --slices "$D/dyn-slices.json" --claims "$D/claims.json" |
+    awk '{n = split($2, p, "-"); print $1, $2, $3, $4, $5, p[n]}'
+}
+dyn=()
+t=$(now)
+for i in 1 2 3 4 5 6 7; do
+  mig_claim "dyn-one-$i" 1g.10gb 1 && pod_with_claim "$NS" "dyn-one-$i" "dyn-one-$i" "$DYN" && dyn+=("dyn-one-$i")
+done
+bound=0
+for c in "${dyn[@]}"; do wait_pod_bound "$NS" "$c" 30 && bound=$((bound + 1)); done
+for pair in "dyn-4g 4g.40gb" "dyn-3g 3g.40gb"; do
+  read -r c prof <<< "$pair"
+  mig_claim "$c" "$prof" 1 && pod_with_claim "$NS" "$c" "$c" "$DYN" && dyn+=("$c") && wait_pod_bound "$NS" "$c" 30 && bound=$((bound + 1))
+done
+figure "mig: dynamic MIG: 7 one-slice pods, then a 4g and a 3g pod, bound in $(ms_since "$t") ms"
+dyn_alloc > "$D/dyn.alloc"
+one_gpus=$(awk '$1 ~ /^dyn-one-/ {print $5}' "$D/dyn.alloc" | sort -u)
+big=$(awk '$1 == "dyn-4g" || $1 == "dyn-3g" {print $4 "@" $6 " " $5}' "$D/dyn.alloc" | sort)
+big_gpus=$(awk '$1 == "dyn-4g" || $1 == "dyn-3g" {print $5}' "$D/dyn.alloc" | sort -u)
+if [ "$bound" = 9 ] && [ "$(echo "$one_gpus" | wc -l)" = 1 ] && [ "$(echo "$big_gpus" | wc -l)" = 1 ] &&
+  [ "$one_gpus" != "$big_gpus" ] && [ "$(echo "$big" | awk '{print $1}' | tr '\n' ' ')" = "3g.40gb@4 4g.40gb@0 " ]; then
+  pass "mig: dynamic MIG: 7 one-slice claims on one GPU ($one_gpus), then 4g@0 and 3g@4 together on the next ($big_gpus)"
+else
+  fail "mig: dynamic MIG: $bound of 9 bound; 1g on [$(echo $one_gpus)], 4g/3g: [$(echo $big)]"
+fi
+claims_now
+if python3 "$MIGPY" twice --slices "$D/dyn-slices.json" --claims "$D/claims.json" > "$D/dyn-twice.json"; then
+  pass "mig: dynamic MIG: no memory slice held twice ($(jq '.memorySlicesHeld' "$D/dyn-twice.json") of 64 held)"
+else
+  fail "mig: dynamic MIG: a counter held twice: $(jq -c '.over' "$D/dyn-twice.json")"
+fi
+release_claims "$NS" "${dyn[@]}"
