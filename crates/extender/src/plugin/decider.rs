@@ -70,6 +70,23 @@ pub struct CacheStats {
     pub misses: u64,
 }
 
+/// Node states one thread judges at least before a call's judgement is shared out over
+/// more threads (starting a thread costs about as much as judging a few states).
+const STATES_PER_THREAD: usize = 32;
+
+/// Threads at most that judge one call's node states.
+const MAX_THREADS: usize = 8;
+
+/// Threads to judge `states` node states on: one per available core, at most
+/// [`MAX_THREADS`], each with at least [`STATES_PER_THREAD`] states.
+fn judging_threads(states: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    cores
+        .min(MAX_THREADS)
+        .min(states / STATES_PER_THREAD)
+        .max(1)
+}
+
 /// The decision maker: the resource map, and a verdict cache (or none).
 #[derive(Debug)]
 pub struct Decider {
@@ -162,6 +179,8 @@ impl Decider {
     /// Judges `pending` with no lock held, until `deadline` (the call's work budget;
     /// `None`: all of them), at least one so that calls of a costly shape make progress
     /// from one to the next. Node states left over are counted in [`Fresh::skipped`].
+    /// Many node states are judged on several threads ([`judging_threads`]), each with
+    /// its own [`Reuse`]; the verdicts do not depend on how the states are split.
     pub(crate) fn judge_pending(
         &self,
         req: &PodRequest,
@@ -169,18 +188,55 @@ impl Decider {
         deadline: Option<Instant>,
     ) -> Fresh {
         let t0 = Instant::now();
+        let nodes = &pending.nodes;
+        let threads = judging_threads(nodes.len());
         let mut fresh = Fresh::default();
-        let mut reuse = Reuse::default();
-        for (i, (key, e)) in pending.nodes.iter().enumerate() {
-            if i > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
-                fresh.skipped = pending.nodes.len() - i;
-                break;
+        if threads <= 1 {
+            let (verdicts, skipped) = self.judge_part(req, nodes, deadline, true);
+            fresh.verdicts = verdicts;
+            fresh.skipped = skipped;
+        } else {
+            let per = nodes.len().div_ceil(threads);
+            let parts: Vec<(KeyMap<Judged>, usize)> = std::thread::scope(|s| {
+                let handles: Vec<_> = nodes
+                    .chunks(per)
+                    .enumerate()
+                    .map(|(i, part)| s.spawn(move || self.judge_part(req, part, deadline, i == 0)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .zip(nodes.chunks(per))
+                    .map(|(h, part)| h.join().unwrap_or_else(|_| (KeyMap::default(), part.len())))
+                    .collect()
+            });
+            for (verdicts, skipped) in parts {
+                fresh.verdicts.extend(verdicts);
+                fresh.skipped += skipped;
             }
-            let v = self.judge.judge(e, req, &mut reuse);
-            fresh.verdicts.insert(*key, Judged::new(v));
         }
         fresh.spent_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
         fresh
+    }
+
+    /// Judges `nodes` in order until `deadline` (`first`: at least one): the verdicts and
+    /// how many were left.
+    fn judge_part(
+        &self,
+        req: &PodRequest,
+        nodes: &[(u64, Arc<Effective>)],
+        deadline: Option<Instant>,
+        first: bool,
+    ) -> (KeyMap<Judged>, usize) {
+        let mut verdicts = KeyMap::default();
+        let mut reuse = Reuse::default();
+        for (i, (key, e)) in nodes.iter().enumerate() {
+            if (i > 0 || !first) && deadline.is_some_and(|d| Instant::now() >= d) {
+                return (verdicts, nodes.len() - i);
+            }
+            let v = self.judge.judge(e, req, &mut reuse);
+            verdicts.insert(*key, Judged::new(v));
+        }
+        (verdicts, 0)
     }
 
     /// Records `fresh` in the cache, then calls `f(index, name, seen)` for every
@@ -413,3 +469,6 @@ impl Decider {
         (out, stats)
     }
 }
+
+#[cfg(test)]
+mod tests;
