@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -148,11 +148,12 @@ impl DraShared {
         }
         let mut fresh: Vec<((u64, u64), Arc<DraNode>)> = Vec::new();
         let mut alone = Vec::new();
-        for (first, job, others) in &groups {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                break;
-            }
-            let judged = Arc::new(job.judge(claims));
+        let judged = judge_jobs(&groups, claims, deadline);
+        for ((first, job, others), judged) in groups.iter().zip(judged) {
+            let Some(judged) = judged else {
+                continue;
+            };
+            let judged = Arc::new(judged);
             verdicts[*first] = Some(judged.clone());
             if shareable(&judged) {
                 for &i in others {
@@ -207,4 +208,64 @@ impl DraShared {
             .map(|v| v.unwrap_or_else(|| over.clone()))
             .collect()
     }
+}
+
+/// Kinds one thread judges at least before a call's kinds are shared out over more
+/// threads (a kind takes a few hundred microseconds, starting a thread a few dozen).
+const KINDS_PER_THREAD: usize = 4;
+
+/// Threads at most that judge one call's kinds.
+const MAX_THREADS: usize = 8;
+
+/// Judges the first node of each group, in order, until `deadline` (`None` for the groups
+/// left): on one thread per available core (at most [`MAX_THREADS`], each with at least
+/// [`KINDS_PER_THREAD`] groups), the first group always judged. A judgement depends on
+/// its job alone, so the split changes no verdict.
+fn judge_jobs(
+    groups: &[(usize, Job, Vec<usize>)],
+    claims: &Resolved,
+    deadline: Option<Instant>,
+) -> Vec<Option<DraNode>> {
+    let part = |part: &[(usize, Job, Vec<usize>)], first: bool| -> Vec<Option<DraNode>> {
+        let mut out = Vec::with_capacity(part.len());
+        for (i, (_, job, _)) in part.iter().enumerate() {
+            if (i > 0 || !first) && deadline.is_some_and(|d| Instant::now() >= d) {
+                out.resize_with(part.len(), || None);
+                break;
+            }
+            out.push(Some(job.judge(claims)));
+        }
+        out
+    };
+    let threads = if groups.len() < 2 * KINDS_PER_THREAD {
+        1
+    } else {
+        // Asked once: the answer reads the cgroup's CPU quota (tens of microseconds).
+        static CORES: OnceLock<usize> = OnceLock::new();
+        let cores =
+            *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
+        cores
+            .min(MAX_THREADS)
+            .min(groups.len() / KINDS_PER_THREAD)
+            .max(1)
+    };
+    if threads <= 1 {
+        return part(groups, true);
+    }
+    let per = groups.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = groups
+            .chunks(per)
+            .enumerate()
+            .map(|(i, chunk)| s.spawn(move || part(chunk, i == 0)))
+            .collect();
+        handles
+            .into_iter()
+            .zip(groups.chunks(per))
+            .flat_map(|(h, chunk)| {
+                h.join()
+                    .unwrap_or_else(|_| (0..chunk.len()).map(|_| None).collect())
+            })
+            .collect()
+    })
 }

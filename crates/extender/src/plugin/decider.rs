@@ -3,7 +3,7 @@
 //! over candidate nodes of a [`ClusterState`]; nodes without usable data are never
 //! filtered and get the neutral score.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Instant, SystemTime};
 
 use topoalign_tm::ResourceMap;
@@ -80,7 +80,12 @@ const MAX_THREADS: usize = 8;
 /// Threads to judge `states` node states on: one per available core, at most
 /// [`MAX_THREADS`], each with at least [`STATES_PER_THREAD`] states.
 fn judging_threads(states: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if states < 2 * STATES_PER_THREAD {
+        return 1;
+    }
+    // Asked once: the answer reads the cgroup's CPU quota (tens of microseconds).
+    static CORES: OnceLock<usize> = OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
     cores
         .min(MAX_THREADS)
         .min(states / STATES_PER_THREAD)
