@@ -271,6 +271,7 @@ impl Judge {
             planners,
             prepared,
             islands,
+            never,
             admissions,
         } = reuse;
         let planner = planners
@@ -287,17 +288,17 @@ impl Judge {
             req,
             machine: e.machine_key,
             memo: admissions.as_mut(),
+            used: &e.used,
+            relevant: None,
         };
         let settings = &e.info.settings;
         let strict = matches!(
             settings.topology_manager_policy,
             Policy::Restricted | Policy::SingleNumaNode
         );
-        let first = kubelet.on(&e.used, 0);
+        let first = kubelet.on_used(0);
         if strict && let Some(o) = first.as_deref().filter(|o| !o.admitted) {
-            let unresolvable = kubelet
-                .on(&NodeUsage::empty(), 0)
-                .is_some_and(|o| !o.admitted);
+            let unresolvable = kubelet.on_free().is_some_and(|o| !o.admitted);
             return Verdict::Reject {
                 message: format!(
                     "Topology Manager ({}, scope {}) would reject the pod: {}: {}",
@@ -316,7 +317,9 @@ impl Judge {
                 None => priority(&plan, e.fragmentation),
             }),
             Err(PlanError::Unsatisfiable { bound, detail, .. }) => {
-                let unresolvable = planner.plan(request, &NodeUsage::empty()).is_err();
+                let unresolvable = *never
+                    .entry(nt.id)
+                    .or_insert_with(|| planner.plan(request, &NodeUsage::empty()).is_err());
                 let kind = match bound {
                     Bound::MaxPair => RejectKind::PairClass,
                     _ => RejectKind::Placement,
@@ -354,6 +357,8 @@ pub(crate) struct Reuse<'s> {
     planners: KeyMap<Planner<'s>>,
     prepared: KeyMap<Prepared<'s>>,
     islands: KeyMap<Vec<Vec<usize>>>,
+    /// Whether the planner finds no plan for the pod even on the free node.
+    never: KeyMap<bool>,
     admissions: Option<Admissions>,
 }
 
@@ -363,6 +368,7 @@ impl Default for Reuse<'_> {
             planners: KeyMap::default(),
             prepared: KeyMap::default(),
             islands: KeyMap::default(),
+            never: KeyMap::default(),
             admissions: Some(Admissions::new()),
         }
     }
@@ -387,22 +393,48 @@ struct Kubelet<'k, 's> {
     req: &'k PodRequest,
     machine: u64,
     memo: Option<&'k mut Admissions>,
+    /// The node's usage, and the part of it the pod's admissions read (made once).
+    used: &'k NodeUsage,
+    relevant: Option<NodeUsage>,
 }
 
 impl Kubelet<'_, '_> {
-    /// The admission of the pod on `usage` (`seed`: the draw of the plugins' random
-    /// choices), or `None` when it cannot be simulated on this data (which is not held
-    /// against the node).
-    fn on(&mut self, usage: &NodeUsage, seed: u64) -> Option<Rc<Outcome>> {
+    /// The admission of the pod on the node's usage (`seed`: the draw of the plugins'
+    /// random choices), or `None` when it cannot be simulated on this data (which is not
+    /// held against the node).
+    fn on_used(&mut self, seed: u64) -> Option<Rc<Outcome>> {
         let Some(memo) = self.memo.as_deref_mut() else {
-            return kubelet_on(self.tm, self.req, usage, seed).map(Rc::new);
+            return kubelet_on(self.tm, self.req, self.used, seed).map(Rc::new);
         };
-        let r = self.tm.relevant_usage(&self.req.pod, usage);
-        let key = (self.machine, seed, r.gpus, r.nics, r.cpus);
+        let r = self
+            .relevant
+            .get_or_insert_with(|| self.tm.relevant_usage(&self.req.pod, self.used));
+        let key = (
+            self.machine,
+            seed,
+            r.gpus.clone(),
+            r.nics.clone(),
+            r.cpus.clone(),
+        );
         if let Some(o) = memo.get(&key) {
             return o.clone();
         }
-        let o = kubelet_on(self.tm, self.req, usage, seed).map(Rc::new);
+        let o = kubelet_on(self.tm, self.req, self.used, seed).map(Rc::new);
+        memo.insert(key, o.clone());
+        o
+    }
+
+    /// The admission of the pod on the node with nothing in use (draw 0).
+    fn on_free(&mut self) -> Option<Rc<Outcome>> {
+        let free = NodeUsage::empty();
+        let Some(memo) = self.memo.as_deref_mut() else {
+            return kubelet_on(self.tm, self.req, &free, 0).map(Rc::new);
+        };
+        let key = (self.machine, 0, Vec::new(), Vec::new(), CpuSet::new());
+        if let Some(o) = memo.get(&key) {
+            return o.clone();
+        }
+        let o = kubelet_on(self.tm, self.req, &free, 0).map(Rc::new);
         memo.insert(key, o.clone());
         o
     }
@@ -421,7 +453,7 @@ fn kubelet_priority(
     let mut total = score_points(&kubelet_score(cls, islands, e, first), e.fragmentation);
     let mut n = 1.0;
     for seed in 1..KUBELET_DRAWS {
-        if let Some(o) = kubelet.on(&e.used, seed).filter(|o| o.admitted) {
+        if let Some(o) = kubelet.on_used(seed).filter(|o| o.admitted) {
             total += score_points(&kubelet_score(cls, islands, e, &o), e.fragmentation);
             n += 1.0;
         }
