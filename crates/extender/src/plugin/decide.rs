@@ -409,6 +409,15 @@ impl Kubelet<'_, '_> {
         let r = self
             .relevant
             .get_or_insert_with(|| self.tm.relevant_usage(&self.req.pod, self.used));
+        let used = self.used;
+        if (r.gpus.len(), r.nics.len(), r.cpus.len())
+            == (used.gpus.len(), used.nics.len(), used.cpus.len())
+        {
+            // Nothing left out: the states that read as this one are mostly this very
+            // state (judged once a call), so the admission is not kept (keeping them all
+            // costs more memory and time than the rare share saves).
+            return kubelet_on(self.tm, self.req, used, seed).map(Rc::new);
+        }
         let key = (
             self.machine,
             seed,
