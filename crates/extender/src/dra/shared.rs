@@ -3,7 +3,7 @@
 //! judged with no lock held.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
@@ -217,23 +217,28 @@ const KINDS_PER_THREAD: usize = 4;
 /// Threads at most that judge one call's kinds.
 const MAX_THREADS: usize = 8;
 
-/// Judges the first node of each group, in order, until `deadline` (`None` for the groups
-/// left): on one thread per available core (at most [`MAX_THREADS`], each with at least
-/// [`KINDS_PER_THREAD`] groups), the first group always judged. A judgement depends on
-/// its job alone, so the split changes no verdict.
+/// Judges the first node of each group until `deadline` (`None` for the groups left, the
+/// first group always judged): on one thread per available core (at most
+/// [`MAX_THREADS`], each with at least [`KINDS_PER_THREAD`] groups), each taking the next
+/// group as it finishes one. A judgement depends on its job alone, so which thread judges
+/// which group changes no verdict.
 fn judge_jobs(
     groups: &[(usize, Job, Vec<usize>)],
     claims: &Resolved,
     deadline: Option<Instant>,
 ) -> Vec<Option<DraNode>> {
-    let part = |part: &[(usize, Job, Vec<usize>)], first: bool| -> Vec<Option<DraNode>> {
-        let mut out = Vec::with_capacity(part.len());
-        for (i, (_, job, _)) in part.iter().enumerate() {
-            if (i > 0 || !first) && deadline.is_some_and(|d| Instant::now() >= d) {
-                out.resize_with(part.len(), || None);
+    let next = AtomicUsize::new(0);
+    let work = || -> Vec<(usize, DraNode)> {
+        let mut out = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some((_, job, _)) = groups.get(i) else {
+                break;
+            };
+            if i > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
-            out.push(Some(job.judge(claims)));
+            out.push((i, job.judge(claims)));
         }
         out
     };
@@ -249,23 +254,20 @@ fn judge_jobs(
             .min(groups.len() / KINDS_PER_THREAD)
             .max(1)
     };
-    if threads <= 1 {
-        return part(groups, true);
+    let judged: Vec<(usize, DraNode)> = if threads <= 1 {
+        work()
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
+    };
+    let mut out: Vec<Option<DraNode>> = (0..groups.len()).map(|_| None).collect();
+    for (i, v) in judged {
+        out[i] = Some(v);
     }
-    let per = groups.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = groups
-            .chunks(per)
-            .enumerate()
-            .map(|(i, chunk)| s.spawn(move || part(chunk, i == 0)))
-            .collect();
-        handles
-            .into_iter()
-            .zip(groups.chunks(per))
-            .flat_map(|(h, chunk)| {
-                h.join()
-                    .unwrap_or_else(|_| (0..chunk.len()).map(|_| None).collect())
-            })
-            .collect()
-    })
+    out
 }

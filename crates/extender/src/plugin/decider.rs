@@ -3,6 +3,7 @@
 //! over candidate nodes of a [`ClusterState`]; nodes without usable data are never
 //! filtered and get the neutral score.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Instant, SystemTime};
 
@@ -184,8 +185,10 @@ impl Decider {
     /// Judges `pending` with no lock held, until `deadline` (the call's work budget;
     /// `None`: all of them), at least one so that calls of a costly shape make progress
     /// from one to the next. Node states left over are counted in [`Fresh::skipped`].
-    /// Many node states are judged on several threads ([`judging_threads`]), each with
-    /// its own [`Reuse`]; the verdicts do not depend on how the states are split.
+    /// Many node states are judged on several threads ([`judging_threads`]) that take
+    /// the next state as they finish one (a thread the system holds back delays the call
+    /// by one state, not a share of them), each with its own [`Reuse`]; the verdicts do
+    /// not depend on which thread judges which state.
     pub(crate) fn judge_pending(
         &self,
         req: &PodRequest,
@@ -194,54 +197,57 @@ impl Decider {
     ) -> Fresh {
         let t0 = Instant::now();
         let nodes = &pending.nodes;
+        let next = AtomicUsize::new(0);
         let threads = judging_threads(nodes.len());
-        let mut fresh = Fresh::default();
-        if threads <= 1 {
-            let (verdicts, skipped) = self.judge_part(req, nodes, deadline, true);
-            fresh.verdicts = verdicts;
-            fresh.skipped = skipped;
+        let parts: Vec<(KeyMap<Judged>, usize)> = if threads <= 1 {
+            vec![self.judge_next(req, nodes, &next, deadline)]
         } else {
-            let per = nodes.len().div_ceil(threads);
-            let parts: Vec<(KeyMap<Judged>, usize)> = std::thread::scope(|s| {
-                let handles: Vec<_> = nodes
-                    .chunks(per)
-                    .enumerate()
-                    .map(|(i, part)| s.spawn(move || self.judge_part(req, part, deadline, i == 0)))
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|_| s.spawn(|| self.judge_next(req, nodes, &next, deadline)))
                     .collect();
                 handles
                     .into_iter()
-                    .zip(nodes.chunks(per))
-                    .map(|(h, part)| h.join().unwrap_or_else(|_| (KeyMap::default(), part.len())))
+                    .map(|h| h.join().unwrap_or_default())
                     .collect()
-            });
-            for (verdicts, skipped) in parts {
-                fresh.verdicts.extend(verdicts);
-                fresh.skipped += skipped;
-            }
+            })
+        };
+        let mut fresh = Fresh::default();
+        let mut judged = 0;
+        for (verdicts, n) in parts {
+            fresh.verdicts.extend(verdicts);
+            judged += n;
         }
+        fresh.skipped = nodes.len().saturating_sub(judged);
         fresh.spent_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
         fresh
     }
 
-    /// Judges `nodes` in order until `deadline` (`first`: at least one): the verdicts and
-    /// how many were left.
-    fn judge_part(
+    /// Judges the states of `nodes` that `next` hands out, until none is left or
+    /// `deadline` passes (the first state is always judged): the verdicts and how many.
+    fn judge_next(
         &self,
         req: &PodRequest,
         nodes: &[(u64, Arc<Effective>)],
+        next: &AtomicUsize,
         deadline: Option<Instant>,
-        first: bool,
     ) -> (KeyMap<Judged>, usize) {
         let mut verdicts = KeyMap::default();
         let mut reuse = Reuse::default();
-        for (i, (key, e)) in nodes.iter().enumerate() {
-            if (i > 0 || !first) && deadline.is_some_and(|d| Instant::now() >= d) {
-                return (verdicts, nodes.len() - i);
+        let mut judged = 0;
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some((key, e)) = nodes.get(i) else {
+                break;
+            };
+            if i > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
             }
             let v = self.judge.judge(e, req, &mut reuse);
             verdicts.insert(*key, Judged::new(v));
+            judged += 1;
         }
-        (verdicts, 0)
+        (verdicts, judged)
     }
 
     /// Records `fresh` in the cache, then calls `f(index, name, seen)` for every
