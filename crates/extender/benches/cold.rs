@@ -6,6 +6,9 @@
 //! - DRA pods (a claim of 2 `gpu-nic-pair` devices) judged on each node's ResourceSlices
 //!   minus the devices other claims hold (random occupancy), a fresh cache per call.
 //!
+//! Printed first: one device-plugin cold call per profile's nodes, with its distinct node
+//! states (where a cold call's time goes).
+//!
 //! And the warm call the scheduler makes per candidate domain: filter + prioritize over a
 //! 72-node domain with the cache warm, with its p50 / p99 printed from timed calls.
 
