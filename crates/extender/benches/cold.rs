@@ -6,6 +6,9 @@
 //! - DRA pods (a claim of 2 `gpu-nic-pair` devices) judged on each node's ResourceSlices
 //!   minus the devices other claims hold (random occupancy), a fresh cache per call.
 //!
+//! Printed first: one device-plugin cold call per profile's nodes, with its distinct node
+//! states (where a cold call's time goes).
+//!
 //! And the warm call the scheduler makes per candidate domain: filter + prioritize over a
 //! 72-node domain with the cache warm, with its p50 / p99 printed from timed calls.
 
@@ -199,6 +202,21 @@ fn bench(c: &mut Criterion) {
         "device plugin: {} distinct node states among {NODES} nodes",
         once.cached()
     );
+    // Where a cold call's time goes: one cold call over each profile's nodes alone.
+    for profile in PROFILES {
+        let part: Vec<&String> = names.iter().filter(|n| n.starts_with(profile)).collect();
+        let body = serde_json::to_vec(&json!({"Pod": pod, "Nodes": null, "NodeNames": part}))
+            .expect("json");
+        let d = Decider::new(ResourceMap::default(), 1 << 20);
+        let t0 = Instant::now();
+        call(&d, &state, &req, &body, now);
+        println!(
+            "device plugin: {profile:<10} {:>5} nodes, {:>5} distinct states, cold call {:>7.1} ms",
+            part.len(),
+            d.cached(),
+            t0.elapsed().as_secs_f64() * 1e3
+        );
+    }
     // The warm 72-node call's latency distribution, from timed calls.
     let warm = Decider::new(ResourceMap::default(), 1 << 20);
     call(&warm, &state, &req, &domain_body, now);

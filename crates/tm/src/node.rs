@@ -126,7 +126,7 @@ impl Pool {
     }
 
     /// Whether this pool holds GPUs (for the usage file's `gpus` list).
-    fn holds_gpus(&self) -> bool {
+    pub(crate) fn holds_gpus(&self) -> bool {
         matches!(self.kind, DeviceKind::Gpus(_))
     }
 }

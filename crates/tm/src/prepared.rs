@@ -11,10 +11,11 @@
 use std::collections::BTreeMap;
 
 use topoalign_kube_types::kubelet_settings::{ConfigError, CpuPolicy, MemoryPolicy, Settings};
-use topoalign_topology::{Classifier, CpuSet, Topology};
+use topoalign_topology::{Bdf, Classifier, CpuSet, Topology};
 
-use crate::node::{CpuState, MemoryNode};
+use crate::node::{CpuState, MemoryNode, Usage, check_usage_cpus};
 use crate::numa_info::NumaInfo;
+use crate::pod::Pod;
 use crate::policy::TopologyManager;
 use crate::resources::ResourceMap;
 
@@ -65,6 +66,53 @@ impl<'a> Prepared<'a> {
             reserved_cpus,
             memory,
             classifier: topology.classifier(),
+        }
+    }
+
+    /// The node's GPU↔NIC classifier (made once, with the node).
+    pub fn classifier(&self) -> &Classifier<'a> {
+        &self.classifier
+    }
+
+    /// The part of `usage` an admission of `pod` reads: the used GPUs and NICs of the
+    /// pod's device pools (sorted, without duplicates) and, under the static CPU manager,
+    /// the used CPUs; usage that the admission would refuse (an address or CPU the node
+    /// lacks) is kept whole. For every seed, [`Prepared::simulate`] of the result equals
+    /// [`Prepared::simulate`] of `usage`, so admissions on node states that differ only in
+    /// devices the pod cannot get can be shared.
+    pub fn relevant_usage(&self, pod: &Pod, usage: &Usage) -> Usage {
+        let topo = self.topology;
+        let valid = usage.gpus.iter().all(|b| topo.gpu_index(*b).is_some())
+            && usage.nics.iter().all(|b| topo.nic_index(*b).is_some())
+            && check_usage_cpus(usage, &self.cpus).is_ok();
+        if !valid {
+            return usage.clone();
+        }
+        let Ok((pools, _, _)) = self.pools(pod, 0) else {
+            return usage.clone();
+        };
+        let held = |list: &[Bdf], gpus: bool| -> Vec<Bdf> {
+            let mut out: Vec<Bdf> = list
+                .iter()
+                .copied()
+                .filter(|b| {
+                    pools
+                        .iter()
+                        .any(|p| p.holds_gpus() == gpus && p.device(*b).is_some())
+                })
+                .collect();
+            out.sort_unstable();
+            out.dedup();
+            out
+        };
+        Usage {
+            gpus: held(&usage.gpus, true),
+            nics: held(&usage.nics, false),
+            cpus: match &self.reserved_cpus {
+                Some(Ok(_)) => usage.cpus.clone(),
+                _ => CpuSet::new(),
+            },
+            memory: BTreeMap::new(),
         }
     }
 }

@@ -97,9 +97,14 @@ impl Prepared<'_> {
         Ok(admit(self, tm, state, pod))
     }
 
-    /// The node's state for one admission: the pod's device pools with `usage` applied,
-    /// the CPUs and the memory.
-    fn state(&self, pod: &Pod, usage: &Usage, seed: u64) -> Result<NodeState, SimError> {
+    /// The pod's device pools (nothing allocated), the random sources of their plugins
+    /// for `seed`, and the notes on resources taken without hints.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn pools(
+        &self,
+        pod: &Pod,
+        seed: u64,
+    ) -> Result<(Vec<Pool>, Vec<Rng>, Vec<String>), SimError> {
         let topo = self.topology;
         let mut pools = Vec::new();
         let mut rngs = Vec::new();
@@ -132,6 +137,14 @@ impl Prepared<'_> {
             pools.push(Pool::build(topo, &name, kind, allocator));
             rngs.push(Rng::new(rng_seed));
         }
+        Ok((pools, rngs, notes))
+    }
+
+    /// The node's state for one admission: the pod's device pools with `usage` applied,
+    /// the CPUs and the memory.
+    fn state(&self, pod: &Pod, usage: &Usage, seed: u64) -> Result<NodeState, SimError> {
+        let topo = self.topology;
+        let (mut pools, rngs, notes) = self.pools(pod, seed)?;
         apply_device_usage(usage, &mut pools, topo)?;
         check_usage_cpus(usage, &self.cpus)?;
         let cpus = match &self.reserved_cpus {

@@ -3,8 +3,8 @@
 //! judged with no lock held.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -148,11 +148,12 @@ impl DraShared {
         }
         let mut fresh: Vec<((u64, u64), Arc<DraNode>)> = Vec::new();
         let mut alone = Vec::new();
-        for (first, job, others) in &groups {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                break;
-            }
-            let judged = Arc::new(job.judge(claims));
+        let judged = judge_jobs(&groups, claims, deadline);
+        for ((first, job, others), judged) in groups.iter().zip(judged) {
+            let Some(judged) = judged else {
+                continue;
+            };
+            let judged = Arc::new(judged);
             verdicts[*first] = Some(judged.clone());
             if shareable(&judged) {
                 for &i in others {
@@ -207,4 +208,66 @@ impl DraShared {
             .map(|v| v.unwrap_or_else(|| over.clone()))
             .collect()
     }
+}
+
+/// Kinds one thread judges at least before a call's kinds are shared out over more
+/// threads (a kind takes a few hundred microseconds, starting a thread a few dozen).
+const KINDS_PER_THREAD: usize = 4;
+
+/// Threads at most that judge one call's kinds.
+const MAX_THREADS: usize = 8;
+
+/// Judges the first node of each group until `deadline` (`None` for the groups left, the
+/// first group always judged): on one thread per available core (at most
+/// [`MAX_THREADS`], each with at least [`KINDS_PER_THREAD`] groups), each taking the next
+/// group as it finishes one. A judgement depends on its job alone, so which thread judges
+/// which group changes no verdict.
+fn judge_jobs(
+    groups: &[(usize, Job, Vec<usize>)],
+    claims: &Resolved,
+    deadline: Option<Instant>,
+) -> Vec<Option<DraNode>> {
+    let next = AtomicUsize::new(0);
+    let work = || -> Vec<(usize, DraNode)> {
+        let mut out = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some((_, job, _)) = groups.get(i) else {
+                break;
+            };
+            if i > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            out.push((i, job.judge(claims)));
+        }
+        out
+    };
+    let threads = if groups.len() < 2 * KINDS_PER_THREAD {
+        1
+    } else {
+        // Asked once: the answer reads the cgroup's CPU quota (tens of microseconds).
+        static CORES: OnceLock<usize> = OnceLock::new();
+        let cores =
+            *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
+        cores
+            .min(MAX_THREADS)
+            .min(groups.len() / KINDS_PER_THREAD)
+            .max(1)
+    };
+    let judged: Vec<(usize, DraNode)> = if threads <= 1 {
+        work()
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
+    };
+    let mut out: Vec<Option<DraNode>> = (0..groups.len()).map(|_| None).collect();
+    for (i, v) in judged {
+        out[i] = Some(v);
+    }
+    out
 }

@@ -11,13 +11,16 @@
 //! achievable score stands in where the kubelet cannot be simulated. Nodes without
 //! usable data are never filtered and get [`NEUTRAL_SCORE`].
 
+use std::collections::HashMap;
+use std::rc::Rc;
 use topoalign_kube_types::kubelet_settings::Policy;
 use topoalign_mig::Ever;
 use topoalign_plan::{Bound, PlanError, Planner, Score};
 use topoalign_tm::{Outcome, Prepared, ResourceMap};
-use topoalign_topology::{NodeUsage, PcieClass};
 
-use crate::plugin::effective::{Effective, fragmentation_of, take_allocated};
+use topoalign_topology::{Bdf, Classifier, CpuSet, NodeUsage, PcieClass};
+
+use crate::plugin::effective::{Effective, fragmentation_with, take_allocated};
 use crate::plugin::keys::KeyMap;
 use crate::plugin::podreq::PodRequest;
 use crate::plugin::state::ClusterState;
@@ -250,7 +253,10 @@ impl Judge {
     }
 
     /// Judges one node with usable data. `reuse` keeps, for the call, what nodes of one
-    /// machine type share (the planner, the Topology Manager prepared for its settings).
+    /// machine type share (the planner, the Topology Manager prepared for its settings,
+    /// the fabric islands) and, unless it is [`Reuse::plain`], the kubelet's admissions by
+    /// the part of the node's usage they read ([`Prepared::relevant_usage`]), so that
+    /// node states differing only in devices the pod cannot get are admitted once.
     pub(crate) fn judge<'s>(
         &'s self,
         e: &'s Effective,
@@ -261,23 +267,38 @@ impl Judge {
             return Verdict::Fit(NEUTRAL_SCORE);
         };
         let nt = &e.info.topology;
-        let planner = reuse
-            .planners
+        let Reuse {
+            planners,
+            prepared,
+            islands,
+            never,
+            admissions,
+        } = reuse;
+        let planner = planners
             .entry(nt.id)
             .or_insert_with(|| Planner::new(&nt.topology));
-        let tm = reuse
-            .prepared
+        let tm = prepared
             .entry(e.machine_key)
             .or_insert_with(|| Prepared::new(&nt.topology, &e.info.settings, &self.resources));
+        let islands = islands
+            .entry(nt.id)
+            .or_insert_with(|| nt.topology.fabric_islands());
+        let mut kubelet = Kubelet {
+            tm,
+            req,
+            machine: e.machine_key,
+            memo: admissions.as_mut(),
+            used: &e.used,
+            relevant: None,
+        };
         let settings = &e.info.settings;
         let strict = matches!(
             settings.topology_manager_policy,
             Policy::Restricted | Policy::SingleNumaNode
         );
-        let kubelet = kubelet_on(tm, req, &e.used, 0);
-        if strict && let Some(o) = kubelet.as_ref().filter(|o| !o.admitted) {
-            let unresolvable =
-                kubelet_on(tm, req, &NodeUsage::empty(), 0).is_some_and(|o| !o.admitted);
+        let first = kubelet.on_used(0);
+        if strict && let Some(o) = first.as_deref().filter(|o| !o.admitted) {
+            let unresolvable = kubelet.on_free().is_some_and(|o| !o.admitted);
             return Verdict::Reject {
                 message: format!(
                     "Topology Manager ({}, scope {}) would reject the pod: {}: {}",
@@ -291,12 +312,14 @@ impl Judge {
             };
         }
         match planner.plan(request, &e.used) {
-            Ok(plan) => Verdict::Fit(match kubelet.filter(|o| o.admitted) {
-                Some(first) => kubelet_priority(tm, e, req, first),
+            Ok(plan) => Verdict::Fit(match first.filter(|o| o.admitted) {
+                Some(first) => kubelet_priority(&mut kubelet, islands, e, &first),
                 None => priority(&plan, e.fragmentation),
             }),
             Err(PlanError::Unsatisfiable { bound, detail, .. }) => {
-                let unresolvable = planner.plan(request, &NodeUsage::empty()).is_err();
+                let unresolvable = *never
+                    .entry(nt.id)
+                    .or_insert_with(|| planner.plan(request, &NodeUsage::empty()).is_err());
                 let kind = match bound {
                     Bound::MaxPair => RejectKind::PairClass,
                     _ => RejectKind::Placement,
@@ -320,22 +343,127 @@ impl Judge {
     }
 }
 
-/// What one call's judgements of many nodes share, per machine type: the planner (by
-/// topology) and the Topology Manager prepared for the topology and its settings.
-#[derive(Default)]
+/// A kubelet admission shared by node states of one machine type whose usage reads the
+/// same for the pod: (machine key, seed, used GPUs, NICs and CPUs it reads).
+type AdmissionKey = (u64, u64, Vec<Bdf>, Vec<Bdf>, CpuSet);
+
+/// Admissions judged in one call, by [`AdmissionKey`].
+type Admissions = HashMap<AdmissionKey, Option<Rc<Outcome>>>;
+
+/// What one call's judgements of many nodes share, per machine type: the planner and the
+/// fabric islands (by topology), the Topology Manager prepared for the topology and its
+/// settings, and the kubelet's admissions (by the usage they read).
 pub(crate) struct Reuse<'s> {
     planners: KeyMap<Planner<'s>>,
     prepared: KeyMap<Prepared<'s>>,
+    islands: KeyMap<Vec<Vec<usize>>>,
+    /// Whether the planner finds no plan for the pod even on the free node.
+    never: KeyMap<bool>,
+    admissions: Option<Admissions>,
+}
+
+impl Default for Reuse<'_> {
+    fn default() -> Self {
+        Reuse {
+            planners: KeyMap::default(),
+            prepared: KeyMap::default(),
+            islands: KeyMap::default(),
+            never: KeyMap::default(),
+            admissions: Some(Admissions::new()),
+        }
+    }
+}
+
+impl Reuse<'_> {
+    /// No admission shared: every node's admissions simulated on its whole usage (the
+    /// straightforward judgement the shared one is tested against).
+    #[cfg(test)]
+    pub(crate) fn plain() -> Self {
+        Reuse {
+            admissions: None,
+            ..Reuse::default()
+        }
+    }
+}
+
+/// The kubelet's admissions of one pod on one node, shared through the call's
+/// [`Admissions`] when it has them.
+struct Kubelet<'k, 's> {
+    tm: &'k Prepared<'s>,
+    req: &'k PodRequest,
+    machine: u64,
+    memo: Option<&'k mut Admissions>,
+    /// The node's usage, and the part of it the pod's admissions read (made once).
+    used: &'k NodeUsage,
+    relevant: Option<NodeUsage>,
+}
+
+impl Kubelet<'_, '_> {
+    /// The admission of the pod on the node's usage (`seed`: the draw of the plugins'
+    /// random choices), or `None` when it cannot be simulated on this data (which is not
+    /// held against the node).
+    fn on_used(&mut self, seed: u64) -> Option<Rc<Outcome>> {
+        let Some(memo) = self.memo.as_deref_mut() else {
+            return kubelet_on(self.tm, self.req, self.used, seed).map(Rc::new);
+        };
+        let r = self
+            .relevant
+            .get_or_insert_with(|| self.tm.relevant_usage(&self.req.pod, self.used));
+        let used = self.used;
+        if (r.gpus.len(), r.nics.len(), r.cpus.len())
+            == (used.gpus.len(), used.nics.len(), used.cpus.len())
+        {
+            // Nothing left out: the states that read as this one are mostly this very
+            // state (judged once a call), so the admission is not kept (keeping them all
+            // costs more memory and time than the rare share saves).
+            return kubelet_on(self.tm, self.req, used, seed).map(Rc::new);
+        }
+        let key = (
+            self.machine,
+            seed,
+            r.gpus.clone(),
+            r.nics.clone(),
+            r.cpus.clone(),
+        );
+        if let Some(o) = memo.get(&key) {
+            return o.clone();
+        }
+        let o = kubelet_on(self.tm, self.req, self.used, seed).map(Rc::new);
+        memo.insert(key, o.clone());
+        o
+    }
+
+    /// The admission of the pod on the node with nothing in use (draw 0).
+    fn on_free(&mut self) -> Option<Rc<Outcome>> {
+        let free = NodeUsage::empty();
+        let Some(memo) = self.memo.as_deref_mut() else {
+            return kubelet_on(self.tm, self.req, &free, 0).map(Rc::new);
+        };
+        let key = (self.machine, 0, Vec::new(), Vec::new(), CpuSet::new());
+        if let Some(o) = memo.get(&key) {
+            return o.clone();
+        }
+        let o = kubelet_on(self.tm, self.req, &free, 0).map(Rc::new);
+        memo.insert(key, o.clone());
+        o
+    }
 }
 
 /// The priority of what the kubelet would allocate, averaged over [`KUBELET_DRAWS`]
 /// draws of the device plugins' random choices (`first` is draw 0).
-fn kubelet_priority(tm: &Prepared<'_>, e: &Effective, req: &PodRequest, first: Outcome) -> i64 {
-    let mut total = score_points(&kubelet_score(e, &first), e.fragmentation);
+fn kubelet_priority(
+    kubelet: &mut Kubelet<'_, '_>,
+    islands: &[Vec<usize>],
+    e: &Effective,
+    first: &Outcome,
+) -> i64 {
+    let tm = kubelet.tm;
+    let cls = tm.classifier();
+    let mut total = score_points(&kubelet_score(cls, islands, e, first), e.fragmentation);
     let mut n = 1.0;
     for seed in 1..KUBELET_DRAWS {
-        if let Some(o) = kubelet_on(tm, req, &e.used, seed).filter(|o| o.admitted) {
-            total += score_points(&kubelet_score(e, &o), e.fragmentation);
+        if let Some(o) = kubelet.on_used(seed).filter(|o| o.admitted) {
+            total += score_points(&kubelet_score(cls, islands, e, &o), e.fragmentation);
             n += 1.0;
         }
     }
@@ -367,8 +495,13 @@ pub(crate) const KUBELET_DRAWS: u64 = 4;
 
 /// The alignment of what the kubelet would allocate: its GPU↔closest-NIC pairs (as
 /// `nvidia-smi topo -m` classes them), the NUMA nodes it spans and the fragmentation
-/// left on the node.
-fn kubelet_score(e: &Effective, o: &Outcome) -> Score {
+/// left on the node (`cls` and `islands`: the node's classifier and fabric islands).
+fn kubelet_score(
+    cls: &Classifier<'_>,
+    islands: &[Vec<usize>],
+    e: &Effective,
+    o: &Outcome,
+) -> Score {
     let topo = &e.info.topology.topology;
     let classes: Vec<PcieClass> = o.pairs.iter().filter_map(|p| p.class).collect();
     let mut after = e.used.clone();
@@ -385,7 +518,7 @@ fn kubelet_score(e: &Effective, o: &Outcome) -> Score {
         numa_span: o.numa_nodes_used.len(),
         numa_distance: 0,
         gpu_interconnect: 0,
-        fragmentation: fragmentation_of(topo, &after),
+        fragmentation: fragmentation_with(topo, cls, islands, &after),
     }
 }
 

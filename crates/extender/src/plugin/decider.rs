@@ -3,7 +3,8 @@
 //! over candidate nodes of a [`ClusterState`]; nodes without usable data are never
 //! filtered and get the neutral score.
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Instant, SystemTime};
 
 use topoalign_tm::ResourceMap;
@@ -68,6 +69,28 @@ pub struct CacheStats {
     pub hits: u64,
     /// Verdicts computed.
     pub misses: u64,
+}
+
+/// Node states one thread judges at least before a call's judgement is shared out over
+/// more threads (starting a thread costs about as much as judging a few states).
+const STATES_PER_THREAD: usize = 32;
+
+/// Threads at most that judge one call's node states.
+const MAX_THREADS: usize = 8;
+
+/// Threads to judge `states` node states on: one per available core, at most
+/// [`MAX_THREADS`], each with at least [`STATES_PER_THREAD`] states.
+fn judging_threads(states: usize) -> usize {
+    if states < 2 * STATES_PER_THREAD {
+        return 1;
+    }
+    // Asked once: the answer reads the cgroup's CPU quota (tens of microseconds).
+    static CORES: OnceLock<usize> = OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
+    cores
+        .min(MAX_THREADS)
+        .min(states / STATES_PER_THREAD)
+        .max(1)
 }
 
 /// The decision maker: the resource map, and a verdict cache (or none).
@@ -162,6 +185,10 @@ impl Decider {
     /// Judges `pending` with no lock held, until `deadline` (the call's work budget;
     /// `None`: all of them), at least one so that calls of a costly shape make progress
     /// from one to the next. Node states left over are counted in [`Fresh::skipped`].
+    /// Many node states are judged on several threads ([`judging_threads`]) that take
+    /// the next state as they finish one (a thread the system holds back delays the call
+    /// by one state, not a share of them), each with its own [`Reuse`]; the verdicts do
+    /// not depend on which thread judges which state.
     pub(crate) fn judge_pending(
         &self,
         req: &PodRequest,
@@ -169,18 +196,58 @@ impl Decider {
         deadline: Option<Instant>,
     ) -> Fresh {
         let t0 = Instant::now();
+        let nodes = &pending.nodes;
+        let next = AtomicUsize::new(0);
+        let threads = judging_threads(nodes.len());
+        let parts: Vec<(KeyMap<Judged>, usize)> = if threads <= 1 {
+            vec![self.judge_next(req, nodes, &next, deadline)]
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|_| s.spawn(|| self.judge_next(req, nodes, &next, deadline)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_default())
+                    .collect()
+            })
+        };
         let mut fresh = Fresh::default();
+        let mut judged = 0;
+        for (verdicts, n) in parts {
+            fresh.verdicts.extend(verdicts);
+            judged += n;
+        }
+        fresh.skipped = nodes.len().saturating_sub(judged);
+        fresh.spent_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        fresh
+    }
+
+    /// Judges the states of `nodes` that `next` hands out, until none is left or
+    /// `deadline` passes (the first state is always judged): the verdicts and how many.
+    fn judge_next(
+        &self,
+        req: &PodRequest,
+        nodes: &[(u64, Arc<Effective>)],
+        next: &AtomicUsize,
+        deadline: Option<Instant>,
+    ) -> (KeyMap<Judged>, usize) {
+        let mut verdicts = KeyMap::default();
         let mut reuse = Reuse::default();
-        for (i, (key, e)) in pending.nodes.iter().enumerate() {
+        let mut judged = 0;
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some((key, e)) = nodes.get(i) else {
+                break;
+            };
             if i > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
-                fresh.skipped = pending.nodes.len() - i;
                 break;
             }
             let v = self.judge.judge(e, req, &mut reuse);
-            fresh.verdicts.insert(*key, Judged::new(v));
+            verdicts.insert(*key, Judged::new(v));
+            judged += 1;
         }
-        fresh.spent_ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        fresh
+        (verdicts, judged)
     }
 
     /// Records `fresh` in the cache, then calls `f(index, name, seen)` for every
@@ -413,3 +480,6 @@ impl Decider {
         (out, stats)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -10,7 +10,7 @@ use topoalign_kube_types::kubelet_settings::{CpuPolicy, MemoryPolicy, Settings};
 use topoalign_plan::Planner;
 use topoalign_plan::score::device_score;
 use topoalign_tm::{Outcome, Prepared, ResourceMap};
-use topoalign_topology::{NodeUsage, Topology};
+use topoalign_topology::{Classifier, NodeUsage, Topology};
 
 use crate::plugin::node::{Assumed, NodeInfo};
 
@@ -138,7 +138,17 @@ fn hash_settings(s: &Settings, h: &mut DefaultHasher) {
 /// Partially used switches + NUMA nodes + fabric islands under `used` (the planner's
 /// fragmentation measure, before any new allocation). Unknown addresses are ignored.
 pub(crate) fn fragmentation_of(topo: &Topology, used: &NodeUsage) -> u32 {
-    let cls = topo.classifier();
+    fragmentation_with(topo, &topo.classifier(), &topo.fabric_islands(), used)
+}
+
+/// [`fragmentation_of`] with the node's classifier and fabric islands made once for many
+/// usages.
+pub(crate) fn fragmentation_with(
+    topo: &Topology,
+    cls: &Classifier<'_>,
+    islands: &[Vec<usize>],
+    used: &NodeUsage,
+) -> u32 {
     let mut used_g = vec![false; topo.gpus.len()];
     for b in &used.gpus {
         if let Some(i) = topo.gpu_index(*b) {
@@ -151,16 +161,7 @@ pub(crate) fn fragmentation_of(topo: &Topology, used: &NodeUsage) -> u32 {
             used_n[i] = true;
         }
     }
-    device_score(
-        topo,
-        &cls,
-        &used_g,
-        &used_n,
-        &topo.fabric_islands(),
-        &[],
-        &[],
-    )
-    .fragmentation
+    device_score(topo, cls, &used_g, &used_n, islands, &[], &[]).fragmentation
 }
 
 #[cfg(test)]

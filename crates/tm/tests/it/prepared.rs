@@ -136,6 +136,63 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn an_admission_reads_only_the_relevant_usage(node in any::<u64>(), draws in 1..12usize) {
+        let mut rng = Rng::new(node);
+        let (topo, settings) = random_node(&mut rng);
+        let resources = ResourceMap::default();
+        let prepared = Prepared::new(&topo, &settings, &resources);
+        for _ in 0..draws {
+            let (pod, mut usage) = random_admission(&mut rng, &topo);
+            match rng.below(12) {
+                // A NIC's address listed as a GPU: the admission refuses the usage.
+                0 if !topo.nics.is_empty() => usage.gpus.push(topo.nic_bdf(0)),
+                // Listed twice, out of order, and memory the admission does not read.
+                1 => {
+                    usage.gpus.extend(usage.gpus.clone());
+                    usage.nics.reverse();
+                    usage.memory.insert(0, 1 << 20);
+                }
+                _ => {}
+            }
+            let relevant = prepared.relevant_usage(&pod, &usage);
+            prop_assert!(relevant.gpus.len() <= usage.gpus.len());
+            prop_assert!(relevant.nics.len() <= usage.nics.len());
+            for seed in 0..3 {
+                prop_assert_eq!(
+                    prepared.simulate(&pod, &relevant, seed),
+                    prepared.simulate(&pod, &usage, seed)
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_relevant_usage_leaves_out_devices_the_pod_cannot_get() {
+    let topo = topoalign_profiles::get("mi300x-8").unwrap();
+    let resources = ResourceMap::default();
+    let prepared = Prepared::new(&topo, &Settings::default(), &resources);
+    let pod = Pod::from_flags(&[("amd.com/gpu".to_string(), 2)], None, None).unwrap();
+    let usage = Usage {
+        gpus: vec![topo.gpu_bdf(1), topo.gpu_bdf(0)],
+        nics: (0..topo.nics.len()).map(|n| topo.nic_bdf(n)).collect(),
+        cpus: CpuSet::from_ids([0, 1]),
+        ..Usage::default()
+    };
+    let relevant = prepared.relevant_usage(&pod, &usage);
+    let mut gpus = usage.gpus.clone();
+    gpus.sort();
+    assert_eq!(relevant.gpus, gpus);
+    assert!(
+        relevant.nics.is_empty() && relevant.cpus.is_empty(),
+        "{relevant:?}"
+    );
+}
+
 #[test]
 fn the_random_cases_cover_admissions_refusals_and_errors() {
     let (mut admitted, mut refused, mut errors) = (0, 0, 0);
