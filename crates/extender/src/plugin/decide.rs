@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 use topoalign_kube_types::kubelet_settings::Policy;
-use topoalign_mig::Ever;
+use topoalign_mig::{Ever, Strategy};
 use topoalign_plan::{Bound, PlanError, Planner, Score};
 use topoalign_tm::{Outcome, Prepared, ResourceMap};
 
@@ -522,23 +522,41 @@ fn kubelet_score(
     }
 }
 
-/// The MIG verdict of each candidate for a pod asking `nvidia.com/mig-*` (empty for
+/// What a node's MIG devices say of a pod, before any topology judging.
+pub(crate) enum MigSeen {
+    /// The node's MIG devices cannot hold the pod's set (now, or ever).
+    Reject(Judged),
+    /// A single-strategy node offers the pod's `nvidia.com/gpu` as MIG instances of its
+    /// one profile: nothing of the whole-GPU topology applies, so the node passes as
+    /// unmanaged.
+    Pass,
+}
+
+/// The MIG verdict of each candidate for a pod asking `nvidia.com/mig-*`, or
+/// `nvidia.com/gpu` where a node's device plugin uses the single strategy (empty for
 /// other pods): a rejection where the node's MIG devices cannot hold the set now
-/// (unresolvable when no geometry of the node ever could), `None` where they can or the
-/// node shows no MIG (judged as any node).
+/// (unresolvable when no geometry of the node ever could); a pass for a single-strategy
+/// node that holds it; `None` where a mixed node holds it or the node shows no MIG
+/// (judged as any node).
 pub(crate) fn mig_verdicts<N: AsRef<str>>(
     state: &ClusterState,
     req: &PodRequest,
     names: &[N],
-) -> Vec<Option<Judged>> {
-    if !req.mig.has_profiles() {
+) -> Vec<Option<MigSeen>> {
+    if !req.mig.has_profiles() && req.mig.gpus == 0 {
         return Vec::new();
     }
     names
         .iter()
         .map(|n| {
             let node = state.mig_node(n.as_ref())?;
-            let short = node.fits_now(&req.mig).err()?;
+            let single = node.strategy == Some(Strategy::Single);
+            if !single && !req.mig.has_profiles() {
+                return None;
+            }
+            let Err(short) = node.fits_now(&req.mig) else {
+                return single.then_some(MigSeen::Pass);
+            };
             let ever = node.ever(&req.mig);
             let never = !matches!(ever, Ok(Ever::Yes(_) | Ever::Unknown));
             let message = match ever {
@@ -549,11 +567,11 @@ pub(crate) fn mig_verdicts<N: AsRef<str>>(
                     node.offer()
                 ),
             };
-            Some(Judged::new(Verdict::Reject {
+            Some(MigSeen::Reject(Judged::new(Verdict::Reject {
                 message,
                 unresolvable: never,
                 kind: RejectKind::Mig,
-            }))
+            })))
         })
         .collect()
 }

@@ -10,7 +10,9 @@ use std::time::{Instant, SystemTime};
 use topoalign_tm::ResourceMap;
 
 use crate::plugin::cache::VerdictCache;
-use crate::plugin::decide::{Decision, Judge, Judged, NeutralReason, Reuse, Seen, mig_verdicts};
+use crate::plugin::decide::{
+    Decision, Judge, Judged, MigSeen, NeutralReason, Reuse, Seen, mig_verdicts,
+};
 use crate::plugin::effective::Effective;
 use crate::plugin::keys::KeyMap;
 use crate::plugin::podreq::PodRequest;
@@ -268,8 +270,8 @@ impl Decider {
         if !req.is_managed() {
             for (i, n) in names.iter().enumerate() {
                 match mig_of(i) {
-                    Some(j) => f(i, n.as_ref(), Seen::Judged(j)),
-                    None => f(i, n.as_ref(), Seen::NotManaged),
+                    Some(MigSeen::Reject(j)) => f(i, n.as_ref(), Seen::Judged(j)),
+                    Some(MigSeen::Pass) | None => f(i, n.as_ref(), Seen::NotManaged),
                 }
             }
             return stats;
@@ -291,9 +293,16 @@ impl Decider {
         let mut shape = guard.as_mut().map(|c| c.shape(req));
         for (i, n) in names.iter().enumerate() {
             let name = n.as_ref();
-            if let Some(j) = mig_of(i) {
-                f(i, name, Seen::Judged(j));
-                continue;
+            match mig_of(i) {
+                Some(MigSeen::Reject(j)) => {
+                    f(i, name, Seen::Judged(j));
+                    continue;
+                }
+                Some(MigSeen::Pass) => {
+                    f(i, name, Seen::NotManaged);
+                    continue;
+                }
+                None => {}
             }
             let Some(slot) = state.slot(name) else {
                 f(i, name, Seen::Unknown);

@@ -6,7 +6,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
 use serde_json::Value;
-use topoalign_mig::{MigRequest, profile_of_resource};
+use topoalign_mig::MigRequest;
 use topoalign_plan::{GpuLinkBound, NicCount, NicRole, Request};
 use topoalign_tm::{DeviceKind, Pod, ResourceMap};
 use topoalign_topology::PcieClass;
@@ -85,9 +85,9 @@ pub fn pod_request(pod: &Value, resources: &ResourceMap) -> Result<PodRequest, P
     let (mut vfs, mut pfs) = (false, false);
     let mut mig = Vec::new();
     for name in tm_pod.extended_resources() {
-        if profile_of_resource(&name).is_some() {
-            mig.push((name.clone(), tm_pod.pod_level(|c| c.limit_value(&name))));
-        }
+        // Every resource goes to the MIG set, which keeps `nvidia.com/mig-<profile>` and
+        // `nvidia.com/gpu` (MIG instances where the device plugin uses the single strategy).
+        mig.push((name.clone(), tm_pod.pod_level(|c| c.limit_value(&name))));
         let Some(kind) = resources.resolve(&name) else {
             continue;
         };

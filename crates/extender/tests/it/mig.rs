@@ -109,3 +109,51 @@ fn unreadable_mig_labels_are_errors_not_panics() {
     assert!(NodeMig::from_node(&json!({"metadata": {"name": "plain"}})).is_none());
     assert!(NodeMig::from_node(&json!([])).is_none());
 }
+
+/// Under the single strategy the device plugin serves `nvidia.com/gpu` as MIG instances
+/// of the node's one profile: a pod asking more than the node has is filtered off it;
+/// one that fits passes without the whole-GPU topology judging (which would count 8
+/// GPUs, not 14 instances); mixed and plain nodes judge `nvidia.com/gpu` as before.
+#[test]
+fn single_strategy_nodes_hold_nvidia_gpu_as_instances() {
+    let mut st = state();
+    let single = |name: &str, count: &str| {
+        json!({"kind": "Node", "metadata": {"name": name, "labels": {
+            "nvidia.com/mig.strategy": "single",
+            "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb",
+            "nvidia.com/gpu.count": count,
+        }}, "status": {"allocatable": {"nvidia.com/gpu": count}}})
+    };
+    for n in [single("s14", "14"), single("s4", "4")] {
+        let name = n["metadata"]["name"].as_str().unwrap();
+        st.set_mig(name, NodeMig::from_node(&n).map(Result::unwrap));
+    }
+    let mixed = gfd_node("mixed", "1", &[("1g.10gb", "7")], json!({}));
+    st.set_mig("mixed", NodeMig::from_node(&mixed).map(Result::unwrap));
+    let mut i = Interner::default();
+    st.upsert_node("plain", node(&mut i, "dgx-h100", Policy::None, &[], &[]));
+    let d = Decider::new(ResourceMap::default(), 100);
+    let p = pod("g", json!({"nvidia.com/gpu": 10}), json!({}));
+    let req = pod_request(&p, d.resources()).unwrap();
+    let cands: Vec<String> = ["s14", "s4", "mixed"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let (f, _) = d.filter(&st, &req, &cands, SystemTime::now());
+    assert_eq!(f.passed, [true, false, true], "{f:?}");
+    let m = f
+        .failed
+        .get("s4")
+        .or_else(|| f.unresolvable.get("s4"))
+        .unwrap();
+    assert!(
+        m.contains("10 × nvidia.com/gpu (1g.10gb instances), the node has 4"),
+        "{m}"
+    );
+    // A MIG profile by name on a single-strategy node: never (the plugin offers none).
+    let p = pod("p", json!({"nvidia.com/mig-1g.10gb": 1}), json!({}));
+    let req = pod_request(&p, d.resources()).unwrap();
+    let (f, _) = d.filter(&st, &req, &cands[..1], SystemTime::now());
+    assert_eq!(f.passed, [false]);
+    assert!(f.unresolvable["s14"].contains("single strategy"), "{f:?}");
+}
