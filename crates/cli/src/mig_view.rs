@@ -68,7 +68,7 @@ pub(crate) fn overlay(
 }
 
 /// A profile's geometry, checked by the placement rules and joined to its topology.
-fn profile_layout(
+pub(crate) fn profile_layout(
     geo: topoalign_profiles::MigGeometry,
     topo: &Topology,
 ) -> anyhow::Result<NodeMig> {

@@ -27,7 +27,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let what = args.source().describe();
     let mut config = args.config();
     config.rails = args.rail_source()?;
-    if args.mig_source() != MigSource::None {
+    if args.mig_source() != MigSource::None || profile_geometry(&args).is_some() {
         // The MIG layout is joined to the topology once, at start.
         let d = load(&args.topology, args.source())?;
         config.options.mig = mig_layout(&args, &d.topology)?;
@@ -56,11 +56,27 @@ fn dry(args: &Args) -> anyhow::Result<ExitCode> {
 
 /// The node's MIG layout; on a sysfs source, each instance gets its `/dev/nvidia-caps`
 /// nodes from the host's `mig-minors` table (warnings to stderr).
+/// Without a MIG flag, a built-in profile that carries a MIG geometry publishes it (as
+/// `discover` and `matrix` show it).
 fn mig_layout(args: &Args, topo: &Topology) -> anyhow::Result<NodeMig> {
+    if args.mig_source() == MigSource::None
+        && let Some(geo) = profile_geometry(args)
+    {
+        return crate::mig_view::profile_layout(geo, topo)
+            .with_context(|| format!("MIG geometry of profile `{}`", topo.name));
+    }
     let (mut mig, warnings) = args.mig_source().layout_checked(topo)?;
     crate::output::warn(&warnings);
     if let Source::Sysfs { root, .. } = args.source() {
         crate::output::warn(&attach_caps(&mut mig, topo, &root));
     }
     Ok(mig)
+}
+
+/// The MIG geometry of the built-in profile the topology comes from, if it carries one.
+fn profile_geometry(args: &Args) -> Option<topoalign_profiles::MigGeometry> {
+    match args.source() {
+        Source::Profile(name) => topoalign_profiles::mig_geometry(&name),
+        _ => None,
+    }
 }

@@ -63,15 +63,21 @@ fn dry_run_yaml_and_json_carry_the_same_objects_for_every_profile() {
         assert_eq!(&docs, items, "{profile}: YAML and JSON differ");
 
         let kinds: Vec<&str> = items.iter().map(|o| o["kind"].as_str().unwrap()).collect();
-        assert_eq!(&kinds[..3], ["DeviceClass"; 3], "{profile}");
+        // A profile with a MIG geometry publishes it: the MIG and MIG-pair classes too.
+        let classes = if topoalign_profiles::mig_geometry(profile).is_some() {
+            5
+        } else {
+            3
+        };
+        assert_eq!(&kinds[..classes], vec!["DeviceClass"; classes], "{profile}");
         assert!(
-            kinds[3..].iter().all(|k| *k == "ResourceSlice"),
+            kinds[classes..].iter().all(|k| *k == "ResourceSlice"),
             "{profile}: {kinds:?}"
         );
         for o in items {
             assert_eq!(o["apiVersion"], "resource.k8s.io/v1", "{profile}");
         }
-        check_pool(profile, &node, &items[3..]);
+        check_pool(profile, &node, &items[classes..]);
     }
 }
 
@@ -117,10 +123,12 @@ fn check_pool(profile: &str, node: &str, slices: &[Value]) {
         "-o",
         "json",
     ]));
+    // A GPU in MIG mode is published through its instances only.
+    let mig_gpus = topoalign_profiles::mig_geometry(profile).map_or(0, |g| g.gpus.len());
     assert_eq!(
-        gpus,
+        gpus + mig_gpus,
         topo["gpus"].as_array().unwrap().len(),
-        "{profile}: one plain device per GPU"
+        "{profile}: one plain device per GPU not in MIG mode"
     );
 }
 
