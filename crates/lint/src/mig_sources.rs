@@ -9,10 +9,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use topoalign_kube_types::Quantity;
 use topoalign_kube_types::nrt::NRT_KIND;
-use topoalign_mig::{DevicePluginError, NodeMig, profile_of_resource};
+use topoalign_mig::{DevicePluginError, NodeMig, NrtAmount, node_mig_with_nrt, nrt_mig_counts};
 
 /// The whole-GPU resource of the NVIDIA device plugin.
 const GPU_RESOURCE: &str = "nvidia.com/gpu";
@@ -48,7 +48,7 @@ impl MigSources {
                 self.nodes.insert(name.clone(), value.clone());
             }
             k if k == NRT_KIND => {
-                let counts = nrt_mig(value);
+                let counts = nrt_mig_counts(value, NrtAmount::Allocatable);
                 if counts.is_empty() {
                     return None;
                 }
@@ -61,40 +61,10 @@ impl MigSources {
 
     /// Node `name` as [`MigView`] sees it: `(MIG state, offers plain GPUs)`.
     pub(crate) fn judge(&self, name: &str) -> (Option<Result<NodeMig, DevicePluginError>>, bool) {
-        let mut node = self
-            .nodes
-            .get(name)
-            .cloned()
-            .unwrap_or_else(|| Value::Object(Map::new()));
-        if let Some(counts) = self.nrt.get(name) {
-            merge_allocatable(&mut node, counts);
-        }
-        let mig = NodeMig::from_node(&node).map(|m| m.and_then(|m| self.check_nrt(name, m)));
-        let plain = mig.is_none() && allocatable_gpus(&node) > 0;
+        let node = self.nodes.get(name);
+        let mig = node_mig_with_nrt(name, node, self.nrt.get(name), NrtAmount::Allocatable);
+        let plain = mig.is_none() && node.is_some_and(|n| allocatable_gpus(n) > 0);
         (mig, plain)
-    }
-
-    /// The node's state unless its NRT names a MIG profile the node's model lacks (the
-    /// device plugin's own resources are the model's by construction; an NRT is another
-    /// writer's).
-    fn check_nrt(&self, name: &str, node: NodeMig) -> Result<NodeMig, DevicePluginError> {
-        let (Some(model), Some(counts)) = (node.model, self.nrt.get(name)) else {
-            return Ok(node);
-        };
-        for resource in counts.keys() {
-            let Some(profile) = profile_of_resource(resource) else {
-                continue;
-            };
-            if model.shape(&profile).is_none() {
-                return Err(DevicePluginError::UnknownProfile {
-                    source_of_name: format!("NodeResourceTopology {name} resource {resource}"),
-                    profile,
-                    model: model.name.to_string(),
-                    known: model.profile_names().join(", "),
-                });
-            }
-        }
-        Ok(node)
     }
 
     /// Updates `view` for node `name`.
@@ -116,66 +86,13 @@ impl MigSources {
     }
 }
 
-/// An NRT's `nvidia.com/mig-*` resources, each zone's `allocatable` (else `capacity`)
-/// summed; amounts that are not whole quantities are skipped.
-fn nrt_mig(value: &Value) -> BTreeMap<String, u64> {
-    let mut out: BTreeMap<String, u64> = BTreeMap::new();
-    let zones = value.get("zones").and_then(Value::as_array);
-    for zone in zones.into_iter().flatten() {
-        let resources = zone.get("resources").and_then(Value::as_array);
-        for r in resources.into_iter().flatten() {
-            let Some(name) = r.get("name").and_then(Value::as_str) else {
-                continue;
-            };
-            if profile_of_resource(name).is_none() {
-                continue;
-            }
-            let amount = r.get("allocatable").or_else(|| r.get("capacity"));
-            if let Some(n) = amount.and_then(whole) {
-                let total = out.entry(name.to_string()).or_default();
-                *total = total.saturating_add(n);
-            }
-        }
-    }
-    out
-}
-
-/// A JSON quantity as a whole number.
-fn whole(v: &Value) -> Option<u64> {
-    let q = Quantity::from_json(v).ok()?;
-    let n = u64::try_from(q.value()).ok()?;
-    q.is_integer().then_some(n)
-}
-
-/// Adds `counts` to the Node's `status.allocatable` where it has no amount of its own.
-fn merge_allocatable(node: &mut Value, counts: &BTreeMap<String, u64>) {
-    let Some(obj) = node.as_object_mut() else {
-        return;
-    };
-    let status = obj
-        .entry("status")
-        .or_insert_with(|| Value::Object(Map::new()));
-    let Some(status) = status.as_object_mut() else {
-        return;
-    };
-    let alloc = status
-        .entry("allocatable")
-        .or_insert_with(|| Value::Object(Map::new()));
-    let Some(alloc) = alloc.as_object_mut() else {
-        return;
-    };
-    for (k, n) in counts {
-        alloc
-            .entry(k.clone())
-            .or_insert_with(|| Value::String(n.to_string()));
-    }
-}
-
 /// The Node's allocatable `nvidia.com/gpu` (0 when absent or not whole).
 fn allocatable_gpus(node: &Value) -> u64 {
     node.pointer("/status/allocatable")
         .and_then(|a| a.get(GPU_RESOURCE))
-        .and_then(whole)
+        .and_then(|v| Quantity::from_json(v).ok())
+        .filter(Quantity::is_integer)
+        .and_then(|q| u64::try_from(q.value()).ok())
         .unwrap_or(0)
 }
 

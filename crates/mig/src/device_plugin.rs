@@ -183,7 +183,7 @@ impl MigRequest {
     }
 }
 
-fn unknown(model: &Model, profile: &str, source_of_name: String) -> DevicePluginError {
+pub(crate) fn unknown(model: &Model, profile: &str, source_of_name: String) -> DevicePluginError {
     DevicePluginError::UnknownProfile {
         source_of_name,
         profile: profile.to_string(),

@@ -15,6 +15,8 @@
 //! - [`device_plugin`]: a node's MIG devices from GFD labels and allocatable resources,
 //!   a pod's MIG set, whether it fits now or ever ([`device_plugin::NodeMig`]).
 //! - `export`: `nvidia-smi mig` commands and mig-parted configs.
+//! - `nrt_source`: a node's MIG state from its Node and its NodeResourceTopology
+//!   ([`node_mig_with_nrt`]).
 //! - `read_state`: a host's MIG state from saved `nvidia-smi` output (`read_list`,
 //!   `read_lgi`, `read_lci`, `read_lgipp`; errors in `read_table`).
 //! - `read_create`: what `nvidia-smi mig -cgi ID:START -C` created ([`read_created`]) and
@@ -33,6 +35,7 @@ mod export;
 mod geometry;
 mod mix;
 mod model;
+mod nrt_source;
 mod order;
 mod planner;
 mod pods;
@@ -62,6 +65,7 @@ pub use geometry::{GeometryError, Placement, validate, validate_shapes};
 pub use mix::{Mix, MixError, ProfileCounts, parse_mix};
 pub use model::{MEMORY_SLICES, SHAPES, SM_SLICES, known_models};
 pub use model::{MODELS, Model, ModelError, Shape, lookup};
+pub use nrt_source::{NrtAmount, node_mig_with_nrt, nrt_mig_counts};
 pub use order::{DYNAMIC_SHAPES, dynamic_placements, packing_starts};
 pub use planner::{GpuPlan, Plan, PlanError, PodPlacement, Request, plan};
 pub use pods::{Pod, PodError, PodsFile, plan_pods, resolve_pods};

@@ -19,6 +19,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::Value;
 use tokio::sync::Notify;
 use topoalign_kube_types::nrt::nrt_resource;
+use topoalign_mig::{NrtAmount, node_mig_with_nrt, nrt_mig_counts};
 use topoalign_tm::ResourceMap;
 
 use crate::plugin::nodeinfo::{Interner, from_node_labels, from_nrt};
@@ -87,7 +88,15 @@ impl Shared {
             nrts,
             interner,
         } = &mut *inputs;
-        let mig = match nodes.get(name).and_then(topoalign_mig::NodeMig::from_node) {
+        // MIG devices: the Node's GFD labels and allocatable, with what its NRT says is
+        // free now (`available`) over them.
+        let free = nrts
+            .get(name)
+            .map(|n| nrt_mig_counts(n, NrtAmount::Available));
+        let free = free.filter(|c| !c.is_empty());
+        let mig = match nodes.get(name).and_then(|node| {
+            node_mig_with_nrt(name, Some(node), free.as_ref(), NrtAmount::Available)
+        }) {
             Some(Ok(m)) => Some(m),
             Some(Err(e)) => {
                 tracing::warn!(node = name, error = %e, "MIG labels unusable; the node is judged without them");
@@ -355,5 +364,57 @@ fn apply_pod(s: &Shared, p: &Pod) {
     match pod_request(&to_value(p), &s.feed.resources) {
         Ok(r) => s.state().assume_pod(&key, &node, &r, SystemTime::now()),
         Err(e) => tracing::debug!(pod = %key, error = %e, "bound pod not understood; not assumed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn shared() -> Shared {
+        Shared {
+            feed: NodeFeed {
+                state: Arc::new(RwLock::new(ClusterState::default())),
+                resources: ResourceMap::default(),
+                ready: Arc::new(AtomicBool::new(false)),
+                changed: Arc::new(Notify::new()),
+                refresh: Refresh(Arc::new(|_| {})),
+            },
+            inputs: Mutex::new(Inputs::default()),
+            synced: AtomicU8::new(0),
+            expected: 2,
+        }
+    }
+
+    /// A node's MIG devices: its GFD labels, with its NRT's `available` MIG amounts over
+    /// them (what is free now), rebuilt whichever object arrives.
+    #[test]
+    fn mig_state_takes_what_the_nrt_says_is_free() {
+        let s = shared();
+        let node = json!({"metadata": {"name": "g", "labels": {
+            "nvidia.com/mig.strategy": "mixed",
+            "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+            "nvidia.com/gpu.count": "1",
+            "nvidia.com/mig-3g.40gb.count": "2"}}});
+        s.inputs.lock().unwrap().nodes.insert("g".into(), node);
+        s.rebuild("g");
+        let instances = |s: &Shared| {
+            let st = s.feed.state.read().unwrap();
+            st.mig_node("g")
+                .map(|m| m.instances.get("3g.40gb").copied())
+        };
+        assert_eq!(instances(&s), Some(Some(2)), "labels alone");
+        let nrt = json!({"metadata": {"name": "g"}, "zones": [{"name": "node-0", "resources": [
+            {"name": "nvidia.com/mig-3g.40gb", "capacity": "2", "allocatable": "2", "available": "1"}]}]});
+        s.inputs.lock().unwrap().nrts.insert("g".into(), nrt);
+        s.rebuild("g");
+        assert_eq!(instances(&s), Some(Some(1)), "one of two is in use");
+        // An NRT naming a profile the model lacks: the node is judged without MIG.
+        let bad = json!({"metadata": {"name": "g"}, "zones": [{"name": "node-0", "resources": [
+            {"name": "nvidia.com/mig-2g.45gb", "available": "1"}]}]});
+        s.inputs.lock().unwrap().nrts.insert("g".into(), bad);
+        s.rebuild("g");
+        assert_eq!(instances(&s), None);
     }
 }
