@@ -17,6 +17,16 @@ const MESSAGE_LIMIT: usize = 1000;
 /// Nodes named per reason in a message.
 const NAMED_NODES: usize = 3;
 
+/// `a, b, c and 4 more`: the first [`NAMED_NODES`] names, then how many others.
+fn name_some<S: AsRef<str>>(nodes: &[S]) -> String {
+    let shown: Vec<&str> = nodes.iter().take(NAMED_NODES).map(AsRef::as_ref).collect();
+    let mut named = shown.join(", ");
+    if nodes.len() > NAMED_NODES {
+        named.push_str(&format!(" and {} more", nodes.len() - NAMED_NODES));
+    }
+    named
+}
+
 /// Check states, as Kueue spells them.
 pub(crate) const PENDING: &str = "Pending";
 pub(crate) const READY: &str = "Ready";
@@ -150,13 +160,7 @@ impl DomainFit {
         }
         let reasons: Vec<String> = by_why
             .iter()
-            .map(|(why, nodes)| {
-                let mut named = nodes[..nodes.len().min(NAMED_NODES)].join(", ");
-                if nodes.len() > NAMED_NODES {
-                    named.push_str(&format!(" and {} more", nodes.len() - NAMED_NODES));
-                }
-                format!("{named}: {why}")
-            })
+            .map(|(why, nodes)| format!("{}: {why}", name_some(nodes)))
             .collect();
         format!(
             "{}: {} of {} pods ({})",
@@ -483,6 +487,37 @@ pub fn review(
                     GangVerdict::Wait(why) => change(cur, PENDING, why, Vec::new(), None, now),
                 },
             }
+        }
+        (true, READY) => {
+            // Pinned, but Kueue's scheduler may have reserved the quota from its copy of
+            // the workload taken before the pin landed: TAS then chose nodes outside the
+            // pinned domain, and the pods (with both node selectors) can never schedule.
+            // Such a reservation goes back (Retry: Kueue evicts it and places it again,
+            // now with the pin).
+            let (key, domain) = cur
+                .pod_set_updates
+                .first()
+                .and_then(|u| u.node_selector.iter().next())?;
+            let outside: Vec<String> = (w.spec.pod_sets.iter())
+                .filter_map(|ps| w.assigned_nodes(&ps.name))
+                .flatten()
+                .map(|(n, _)| n)
+                .filter(|n| nodes.get(n).and_then(|l| l.get(key)) != Some(domain))
+                .collect();
+            if outside.is_empty() {
+                return None;
+            }
+            change(
+                cur,
+                RETRY,
+                format!(
+                    "quota was reserved on {} outside the pinned domain {key}={domain}; sent back to be placed inside it",
+                    name_some(&outside)
+                ),
+                Vec::new(),
+                None,
+                now,
+            )
         }
         (true, _) => None,
         (false, READY) => {

@@ -260,6 +260,34 @@ fn a_reservation_on_nodes_that_cannot_hold_the_gang_is_sent_back_and_one_that_ca
     }
 }
 
+/// Kueue's scheduler reserved the quota from a copy of the workload taken before the pin
+/// landed: TAS chose rack x while the check pinned rack y, and the pods could never
+/// schedule. The reservation is sent back; one inside the pinned domain is kept.
+#[test]
+fn a_reservation_outside_the_pinned_domain_is_sent_back() {
+    let pinned = json!([{"name": "gang", "state": "Ready", "message": "m",
+        "podSetUpdates": [{"name": "main", "nodeSelector": {KEY: "rack-y"}}]}]);
+    let w = workload(
+        pinned.clone(),
+        reserved_on(&["rack-x-0", "rack-x-1", "rack-x-2"]),
+    );
+    let s = review(&w, "gang", &racks(), &bad_x_good_y(), "T").unwrap();
+    assert_eq!(s.state, RETRY);
+    assert!(s.pod_set_updates.is_empty());
+    assert!(
+        s.message.starts_with(&format!(
+            "quota was reserved on rack-x-0, rack-x-1, rack-x-2 outside the pinned domain {KEY}=rack-y"
+        )),
+        "{}",
+        s.message
+    );
+    let inside = workload(pinned, reserved_on(&["rack-y-0", "rack-y-1", "rack-y-2"]));
+    assert_eq!(
+        review(&inside, "gang", &racks(), &bad_x_good_y(), "T"),
+        None
+    );
+}
+
 #[test]
 fn a_pin_that_no_longer_holds_the_gang_is_dropped_through_retry() {
     let pinned = json!([{"name": "gang", "state": "Ready", "message": "m",
