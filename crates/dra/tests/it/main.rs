@@ -10,6 +10,7 @@ mod limits;
 mod mig;
 mod mig_cdi;
 mod mig_dynamic;
+mod mig_pool;
 mod prepare;
 mod roce;
 mod slices;

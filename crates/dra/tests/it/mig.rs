@@ -5,19 +5,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use topoalign_dra::DeviceRef;
 use topoalign_dra::{
-    ClaimSpec, DraError, Inventory, MigClaimSpec, NodeMig, PublishOptions, claim_spec,
-    device_classes, first_fit, mig_claim_spec, mig_device_classes, resource_slices, slices_for,
+    ClaimSpec, DraError, Inventory, NodeMig, PublishOptions, resource_slices, slices_for,
 };
-use topoalign_dra::{DeviceId, NodeDevices};
 use topoalign_dra::{MigInstance, MigJoinError};
 use topoalign_mig::{MigState, Placement, lookup, state_from_placements};
 use topoalign_profiles as profiles;
-use topoalign_topology::{Bdf, Topology};
+use topoalign_topology::Bdf;
 
-const BUDGET: u64 = 2_000_000;
+use crate::mig_pool::{Claim, Node, Stream, allocate, cells, id, mig, random_stream};
 
 fn p(profile: &str, start: u8) -> Placement {
     Placement {
@@ -51,12 +48,6 @@ fn mixed_state() -> MigState {
     .unwrap()
 }
 
-struct Node {
-    topo: Topology,
-    inv: Inventory,
-    slices: Vec<ResourceSlice>,
-}
-
 fn mixed_node() -> Node {
     let topo = profiles::get("dgx-h100").unwrap();
     let opts = PublishOptions {
@@ -66,26 +57,6 @@ fn mixed_node() -> Node {
     let slices = resource_slices(&topo, "n1", &opts).unwrap();
     let inv = Inventory::new(&topo, &opts);
     Node { topo, inv, slices }
-}
-
-fn classes() -> Vec<DeviceClass> {
-    device_classes()
-        .into_iter()
-        .chain(mig_device_classes())
-        .collect()
-}
-
-/// The (GPU, memory slice) cells a device takes: all 8 for a whole MIG-enabled GPU, its
-/// instance's for a MIG device; none for a GPU without MIG or a NIC.
-fn cells(inv: &Inventory, device: &str) -> Vec<(Bdf, u8)> {
-    match inv.device(device) {
-        Some(d) => match (d.gpu(), d.mig()) {
-            (Some(g), _) if g.mig_enabled => (0..8).map(|s| (g.bdf, s)).collect(),
-            (_, Some((m, g))) => m.instance.slices().map(|s| (g.bdf, s)).collect(),
-            _ => Vec::new(),
-        },
-        None => panic!("{device} does not resolve"),
-    }
 }
 
 #[test]
@@ -195,43 +166,6 @@ fn without_instances_the_pool_is_the_one_without_mig() {
     );
 }
 
-/// Sequential claims, each on what the earlier ones left.
-fn allocate(nd: &Node, held: &BTreeSet<DeviceId>, claim: &ClaimSpecKind) -> Option<Vec<String>> {
-    let mut free = NodeDevices::gather(&nd.slices, "n1").unwrap();
-    free.mark_in_use(held);
-    let spec = match claim {
-        ClaimSpecKind::Mig(s) => mig_claim_spec(s).unwrap(),
-        ClaimSpecKind::Pairs(s) => claim_spec(s).unwrap(),
-    };
-    let out = first_fit(&spec, &classes(), &free, BUDGET).unwrap();
-    assert!(!out.gave_up, "{claim:?}: {} steps", out.steps);
-    out.allocation
-        .map(|a| a.into_iter().map(|d| d.device).collect())
-}
-
-#[derive(Debug)]
-enum ClaimSpecKind {
-    Mig(MigClaimSpec),
-    Pairs(ClaimSpec),
-}
-
-fn mig(profile: &str, count: u32, with_nic: bool) -> ClaimSpecKind {
-    ClaimSpecKind::Mig(MigClaimSpec {
-        profile: profile.into(),
-        count,
-        with_nic,
-        max_rank: None,
-    })
-}
-
-fn id(device: &str) -> DeviceId {
-    DeviceId {
-        driver: "topoalign.dev".into(),
-        pool: "n1".into(),
-        device: device.into(),
-    }
-}
-
 #[test]
 fn seven_one_slice_claims_land_on_one_gpu_and_the_eighth_on_the_next() {
     let nd = mixed_node();
@@ -247,7 +181,7 @@ fn seven_one_slice_claims_land_on_one_gpu_and_the_eighth_on_the_next() {
     assert_eq!(parents[..7], ["0000:1b:00.0"; 7]);
     assert_eq!(parents[7], "0000:43:00.0");
     // Whole-GPU pairs come from the four GPUs not in MIG mode only: four fit, five do not.
-    let four = allocate(&nd, &held, &ClaimSpecKind::Pairs(ClaimSpec::pairs(4))).unwrap();
+    let four = allocate(&nd, &held, &Claim::Pairs(ClaimSpec::pairs(4))).unwrap();
     let gpus: BTreeSet<String> = four
         .iter()
         .map(|d| nd.inv.device(d).unwrap().gpu().unwrap().bdf.to_string())
@@ -258,7 +192,7 @@ fn seven_one_slice_claims_land_on_one_gpu_and_the_eighth_on_the_next() {
             .all(|d| !nd.inv.device(d).unwrap().gpu().unwrap().mig_enabled),
         "{gpus:?}"
     );
-    assert!(allocate(&nd, &held, &ClaimSpecKind::Pairs(ClaimSpec::pairs(5))).is_none());
+    assert!(allocate(&nd, &held, &Claim::Pairs(ClaimSpec::pairs(5))).is_none());
 }
 
 #[test]
@@ -283,41 +217,17 @@ fn mig_pairs_take_the_parents_best_nic_first() {
 #[test]
 fn random_claims_never_give_a_memory_slice_twice() {
     let nd = mixed_node();
-    let mut rng = crate::common::Rng::new(23);
     let profiles = ["1g.10gb", "4g.40gb", "3g.40gb", "2g.20gb", "1g.20gb"];
-    let mut live: Vec<Vec<String>> = Vec::new();
-    let (mut placed, mut refused) = (0, 0);
-    for _ in 0..400 {
-        if !live.is_empty() && rng.below(3) == 0 {
-            let i = rng.below(live.len() as u64) as usize;
-            live.swap_remove(i);
-            continue;
-        }
-        let claim = match rng.below(4) {
-            0 => ClaimSpecKind::Pairs(ClaimSpec::pairs(1 + rng.below(3) as u32)),
-            k => mig(
-                profiles[rng.below(profiles.len() as u64) as usize],
-                1 + rng.below(3) as u32,
-                k == 3,
-            ),
-        };
-        let held: BTreeSet<DeviceId> = live.iter().flatten().map(|d| id(d)).collect();
-        match allocate(&nd, &held, &claim) {
-            Some(devices) => {
-                placed += 1;
-                live.push(devices);
-            }
-            None => refused += 1,
-        }
-        let mut taken: BTreeMap<(Bdf, u8), &str> = BTreeMap::new();
-        for d in live.iter().flatten() {
-            for cell in cells(&nd.inv, d) {
-                if let Some(other) = taken.insert(cell, d) {
-                    panic!("memory slice {cell:?} given to {other} and {d}");
-                }
-            }
-        }
-    }
+    let (placed, refused) = random_stream(
+        &nd,
+        &Stream {
+            seed: 23,
+            steps: 400,
+            profiles: &profiles,
+            max_pairs: 3,
+            kinds: 4,
+        },
+    );
     assert!(
         placed > 100 && refused > 10,
         "{placed} placed, {refused} refused"

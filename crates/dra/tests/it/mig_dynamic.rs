@@ -1,26 +1,19 @@
 //! Dynamic MIG in the pool: every placement of every DGX H100 GPU published (with its
-//! MIG×NIC pairs and the whole GPU), within the API limits, and the stock allocator's
+//! MIG×NIC pairs; the whole GPU, in MIG mode, is not offered), within the API limits, and the stock allocator's
 //! model over it: first fit packs one GPU before the next and keeps 4g@0 / 3g@4
 //! reachable, and a random stream of claims and releases never gives a memory slice
 //! twice.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use topoalign_dra::{
-    ClaimSpec, DeviceId, Inventory, MigClaimSpec, NodeDevices, NodeMig, PublishOptions, claim_spec,
-    device_classes, first_fit, mig_claim_spec, mig_device_classes, slices_for,
+    ClaimSpec, Inventory, NodeDevices, NodeMig, PublishOptions, first_fit, mig_claim_spec,
+    slices_for,
 };
 use topoalign_profiles as profiles;
-use topoalign_topology::{Bdf, Topology};
+use topoalign_topology::Bdf;
 
-const BUDGET: u64 = 2_000_000;
-
-struct Node {
-    topo: Topology,
-    inv: Inventory,
-    slices: Vec<ResourceSlice>,
-}
+use crate::mig_pool::{BUDGET, Claim, Node, Stream, allocate, classes, id, mig, random_stream};
 
 fn dynamic_node(name: &str) -> Node {
     let topo = profiles::get(name).unwrap();
@@ -31,60 +24,6 @@ fn dynamic_node(name: &str) -> Node {
     let inv = Inventory::new(&topo, &opts);
     let slices = slices_for(&inv, "n1", 1).unwrap();
     Node { topo, inv, slices }
-}
-
-fn classes() -> Vec<DeviceClass> {
-    device_classes()
-        .into_iter()
-        .chain(mig_device_classes())
-        .collect()
-}
-
-fn id(device: &str) -> DeviceId {
-    DeviceId {
-        driver: "topoalign.dev".into(),
-        pool: "n1".into(),
-        device: device.into(),
-    }
-}
-
-/// The (GPU, memory slice) cells a device takes: every slice of a whole dynamic GPU,
-/// its placement's for a MIG device; none for a NIC.
-fn cells(inv: &Inventory, device: &str) -> Vec<(Bdf, u8)> {
-    let d = inv.device(device).unwrap();
-    match (d.gpu(), d.mig()) {
-        (Some(g), _) => (0..8).map(|s| (g.bdf, s)).collect(),
-        (_, Some((m, g))) => m.instance.slices().map(|s| (g.bdf, s)).collect(),
-        _ => Vec::new(),
-    }
-}
-
-#[derive(Debug)]
-enum Claim {
-    Mig(MigClaimSpec),
-    Pairs(ClaimSpec),
-}
-
-fn mig(profile: &str, count: u32, with_nic: bool) -> Claim {
-    Claim::Mig(MigClaimSpec {
-        profile: profile.into(),
-        count,
-        with_nic,
-        max_rank: None,
-    })
-}
-
-fn allocate(nd: &Node, held: &BTreeSet<DeviceId>, claim: &Claim) -> Option<Vec<String>> {
-    let mut free = NodeDevices::gather(&nd.slices, "n1").unwrap();
-    free.mark_in_use(held);
-    let spec = match claim {
-        Claim::Mig(s) => mig_claim_spec(s).unwrap(),
-        Claim::Pairs(s) => claim_spec(s).unwrap(),
-    };
-    let out = first_fit(&spec, &classes(), &free, BUDGET).unwrap();
-    assert!(!out.gave_up, "{claim:?}: {} steps", out.steps);
-    out.allocation
-        .map(|a| a.into_iter().map(|d| d.device).collect())
 }
 
 fn placement(nd: &Node, device: &str) -> (Bdf, String, u8) {
@@ -237,40 +176,16 @@ fn random_claims_and_releases_never_give_a_memory_slice_twice() {
         "1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb",
     ];
     for seed in [23, 24, 25] {
-        let mut rng = crate::common::Rng::new(seed);
-        let mut live: Vec<Vec<String>> = Vec::new();
-        let (mut placed, mut refused) = (0, 0);
-        for _ in 0..300 {
-            if !live.is_empty() && rng.below(3) == 0 {
-                let i = rng.below(live.len() as u64) as usize;
-                live.swap_remove(i);
-                continue;
-            }
-            let claim = match rng.below(5) {
-                0 => Claim::Pairs(ClaimSpec::pairs(1 + rng.below(2) as u32)),
-                k => mig(
-                    profiles[rng.below(profiles.len() as u64) as usize],
-                    1 + rng.below(3) as u32,
-                    k == 4,
-                ),
-            };
-            let held: BTreeSet<DeviceId> = live.iter().flatten().map(|d| id(d)).collect();
-            match allocate(&nd, &held, &claim) {
-                Some(devices) => {
-                    placed += 1;
-                    live.push(devices);
-                }
-                None => refused += 1,
-            }
-            let mut taken: BTreeMap<(Bdf, u8), &str> = BTreeMap::new();
-            for d in live.iter().flatten() {
-                for cell in cells(&nd.inv, d) {
-                    if let Some(other) = taken.insert(cell, d) {
-                        panic!("seed {seed}: memory slice {cell:?} given to {other} and {d}");
-                    }
-                }
-            }
-        }
+        let (placed, refused) = random_stream(
+            &nd,
+            &Stream {
+                seed,
+                steps: 300,
+                profiles: &profiles,
+                max_pairs: 2,
+                kinds: 5,
+            },
+        );
         assert!(
             placed > 80 && refused > 5,
             "seed {seed}: {placed} placed, {refused} refused"
