@@ -1,6 +1,6 @@
 //! Dynamic MIG in the pool: every placement of every DGX H100 GPU published (with its
-//! MIG×NIC pairs; the whole GPU, in MIG mode, is not offered), within the API limits, and the stock allocator's
-//! model over it: first fit packs one GPU before the next and keeps 4g@0 / 3g@4
+//! MIG×NIC pairs; the whole GPU, in MIG mode, is not offered), within the API limits,
+//! and the stock allocator's model over it: first fit packs one GPU before the next and keeps 4g@0 / 3g@4
 //! reachable, and a random stream of claims and releases never gives a memory slice
 //! twice.
 

@@ -5,36 +5,14 @@
 
 use std::collections::BTreeSet;
 
-use crate::common::http;
+use crate::common::{http, railed_node};
 use crate::dra::{bare_app, holding};
 use serde_json::{Value, json};
-use topoalign_dra::{Inventory, slices_for};
+use topoalign_dra::slices_for;
 use topoalign_extender::serve;
-use topoalign_gang::{gang_claim_template, nic_rails, parse_job, parse_rail_source};
+use topoalign_gang::{gang_claim_template, parse_job};
 
 const JOB: &str = include_str!("../../../../deploy/gang/job.yaml");
-const RAILS: &str = include_str!("../../../../deploy/gang/rails.yaml");
-
-/// A dgx-h100 named `node` with rails from deploy/gang/rails.yaml, and the GPU devices
-/// whose pairs are on `rails`.
-fn railed_node(node: &str, rails: &BTreeSet<u32>) -> (Inventory, Vec<String>) {
-    let topo = topoalign_profiles::get("dgx-h100").unwrap();
-    let resolved = nic_rails(&topo, &parse_rail_source(RAILS, "rails.yaml").unwrap()).unwrap();
-    let mut inv = Inventory::from_topology(&topo);
-    inv.set_rails(|b| resolved.rail_of(b));
-    let gpus: BTreeSet<String> = slices_for(&inv, node, 1)
-        .unwrap()
-        .iter()
-        .flat_map(|s| s.spec.devices.iter().flatten())
-        .filter_map(|d| {
-            let a = d.attributes.as_ref()?;
-            let rail = a.get("rail")?.int?;
-            let on = rails.contains(&u32::try_from(rail).ok()?);
-            (d.name.starts_with("pair-") && on).then(|| a.get("gpu")?.string.clone())?
-        })
-        .collect();
-    (inv, gpus.into_iter().collect())
-}
 
 #[tokio::test]
 async fn a_rail_pinned_pod_is_filtered_off_a_node_whose_free_pairs_are_off_its_rails() {

@@ -7,36 +7,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
-use topoalign_dra::{Inventory, device_classes, slices_for};
+use topoalign_dra::{device_classes, slices_for};
 use topoalign_extender::{DraState, GangVerdict, NodeLabels, Workload, judge_gang, review};
-use topoalign_gang::{gang_claim_template, nic_rails, parse_job, parse_rail_source};
+use topoalign_gang::{gang_claim_template, parse_job};
 
+use crate::common::railed_node;
 use crate::dra::holding;
 
 const JOB: &str = include_str!("../../../../deploy/gang/job.yaml");
-const RAILS: &str = include_str!("../../../../deploy/gang/rails.yaml");
 const KEY: &str = "nvidia.com/gpu.clique";
-
-/// A dgx-h100 named `node` with rails from deploy/gang/rails.yaml, and the GPU devices
-/// whose pairs are on `rails`.
-fn railed_node(node: &str, rails: &BTreeSet<u32>) -> (Inventory, Vec<String>) {
-    let topo = topoalign_profiles::get("dgx-h100").unwrap();
-    let resolved = nic_rails(&topo, &parse_rail_source(RAILS, "rails.yaml").unwrap()).unwrap();
-    let mut inv = Inventory::from_topology(&topo);
-    inv.set_rails(|b| resolved.rail_of(b));
-    let gpus: BTreeSet<String> = slices_for(&inv, node, 1)
-        .unwrap()
-        .iter()
-        .flat_map(|s| s.spec.devices.iter().flatten())
-        .filter_map(|d| {
-            let a = d.attributes.as_ref()?;
-            let rail = a.get("rail")?.int?;
-            let on = rails.contains(&u32::try_from(rail).ok()?);
-            (d.name.starts_with("pair-") && on).then(|| a.get("gpu")?.string.clone())?
-        })
-        .collect();
-    (inv, gpus.into_iter().collect())
-}
 
 /// The DRA state of the two racks (4 nodes each), the job's template applied, and the
 /// nodes' labels; with `job`'s rails held on rack x.

@@ -123,3 +123,34 @@ pub(crate) fn fixture_state() -> ClusterState {
     );
     st
 }
+
+/// deploy/gang/rails.yaml: the NIC nearest GPU i is rail i.
+const RAILS: &str = include_str!("../../../../../deploy/gang/rails.yaml");
+
+/// A dgx-h100 named `node` with rails from deploy/gang/rails.yaml, and the GPU devices
+/// whose pairs are on `rails`.
+pub(crate) fn railed_node(
+    node: &str,
+    rails: &BTreeSet<u32>,
+) -> (topoalign_dra::Inventory, Vec<String>) {
+    let topo = topoalign_profiles::get("dgx-h100").unwrap();
+    let resolved = topoalign_gang::nic_rails(
+        &topo,
+        &topoalign_gang::parse_rail_source(RAILS, "rails.yaml").unwrap(),
+    )
+    .unwrap();
+    let mut inv = topoalign_dra::Inventory::from_topology(&topo);
+    inv.set_rails(|b| resolved.rail_of(b));
+    let gpus: BTreeSet<String> = topoalign_dra::slices_for(&inv, node, 1)
+        .unwrap()
+        .iter()
+        .flat_map(|s| s.spec.devices.iter().flatten())
+        .filter_map(|d| {
+            let a = d.attributes.as_ref()?;
+            let rail = a.get("rail")?.int?;
+            let on = rails.contains(&u32::try_from(rail).ok()?);
+            (d.name.starts_with("pair-") && on).then(|| a.get("gpu")?.string.clone())?
+        })
+        .collect();
+    (inv, gpus.into_iter().collect())
+}
