@@ -42,6 +42,16 @@ impl Quantity {
         self.nanos % NANO == 0
     }
 
+    /// The amount as a count of whole units: `Some` for a non-negative whole number
+    /// (`2`, `2000m`), `None` for a fraction or a negative amount.
+    pub fn whole_units(&self) -> Option<u64> {
+        if self.is_integer() {
+            u64::try_from(self.value()).ok()
+        } else {
+            None
+        }
+    }
+
     /// Whether it is zero.
     pub fn is_zero(&self) -> bool {
         self.nanos == 0

@@ -90,9 +90,7 @@ impl MigSources {
 fn allocatable_gpus(node: &Value) -> u64 {
     node.pointer("/status/allocatable")
         .and_then(|a| a.get(GPU_RESOURCE))
-        .and_then(|v| Quantity::from_json(v).ok())
-        .filter(Quantity::is_integer)
-        .and_then(|q| u64::try_from(q.value()).ok())
+        .and_then(|v| Quantity::from_json(v).ok()?.whole_units())
         .unwrap_or(0)
 }
 

@@ -259,8 +259,7 @@ impl NodeMig {
                 m.iter()
                     .filter_map(|(k, v)| {
                         let q = topoalign_kube_types::Quantity::from_json(v).ok()?;
-                        let n = u64::try_from(q.value()).ok()?;
-                        q.is_integer().then_some((k.as_str(), n))
+                        Some((k.as_str(), q.whole_units()?))
                     })
                     .collect()
             })

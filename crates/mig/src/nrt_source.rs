@@ -41,20 +41,13 @@ pub fn nrt_mig_counts(nrt: &Value, amount: NrtAmount) -> BTreeMap<String, u64> {
                 NrtAmount::Allocatable => r.get("allocatable").or_else(|| r.get("capacity")),
                 NrtAmount::Available => r.get("available"),
             };
-            if let Some(n) = value.and_then(whole) {
+            if let Some(n) = value.and_then(|v| Quantity::from_json(v).ok()?.whole_units()) {
                 let total = out.entry(name.to_string()).or_default();
                 *total = total.saturating_add(n);
             }
         }
     }
     out
-}
-
-/// A JSON quantity as a whole number.
-pub(crate) fn whole(v: &Value) -> Option<u64> {
-    let q = Quantity::from_json(v).ok()?;
-    let n = u64::try_from(q.value()).ok()?;
-    q.is_integer().then_some(n)
 }
 
 /// Node `name`'s MIG state from its Node object (`None`: not seen yet) and the MIG

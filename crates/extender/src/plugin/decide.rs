@@ -543,7 +543,9 @@ pub(crate) fn mig_verdicts<N: AsRef<str>>(
     req: &PodRequest,
     names: &[N],
 ) -> Vec<Option<MigSeen>> {
-    if !req.mig.has_profiles() && req.mig.gpus == 0 {
+    // A plain `nvidia.com/gpu` pod only meets MIG on single-strategy nodes: without any
+    // MIG node (the common cluster) the names are not looked up one by one.
+    if !req.mig.has_profiles() && (req.mig.gpus == 0 || !state.has_mig()) {
         return Vec::new();
     }
     names

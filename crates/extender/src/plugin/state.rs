@@ -130,6 +130,11 @@ impl ClusterState {
         }
     }
 
+    /// Whether any node shows MIG devices.
+    pub fn has_mig(&self) -> bool {
+        !self.mig.is_empty()
+    }
+
     /// A node's MIG devices, when it shows any.
     pub fn mig_node(&self, name: &str) -> Option<&NodeMig> {
         self.mig.get(name)

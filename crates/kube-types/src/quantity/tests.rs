@@ -211,3 +211,13 @@ proptest! {
         prop_assert_eq!(e.text, text);
     }
 }
+
+#[test]
+fn whole_units_only_for_non_negative_whole_amounts() {
+    assert_eq!(q("2").whole_units(), Some(2));
+    assert_eq!(q("2000m").whole_units(), Some(2));
+    assert_eq!(q("0").whole_units(), Some(0));
+    assert_eq!(q("1.5").whole_units(), None);
+    assert_eq!(q("500m").whole_units(), None);
+    assert_eq!(Quantity::from_units(-1).whole_units(), None);
+}
