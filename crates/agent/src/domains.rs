@@ -39,9 +39,19 @@ pub enum FactsError {
         /// Why.
         source: std::io::Error,
     },
-    /// `nvidia-smi -q` could not be run or failed.
+    /// `nvidia-smi -q` could not be run.
     #[error("--fabric-from nvidia-smi: {0}")]
-    Tool(String),
+    Tool(#[from] topoalign_discover::ToolError),
+    /// `nvidia-smi -q` exited non-zero.
+    #[error("--fabric-from nvidia-smi: `{command}` exited with {status}: {stderr}")]
+    ToolFailed {
+        /// The command line as run.
+        command: String,
+        /// The exit status.
+        status: String,
+        /// What it printed on stderr.
+        stderr: String,
+    },
     /// The `nvidia-smi -q` output does not read.
     #[error("--fabric-from: {0}")]
     Query(#[from] topoalign_mig::ReadError),
@@ -62,14 +72,13 @@ fn read(flag: &'static str, path: &Path) -> Result<String, FactsError> {
 /// `$TOPOALIGN_NVIDIA_SMI` or `nvidia-smi`), anything else is a saved output's path.
 pub(crate) fn read_clique(from: &str, program: &str) -> Result<(NodeClique, String), FactsError> {
     let (name, text) = if from == RUN_TOOL {
-        let out = topoalign_discover::run_tool(program, &["-q"])
-            .map_err(|e| FactsError::Tool(e.to_string()))?;
+        let out = topoalign_discover::run_tool(program, &["-q"])?;
         if !out.success {
-            return Err(FactsError::Tool(format!(
-                "`{program} -q` exited with {}: {}",
-                out.status,
-                out.stderr.trim()
-            )));
+            return Err(FactsError::ToolFailed {
+                command: format!("{program} -q"),
+                status: out.status,
+                stderr: out.stderr.trim().to_string(),
+            });
         }
         (format!("<output of `{program} -q`>"), out.stdout)
     } else {
@@ -237,6 +246,12 @@ mod tests {
             .to_string();
         assert!(
             e.contains("--fabric-from nvidia-smi") && e.contains("/nonexistent/nvidia-smi"),
+            "{e}"
+        );
+        // A tool that runs but fails (`false` exits 1 whatever its arguments).
+        let e = read_clique(RUN_TOOL, "false").unwrap_err().to_string();
+        assert!(
+            e.starts_with("--fabric-from nvidia-smi: `false -q` exited with"),
             "{e}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
