@@ -5,13 +5,18 @@
 //! go into the NodeResourceTopology object.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+#[cfg(any(feature = "clap", test))]
+use std::path::Path;
+use std::path::PathBuf;
 
 use serde::Serialize;
 use serde_json::Value;
-use topoalign_gang::{DomainFile, DomainInputs, DomainLabels, NicRails, domain_labels};
-use topoalign_mig::{NodeClique, SavedOutput, node_clique, read_query};
+use topoalign_gang::{DomainInputs, DomainLabels, NicRails, domain_labels};
+use topoalign_mig::NodeClique;
+#[cfg(any(feature = "clap", test))]
+use topoalign_mig::{SavedOutput, node_clique, read_query};
 
+#[cfg(any(feature = "clap", test))]
 /// The `--fabric-from` value that runs the tool instead of reading a file.
 pub(crate) const RUN_TOOL: &str = "nvidia-smi";
 
@@ -60,6 +65,7 @@ pub enum FactsError {
     Gang(#[from] topoalign_gang::GangError),
 }
 
+#[cfg(any(feature = "clap", test))]
 fn read(flag: &'static str, path: &Path) -> Result<String, FactsError> {
     std::fs::read_to_string(path).map_err(|source| FactsError::File {
         flag,
@@ -68,6 +74,7 @@ fn read(flag: &'static str, path: &Path) -> Result<String, FactsError> {
     })
 }
 
+#[cfg(any(feature = "clap", test))]
 /// The clique from `--fabric-from`: `nvidia-smi` runs `<program> -q` (`program`:
 /// `$TOPOALIGN_NVIDIA_SMI` or `nvidia-smi`), anything else is a saved output's path.
 pub(crate) fn read_clique(from: &str, program: &str) -> Result<(NodeClique, String), FactsError> {
@@ -88,16 +95,18 @@ pub(crate) fn read_clique(from: &str, program: &str) -> Result<(NodeClique, Stri
     Ok((node_clique(&gpus), name))
 }
 
+#[cfg(feature = "clap")]
 /// The operator's labels for `node` from the domain file at `path`.
 pub(crate) fn read_domains(
     path: &Path,
     node: &str,
 ) -> Result<(BTreeMap<String, String>, String), FactsError> {
     let name = path.display().to_string();
-    let file: DomainFile = topoalign_gang::parse_domain_file(&read("--domains", path)?, &name)?;
+    let file = topoalign_gang::parse_domain_file(&read("--domains", path)?, &name)?;
     Ok((file.for_node(node), name))
 }
 
+#[cfg(feature = "clap")]
 /// The rails of the NICs of `topo` from the rail source at `path`.
 pub(crate) fn read_rails(
     path: &Path,

@@ -10,7 +10,9 @@ use topoalign_gang::DomainLabels;
 use topoalign_kube_types::kubelet_settings::Settings;
 use topoalign_topology::Topology;
 
-use crate::domains::{FactsError, NodeFacts, owned_labels};
+#[cfg(feature = "clap")]
+use crate::domains::FactsError;
+use crate::domains::{NodeFacts, owned_labels};
 use crate::labels::{Debouncer, wanted};
 use crate::nrt::{add_facts, nrt_object};
 use crate::podresources::{PodResourcesClient, PodResourcesError};
