@@ -61,10 +61,16 @@ pub fn merge_nvlinks(discovery: &mut Discovery, program: &str) -> bool {
 
 /// Runs `<program> topo -m`, returning its stdout, or why it could not.
 fn run(program: &str) -> Result<String, ToolError> {
-    let out = run_tool(program, &["topo", "-m"])?;
+    run_checked(program, &["topo", "-m"])
+}
+
+/// Runs `<program> <args…>` ([`run_tool`]) where only a successful run answers: its
+/// stdout, or [`ToolError::Failed`] naming the command and its exit status.
+pub fn run_checked(program: &str, args: &[&str]) -> Result<String, ToolError> {
+    let out = run_tool(program, args)?;
     if !out.success {
         return Err(ToolError::Failed {
-            command: format!("{program} topo -m"),
+            command: format!("{program} {}", args.join(" ")),
             status: out.status,
         });
     }

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use topoalign_discover::run_tool;
+use topoalign_discover::{ToolError, run_checked};
 use topoalign_dra::NodeMig;
 use topoalign_mig::{MigMode, QueryGpu, SavedOutput, read_query};
 use topoalign_topology::{Bdf, Topology};
@@ -44,16 +44,13 @@ fn enabled(modes: &ModeSource) -> Result<Option<Enabled>, MigSourceError> {
         ModeSource::Host => {
             let program = topoalign_discover::program_from_env();
             let shown = format!("`{program} -q`");
-            let out = run_tool(&program, &["-q"]).map_err(crate::mig_live::LiveError::Tool)?;
-            if !out.success {
-                return Err(MigSourceError::Live(crate::mig_live::LiveError::Failed(
-                    format!(
-                        "{shown} exited with {}: cannot tell which GPUs are in MIG mode",
-                        out.status
-                    ),
-                )));
-            }
-            (shown, out.stdout)
+            let text = run_checked(&program, &["-q"]).map_err(|e| match e {
+                failed @ ToolError::Failed { .. } => crate::mig_live::LiveError::Failed(format!(
+                    "{failed}: cannot tell which GPUs are in MIG mode"
+                )),
+                other => crate::mig_live::LiveError::Tool(other),
+            })?;
+            (shown, text)
         }
     };
     let gpus = read_query(SavedOutput::new(&name, &text))?;

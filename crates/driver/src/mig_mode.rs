@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use topoalign_discover::run_tool;
+use topoalign_discover::run_checked;
 use topoalign_mig::ReadError;
 use topoalign_mig::SavedOutput;
 use topoalign_mig::{MigMode, QueryGpu, read_query};
@@ -56,14 +56,8 @@ pub(crate) fn from_dir(dir: &Path) -> Result<Vec<String>, ReadError> {
 /// read is one warning (the MIG state itself came from the other commands).
 pub(crate) fn from_tool(program: &str) -> Vec<String> {
     let name = format!("`{program} -q`");
-    let text = match run_tool(program, &["-q"]) {
-        Ok(out) if out.success => out.stdout,
-        Ok(out) => {
-            return vec![format!(
-                "{name} exited with {}: pending MIG mode changes not checked",
-                out.status
-            )];
-        }
+    let text = match run_checked(program, &["-q"]) {
+        Ok(text) => text,
         Err(why) => return vec![format!("{why}: pending MIG mode changes not checked")],
     };
     match read_query(SavedOutput::new(&name, &text)) {
