@@ -11,6 +11,11 @@
       per pod of a gang: its node, domain, the rails of its NICs, the class of each
       allocated GPU to the nearest NIC the pod holds (from `topoalign matrix -o json` of the
       nodes' profile), and how many of its GPUs got their own PIX NIC (JSON).
+  gang.py kept --written FILE --stored FILE
+      every value `topoalign gang` wrote (a List, JSON) that the API server did not keep as
+      written in the objects read back (a List of the same objects, by kind and name): a
+      field pruned by a CRD schema, or changed. Prints {"objects": N, "leaves": N,
+      "lost": [...]} (JSON).
 """
 import argparse
 import glob
@@ -121,6 +126,48 @@ def check(a):
     print(json.dumps(out))
 
 
+def leaves(value, path=()):
+    """(path, scalar) for every scalar under value; an empty list or object is a leaf too."""
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            yield from leaves(v, path + (k,))
+    elif isinstance(value, list) and value:
+        for i, v in enumerate(value):
+            yield from leaves(v, path + (i,))
+    else:
+        yield path, value
+
+
+def lookup(value, path):
+    for p in path:
+        if isinstance(value, dict) and isinstance(p, str) and p in value:
+            value = value[p]
+        elif isinstance(value, list) and isinstance(p, int) and p < len(value):
+            value = value[p]
+        else:
+            return KeyError
+    return value
+
+
+def kept(a):
+    written = json.load(open(a.written))["items"]
+    stored = {(o["kind"], o["metadata"]["name"]): o for o in json.load(open(a.stored))["items"]}
+    out = {"objects": len(written), "leaves": 0, "lost": []}
+    for w in written:
+        key = (w["kind"], w["metadata"]["name"])
+        s = stored.get(key)
+        if s is None:
+            out["lost"].append(f"{key[0]}/{key[1]}: not stored")
+            continue
+        for path, v in leaves(w):
+            out["leaves"] += 1
+            got = lookup(s, path)
+            if got is KeyError or got != v:
+                where = ".".join(str(p) for p in path)
+                out["lost"].append(f"{key[0]}/{key[1]} {where}: wrote {json.dumps(v)}, stored {'nothing' if got is KeyError else json.dumps(got)}")
+    print(json.dumps(out))
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -138,8 +185,11 @@ def main():
     c.add_argument("--domains", required=True)
     c.add_argument("--want-rails", required=True)
     c.add_argument("--matrix", required=True)
+    k = sub.add_parser("kept")
+    k.add_argument("--written", required=True)
+    k.add_argument("--stored", required=True)
     a = ap.parse_args()
-    {"occupy": occupy, "check": check}[a.cmd](a)
+    {"occupy": occupy, "check": check, "kept": kept}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,10 @@
 #      cannot be allocated; with the AdmissionCheck of `topoalign extender
 #      --kueue-admission-check` on the ClusterQueue the gang is admitted onto rack y and
 #      binds there, every GPU with its own PIX NIC on rails 4-7.
+#   6. the dialects no engine here runs: the output of `topoalign gang --dialect volcano`
+#      and `--dialect kai` applies as is, with strict field validation, on Volcano's Job CRD
+#      (generated from volcano.sh/apis) and KAI's CRDs (from its module), and reads back
+#      unchanged (e2e/lib/gang_dialects.sh).
 set -uo pipefail
 . "$E2E_DIR/lib/common.sh"
 . "$E2E_DIR/lib/cluster.sh"
@@ -226,6 +230,10 @@ fi
 
 K -n "$NS" delete pods -l topoalign.dev/gang=t1 --grace-period=0 --force > /dev/null 2>&1
 stop_component "$SCHED"
+
+# ---- 6. the Volcano and KAI dialects apply as is on their engines' CRDs (run before 5,
+# which may end the scenario)
+. "$E2E_DIR/lib/gang_dialects.sh"
 
 # ---- 5. the real Kueue: without the admission check rack x, with it rack y
 . "$E2E_DIR/lib/kueue.sh"

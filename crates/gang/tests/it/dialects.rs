@@ -5,6 +5,8 @@
 //! types: sigs.k8s.io/kueue v0.17.0 apis/kueue/v1beta2/topology_types.go and
 //! volcano.sh/apis pkg/apis/batch/v1alpha1/job.go; KAI-Scheduler
 //! pkg/apis/kai/v1alpha1/topology_types.go and pkg/apis/scheduling/v2alpha2/podgroup_types.go.
+//! The e2e gang scenario (part 6) applies the Volcano and KAI objects to a real API server
+//! with those engines' CRDs and strict field validation.
 
 use std::collections::BTreeSet;
 
