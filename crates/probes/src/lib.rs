@@ -20,9 +20,7 @@ mod process;
 pub use kit::{BodyError, ConnStats, Limits, Stopped, read_body, serve_with};
 pub use logging::LogFormat;
 pub use logging::{DEFAULT_FILTER, install as install_logging};
-pub use process::{
-    ClientError, Threads, kube_client, kube_config, runtime, shutdown_signal, shutdown_signals,
-};
+pub use process::{ClientError, Threads, kube_client, kube_config, runtime, shutdown_signals};
 
 use std::future::Future;
 use std::sync::Arc;

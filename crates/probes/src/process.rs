@@ -63,17 +63,6 @@ pub fn shutdown_signals() -> std::io::Result<impl Future<Output = &'static str> 
     })
 }
 
-/// Resolves on SIGTERM or SIGINT; when the handlers cannot be installed it never
-/// resolves (the process is then stopped by SIGKILL).
-pub async fn shutdown_signal() {
-    match shutdown_signals() {
-        Ok(signalled) => {
-            signalled.await;
-        }
-        Err(_) => std::future::pending::<()>().await,
-    }
-}
-
 /// The threads of a process's runtime.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Threads {

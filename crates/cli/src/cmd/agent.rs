@@ -8,7 +8,7 @@ use anyhow::Context;
 use topoalign_agent::{AgentArgs, run_once, run_serving};
 use topoalign_discover::Source;
 use topoalign_kubelet::ConfigDocument;
-use topoalign_probes::{LogFormat, Threads, kube_client, runtime, shutdown_signal};
+use topoalign_probes::{LogFormat, Threads, kube_client, runtime, shutdown_signals};
 
 use crate::output::{Format, print, with_errors};
 use crate::source::{TopologyArgs, load};
@@ -48,6 +48,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         rt.block_on(async {
+            let signalled = shutdown_signals().context("installing the SIGTERM/SIGINT handlers")?;
             let client = kube_client(args.agent.kubeconfig.as_deref()).await?;
             eprintln!(
                 "topoalign agent for node {} reading {}",
@@ -55,7 +56,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 cfg.socket.display()
             );
             let addr = args.agent.metrics_addr;
-            run_serving(cfg, client, addr, shutdown_signal()).await?;
+            let stop = async move {
+                eprintln!("topoalign agent: {}, stopping", signalled.await);
+            };
+            run_serving(cfg, client, addr, stop).await?;
             Ok::<_, anyhow::Error>(())
         })?;
         Ok(ExitCode::SUCCESS)

@@ -11,7 +11,7 @@ use topoalign_extender::synth_nodes;
 use topoalign_extender::{DecideArgs, NodesArgs, ServeArgs};
 use topoalign_extender::{decide_on_manifests, decide_table, node_items, node_list, node_table};
 use topoalign_kube_types::read_document;
-use topoalign_probes::{Threads, kube_client, runtime, shutdown_signal};
+use topoalign_probes::{Threads, kube_client, runtime, shutdown_signals};
 
 use crate::output::{print, with_errors};
 
@@ -64,9 +64,13 @@ fn serve_cmd(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let cfg = a.config()?;
     let rt = runtime(Threads::PerCpu).context("starting the async runtime")?;
     let drained = rt.block_on(async {
+        let signalled = shutdown_signals().context("installing the SIGTERM/SIGINT handlers")?;
         let client = kube_client(a.kubeconfig.as_deref()).await?;
         let listening = |addr| eprintln!("topoalign extender listening on {addr}");
-        anyhow::Ok(serve(client, cfg, shutdown_signal(), listening).await?)
+        let stop = async move {
+            eprintln!("topoalign extender: {}, stopping", signalled.await);
+        };
+        anyhow::Ok(serve(client, cfg, stop, listening).await?)
     })?;
     if !drained {
         eprintln!("warning: calls still in flight after 10 s; exiting");
