@@ -227,6 +227,46 @@ mod tests {
         );
     }
 
+    /// The Helm chart's admission policy lets the driver change exactly the domain label
+    /// keys topoalign knows (`Level`): the same list, tiers by pattern, no hostname.
+    #[test]
+    fn the_charts_policy_allows_exactly_the_domain_label_keys() {
+        use topoalign_gang::Level;
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../deploy/helm/topoalign/templates/admission-policy.yaml"
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let start = text.find("k in [").expect("the policy's key list") + "k in [".len();
+        let end = start + text[start..].find(']').unwrap();
+        let listed: BTreeSet<&str> = text[start..end]
+            .split(',')
+            .map(|s| s.trim().trim_matches('"'))
+            .filter(|s| !s.is_empty())
+            .collect();
+        let tier = "fabric.topograph.run/tier-";
+        let known: BTreeSet<String> = [
+            Level::NvlinkSub,
+            Level::Nvlink,
+            Level::LEAF,
+            Level::SPINE,
+            Level::CORE,
+        ]
+        .into_iter()
+        .flat_map(Level::keys)
+        .filter(|k| !k.starts_with(tier))
+        .collect();
+        let known: BTreeSet<&str> = known.iter().map(String::as_str).collect();
+        assert_eq!(listed, known);
+        assert!(
+            text.contains(r#"k.matches("^fabric[.]topograph[.]run/tier-(0|[1-9][0-9]*)$")"#),
+            "tier keys by pattern"
+        );
+        assert_eq!(Level::of_key(&format!("{tier}7")), Some(Level::Tier(7)));
+        assert_eq!(Level::of_key(&format!("{tier}07")), None, "no leading zero");
+        assert!(!listed.contains("kubernetes.io/hostname"));
+    }
+
     #[test]
     fn the_patch_is_a_node_with_its_name_and_labels_only() {
         let v = serde_json::to_value(node_patch("n1", &map(&[("nvidia.com/gpu.clique", "u.1")])))
