@@ -14,7 +14,7 @@
 #     label that is no domain label, an annotation, a finalizer, the spec, a request without the claim
 #     are refused by the policy with its message;
 #  4. the driver binary itself, with a real token bound to a pod on its node: it publishes
-#     its slices and writes the clique and the spine, not the leaf that another field
+#     its slices (with the rails of deploy/gang/rails.yaml) and writes the clique and the spine, not the leaf that another field
 #     manager labelled already; run again with another spine, it changes its own label;
 #  5. the value off again: no patch on nodes, no policy.
 
@@ -45,7 +45,7 @@ dl_patch() {
 # the background (registered as driver-labels).
 dl_start_driver() {
   TOPOALIGN_LOG=info "$TOPOALIGN" driver --profile dgx-h100 --node-name "$DL_NODE" --kubeconfig "$1" --no-plugin \
-    --metrics-addr "127.0.0.1:$(free_ports 1)" --rescan-interval 1h \
+    --metrics-addr "127.0.0.1:$(free_ports 1)" --rescan-interval 1h --rails "$REPO_DIR/deploy/gang/rails.yaml" \
     --write-domain-labels --fabric-from "$D/labels-query.txt" --domains "$2" >> "$3" 2>&1 &
   register_pid driver-labels $!
 }
@@ -171,14 +171,16 @@ EOF
         figure "objects: the driver's domain labels on its node $(since "$t") s after start"
         K get node "$DL_NODE" -o json --show-managed-fields > "$D/labels-node.json"
         local labels owned
+        local rails
+        rails=$(slices_of "$DL_NODE" | jq -c '[.[].spec.devices[]? | .attributes.rail.int // empty] | unique')
         labels=$(jq -c '.metadata.labels | with_entries(select(.key | test("topograph|topology[.]nvidia|gpu[.]clique")))' "$D/labels-node.json")
         owned=$(jq -c '[.metadata.managedFields[] | select(.manager == "topoalign.dev") | .fieldsV1["f:metadata"]["f:labels"] // {} | keys[]] | sort' "$D/labels-node.json")
         want='{"fabric.topograph.run/tier-1":"spine-1","network.topology.nvidia.com/leaf":"sw-3","nvidia.com/gpu.clique":"e2e-cluster.5"}'
-        if [ "$labels" = "$want" ] && [ "$owned" = '["f:fabric.topograph.run/tier-1","f:nvidia.com/gpu.clique"]' ] &&
+        if [ "$labels" = "$want" ] && [ "$rails" = '[0,1,2,3,4,5,6,7]' ] && [ "$owned" = '["f:fabric.topograph.run/tier-1","f:nvidia.com/gpu.clique"]' ] &&
           grep -q 'not written: the node already has network.topology.nvidia.com/leaf=sw-3' "$log"; then
-          pass "objects: driver --write-domain-labels with its pod-bound token published its slices and wrote the clique and the spine (field manager topoalign.dev), not the leaf another manager labelled (sw-3 kept, said in its log)"
+          pass "objects: driver --write-domain-labels with its pod-bound token published its slices (each NIC on its rail, rails 0-7 of --rails) and wrote the clique and the spine (field manager topoalign.dev), not the leaf another manager labelled (sw-3 kept, said in its log)"
         else
-          fail "objects: the driver's domain labels on $DL_NODE: $labels owned by topoalign.dev: $owned; expected $want, owned clique and tier-1 (log: $log)"
+          fail "objects: the driver's domain labels on $DL_NODE: $labels owned by topoalign.dev: $owned; rails on its slices $rails; expected $want, owned clique and tier-1 (log: $log)"
         fi
       else
         fail "objects: the driver wrote no clique label or published no slice on $DL_NODE within 30 s: labels $(K get node "$DL_NODE" -o json | jq -c .metadata.labels); log: $(tail -c 1200 "$log")"
