@@ -7,11 +7,17 @@
 #   rendered Helm chart pass a server-side dry run;
 # - both Helm charts are installed for real (`helm install`), each ServiceAccount is checked
 #   with `kubectl auth can-i --as=…` for what it must and must not do, the driver's
-#   admission policy refuses another node's slices, and `helm uninstall` removes them.
+#   admission policy refuses another node's slices, and `helm uninstall` removes them;
+# - the driver's domain labels (e2e/lib/driver_labels.sh): the chart with
+#   driver.domainLabels on lets the driver patch its own node's domain labels and nothing
+#   else (RBAC + ValidatingAdmissionPolicy, checked with the driver's identity), and the
+#   driver binary with a pod-bound token writes the clique and spine only where absent.
 set -uo pipefail
 . "$E2E_DIR/lib/common.sh"
+. "$E2E_DIR/lib/cluster.sh"
 . "$RUN/cluster.env"
 . "$E2E_DIR/lib/k8s.sh"
+. "$E2E_DIR/lib/driver_labels.sh"
 
 need_topoalign_cmd driver
 D=$SCEN_DIR
@@ -249,6 +255,9 @@ YAML
     else
       fail "objects: admission of the driver's slices: own node: $own; other node: $other; other driver: $foreign"
     fi
+
+    # The driver's domain labels (opt-in): RBAC, policy, and the binary with a real token.
+    driver_domain_labels
   fi
   T=$(now)
   for name in topoalign-extender topoalign; do

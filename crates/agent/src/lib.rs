@@ -5,11 +5,11 @@
 //! onto the node's topology (`report`), and publishes a NodeResourceTopology object
 //! (`nrt`) plus debounced node labels (`labels`) by server-side apply (`publish`).
 //! `--once` ([`run::once`]) prints what it would publish and exits. The node's place in
-//! the fabric (`domains`: its NVLink clique, the operator's domain file, each NIC's rail)
-//! is read once at start; domain labels are written only where no other tool wrote the
-//! level, rails go into the NodeResourceTopology object.
+//! the fabric (its NVLink clique, the operator's domain file, each NIC's rail: read by
+//! `topoalign_node_facts`, shared with the DRA driver) is read once at start; domain
+//! labels are written only where no other tool wrote the level, rails go into the
+//! NodeResourceTopology object.
 
-mod domains;
 mod labels;
 mod metrics;
 mod nrt;
@@ -17,7 +17,6 @@ mod podresources;
 mod publish;
 mod report;
 mod run;
-pub use domains::{FactsError, NodeFacts};
 pub use metrics::{Kind, Metrics};
 pub use nrt::nrt_object;
 /// The kubelet pod-resources gRPC API (generated from its proto), a namespace of its own:
@@ -28,3 +27,4 @@ pub use report::build as build_report;
 #[cfg(feature = "clap")]
 pub use run::AgentArgs;
 pub use run::{Config, once as run_once, run_serving};
+pub use topoalign_node_facts::{FactsError, NodeFacts};

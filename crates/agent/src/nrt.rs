@@ -132,6 +132,27 @@ pub fn nrt_object(
     object
 }
 
+/// The rails as the NodeResourceTopology annotation holds them: each physical NIC's PCI
+/// address to its rail, and how they were found.
+pub(crate) fn rails_json(rails: &topoalign_gang::NicRails) -> Value {
+    #[derive(serde::Serialize)]
+    struct Rails<'a> {
+        rails: u32,
+        source: &'a str,
+        nics: std::collections::BTreeMap<String, u32>,
+    }
+    serde_json::to_value(Rails {
+        rails: rails.rails,
+        source: &rails.source,
+        nics: rails
+            .by_nic
+            .iter()
+            .map(|(b, r)| (b.to_string(), *r))
+            .collect(),
+    })
+    .unwrap_or(Value::Null)
+}
+
 /// Adds the node's facts to an NRT object: each domain label written as an attribute
 /// (its key and value), and each NIC's rail as the [`RAILS_ANNOTATION`] annotation.
 pub(crate) fn add_facts(
@@ -150,9 +171,6 @@ pub(crate) fn add_facts(
             .pointer_mut("/metadata/annotations")
             .and_then(Value::as_object_mut),
     ) {
-        a.insert(
-            RAILS_ANNOTATION.into(),
-            crate::domains::rails_json(r).to_string().into(),
-        );
+        a.insert(RAILS_ANNOTATION.into(), rails_json(r).to_string().into());
     }
 }

@@ -3,10 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use serde_json::{Value, json};
+use serde_json::Value;
 use topoalign_kube_types::nrt::nrt_resource;
 
 /// The server-side apply field manager of the agent.
@@ -51,14 +50,7 @@ pub(crate) async fn apply_labels(
     node: &str,
     labels: &BTreeMap<String, String>,
 ) -> Result<(), PublishError> {
-    let api: Api<Node> = Api::all(client.clone());
-    let body = json!({
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": node, "labels": labels},
-    });
-    let pp = PatchParams::apply(FIELD_MANAGER).force();
-    api.patch(node, &pp, &Patch::Apply(&body))
+    topoalign_node_facts::apply_labels(client, node, FIELD_MANAGER, labels)
         .await
         .map_err(|source| PublishError::Apply {
             what: "node labels",

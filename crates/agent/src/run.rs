@@ -10,14 +10,14 @@ use topoalign_gang::DomainLabels;
 use topoalign_kube_types::kubelet_settings::Settings;
 use topoalign_topology::Topology;
 
-#[cfg(feature = "clap")]
-use crate::domains::FactsError;
-use crate::domains::{NodeFacts, owned_labels};
 use crate::labels::{Debouncer, wanted};
 use crate::nrt::{add_facts, nrt_object};
 use crate::podresources::{PodResourcesClient, PodResourcesError};
 use crate::publish::{FIELD_MANAGER, PublishError, apply_labels, apply_nrt};
 use crate::report::{Report, build};
+#[cfg(feature = "clap")]
+use topoalign_node_facts::FactsError;
+use topoalign_node_facts::{NodeFacts, NodeLabels};
 
 /// How the agent runs.
 #[derive(Debug, Clone)]
@@ -142,13 +142,13 @@ impl AgentArgs {
         let program = topoalign_discover::program_from_env();
         let facts = NodeFacts {
             clique: (self.fabric_from.as_deref())
-                .map(|f| crate::domains::read_clique(f, &program).map_err(Box::new))
+                .map(|f| topoalign_node_facts::read_clique(f, &program).map_err(Box::new))
                 .transpose()?,
             operator: (self.domains.as_deref())
-                .map(|p| crate::domains::read_domains(p, &node).map_err(Box::new))
+                .map(|p| topoalign_node_facts::read_domains(p, &node).map_err(Box::new))
                 .transpose()?,
             rails: (self.rails.as_deref())
-                .map(|p| crate::domains::read_rails(p, &topology).map_err(Box::new))
+                .map(|p| topoalign_node_facts::read_rails(p, &topology).map_err(Box::new))
                 .transpose()?,
         };
         Ok(Config {
@@ -295,9 +295,8 @@ async fn node_domains(cfg: &Config, client: &kube::Client) -> Option<DomainLabel
     let api: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
     match api.get(&cfg.node).await {
         Ok(node) => {
-            let existing = node.metadata.labels.clone().unwrap_or_default();
-            let owned = owned_labels(&node, FIELD_MANAGER);
-            let d = cfg.facts.labels(&existing, &owned);
+            let seen = NodeLabels::of(&node, FIELD_MANAGER);
+            let d = cfg.facts.labels(&seen.labels, &seen.owned);
             for n in &d.notes {
                 tracing::info!(node = %cfg.node, "{n}");
             }

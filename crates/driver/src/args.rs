@@ -17,12 +17,14 @@ use crate::mig_source::MigSource;
 use crate::rails::read_rail_source;
 use crate::runtime::DriverConfig;
 use topoalign_gang::RailSource;
+use topoalign_node_facts::{NodeFacts, read_clique, read_domains};
 use topoalign_probes::LogFormat;
 
 /// Arguments of `topoalign driver`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  topoalign driver --node-name n1 --profile dgx-h100 --dry-run\n  topoalign driver --node-name n1 --profile dgx-h100 --mig-want 1g.10gb=14,4g.40gb=1,3g.40gb=1 --dry-run -o table\n  topoalign driver --node-name n1 --profile dgx-h100 --rails deploy/gang/rails.yaml --dry-run -o yaml\n  topoalign driver --node-name n1 --profile dgx-h100 --mig-dynamic --dry-run -o table"
+    after_help = "Examples:\n  topoalign driver --node-name n1 --profile dgx-h100 --dry-run\n  topoalign driver --node-name n1 --profile dgx-h100 --mig-want 1g.10gb=14,4g.40gb=1,3g.40gb=1 --dry-run -o table\n  topoalign driver --node-name n1 --profile dgx-h100 --rails deploy/gang/rails.yaml --dry-run -o yaml\n  topoalign driver --node-name n1 --profile dgx-h100 --rails deploy/gang/rails.yaml --domains deploy/gang/domains.yaml --write-domain-labels --dry-run -o table\n  topoalign driver --node-name n1 --profile dgx-h100 --mig-dynamic --dry-run -o table",
+    group = clap::ArgGroup::new("domain_source").multiple(true).args(["fabric_from", "domains"])
 )]
 pub struct DriverArgs {
     /// This node's name: `spec.nodeName` and pool name of its ResourceSlices.
@@ -73,6 +75,24 @@ pub struct DriverArgs {
     /// (`topoalign gang`).
     #[arg(long, value_name = "FILE")]
     pub rails: Option<PathBuf>,
+    /// The NVLink clique: `nvidia-smi` runs `nvidia-smi -q` ($TOPOALIGN_NVIDIA_SMI names
+    /// another binary), a path reads its saved output. Written as nvidia.com/gpu.clique
+    /// where the node has no NVLink-domain label from another tool (with
+    /// `--write-domain-labels`).
+    #[arg(long, value_name = "nvidia-smi|FILE", requires = "write_domain_labels")]
+    pub fabric_from: Option<String>,
+    /// The operator's domain file (`labels: {KEY: VALUE}` or `nodes: {NODE: {KEY:
+    /// VALUE}}`, keys of Topograph, GFD or older Topograph): written where the node has no
+    /// label of that level from another tool (with `--write-domain-labels`).
+    #[arg(long, value_name = "FILE", requires = "write_domain_labels")]
+    pub domains: Option<PathBuf>,
+    /// Write the node's domain labels from `--fabric-from` and `--domains` on its Node,
+    /// once at start and only for levels no other tool labels (server-side apply, field
+    /// manager `topoalign.dev`; needs `patch` on nodes: Helm value
+    /// `driver.domainLabels.enabled`). With `--dry-run` the Node patch is printed with the
+    /// other objects, as on a node without domain labels.
+    #[arg(long, requires = "domain_source")]
+    pub write_domain_labels: bool,
     /// Fault testing only: abort at this write step of prepare/unprepare
     /// (`checkpoint-created` … `cdi-renamed`, `cdi-removed`).
     #[arg(long, value_name = "STEP", hide = true)]
@@ -141,8 +161,27 @@ impl DriverArgs {
         self.rails.as_deref().map(read_rail_source).transpose()
     }
 
-    /// The node agent's configuration (the rail source aside: [`Self::rail_source`]
-    /// reads it).
+    /// The node's domain facts, read and checked, when `--write-domain-labels` is given
+    /// (`None` without it): the clique of `--fabric-from` and this node's labels in the
+    /// file of `--domains`. Errors name the flag, the file and the field.
+    pub fn domain_facts(&self) -> Result<Option<NodeFacts>, DriverError> {
+        if !self.write_domain_labels {
+            return Ok(None);
+        }
+        let program = topoalign_discover::program_from_env();
+        Ok(Some(NodeFacts {
+            clique: (self.fabric_from.as_deref())
+                .map(|f| read_clique(f, &program).map_err(DriverError::from))
+                .transpose()?,
+            operator: (self.domains.as_deref())
+                .map(|p| read_domains(p, &self.node_name).map_err(DriverError::from))
+                .transpose()?,
+            rails: None,
+        }))
+    }
+
+    /// The node agent's configuration (the rail source and the domain facts aside:
+    /// [`Self::rail_source`] and [`Self::domain_facts`] read them).
     pub fn config(&self) -> DriverConfig {
         DriverConfig {
             kubeconfig: self.kubeconfig.clone(),
@@ -150,6 +189,7 @@ impl DriverArgs {
             source: self.source(),
             options: self.publish_options(),
             rails: None,
+            domain_labels: None,
             rescan_interval: self.rescan_interval,
             removal_timeout: self.shutdown_timeout,
             plugin: (!self.no_plugin).then(|| {
@@ -268,5 +308,68 @@ mod tests {
         assert!(dynamic(&["--mig-want", "1g.10gb=1"]).is_err());
         let no_plugin = parse_args(&["driver", "--node-name", "n1", "--no-plugin"]).unwrap();
         assert!(no_plugin.config().plugin.is_none());
+    }
+
+    #[test]
+    fn domain_labels_are_opt_in_and_need_a_source() {
+        let base = ["driver", "--node-name", "n1"];
+        let with = |extra: &[&str]| {
+            let mut argv = base.to_vec();
+            argv.extend(extra);
+            parse_args(&argv)
+        };
+        // A source without the flag, or the flag without a source: usage errors.
+        let e = with(&["--domains", "d.yaml"]).unwrap_err().to_string();
+        assert!(e.contains("--write-domain-labels"), "{e}");
+        let e = with(&["--fabric-from", "nvidia-smi"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--write-domain-labels"), "{e}");
+        let e = with(&["--write-domain-labels"]).unwrap_err().to_string();
+        assert!(
+            e.contains("--fabric-from") || e.contains("--domains"),
+            "{e}"
+        );
+        // Without the flag no fact is read and no label written.
+        assert!(with(&[]).unwrap().domain_facts().unwrap().is_none());
+
+        let dir = std::env::temp_dir().join(format!("ta-drv-facts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let d = dir.join("d.yaml");
+        std::fs::write(
+            &d,
+            "labels: {fabric.topograph.run/tier-1: spine-1}\nnodes:\n  n1: {fabric.topograph.run/tier-0: leaf-7}\n",
+        )
+        .unwrap();
+        let args = with(&["--write-domain-labels", "--domains", d.to_str().unwrap()]).unwrap();
+        let facts = args.domain_facts().unwrap().unwrap();
+        let (labels, file) = facts.operator.unwrap();
+        assert_eq!(file, d.display().to_string());
+        assert_eq!(labels["fabric.topograph.run/tier-0"], "leaf-7");
+        assert_eq!(labels["fabric.topograph.run/tier-1"], "spine-1");
+        assert!(facts.clique.is_none());
+        // Bad input names the flag, the file and the field, as the agent's does.
+        std::fs::write(&d, "labels: {example.com/rack: r1}\n").unwrap();
+        let e = with(&["--write-domain-labels", "--domains", d.to_str().unwrap()])
+            .unwrap()
+            .domain_facts()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("d.yaml: labels.\"example.com/rack\""), "{e}");
+        let absent = dir.join("absent.txt");
+        let e = with(&[
+            "--write-domain-labels",
+            "--fabric-from",
+            absent.to_str().unwrap(),
+        ])
+        .unwrap()
+        .domain_facts()
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("--fabric-from ") && e.contains("absent.txt"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

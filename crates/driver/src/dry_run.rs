@@ -1,12 +1,18 @@
 //! Every object the driver would create for a node, for `topoalign driver --dry-run`:
 //! the DeviceClasses it ships, then the node's ResourceSlices at generation 1, exactly as
 //! the publisher computes them (without the owner reference to the Node, which needs a
-//! cluster).
+//! cluster), and with `--write-domain-labels` the Node patch of its domain labels
+//! ([`domain_labels`]), as on a node that carries no domain label yet.
 
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use serde::Serialize;
 use topoalign_dra::PublishOptions;
+use topoalign_gang::DomainLabels;
 use topoalign_gang::RailSource;
+use topoalign_node_facts::NodeFacts;
 use topoalign_topology::Topology;
 
 use crate::error::DriverError;
@@ -19,6 +25,23 @@ pub enum DriverObject {
     DeviceClass(DeviceClass),
     /// A ResourceSlice of the node's pool.
     ResourceSlice(ResourceSlice),
+    /// The Node with only its name and the domain labels the driver applies (a
+    /// server-side apply patch under [`crate::LABEL_MANAGER`]).
+    Node(Box<Node>),
+}
+
+/// The domain labels `facts` give a node that carries none yet (the dry run does not
+/// read the cluster), and the Node patch that writes them (`None` when there is no label
+/// to write). The notes say what would not be written and why.
+pub fn domain_labels(node_name: &str, facts: &NodeFacts) -> (Option<DriverObject>, DomainLabels) {
+    let labels = facts.labels(&BTreeMap::new(), &BTreeSet::new());
+    let patch = (!labels.write.is_empty()).then(|| {
+        DriverObject::Node(Box::new(crate::domain_labels::node_patch(
+            node_name,
+            &labels.write,
+        )))
+    });
+    (patch, labels)
 }
 
 /// The DeviceClasses (the MIG classes too where the node has MIG instances), then the
@@ -70,6 +93,15 @@ pub fn table(objects: &[DriverObject]) -> String {
                 let content = format!("pool {} gen {}, {what}", pool.name, pool.generation);
                 ("ResourceSlice", &s.metadata.name, content)
             }
+            DriverObject::Node(n) => {
+                let labels = n.metadata.labels.as_ref().map_or(String::new(), |l| {
+                    l.iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                });
+                ("Node", &n.metadata.name, format!("labels {labels}"))
+            }
         };
         let name = name.as_deref().unwrap_or_default();
         out.push_str(&format!("{kind:<14} {name:<52} {content}\n"));
@@ -120,6 +152,62 @@ mod tests {
         assert_eq!(
             list(&objects)["items"].as_array().unwrap().len(),
             objects.len()
+        );
+    }
+
+    #[test]
+    fn domain_labels_are_one_node_patch_after_the_slices() {
+        use topoalign_mig::NodeClique;
+        let facts = NodeFacts {
+            clique: Some((
+                NodeClique::One {
+                    clique: "uuid.7".into(),
+                },
+                "q.txt".into(),
+            )),
+            operator: Some((
+                BTreeMap::from([("fabric.topograph.run/tier-0".into(), "leaf-7".into())]),
+                "d.yaml".into(),
+            )),
+            rails: None,
+        };
+        let (patch, labels) = domain_labels("n1", &facts);
+        let patch = patch.unwrap();
+        assert_eq!(labels.sources["nvidia.com/gpu.clique"], "nvidia-smi -q");
+        let v = serde_json::to_value(&patch).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1",
+                "labels": {"fabric.topograph.run/tier-0": "leaf-7", "nvidia.com/gpu.clique": "uuid.7"}}})
+        );
+        let topo = topoalign_profiles::get("dgx-h100").unwrap();
+        let mut all = objects(&topo, "n1", &PublishOptions::default(), None).unwrap();
+        all.push(patch);
+        let t = table(&all);
+        let last = t.lines().last().unwrap();
+        assert!(last.starts_with("Node "), "{t}");
+        assert!(
+            last.ends_with(
+                "labels fabric.topograph.run/tier-0=leaf-7, nvidia.com/gpu.clique=uuid.7"
+            ),
+            "{last}"
+        );
+        // No fact that gives a label: no patch, and the note says why.
+        let registering = NodeFacts {
+            clique: Some((
+                NodeClique::Registering {
+                    gpus: vec!["0000:01:00.0".into()],
+                },
+                "q.txt".into(),
+            )),
+            ..NodeFacts::default()
+        };
+        let (patch, labels) = domain_labels("n1", &registering);
+        assert!(patch.is_none());
+        assert!(
+            labels.notes[0].starts_with("no NVLink clique from q.txt"),
+            "{:?}",
+            labels.notes
         );
     }
 

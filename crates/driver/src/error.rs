@@ -26,6 +26,10 @@ pub enum DriverError {
     /// the file and the field).
     #[error("rail source: {0}")]
     Rails(#[from] topoalign_gang::GangError),
+    /// `--fabric-from` or `--domains` could not be read or does not fit (the message
+    /// names the flag, the file and the field, as the device-plugin agent's do).
+    #[error(transparent)]
+    Facts(Box<topoalign_node_facts::FactsError>),
     /// The kubeconfig could not be read or used.
     #[error("kubeconfig {path}: {why}")]
     Kubeconfig {
@@ -92,6 +96,13 @@ impl DriverError {
             what: what.into(),
             source,
         }
+    }
+}
+
+/// A fact that could not be read, boxed (the variant would size every error).
+impl From<topoalign_node_facts::FactsError> for DriverError {
+    fn from(e: topoalign_node_facts::FactsError) -> Self {
+        DriverError::Facts(Box::new(e))
     }
 }
 

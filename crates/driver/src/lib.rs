@@ -10,6 +10,9 @@
 //! * `mig_source`: static MIG instances from saved `nvidia-smi` output or a planned mix;
 //!   `mig_dynamic`: `--mig-dynamic`, every placement of the GPUs in MIG mode.
 //! * `rails`: the node's rails (`--rails FILE`) on the inventory.
+//! * `domain_labels`: the node's domain labels (`--write-domain-labels`, from
+//!   `--fabric-from` and `--domains`, read by `topoalign_node_facts` as the device-plugin
+//!   agent reads them), applied once to the Node only for levels no other tool labels.
 //! * `http`: `/healthz`, `/readyz`, `/metrics`; `metrics`: the Prometheus metrics.
 //! * `args` (feature `clap`): `topoalign driver`'s flags, each defined once.
 //! * `runtime`: the whole agent: publisher, kubelet plugin and HTTP server, with
@@ -24,6 +27,7 @@
 mod args;
 mod claims;
 mod diff;
+mod domain_labels;
 /// The objects `topoalign driver --dry-run` prints instead of publishing (`objects`, then
 /// `list` or `table`): a separate sub-API of its own, named as a namespace by its callers.
 pub mod dry_run;
@@ -42,6 +46,7 @@ mod runtime;
 #[cfg(feature = "clap")]
 pub use args::DriverArgs;
 pub use diff::{Memo, SyncPlan, Written, fingerprint, plan as sync_plan};
+pub use domain_labels::LABEL_MANAGER;
 pub use error::DriverError;
 pub use metrics::{Metrics, OpLabel};
 pub use mig_dynamic::ModeSource;

@@ -709,7 +709,7 @@ fn desired_for<'a>(plan: &SyncPlan, desired: &'a [ResourceSlice]) -> Vec<&'a Res
 }
 
 /// 200 ms doubling to 30 s, with jitter, without end.
-fn retry_backoff() -> impl Iterator<Item = Duration> {
+pub(crate) fn retry_backoff() -> impl Iterator<Item = Duration> {
     ExponentialBuilder::default()
         .with_min_delay(Duration::from_millis(200))
         .with_max_delay(Duration::from_secs(30))

@@ -14,6 +14,7 @@ use topoalign_discover::Source;
 use topoalign_dra::{Inventory, PublishOptions};
 use topoalign_gang::RailSource;
 use topoalign_kubelet_plugin::{FaultHook, FaultPoint, Plugin, PluginConfig};
+use topoalign_node_facts::NodeFacts;
 use topoalign_probes::{Threads, kube_client, runtime, shutdown_signals};
 use topoalign_topology::Topology;
 
@@ -37,6 +38,9 @@ pub struct DriverConfig {
     pub options: PublishOptions,
     /// The node's rail source (`--rails`); `None` publishes no rail.
     pub rails: Option<RailSource>,
+    /// The node's domain facts (`--fabric-from`, `--domains`), read at start, when its
+    /// domain labels are to be written (`--write-domain-labels`); `None` writes no label.
+    pub domain_labels: Option<NodeFacts>,
     /// How often the topology is rediscovered.
     pub rescan_interval: Duration,
     /// How long shutdown keeps trying to delete this node's slices.
@@ -171,6 +175,7 @@ pub(crate) async fn run(
         stopped(http_stop_rx),
     ));
 
+    let client_for_labels = client.clone();
     let publisher = Publisher::new(
         client,
         PublisherConfig {
@@ -190,7 +195,18 @@ pub(crate) async fn run(
         Some(hook) => publisher.on_topology_change(hook),
         None => publisher,
     };
-    let mut publisher_task = tokio::spawn(publisher.run(stop_rx));
+    let mut publisher_task = tokio::spawn(publisher.run(stop_rx.clone()));
+    // The domain labels: one round once the API server answers (retried), apart from the
+    // publisher so that a refused Node write never holds up the slices.
+    let labels_task = cfg.domain_labels.clone().map(|facts| {
+        tokio::spawn(crate::domain_labels::run(
+            client_for_labels,
+            cfg.node_name.clone(),
+            facts,
+            metrics.clone(),
+            stop_rx.clone(),
+        ))
+    });
 
     // Run until a signal, or until a part fails on its own.
     let mut first_error: Option<DriverError> = None;
@@ -217,6 +233,9 @@ pub(crate) async fn run(
     }
     if !publisher_done && let Err(e) = joined("publisher", publisher_task).await {
         first_error.get_or_insert(e);
+    }
+    if let Some(t) = labels_task {
+        let _ = t.await;
     }
     let _ = http_stop_tx.send(true);
     if let Err(e) = joined("http", http_task).await {

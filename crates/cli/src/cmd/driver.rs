@@ -1,7 +1,9 @@
 //! `topoalign driver`: the node agent. Publishes this node's GPUs, NICs and GPU+NIC pairs
 //! as ResourceSlices and serves the kubelet DRA plugin; `--dry-run` prints every object
 //! it would create instead (a stable interface: `-o yaml` is one kubectl-applicable YAML
-//! stream, `-o json` a `v1` List). The flags are `topoalign_driver::DriverArgs`.
+//! stream, `-o json` a `v1` List; with `--write-domain-labels` the Node patch of the
+//! node's domain labels comes last, and what would not be written is noted on stderr).
+//! The flags are `topoalign_driver::DriverArgs`.
 
 use std::process::ExitCode;
 
@@ -27,6 +29,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let what = args.source().describe();
     let mut config = args.config();
     config.rails = args.rail_source()?;
+    config.domain_labels = args.domain_facts()?;
     if args.mig_source() != MigSource::None || profile_geometry(&args).is_some() {
         // The MIG layout is joined to the topology once, at start.
         let d = load(&args.topology, args.source())?;
@@ -44,8 +47,16 @@ fn dry(args: &Args) -> anyhow::Result<ExitCode> {
         ..args.publish_options()
     };
     let rails = args.rail_source()?;
-    let objects = dry_run::objects(&d.topology, &args.node_name, &options, rails.as_ref())
+    let facts = args.domain_facts()?;
+    let mut objects = dry_run::objects(&d.topology, &args.node_name, &options, rails.as_ref())
         .with_context(|| format!("node {:?}", args.node_name))?;
+    if let Some(facts) = &facts {
+        let (patch, labels) = dry_run::domain_labels(&args.node_name, facts);
+        objects.extend(patch);
+        for n in &labels.notes {
+            eprintln!("note: {n}");
+        }
+    }
     match args.format {
         Format::Yaml => print_yaml_stream(&objects)?,
         Format::Json => print_structured(&dry_run::list(&objects), Format::Json)?,

@@ -447,3 +447,97 @@ fn the_agent_retries_an_absent_api_server_reports_it_and_stops_on_sigterm() {
     // The plugin removed its sockets.
     assert!(!root.join("plugins/topoalign.dev/dra.sock").exists());
 }
+
+#[test]
+fn dry_run_with_domain_labels_ends_with_the_node_patch_and_notes_what_it_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let query = write_file(
+        dir.path(),
+        "q.txt",
+        "Attached GPUs : 1\nGPU 00000000:1B:00.0\n    Fabric\n        State : In Progress\n        CliqueId : 5\n        ClusterUUID : c\n",
+    );
+    let domains = write_file(
+        dir.path(),
+        "d.yaml",
+        "nodes:\n  n1: {fabric.topograph.run/tier-0: leaf-7}\n",
+    );
+    let args = |format: &'static str| {
+        vec![
+            "driver".to_string(),
+            "--profile".into(),
+            "dgx-h100".into(),
+            "--node-name".into(),
+            "n1".into(),
+            "--write-domain-labels".into(),
+            "--fabric-from".into(),
+            query.display().to_string(),
+            "--domains".into(),
+            domains.display().to_string(),
+            "--dry-run".into(),
+            "-o".into(),
+            format.into(),
+        ]
+    };
+    let argv = args("json");
+    let out = run_args(&argv.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let list = json(&out.stdout);
+    let items = list["items"].as_array().unwrap();
+    let last = items.last().unwrap();
+    assert_eq!(last["kind"], "Node");
+    assert_eq!(last["metadata"]["name"], "n1");
+    // The GPUs are still registering: no clique, said on stderr; the leaf is written.
+    assert_eq!(
+        last["metadata"]["labels"],
+        serde_json::json!({"fabric.topograph.run/tier-0": "leaf-7"})
+    );
+    assert!(
+        out.stderr.contains("note: no NVLink clique from ") && out.stderr.contains("q.txt"),
+        "{}",
+        out.stderr
+    );
+    let argv = args("table");
+    let table = stdout_of(&argv.iter().map(String::as_str).collect::<Vec<_>>());
+    let row = table.lines().last().unwrap();
+    assert!(
+        row.starts_with("Node ") && row.ends_with("labels fabric.topograph.run/tier-0=leaf-7"),
+        "{row}"
+    );
+    // Without the flag, no Node; a source without it is a usage error (exit 2).
+    assert!(!dry("dgx-h100", "n1", "table").contains("Node "));
+    let out = run_args(&[
+        "driver",
+        "--profile",
+        "dgx-h100",
+        "--node-name",
+        "n1",
+        "--domains",
+        domains.to_str().unwrap(),
+        "--dry-run",
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--write-domain-labels"),
+        "{}",
+        out.stderr
+    );
+    // A bad file names the flag, the file and the field.
+    let bad = write_file(dir.path(), "bad.yaml", "labels: {example.com/rack: r1}\n");
+    let out = run_args(&[
+        "driver",
+        "--profile",
+        "dgx-h100",
+        "--node-name",
+        "n1",
+        "--write-domain-labels",
+        "--domains",
+        bad.to_str().unwrap(),
+        "--dry-run",
+    ]);
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr.contains("bad.yaml: labels.\"example.com/rack\""),
+        "{}",
+        out.stderr
+    );
+}

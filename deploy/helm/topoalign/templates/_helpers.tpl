@@ -12,6 +12,20 @@ app.kubernetes.io/name: topoalign
 app.kubernetes.io/component: driver
 {{- end }}
 
+{{/* Whether the driver writes domain labels, checked: on needs a source. */}}
+{{- define "topoalign.domainLabels" -}}
+{{- $d := (.Values.driver | default dict).domainLabels | default dict -}}
+{{- if $d.enabled -}}
+{{- if not (or $d.fabricFrom $d.domains) -}}
+{{- fail "driver.domainLabels.enabled: give driver.domainLabels.fabricFrom or driver.domainLabels.domains (or both)" -}}
+{{- end -}}
+{{- if and $d.domains (not (kindIs "string" $d.domains)) -}}
+{{- fail "driver.domainLabels.domains: give the domain file as text (domains: |, then the file's lines), not a map" -}}
+{{- end -}}
+true
+{{- end -}}
+{{- end }}
+
 {{/* The rail source as file text (the `rails` value is the file's text, a string). */}}
 {{- define "topoalign.rails" -}}
 {{- if not (kindIs "string" .Values.rails) -}}

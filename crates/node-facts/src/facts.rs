@@ -1,24 +1,16 @@
 //! The node's place in the fabric, read once at start: its NVLink clique (from
 //! `nvidia-smi -q`, run or saved: `--fabric-from`), the operator's domain file
 //! (`--domains`) and each NIC's rail (`--rails`). The domain labels are written only
-//! where no other tool labelled the level ([`topoalign_gang::domain_labels`]); the rails
-//! go into the NodeResourceTopology object.
+//! where no other tool labelled the level ([`topoalign_gang::domain_labels`]).
 
 use std::collections::{BTreeMap, BTreeSet};
-#[cfg(any(feature = "clap", test))]
-use std::path::Path;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-use serde_json::Value;
 use topoalign_gang::{DomainInputs, DomainLabels, NicRails, domain_labels};
-use topoalign_mig::NodeClique;
-#[cfg(any(feature = "clap", test))]
-use topoalign_mig::{SavedOutput, node_clique, read_query};
+use topoalign_mig::{NodeClique, SavedOutput, node_clique, read_query};
 
-#[cfg(any(feature = "clap", test))]
 /// The `--fabric-from` value that runs the tool instead of reading a file.
-pub(crate) const RUN_TOOL: &str = "nvidia-smi";
+pub const RUN_TOOL: &str = "nvidia-smi";
 
 /// What the node says about its place in the fabric.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,7 +57,6 @@ pub enum FactsError {
     Gang(#[from] topoalign_gang::GangError),
 }
 
-#[cfg(any(feature = "clap", test))]
 fn read(flag: &'static str, path: &Path) -> Result<String, FactsError> {
     std::fs::read_to_string(path).map_err(|source| FactsError::File {
         flag,
@@ -74,10 +65,10 @@ fn read(flag: &'static str, path: &Path) -> Result<String, FactsError> {
     })
 }
 
-#[cfg(any(feature = "clap", test))]
-/// The clique from `--fabric-from`: `nvidia-smi` runs `<program> -q` (`program`:
+/// The clique from `--fabric-from`: [`RUN_TOOL`] runs `<program> -q` (`program`:
 /// `$TOPOALIGN_NVIDIA_SMI` or `nvidia-smi`), anything else is a saved output's path.
-pub(crate) fn read_clique(from: &str, program: &str) -> Result<(NodeClique, String), FactsError> {
+/// Returns the clique and where it was read.
+pub fn read_clique(from: &str, program: &str) -> Result<(NodeClique, String), FactsError> {
     let (name, text) = if from == RUN_TOOL {
         let out = topoalign_discover::run_tool(program, &["-q"])?;
         if !out.success {
@@ -95,9 +86,9 @@ pub(crate) fn read_clique(from: &str, program: &str) -> Result<(NodeClique, Stri
     Ok((node_clique(&gpus), name))
 }
 
-#[cfg(feature = "clap")]
-/// The operator's labels for `node` from the domain file at `path`.
-pub(crate) fn read_domains(
+/// The operator's labels for `node` from the domain file at `path` (`--domains`), and the
+/// file's name.
+pub fn read_domains(
     path: &Path,
     node: &str,
 ) -> Result<(BTreeMap<String, String>, String), FactsError> {
@@ -106,9 +97,8 @@ pub(crate) fn read_domains(
     Ok((file.for_node(node), name))
 }
 
-#[cfg(feature = "clap")]
-/// The rails of the NICs of `topo` from the rail source at `path`.
-pub(crate) fn read_rails(
+/// The rails of the NICs of `topo` from the rail source at `path` (`--rails`).
+pub fn read_rails(
     path: &Path,
     topo: &topoalign_topology::Topology,
 ) -> Result<NicRails, FactsError> {
@@ -119,7 +109,7 @@ pub(crate) fn read_rails(
 
 impl NodeFacts {
     /// The domain labels to write on a node whose labels are `existing`, of which this
-    /// agent wrote `owned` before; with no facts, none.
+    /// writer wrote `owned` before; with no facts, none.
     pub fn labels(
         &self,
         existing: &BTreeMap<String, String>,
@@ -148,105 +138,36 @@ impl NodeFacts {
         }
         out
     }
-}
 
-/// The rails as the NodeResourceTopology annotation holds them: each physical NIC's PCI
-/// address to its rail, and how they were found.
-pub(crate) fn rails_json(rails: &NicRails) -> Value {
-    #[derive(Serialize)]
-    struct Rails<'a> {
-        rails: u32,
-        source: &'a str,
-        nics: BTreeMap<String, u32>,
+    /// Whether any domain fact was given (`--fabric-from` or `--domains`).
+    pub fn has_domains(&self) -> bool {
+        self.clique.is_some() || self.operator.is_some()
     }
-    serde_json::to_value(Rails {
-        rails: rails.rails,
-        source: &rails.source,
-        nics: rails
-            .by_nic
-            .iter()
-            .map(|(b, r)| (b.to_string(), *r))
-            .collect(),
-    })
-    .unwrap_or(Value::Null)
-}
-
-/// The keys among a Node's labels that `manager` owns, from its `managedFields`
-/// (`fieldsV1` `f:metadata` → `f:labels` → `f:<key>`).
-pub(crate) fn owned_labels(
-    node: &k8s_openapi::api::core::v1::Node,
-    manager: &str,
-) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for entry in node.metadata.managed_fields.iter().flatten() {
-        if entry.manager.as_deref() != Some(manager) {
-            continue;
-        }
-        let Some(fields) = &entry.fields_v1 else {
-            continue;
-        };
-        if let Some(labels) = fields
-            .0
-            .pointer("/f:metadata/f:labels")
-            .and_then(Value::as_object)
-        {
-            out.extend(
-                labels
-                    .keys()
-                    .filter_map(|k| k.strip_prefix("f:"))
-                    .map(str::to_string),
-            );
-        }
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use k8s_openapi::api::core::v1::Node;
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-    #[test]
-    fn owned_labels_come_from_the_managers_fields() {
-        let node: Node = serde_json::from_value(serde_json::json!({
-            "metadata": {
-                "name": "n1",
-                "labels": {"a.io/x": "1", "fabric.topograph.run/tier-0": "leaf-1"},
-                "managedFields": [
-                    {"manager": "topoalign-agent", "operation": "Apply", "fieldsType": "FieldsV1",
-                     "fieldsV1": {"f:metadata": {"f:labels": {"f:fabric.topograph.run/tier-0": {}}}}},
-                    {"manager": "kubelet", "operation": "Update", "fieldsType": "FieldsV1",
-                     "fieldsV1": {"f:metadata": {"f:labels": {"f:a.io/x": {}}}}}
-                ]
-            }
-        }))
-        .unwrap();
-        assert_eq!(
-            owned_labels(&node, "topoalign-agent"),
-            BTreeSet::from(["fabric.topograph.run/tier-0".to_string()])
-        );
-    }
+    use super::*;
+
+    const QUERY: &str = "Attached GPUs : 1\nGPU 00000008:01:00.0\n    Fabric\n        State : Completed\n        CliqueId : 3\n        ClusterUUID : abc\n";
 
     #[test]
     fn a_saved_query_gives_the_clique_and_bad_input_names_the_file() {
-        let dir = std::env::temp_dir().join(format!("ta-facts-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let good = dir.join("q.txt");
-        std::fs::write(
-            &good,
-            "Attached GPUs : 1\nGPU 00000008:01:00.0\n    Fabric\n        State : Completed\n        CliqueId : 3\n        ClusterUUID : abc\n",
-        )
-        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("q.txt");
+        std::fs::write(&good, QUERY).unwrap();
         let (c, name) = read_clique(good.to_str().unwrap(), "unused").unwrap();
         assert_eq!(c.value(), Some("abc.3"));
         assert_eq!(name, good.display().to_string());
-        let cut = dir.join("cut.txt");
+        let cut = dir.path().join("cut.txt");
         std::fs::write(&cut, "Attached GPUs : 2\nGPU 00000008:01:00.0\n").unwrap();
         let e = read_clique(cut.to_str().unwrap(), "unused")
             .unwrap_err()
             .to_string();
         assert!(e.contains("cut.txt"), "{e}");
-        let e = read_clique(dir.join("absent").to_str().unwrap(), "unused")
+        let e = read_clique(dir.path().join("absent").to_str().unwrap(), "unused")
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("--fabric-from"), "{e}");
@@ -263,6 +184,59 @@ mod tests {
             e.starts_with("--fabric-from nvidia-smi: `false -q` exited with"),
             "{e}"
         );
-        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_domain_file_is_read_for_the_node_and_errors_name_flag_file_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("d.yaml");
+        std::fs::write(
+            &file,
+            "labels: {fabric.topograph.run/tier-1: spine-1}\nnodes:\n  n1: {fabric.topograph.run/tier-0: leaf-7}\n",
+        )
+        .unwrap();
+        let (labels, name) = read_domains(&file, "n1").unwrap();
+        assert_eq!(name, file.display().to_string());
+        assert_eq!(labels.len(), 2);
+        assert_eq!(labels["fabric.topograph.run/tier-0"], "leaf-7");
+        let (labels, _) = read_domains(&file, "n2").unwrap();
+        assert_eq!(labels.len(), 1, "{labels:?}");
+        std::fs::write(&file, "labels: {example.com/rack: r1}\n").unwrap();
+        let e = read_domains(&file, "n1").unwrap_err().to_string();
+        assert!(e.contains("d.yaml: labels.\"example.com/rack\""), "{e}");
+        let e = read_domains(&dir.path().join("absent.yaml"), "n1")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--domains ") && e.contains("absent.yaml"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn facts_become_labels_only_where_the_level_is_free() {
+        let dir = tempfile::tempdir().unwrap();
+        let q = dir.path().join("q.txt");
+        std::fs::write(&q, QUERY).unwrap();
+        let facts = NodeFacts {
+            clique: Some(read_clique(q.to_str().unwrap(), "unused").unwrap()),
+            operator: Some((
+                BTreeMap::from([("fabric.topograph.run/tier-0".into(), "leaf-7".into())]),
+                "d.yaml".into(),
+            )),
+            rails: None,
+        };
+        assert!(facts.has_domains());
+        let out = facts.labels(&BTreeMap::new(), &BTreeSet::new());
+        assert_eq!(out.write["nvidia.com/gpu.clique"], "abc.3");
+        assert_eq!(out.write["fabric.topograph.run/tier-0"], "leaf-7");
+        let existing = BTreeMap::from([(
+            "network.topology.nvidia.com/leaf".to_string(),
+            "leaf-1".to_string(),
+        )]);
+        let out = facts.labels(&existing, &BTreeSet::new());
+        assert!(!out.write.contains_key("fabric.topograph.run/tier-0"));
+        assert!(out.notes[0].contains("already has network.topology.nvidia.com/leaf=leaf-1"));
+        assert!(!NodeFacts::default().has_domains());
     }
 }

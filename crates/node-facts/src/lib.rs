@@ -1,0 +1,17 @@
+//! A node's place in the fabric, as a node agent reads it at start, and the domain labels
+//! it writes on its own Node. The one home of this I/O for both edge processes that label
+//! nodes: the device-plugin agent (`topoalign agent`) and the DRA driver
+//! (`topoalign driver --write-domain-labels`); neither imports the other.
+//!
+//! * [`facts`]: the NVLink clique from `nvidia-smi -q`, run or saved (`--fabric-from`),
+//!   the operator's domain file (`--domains`) and each NIC's rail (`--rails`), read with
+//!   errors that name the flag, the file and the field; [`NodeFacts::labels`] turns them
+//!   into the labels to write through the pure rule [`topoalign_gang::domain_labels`].
+//! * [`node`]: the node's labels now and the keys a field manager owns (from
+//!   `managedFields`), and the server-side apply of a manager's labels.
+
+pub mod facts;
+pub mod node;
+
+pub use facts::{FactsError, NodeFacts, RUN_TOOL, read_clique, read_domains, read_rails};
+pub use node::{NodeLabels, apply_labels, label_patch, owned_labels, read_node_labels};
