@@ -176,8 +176,7 @@ fn unit_value(sorted: &[String]) -> String {
 fn common(names: &[String], at: impl Fn(&str, usize) -> Option<u8>) -> usize {
     let Some(first) = names.first() else { return 0 };
     let mut i = 0;
-    loop {
-        let Some(c) = at(first, i) else { break };
+    while let Some(c) = at(first, i) {
         if !c.is_ascii() || names.iter().any(|n| at(n, i) != Some(c)) {
             break;
         }

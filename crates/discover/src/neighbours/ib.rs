@@ -9,9 +9,11 @@
 //!
 //!   ```text
 //!   caguid=0x2c90300fa0b40
-//!   Ca	1 "H-0002c90300fa0b40"		# "gpu-1 mlx5_0"
-//!   [1](2c90300fa0b41) 	"S-7cfe900300a5a2c0"[17]		# lid 4 lmc 0 "MF0;leaf-r0:MQM9700/U1" lid 1 4xNDR
+//!   Ca  1 "H-0002c90300fa0b40"    # "gpu-1 mlx5_0"
+//!   [1](2c90300fa0b41)   "S-7cfe900300a5a2c0"[17]    # lid 4 lmc 0 "MF0;leaf-r0:MQM9700/U1" lid 1 4xNDR
 //!   ```
+//!
+//!   (tabs where the tool writes them: after `Ca`, before the far end and before `#`)
 //!
 //!   (local port, its port GUID, the switch's node GUID and port, then the switch's node
 //!   description). Ports are matched to sysfs by port GUID, so one scan of the whole
