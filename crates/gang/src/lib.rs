@@ -46,5 +46,6 @@ pub use leaf::{LeafDecision, derive_leaf};
 pub use manifest::{Dialect, Manifests, Summary, manifests, summary_table};
 pub use node_domains::{DerivedLabel, domain_labels_with};
 pub use node_domains::{DomainFile, DomainInputs, DomainLabels, domain_labels, parse_domain_file};
+pub use rail_rules::neighbour_switch;
 pub use rails::{NicKey, RailKind};
 pub use rails::{NicRails, RailSource, nic_rails, nic_rails_with, parse_rail_source};

@@ -184,6 +184,14 @@ pub(crate) struct Switch {
     pub(crate) aliases: Vec<String>,
 }
 
+/// The name of the switch a NIC is cabled to, as the rail rules and the leaf read it:
+/// the InfiniBand switch of its port when a fabric scan named one, else its LLDP
+/// neighbour (system name, else chassis id); `Err` when LLDP shows two different
+/// neighbours on its interface.
+pub fn neighbour_switch(f: &NicNeighbours) -> Result<Option<String>, String> {
+    switch_of(f).map(|s| s.map(|s| s.name))
+}
+
 /// The switch of a NIC's facts: the InfiniBand switch of its port when a scan named one,
 /// else its LLDP neighbour (system name, else chassis id). `Err` when LLDP shows two
 /// different neighbours on its interface.

@@ -66,7 +66,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use topoalign_topology::{Bdf, Neighbours, SubnetPrefix, Topology};
 
 use crate::GangError;
@@ -244,7 +244,8 @@ pub fn parse_rail_source(text: &str, file: &str) -> Result<RailSource, GangError
 }
 
 /// Each physical NIC's rail on one node.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NicRails {
     /// Rail per physical NIC (PF address); NICs on no rail are absent.
     pub by_nic: BTreeMap<Bdf, u32>,
@@ -253,6 +254,7 @@ pub struct NicRails {
     /// How the rails were found, in words (`operator map rails.yaml`).
     pub source: String,
     /// What a rule left off the rails and why (a NIC whose switch the map does not name).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
 
