@@ -251,6 +251,39 @@ mod tests {
     }
 
     #[test]
+    fn every_value_is_a_valid_label_value() {
+        let odd = [
+            "MF0;Quantum-2 Mellanox Technologies:MQM9790/U1",
+            "ñodo-é-7",
+            "é",
+            "_leaf_",
+            "a.b.c",
+            &"x-".repeat(40),
+            &"é".repeat(70),
+            "leaf~01~~",
+        ];
+        for s in odd {
+            if let Some(v) = label_value(s) {
+                assert_eq!(
+                    crate::node_domains::label_value_problem(&v),
+                    None,
+                    "{s:?} -> {v:?}"
+                );
+            }
+        }
+        for set in [&odd[..2], &odd[2..4], &odd[4..], &odd[..]] {
+            let mut set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+            set.sort();
+            let v = unit_value(&set);
+            assert_eq!(
+                crate::node_domains::label_value_problem(&v),
+                None,
+                "{set:?} -> {v:?}"
+            );
+        }
+    }
+
+    #[test]
     fn a_set_of_leaves_is_a_readable_part_and_a_digest() {
         let su1: Vec<String> = (0..8).map(|r| format!("leaf-r{r}-su1")).collect();
         let v = unit_value(&su1);

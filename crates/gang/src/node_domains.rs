@@ -48,7 +48,7 @@ pub struct DomainFile {
 
 /// Why a label value is refused (Kubernetes: at most 63 characters, alphanumerics at
 /// both ends, `-`, `_` and `.` inside).
-fn label_value_problem(v: &str) -> Option<String> {
+pub(crate) fn label_value_problem(v: &str) -> Option<String> {
     if v.len() > 63 {
         return Some(format!(
             "{} characters; a label value has at most 63",

@@ -208,10 +208,12 @@ pub(crate) fn switch_of(f: &NicNeighbours) -> Result<Option<Switch>, String> {
             continue;
         };
         if !seen.iter().any(|s| s.name == name) {
-            seen.push(Switch {
-                name,
-                aliases: l.chassis_id.iter().cloned().collect(),
-            });
+            // The chassis id as lldpctl prints it (`mac b8:59:9f:00:00:12`) and its value.
+            let mut aliases: Vec<String> = l.chassis_id.iter().cloned().collect();
+            if let Some((_, value)) = l.chassis_id.as_deref().and_then(|id| id.split_once(' ')) {
+                aliases.push(value.to_string());
+            }
+            seen.push(Switch { name, aliases });
         }
     }
     match seen.len() {
