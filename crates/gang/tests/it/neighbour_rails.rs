@@ -127,6 +127,15 @@ fn lldp_switch_names_give_rails_by_map_and_by_pattern() {
     )
     .unwrap_err();
     assert!(r.contains("rail 3 has 8 NICs"), "{r}");
+    // ... or by its bare value, without the type.
+    let bare = id.split_once(' ').unwrap().1;
+    let r = resolve(
+        &topo,
+        &n,
+        &format!("rule: switch\nrails: 8\nswitches: {{\"{bare}\": 3}}\n"),
+    )
+    .unwrap_err();
+    assert!(r.contains("rail 3 has 8 NICs"), "{r}");
 }
 
 #[test]
