@@ -60,6 +60,8 @@ enum Command {
     Mig(cmd::mig::Args),
     /// A multi-node job as Workload/PodGroup, Kueue or Volcano manifests, its pods on one rail set.
     Gang(cmd::gang::Args),
+    /// Each NIC's neighbour switch (LLDP, InfiniBand), its rail, and the node's derived leaf.
+    Rails(cmd::rails::Args),
 }
 
 fn main() -> ExitCode {
@@ -85,6 +87,7 @@ fn main() -> ExitCode {
         Command::Explain(a) => cmd::explain::run(a),
         Command::Mig(a) => cmd::mig::run(a),
         Command::Gang(a) => cmd::gang::run(a),
+        Command::Rails(a) => cmd::rails::run(a),
     };
     match result {
         Ok(code) => code,

@@ -9,6 +9,8 @@
 //!   Linux shows);
 //! - `nvidia_smi_tool`: on a live NVIDIA host, NVLink counts from `nvidia-smi topo -m`,
 //!   run only when the caller (the CLI) asks for it; no other call spawns a process;
+//! - [`neighbours`]: what each NIC is cabled to (`lldpctl -f json`, InfiniBand ports in
+//!   sysfs, a saved `ibnetdiscover`), the facts the gang model derives rails and leaves from;
 //! - `args` (feature `clap`): the topology-source flags as one clap argument group.
 
 #[cfg(feature = "clap")]
@@ -16,6 +18,9 @@ mod args;
 mod discovery;
 mod error;
 mod host;
+/// Public as a namespace: what the NICs are cabled to (LLDP, InfiniBand), read and
+/// matched to the topology's NICs.
+pub mod neighbours;
 mod nvidia_smi_tool;
 mod parse;
 mod source;

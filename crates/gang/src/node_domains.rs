@@ -48,7 +48,7 @@ pub struct DomainFile {
 
 /// Why a label value is refused (Kubernetes: at most 63 characters, alphanumerics at
 /// both ends, `-`, `_` and `.` inside).
-fn label_value_problem(v: &str) -> Option<String> {
+pub(crate) fn label_value_problem(v: &str) -> Option<String> {
     if v.len() > 63 {
         return Some(format!(
             "{} characters; a label value has at most 63",
@@ -172,10 +172,33 @@ pub struct DomainLabels {
     pub notes: Vec<String>,
 }
 
+/// A domain label derived from the node's own facts (the leaf from its NICs' neighbours,
+/// [`crate::derive_leaf`]): below every other source in precedence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DerivedLabel {
+    /// The label key (`fabric.topograph.run/tier-0`).
+    pub key: String,
+    /// Its value (a valid label value).
+    pub value: String,
+    /// Where it comes from, in words (`LLDP neighbours`).
+    pub source: String,
+}
+
 /// The labels to write: the derived clique as `nvidia.com/gpu.clique` and the operator's
 /// labels (the derived value wins where both name one key), each dropped when the node
 /// already has a label of its level that this writer does not own.
 pub fn domain_labels(input: DomainInputs<'_>, operator_file: &str) -> DomainLabels {
+    domain_labels_with(input, operator_file, &[])
+}
+
+/// [`domain_labels`] with labels derived from the node's facts as the lowest source: one
+/// is written only where neither the clique nor the operator's file gives its level, and
+/// the node carries no label of its level from someone else.
+pub fn domain_labels_with(
+    input: DomainInputs<'_>,
+    operator_file: &str,
+    derived: &[DerivedLabel],
+) -> DomainLabels {
     let mut out = DomainLabels::default();
     let mut wanted: BTreeMap<String, (String, String)> = input
         .operator
@@ -191,6 +214,25 @@ pub fn domain_labels(input: DomainInputs<'_>, operator_file: &str) -> DomainLabe
             ));
         }
         wanted.insert(GFD_CLIQUE.into(), (c.to_string(), "nvidia-smi -q".into()));
+    }
+    for d in derived {
+        let Some(level) = Level::of_key(&d.key) else {
+            continue;
+        };
+        let given = wanted.iter().find(|(k, _)| Level::of_key(k) == Some(level));
+        match given {
+            Some((k, (v, source))) => {
+                if *k != d.key || *v != d.value {
+                    out.notes.push(format!(
+                        "{}={} ({}) not written: {source} gives {k}={v}",
+                        d.key, d.value, d.source
+                    ));
+                }
+            }
+            None => {
+                wanted.insert(d.key.clone(), (d.value.clone(), d.source.clone()));
+            }
+        }
     }
     // Levels someone else has labelled already, each by its key of highest precedence.
     let mut foreign: BTreeMap<Level, (&String, &String)> = BTreeMap::new();

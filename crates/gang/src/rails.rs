@@ -20,25 +20,65 @@
 //! rails: 8            # optional: at least the number of GPUs
 //! ```
 //!
+//! Or the rail comes from what each NIC is cabled to (its neighbour: the LLDP neighbour
+//! of its interface, or the InfiniBand switch of its port in a saved `ibnetdiscover`;
+//! the InfiniBand one when both are known). These rules read the neighbours the node
+//! agent or the driver discovered (`topoalign_discover::neighbours`) and consider every
+//! physical RDMA NIC (for `ib-subnet`, every physical InfiniBand NIC):
+//!
+//! ```yaml
+//! # the switch a NIC is cabled to names its rail: by name (LLDP system name or chassis
+//! # id; an InfiniBand switch's name, node description or GUID) ...
+//! rule: switch
+//! rails: 8
+//! switches: {leaf-r0-su1: 0, leaf-r1-su1: 1, leaf-r0-su2: 0, leaf-r1-su2: 1}
+//! ---
+//! # ... or by a pattern over the switch's name: `{rail}` is the rail number (decimal
+//! # digits), `*` any text; the whole name must match
+//! rule: switch
+//! rails: 8
+//! switchPattern: "su*-leaf-r{rail}"
+//! ```
+//!
+//! ```yaml
+//! # InfiniBand subnets (one subnet manager per rail): the subnet prefix of each NIC's
+//! # active port, by a map ...
+//! rule: ib-subnet
+//! rails: 2
+//! subnets: {"fe80:0000:0000:0001": 0, "fe80:0000:0000:0002": 1}
+//! ---
+//! # ... or, without one, the node's distinct subnet prefixes in ascending order are
+//! # rails 0, 1, ...; with `rails` stated the node must show exactly that many
+//! rule: ib-subnet
+//! rails: 8
+//! ```
+//!
+//! A considered NIC with no neighbour (no LLDP neighbour, no switch in the scan, for
+//! `ib-subnet` no active port) is an error: the rail would be a guess. A NIC whose
+//! switch or subnet the map or pattern does not name (a front-end or storage NIC) is on
+//! no rail, and [`NicRails::notes`] says so. The switch port is not used.
+//!
 //! [`parse_rail_source`] checks what the file alone can say (fields, rail numbers in
 //! range); [`nic_rails`] resolves it against a node's [`Topology`] (every NIC named
 //! exists and is a physical NIC, no NIC on two rails, no two NICs on one rail unless
-//! declared `shared`).
+//! declared `shared`); [`nic_rails_with`] also takes the neighbours, which the rules
+//! `switch` and `ib-subnet` need.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Deserialize;
-use topoalign_topology::{Bdf, Topology};
+use serde::{Deserialize, Serialize};
+use topoalign_topology::{Bdf, Neighbours, SubnetPrefix, Topology};
 
 use crate::GangError;
 use crate::input::{child, parse};
+use crate::rail_rules;
 
 /// The rule name of "the NIC nearest GPU i is rail i".
 pub(crate) const RULE_NEAREST_GPU: &str = "nearest-gpu";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RailFile {
+pub(crate) struct RailFile {
     #[serde(default)]
     rails: Option<u32>,
     #[serde(default)]
@@ -47,6 +87,12 @@ struct RailFile {
     rule: Option<String>,
     #[serde(default)]
     shared: Vec<u32>,
+    #[serde(default)]
+    pub(crate) switches: Option<BTreeMap<String, u32>>,
+    #[serde(default)]
+    pub(crate) switch_pattern: Option<String>,
+    #[serde(default)]
+    pub(crate) subnets: Option<BTreeMap<String, u32>>,
 }
 
 /// How a NIC is named in an operator map.
@@ -65,6 +111,22 @@ pub enum RailKind {
     Map(Vec<(String, NicKey, u32)>),
     /// The NIC nearest GPU i (GPUs in PCI address order) is rail i.
     NearestGpu,
+    /// The switch a NIC is cabled to, by name: each entry's switch name and its rail.
+    SwitchMap(Vec<(String, u32)>),
+    /// The switch a NIC is cabled to, by a pattern over its name (`su*-leaf-r{rail}`).
+    SwitchPattern(String),
+    /// The InfiniBand subnet of a NIC's port: each entry's key as written, the prefix,
+    /// its rail.
+    SubnetMap(Vec<(String, SubnetPrefix, u32)>),
+    /// The node's distinct InfiniBand subnet prefixes, in ascending order, are rails 0, 1, ...
+    SubnetOrder,
+}
+
+impl RailKind {
+    /// True for the kinds that read each NIC's neighbour ([`nic_rails_with`]).
+    pub fn needs_neighbours(&self) -> bool {
+        !matches!(self, RailKind::Map(_) | RailKind::NearestGpu)
+    }
 }
 
 /// A node's rail source, checked as far as the file alone allows.
@@ -107,6 +169,11 @@ pub fn parse_rail_source(text: &str, file: &str) -> Result<RailSource, GangError
     for (i, r) in raw.shared.iter().enumerate() {
         in_range(format!("shared[{i}]"), *r)?;
     }
+    let mut by_neighbour = rail_rules::NeighbourFields {
+        switches: raw.switches,
+        switch_pattern: raw.switch_pattern,
+        subnets: raw.subnets,
+    };
     let kind = match (raw.nics, raw.rule) {
         (Some(_), Some(_)) => {
             return Err(field(
@@ -115,6 +182,7 @@ pub fn parse_rail_source(text: &str, file: &str) -> Result<RailSource, GangError
             ));
         }
         (None, None) => {
+            by_neighbour.check_unused(file)?;
             return Err(field(
                 "nics",
                 format!(
@@ -123,11 +191,15 @@ pub fn parse_rail_source(text: &str, file: &str) -> Result<RailSource, GangError
             ));
         }
         (None, Some(rule)) if rule == RULE_NEAREST_GPU => RailKind::NearestGpu,
+        (None, Some(rule)) if rail_rules::RULES.contains(&rule.as_str()) => {
+            rail_rules::parse_kind(&rule, &mut by_neighbour, raw.rails, file)?
+        }
         (None, Some(rule)) => {
             return Err(field(
                 "rule",
                 format!(
-                    "unknown rule {rule:?}; the known rule is {RULE_NEAREST_GPU} (the NIC nearest GPU i is rail i)"
+                    "unknown rule {rule:?}; the known rules are {RULE_NEAREST_GPU} (the NIC nearest GPU i is rail i), {}",
+                    rail_rules::RULES_TEXT
                 ),
             ));
         }
@@ -162,6 +234,7 @@ pub fn parse_rail_source(text: &str, file: &str) -> Result<RailSource, GangError
             RailKind::Map(out)
         }
     };
+    by_neighbour.check_unused(file)?;
     Ok(RailSource {
         file: file.to_string(),
         rails: raw.rails,
@@ -171,7 +244,8 @@ pub fn parse_rail_source(text: &str, file: &str) -> Result<RailSource, GangError
 }
 
 /// Each physical NIC's rail on one node.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NicRails {
     /// Rail per physical NIC (PF address); NICs on no rail are absent.
     pub by_nic: BTreeMap<Bdf, u32>,
@@ -179,6 +253,9 @@ pub struct NicRails {
     pub rails: u32,
     /// How the rails were found, in words (`operator map rails.yaml`).
     pub source: String,
+    /// What a rule left off the rails and why (a NIC whose switch the map does not name).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl NicRails {
@@ -188,8 +265,28 @@ impl NicRails {
     }
 }
 
-/// Resolves a rail source against a node's topology.
+/// Resolves a rail source against a node's topology. The rules that read neighbours
+/// (`switch`, `ib-subnet`) need [`nic_rails_with`].
 pub fn nic_rails(topo: &Topology, src: &RailSource) -> Result<NicRails, GangError> {
+    resolve(topo, src, None)
+}
+
+/// Resolves a rail source against a node's topology and its NICs' neighbours; for the
+/// operator map and `nearest-gpu` the neighbours are not read, and the answer is
+/// [`nic_rails`]'s.
+pub fn nic_rails_with(
+    topo: &Topology,
+    src: &RailSource,
+    neighbours: &Neighbours,
+) -> Result<NicRails, GangError> {
+    resolve(topo, src, Some(neighbours))
+}
+
+fn resolve(
+    topo: &Topology,
+    src: &RailSource,
+    neighbours: Option<&Neighbours>,
+) -> Result<NicRails, GangError> {
     let err = |field: &str, why: String| GangError::Rails {
         file: src.file.clone(),
         field: field.to_string(),
@@ -205,6 +302,7 @@ pub fn nic_rails(topo: &Topology, src: &RailSource) -> Result<NicRails, GangErro
     // rail -> (NIC, the key or rule that put it there)
     let mut on_rail: BTreeMap<u32, Vec<(usize, String)>> = BTreeMap::new();
     let mut by_nic: BTreeMap<usize, (u32, String)> = BTreeMap::new();
+    let mut notes = Vec::new();
     let (rails, source) = match &src.kind {
         RailKind::Map(entries) => {
             for (key, nic, rail) in entries {
@@ -300,6 +398,24 @@ pub fn nic_rails(topo: &Topology, src: &RailSource) -> Result<NicRails, GangErro
                 format!("rule {RULE_NEAREST_GPU} ({})", src.file),
             )
         }
+        kind => {
+            let Some(neighbours) = neighbours else {
+                return Err(err(
+                    "rule",
+                    format!(
+                        "this rule reads what each NIC is cabled to, and no neighbours were read for node {} (give LLDP or InfiniBand neighbours)",
+                        topo.name
+                    ),
+                ));
+            };
+            let got = rail_rules::assign(topo, src, kind, neighbours, &name_of)?;
+            for (n, rail, by) in got.assigned {
+                by_nic.insert(n, (rail, by.clone()));
+                on_rail.entry(rail).or_default().push((n, by));
+            }
+            notes = got.notes;
+            (got.rails, got.source)
+        }
     };
     for (rail, nics) in &on_rail {
         if nics.len() > 1 && !src.shared.contains(rail) {
@@ -325,6 +441,7 @@ pub fn nic_rails(topo: &Topology, src: &RailSource) -> Result<NicRails, GangErro
             .collect(),
         rails,
         source,
+        notes,
     })
 }
 

@@ -16,6 +16,7 @@ mod device;
 mod error;
 mod ids;
 mod matrix;
+mod neighbours;
 mod numa;
 /// Public as a namespace: PCI vocabulary: `pci::class` and `pci::vendor` constants and
 /// the PCI device model, a namespace its callers name (`class::GPU`, `vendor::NVIDIA`).
@@ -38,6 +39,7 @@ pub use ids::Bdf;
 pub use ids::parse_root_name;
 pub use matrix::{MatrixDevice, PairMatrix};
 pub use matrix::{MatrixDeviceKind, MatrixOptions};
+pub use neighbours::{IbPort, IbSwitch, LldpNeighbour, Neighbours, NicNeighbours, SubnetPrefix};
 pub use numa::MAX_CPU_ID;
 pub use numa::{CpuSet, NumaNode};
 pub use pci::{HostBridge, PciDevice, PciKind, PciParent, PcieLink};

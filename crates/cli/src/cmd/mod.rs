@@ -15,6 +15,7 @@ pub(crate) mod matrix;
 pub(crate) mod mig;
 pub(crate) mod plan;
 pub(crate) mod profile;
+pub(crate) mod rails;
 pub(crate) mod simulate;
 pub(crate) mod tm;
 pub(crate) mod verify;

@@ -21,6 +21,7 @@ mod mig;
 mod mig_view;
 mod plan;
 mod profile;
+mod rails;
 mod simulate;
 mod tm;
 mod verify;

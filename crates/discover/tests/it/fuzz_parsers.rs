@@ -1,6 +1,7 @@
 //! Byte-level fuzzing of every reader of outside input this crate owns: the
 //! `nvidia-smi topo -m` parser (and the NVLink merge), the amd-smi / rocm-smi parser (all
-//! text and JSON layouts), the NCCL topology XML parser, and the sysfs file readers.
+//! text and JSON layouts), the NCCL topology XML parser, the neighbour readers
+//! (`lldpctl -f json`, `ibnetdiscover`), and the sysfs file readers.
 //!
 //! Each harness feeds bytes through [`decode_paste`] (so the UTF-16 and BOM paths are fuzzed
 //! too): half of the inputs are arbitrary bytes, half are real captures with random byte
@@ -46,6 +47,18 @@ const AMD: &[&str] = &[
 const NCCL: &[&str] = &[
     include_str!("../fixtures/nccl_ndv5.xml"),
     include_str!("../fixtures/nccl_dgx_dump.xml"),
+];
+const LLDP: &[&str] = &[
+    include_str!("../../../../deploy/gang/lldp-mi300x.json"),
+    r#"{"lldp": [{"interface": [{"name": "eth0", "chassis": [{"id": [{"type": "mac", "value": "00:00:00:00:00:02"}], "name": [{"value": "ns-2"}]}], "port": [{"id": [{"type": "mac", "value": "00:00:00:00:00:02"}], "descr": [{"value": "eth1"}]}]}]}]}"#,
+];
+const IBNETDISCOVER: &[&str] = &[
+    "#\n# Topology file: generated on Fri Nov 27 12:00:00 2026\n#\n\
+vendid=0x2c9\ndevid=0xd2f0\nswitchguid=0x7cfe900300a5a2c0(7cfe900300a5a2c0)\n\
+Switch\t64 \"S-7cfe900300a5a2c0\"\t\t# \"MF0;leaf-r0:MQM9700/U1\" enhanced port 0 lid 1 lmc 0\n\
+[17]\t\"H-0c42a10300634a2e\"[1](c42a10300634a2e) \t\t# \"gpu-1 mlx5_0\" lid 4 4xNDR\n\n\
+caguid=0xc42a10300634a2e\nCa\t1 \"H-0c42a10300634a2e\"\t\t# \"gpu-1 mlx5_0\"\n\
+[1](c42a10300634a2e) \t\"S-7cfe900300a5a2c0\"[17]\t\t# lid 4 lmc 0 \"MF0;leaf-r0:MQM9700/U1\" lid 1 4xNDR\n",
 ];
 /// Real sysfs file contents the readers see.
 const SYSFS: &[&str] = &[
@@ -144,6 +157,17 @@ fn amd_parser_never_panics() {
 fn nccl_xml_parser_never_panics() {
     fuzz("NCCL XML", NCCL, |bytes| {
         let _ = parse_nccl_xml(&decode_paste(bytes), Path::new("fuzz"), "fuzz");
+    });
+}
+
+#[test]
+fn neighbour_readers_never_panic() {
+    use topoalign_discover::neighbours::{parse_ibnetdiscover, parse_lldpctl_json};
+    fuzz("lldpctl -f json", LLDP, |bytes| {
+        let _ = parse_lldpctl_json(&decode_paste(bytes), Path::new("fuzz"));
+    });
+    fuzz("ibnetdiscover", IBNETDISCOVER, |bytes| {
+        let _ = parse_ibnetdiscover(&decode_paste(bytes), Path::new("fuzz"));
     });
 }
 

@@ -7,6 +7,7 @@ mod common;
 mod fuzz_parsers;
 mod malformed;
 mod nccl_constructs;
+mod neighbours;
 mod nvidia_proc;
 mod nvidia_smi_tool;
 mod parsers;

@@ -8,6 +8,7 @@
 mod allocation;
 mod dialects;
 mod jobs;
+mod neighbour_rails;
 mod rails;
 
 /// A job description with every field at a usual value; tests replace lines.
