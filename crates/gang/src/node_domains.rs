@@ -1,5 +1,6 @@
 //! A node's domain labels where no tool has written them: the NVLink clique derived from
-//! the GPUs (`nvidia-smi -q`, `topoalign_mig::node_clique`) and the labels of an
+//! the GPUs (`nvidia-smi -q`, `topoalign_mig::node_clique`), the leaf derived from the
+//! NICs' neighbours (`crate::derive_leaf`) and, where nothing is readable, the labels of an
 //! operator's domain file, minus every level the node already carries a label for from
 //! someone else (Topograph, GPU feature discovery, the cloud). Pure: the node agent and
 //! the DRA driver read the inputs and apply the answer.
@@ -191,9 +192,11 @@ pub fn domain_labels(input: DomainInputs<'_>, operator_file: &str) -> DomainLabe
     domain_labels_with(input, operator_file, &[])
 }
 
-/// [`domain_labels`] with labels derived from the node's facts as the lowest source: one
-/// is written only where neither the clique nor the operator's file gives its level, and
-/// the node carries no label of its level from someone else.
+/// [`domain_labels`] with labels derived from the node's wiring (the leaf from its NICs'
+/// neighbours): like the GPUs' clique, a derived label is read off the machine, so it wins
+/// over the operator's file for its level (the file is the fallback where nothing is
+/// readable; a disagreement is noted), and it is written only where the node carries no
+/// label of its level from someone else.
 pub fn domain_labels_with(
     input: DomainInputs<'_>,
     operator_file: &str,
@@ -219,20 +222,22 @@ pub fn domain_labels_with(
         let Some(level) = Level::of_key(&d.key) else {
             continue;
         };
-        let given = wanted.iter().find(|(k, _)| Level::of_key(k) == Some(level));
-        match given {
-            Some((k, (v, source))) => {
-                if *k != d.key || *v != d.value {
-                    out.notes.push(format!(
-                        "{}={} ({}) not written: {source} gives {k}={v}",
-                        d.key, d.value, d.source
-                    ));
-                }
-            }
-            None => {
-                wanted.insert(d.key.clone(), (d.value.clone(), d.source.clone()));
+        let given: Vec<String> = wanted
+            .keys()
+            .filter(|k| Level::of_key(k) == Some(level))
+            .cloned()
+            .collect();
+        for k in given {
+            if let Some((v, source)) = wanted.remove(&k)
+                && (k != d.key || v != d.value)
+            {
+                out.notes.push(format!(
+                    "{k}={v} ({source}) not written: the {} give {}={}",
+                    d.source, d.key, d.value
+                ));
             }
         }
+        wanted.insert(d.key.clone(), (d.value.clone(), d.source.clone()));
     }
     // Levels someone else has labelled already, each by its key of highest precedence.
     let mut foreign: BTreeMap<Level, (&String, &String)> = BTreeMap::new();

@@ -379,7 +379,7 @@ fn a_derived_leaf_is_the_lowest_source() {
     let out = domain_labels_with(input(&empty, &empty), "d.yaml", &derived);
     assert_eq!(out.write["fabric.topograph.run/tier-0"], "leaf-07");
     assert!(out.sources["fabric.topograph.run/tier-0"].starts_with("NIC neighbours"));
-    // The operator's file gives the leaf level (another key): the file wins.
+    // The operator's file gives the leaf level (another key): the wiring wins, noted.
     let operator = BTreeMap::from([(
         "network.topology.nvidia.com/leaf".to_string(),
         "leaf-x".to_string(),
@@ -388,15 +388,25 @@ fn a_derived_leaf_is_the_lowest_source() {
     assert_eq!(
         out.write,
         BTreeMap::from([(
-            "network.topology.nvidia.com/leaf".to_string(),
-            "leaf-x".to_string()
+            "fabric.topograph.run/tier-0".to_string(),
+            "leaf-07".to_string()
         )])
     );
     assert!(
-        out.notes[0].contains("not written: d.yaml gives"),
+        out.notes[0].starts_with(
+            "network.topology.nvidia.com/leaf=leaf-x (d.yaml) not written: the NIC neighbours"
+        ),
         "{:?}",
         out.notes
     );
+    // The file and the wiring agree: one label, no note.
+    let agree = BTreeMap::from([(
+        "fabric.topograph.run/tier-0".to_string(),
+        "leaf-07".to_string(),
+    )]);
+    let out = domain_labels_with(input(&empty, &agree), "d.yaml", &derived);
+    assert_eq!(out.write, agree);
+    assert!(out.notes.is_empty(), "{:?}", out.notes);
     // Topograph labelled the node: neither is written.
     let existing = BTreeMap::from([(
         "fabric.topograph.run/tier-0".to_string(),
