@@ -98,6 +98,9 @@ pub struct AgentArgs {
     /// in the NodeResourceTopology object.
     #[arg(long, value_name = "FILE")]
     pub rails: Option<PathBuf>,
+    /// What the NICs are cabled to.
+    #[command(flatten)]
+    pub wiring: topoalign_node_facts::WiringFlags,
 }
 
 /// A flag value the agent cannot run with.
@@ -113,7 +116,8 @@ pub enum AgentArgsError {
     /// `--scope` is not a Topology Manager scope.
     #[error("--scope: {0}")]
     Scope(topoalign_kube_types::kubelet_settings::ConfigError),
-    /// `--fabric-from`, `--domains` or `--rails` could not be read or does not fit.
+    /// `--fabric-from`, `--domains`, `--rails` or a neighbour source could not be read or
+    /// does not fit.
     #[error(transparent)]
     Facts(#[from] Box<FactsError>),
 }
@@ -140,17 +144,18 @@ impl AgentArgs {
             settings.topology_manager_scope = s.parse().map_err(AgentArgsError::Scope)?;
         }
         let program = topoalign_discover::program_from_env();
-        let facts = NodeFacts {
-            clique: (self.fabric_from.as_deref())
-                .map(|f| topoalign_node_facts::read_clique(f, &program).map_err(Box::new))
-                .transpose()?,
-            operator: (self.domains.as_deref())
-                .map(|p| topoalign_node_facts::read_domains(p, &node).map_err(Box::new))
-                .transpose()?,
-            rails: (self.rails.as_deref())
-                .map(|p| topoalign_node_facts::read_rails(p, &topology).map_err(Box::new))
-                .transpose()?,
-        };
+        let facts = topoalign_node_facts::read_facts(
+            &node,
+            &topology,
+            topoalign_node_facts::FactSources {
+                fabric_from: self.fabric_from.as_deref(),
+                domains: self.domains.as_deref(),
+                rails: self.rails.as_deref(),
+                wiring: &self.wiring,
+                program: &program,
+            },
+        )
+        .map_err(Box::new)?;
         Ok(Config {
             node,
             topology,

@@ -14,17 +14,18 @@ use topoalign_render::Format;
 use crate::DriverError;
 use crate::mig_dynamic::ModeSource;
 use crate::mig_source::MigSource;
-use crate::rails::read_rail_source;
+use crate::rails::{Rails, read_rail_source};
 use crate::runtime::DriverConfig;
 use topoalign_gang::RailSource;
-use topoalign_node_facts::{NodeFacts, read_clique, read_domains};
+use topoalign_node_facts::{FactSources, NodeFacts, WiringFlags, read_facts};
 use topoalign_probes::LogFormat;
+use topoalign_topology::Topology;
 
 /// Arguments of `topoalign driver`.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  topoalign driver --node-name n1 --profile dgx-h100 --dry-run\n  topoalign driver --node-name n1 --profile dgx-h100 --mig-want 1g.10gb=14,4g.40gb=1,3g.40gb=1 --dry-run -o table\n  topoalign driver --node-name n1 --profile dgx-h100 --rails deploy/gang/rails.yaml --dry-run -o yaml\n  topoalign driver --node-name n1 --profile dgx-h100 --rails deploy/gang/rails.yaml --domains deploy/gang/domains.yaml --write-domain-labels --dry-run -o table\n  topoalign driver --node-name n1 --profile dgx-h100 --mig-dynamic --dry-run -o table",
-    group = clap::ArgGroup::new("domain_source").multiple(true).args(["fabric_from", "domains"])
+    group = clap::ArgGroup::new("domain_source").multiple(true).args(["fabric_from", "domains", "lldp_from", "ib_sysfs"])
 )]
 pub struct DriverArgs {
     /// This node's name: `spec.nodeName` and pool name of its ResourceSlices.
@@ -86,7 +87,12 @@ pub struct DriverArgs {
     /// label of that level from another tool (with `--write-domain-labels`).
     #[arg(long, value_name = "FILE", requires = "write_domain_labels")]
     pub domains: Option<PathBuf>,
-    /// Write the node's domain labels from `--fabric-from` and `--domains` on its Node,
+    /// What the NICs are cabled to: the rails of `rule: switch` and `rule: ib-subnet`,
+    /// and the leaf written with `--write-domain-labels`.
+    #[command(flatten)]
+    pub wiring: WiringFlags,
+    /// Write the node's domain labels from `--fabric-from`, the NICs' neighbours and
+    /// `--domains` on its Node,
     /// once at start and only for levels no other tool labels (server-side apply, field
     /// manager `topoalign.dev`; needs `patch` on nodes: Helm value
     /// `driver.domainLabels.enabled`). With `--dry-run` the Node patch is printed with the
@@ -161,27 +167,50 @@ impl DriverArgs {
         self.rails.as_deref().map(read_rail_source).transpose()
     }
 
-    /// The node's domain facts, read and checked, when `--write-domain-labels` is given
-    /// (`None` without it): the clique of `--fabric-from` and this node's labels in the
-    /// file of `--domains`. Errors name the flag, the file and the field.
-    pub fn domain_facts(&self) -> Result<Option<NodeFacts>, DriverError> {
-        if !self.write_domain_labels {
-            return Ok(None);
-        }
+    /// Whether [`Self::node_facts`] reads anything: domain labels to write, or
+    /// neighbours to read. The caller then reads the topology at start.
+    pub fn reads_node_facts(&self) -> bool {
+        self.write_domain_labels || self.wiring.any()
+    }
+
+    /// The node's facts on its topology at start, read and checked: the clique of
+    /// `--fabric-from`, this node's labels in the file of `--domains`, the NICs'
+    /// neighbours and the leaf they give (on the rails of `--rails`). Errors name the
+    /// flag, the file and the field.
+    pub fn node_facts(&self, topo: &Topology) -> Result<NodeFacts, DriverError> {
         let program = topoalign_discover::program_from_env();
-        Ok(Some(NodeFacts {
-            clique: (self.fabric_from.as_deref())
-                .map(|f| read_clique(f, &program).map_err(DriverError::from))
-                .transpose()?,
-            operator: (self.domains.as_deref())
-                .map(|p| read_domains(p, &self.node_name).map_err(DriverError::from))
-                .transpose()?,
-            rails: None,
+        Ok(read_facts(
+            &self.node_name,
+            topo,
+            FactSources {
+                fabric_from: self.fabric_from.as_deref(),
+                domains: self.domains.as_deref(),
+                rails: self.rails.as_deref(),
+                wiring: &self.wiring,
+                program: &program,
+            },
+        )?)
+    }
+
+    /// The rail source of `--rails` with the NICs' neighbours of `facts` (none without
+    /// a neighbour source), resolved on every discovery's topology.
+    pub fn rails_input(&self, facts: Option<&NodeFacts>) -> Result<Option<Rails>, DriverError> {
+        Ok(self.rail_source()?.map(|source| Rails {
+            source,
+            neighbours: facts
+                .and_then(|f| f.wiring.as_ref())
+                .map(|w| w.neighbours.clone())
+                .unwrap_or_default(),
         }))
     }
 
-    /// The node agent's configuration (the rail source and the domain facts aside:
-    /// [`Self::rail_source`] and [`Self::domain_facts`] read them).
+    /// The domain facts to write, when `--write-domain-labels` is given.
+    pub fn domain_labels(&self, facts: Option<NodeFacts>) -> Option<NodeFacts> {
+        facts.filter(|_| self.write_domain_labels)
+    }
+
+    /// The node agent's configuration (the rails and the domain facts aside:
+    /// [`Self::rails_input`] and [`Self::node_facts`] read them).
     pub fn config(&self) -> DriverConfig {
         DriverConfig {
             kubeconfig: self.kubeconfig.clone(),
@@ -331,7 +360,8 @@ mod tests {
             "{e}"
         );
         // Without the flag no fact is read and no label written.
-        assert!(with(&[]).unwrap().domain_facts().unwrap().is_none());
+        assert!(!with(&[]).unwrap().reads_node_facts());
+        let topo = topoalign_profiles::get("dgx-h100").unwrap();
 
         let dir = std::env::temp_dir().join(format!("ta-drv-facts-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -342,7 +372,10 @@ mod tests {
         )
         .unwrap();
         let args = with(&["--write-domain-labels", "--domains", d.to_str().unwrap()]).unwrap();
-        let facts = args.domain_facts().unwrap().unwrap();
+        assert!(args.reads_node_facts());
+        let facts = args
+            .domain_labels(Some(args.node_facts(&topo).unwrap()))
+            .unwrap();
         let (labels, file) = facts.operator.unwrap();
         assert_eq!(file, d.display().to_string());
         assert_eq!(labels["fabric.topograph.run/tier-0"], "leaf-7");
@@ -352,7 +385,7 @@ mod tests {
         std::fs::write(&d, "labels: {example.com/rack: r1}\n").unwrap();
         let e = with(&["--write-domain-labels", "--domains", d.to_str().unwrap()])
             .unwrap()
-            .domain_facts()
+            .node_facts(&topo)
             .unwrap_err()
             .to_string();
         assert!(e.contains("d.yaml: labels.\"example.com/rack\""), "{e}");
@@ -363,7 +396,7 @@ mod tests {
             absent.to_str().unwrap(),
         ])
         .unwrap()
-        .domain_facts()
+        .node_facts(&topo)
         .unwrap_err()
         .to_string();
         assert!(

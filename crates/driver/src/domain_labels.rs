@@ -155,7 +155,7 @@ mod tests {
                 map(&[("fabric.topograph.run/tier-0", "leaf-7")]),
                 "d.yaml".into(),
             )),
-            rails: None,
+            ..NodeFacts::default()
         }
     }
 

@@ -11,7 +11,6 @@ use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use serde::Serialize;
 use topoalign_dra::PublishOptions;
 use topoalign_gang::DomainLabels;
-use topoalign_gang::RailSource;
 use topoalign_node_facts::NodeFacts;
 use topoalign_topology::Topology;
 
@@ -50,7 +49,7 @@ pub fn objects(
     topo: &Topology,
     node_name: &str,
     options: &PublishOptions,
-    rails: Option<&RailSource>,
+    rails: Option<&crate::Rails>,
 ) -> Result<Vec<DriverObject>, DriverError> {
     let opts = PublishOptions {
         generation: 1,
@@ -169,7 +168,7 @@ mod tests {
                 BTreeMap::from([("fabric.topograph.run/tier-0".into(), "leaf-7".into())]),
                 "d.yaml".into(),
             )),
-            rails: None,
+            ..NodeFacts::default()
         };
         let (patch, labels) = domain_labels("n1", &facts);
         let patch = patch.unwrap();

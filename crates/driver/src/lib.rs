@@ -51,4 +51,5 @@ pub use error::DriverError;
 pub use metrics::{Metrics, OpLabel};
 pub use mig_dynamic::ModeSource;
 pub use mig_source::{MigSource, attach_caps};
+pub use rails::Rails;
 pub use runtime::{DriverConfig, run_blocking};

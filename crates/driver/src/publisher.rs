@@ -32,7 +32,6 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use topoalign_discover::Source;
 use topoalign_dra::{DRIVER_NAME, Inventory, PublishOptions};
-use topoalign_gang::RailSource;
 use topoalign_topology::Topology;
 
 use crate::diff::{self, Memo, SyncPlan, Written};
@@ -52,7 +51,7 @@ pub(crate) struct PublisherConfig {
     /// Where the topology is read from, at start and on every rescan.
     pub source: Source,
     /// The node's rail source, resolved again on every rediscovered topology.
-    pub rails: Option<RailSource>,
+    pub rails: Option<crate::Rails>,
     /// Pair set and plain devices (the generation field is ignored: the publisher owns it).
     pub options: PublishOptions,
     /// How often the topology is rediscovered and the published pool checked.

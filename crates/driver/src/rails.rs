@@ -11,8 +11,29 @@ use std::path::Path;
 use topoalign_dra::{Inventory, PublishOptions};
 #[cfg(any(feature = "clap", test))]
 use topoalign_gang::parse_rail_source;
-use topoalign_gang::{RailSource, nic_rails};
-use topoalign_topology::Topology;
+use topoalign_gang::{RailSource, nic_rails_with};
+use topoalign_topology::{Neighbours, Topology};
+
+/// The node's rail source and the NICs' neighbours read at start (`--lldp-from`,
+/// `--ib-sysfs`, `--ibnetdiscover`), which the rules by switch and by InfiniBand subnet
+/// resolve against; empty without a neighbour source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rails {
+    /// The rail file (`--rails`).
+    pub source: RailSource,
+    /// What the NICs are cabled to.
+    pub neighbours: Neighbours,
+}
+
+impl Rails {
+    /// A rail source whose rules need no neighbours (an operator map, `nearest-gpu`).
+    pub fn without_neighbours(source: RailSource) -> Self {
+        Self {
+            source,
+            neighbours: Neighbours::default(),
+        }
+    }
+}
 
 use crate::error::DriverError;
 
@@ -33,11 +54,11 @@ pub(crate) fn read_rail_source(path: &Path) -> Result<RailSource, DriverError> {
 pub(crate) fn inventory(
     topo: &Topology,
     options: &PublishOptions,
-    rails: Option<&RailSource>,
+    rails: Option<&Rails>,
 ) -> Result<Inventory, DriverError> {
     let mut inv = Inventory::new(topo, options);
-    if let Some(src) = rails {
-        let resolved = nic_rails(topo, src)?;
+    if let Some(r) = rails {
+        let resolved = nic_rails_with(topo, &r.source, &r.neighbours)?;
         inv.set_rails(|bdf| resolved.rail_of(bdf));
     }
     Ok(inv)
@@ -70,7 +91,12 @@ mod tests {
     fn the_rule_puts_every_nic_and_pair_of_dgx_h100_on_a_rail() {
         let topo = topoalign_profiles::get("dgx-h100").unwrap();
         let src = parse_rail_source("rule: nearest-gpu\n", "rails.yaml").unwrap();
-        let inv = inventory(&topo, &PublishOptions::default(), Some(&src)).unwrap();
+        let inv = inventory(
+            &topo,
+            &PublishOptions::default(),
+            Some(&Rails::without_neighbours(src)),
+        )
+        .unwrap();
         let devices = rails_on(&inv, "n1");
         let railed: Vec<_> = devices.iter().filter(|(_, r)| r.is_some()).collect();
         assert!(
@@ -99,13 +125,53 @@ mod tests {
     fn a_map_naming_no_nic_of_the_node_is_an_error_naming_file_and_field() {
         let topo = topoalign_profiles::get("dgx-h100").unwrap();
         let src = parse_rail_source("rails: 2\nnics: {mlx5_99: 0}\n", "r.yaml").unwrap();
-        let e = inventory(&topo, &PublishOptions::default(), Some(&src))
-            .unwrap_err()
-            .to_string();
+        let e = inventory(
+            &topo,
+            &PublishOptions::default(),
+            Some(&Rails::without_neighbours(src)),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("r.yaml: nics.mlx5_99: no such NIC"), "{e}");
         let missing = read_rail_source(Path::new("/nonexistent/rails.yaml"))
             .unwrap_err()
             .to_string();
         assert!(missing.contains("/nonexistent/rails.yaml"), "{missing}");
+    }
+
+    #[test]
+    fn the_switch_rule_reads_the_neighbours_read_at_start() {
+        let topo = topoalign_profiles::get("mi300x-8").unwrap();
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/gang/");
+        let text = std::fs::read_to_string(format!("{root}rails-switch.yaml")).unwrap();
+        let src = parse_rail_source(&text, "rails-switch.yaml").unwrap();
+        // Without neighbours the rule cannot be resolved, and says so.
+        let e = inventory(
+            &topo,
+            &PublishOptions::default(),
+            Some(&Rails::without_neighbours(src.clone())),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("has no neighbour switch"), "{e}");
+        let sources = topoalign_discover::neighbours::NeighbourSources {
+            lldp: Some(topoalign_discover::neighbours::LldpFrom::File(
+                format!("{root}lldp-mi300x.json").into(),
+            )),
+            ..Default::default()
+        };
+        let (neighbours, _) =
+            topoalign_discover::neighbours::read_neighbours(&topo, &sources).unwrap();
+        let rails = Rails {
+            source: src,
+            neighbours,
+        };
+        let inv = inventory(&topo, &PublishOptions::default(), Some(&rails)).unwrap();
+        let on: std::collections::BTreeSet<i64> = rails_on(&inv, "n1")
+            .into_iter()
+            .filter(|(n, _)| n.starts_with("nic-"))
+            .filter_map(|(_, r)| r)
+            .collect();
+        assert_eq!(on, (0..8).collect(), "8 RDMA NICs on leaves r0..r7");
     }
 }

@@ -12,7 +12,6 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use topoalign_discover::Source;
 use topoalign_dra::{Inventory, PublishOptions};
-use topoalign_gang::RailSource;
 use topoalign_kubelet_plugin::{FaultHook, FaultPoint, Plugin, PluginConfig};
 use topoalign_node_facts::NodeFacts;
 use topoalign_probes::{Threads, kube_client, runtime, shutdown_signals};
@@ -37,7 +36,7 @@ pub struct DriverConfig {
     /// Which devices are published.
     pub options: PublishOptions,
     /// The node's rail source (`--rails`); `None` publishes no rail.
-    pub rails: Option<RailSource>,
+    pub rails: Option<crate::Rails>,
     /// The node's domain facts (`--fabric-from`, `--domains`), read at start, when its
     /// domain labels are to be written (`--write-domain-labels`); `None` writes no label.
     pub domain_labels: Option<NodeFacts>,

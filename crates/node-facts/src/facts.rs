@@ -1,16 +1,83 @@
 //! The node's place in the fabric, read once at start: its NVLink clique (from
-//! `nvidia-smi -q`, run or saved: `--fabric-from`), the operator's domain file
-//! (`--domains`) and each NIC's rail (`--rails`). The domain labels are written only
-//! where no other tool labelled the level ([`topoalign_gang::domain_labels`]).
+//! `nvidia-smi -q`, run or saved: `--fabric-from`), what its NICs are cabled to (LLDP:
+//! `--lldp-from`; InfiniBand ports: `--ib-sysfs`, `--ibnetdiscover`), the operator's
+//! domain file (`--domains`) and each NIC's rail (`--rails`). The leaf is derived from
+//! the neighbours; the domain labels are written only where no other tool labelled the
+//! level ([`topoalign_gang::domain_labels_with`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use topoalign_gang::{DomainInputs, DomainLabels, NicRails, domain_labels};
+use topoalign_discover::neighbours::{LldpFrom, NeighbourSources, read_neighbours};
+use topoalign_gang::{DomainInputs, DomainLabels, LeafDecision, NicRails, domain_labels_with};
 use topoalign_mig::{NodeClique, SavedOutput, node_clique, read_query};
+use topoalign_topology::{Neighbours, Topology};
 
 /// The `--fabric-from` value that runs the tool instead of reading a file.
 pub const RUN_TOOL: &str = "nvidia-smi";
+/// The `--lldp-from` value that runs lldpd's client instead of reading a file.
+pub const RUN_LLDPCTL: &str = "lldpctl";
+
+/// Where the NICs' neighbours are read (`--lldp-from`, `--ib-sysfs`, `--ibnetdiscover`);
+/// all optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct WiringFlags {
+    /// The NICs' LLDP neighbours (lldpd): `lldpctl` runs `lldpctl -f json`, a path reads
+    /// its saved output. They give the leaf (fabric.topograph.run/tier-0, written where no
+    /// other tool labels that level; over the --domains file) and the rails of a rail
+    /// file's `rule: switch`.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "lldpctl|FILE"))]
+    pub lldp_from: Option<String>,
+    /// A root whose `sys/class/infiniband` holds the node's InfiniBand ports (`/` on the
+    /// host): their subnet prefixes give the rails of `rule: ib-subnet`.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
+    pub ib_sysfs: Option<PathBuf>,
+    /// A saved `ibnetdiscover` scan naming the switch of each host port (with
+    /// `--ib-sysfs`): the leaf and the rails of `rule: switch` on InfiniBand.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
+    pub ibnetdiscover: Option<PathBuf>,
+}
+
+impl WiringFlags {
+    /// Whether any neighbour source is given.
+    pub fn any(&self) -> bool {
+        self.lldp_from.is_some() || self.ib_sysfs.is_some() || self.ibnetdiscover.is_some()
+    }
+}
+
+/// What the NICs are cabled to, as read at start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Wiring {
+    /// Each NIC's neighbours.
+    pub neighbours: Neighbours,
+    /// What could not be matched to a NIC, in words.
+    pub warnings: Vec<String>,
+}
+
+/// The NICs' neighbours of `topo` from the sources `flags` name (`None` when none is).
+pub fn read_wiring(flags: &WiringFlags, topo: &Topology) -> Result<Option<Wiring>, FactsError> {
+    if !flags.any() {
+        return Ok(None);
+    }
+    let sources = NeighbourSources {
+        lldp: flags.lldp_from.as_ref().map(|f| {
+            if f == RUN_LLDPCTL {
+                LldpFrom::Run(RUN_LLDPCTL.into())
+            } else {
+                LldpFrom::File(PathBuf::from(f))
+            }
+        }),
+        ib_root: flags.ib_sysfs.clone(),
+        ibnetdiscover: flags.ibnetdiscover.clone(),
+    };
+    let (neighbours, warnings) =
+        read_neighbours(topo, &sources).map_err(|e| FactsError::Neighbours(Box::new(e)))?;
+    Ok(Some(Wiring {
+        neighbours,
+        warnings,
+    }))
+}
 
 /// What the node says about its place in the fabric.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -21,6 +88,10 @@ pub struct NodeFacts {
     pub operator: Option<(BTreeMap<String, String>, String)>,
     /// Each physical NIC's rail, when a rail source is given.
     pub rails: Option<NicRails>,
+    /// The NICs' neighbours, when a source was given.
+    pub wiring: Option<Wiring>,
+    /// The leaf derived from the neighbours, when any was read.
+    pub leaf: Option<LeafDecision>,
 }
 
 /// Why the node's facts could not be read.
@@ -55,6 +126,9 @@ pub enum FactsError {
     /// The domain file or the rail source is malformed or does not fit the node.
     #[error(transparent)]
     Gang(#[from] topoalign_gang::GangError),
+    /// The NICs' neighbours (`--lldp-from`, `--ib-sysfs`, `--ibnetdiscover`) did not read.
+    #[error(transparent)]
+    Neighbours(Box<topoalign_discover::neighbours::NeighbourError>),
 }
 
 fn read(flag: &'static str, path: &Path) -> Result<String, FactsError> {
@@ -97,14 +171,60 @@ pub fn read_domains(
     Ok((file.for_node(node), name))
 }
 
-/// The rails of the NICs of `topo` from the rail source at `path` (`--rails`).
+/// The rails of the NICs of `topo` from the rail source at `path` (`--rails`); the rules
+/// by switch or InfiniBand subnet read the NICs' neighbours in `wiring`.
 pub fn read_rails(
     path: &Path,
-    topo: &topoalign_topology::Topology,
+    topo: &Topology,
+    wiring: Option<&Wiring>,
 ) -> Result<NicRails, FactsError> {
     let name = path.display().to_string();
     let src = topoalign_gang::parse_rail_source(&read("--rails", path)?, &name)?;
-    Ok(topoalign_gang::nic_rails(topo, &src)?)
+    let none = Neighbours::default();
+    let neighbours = wiring.map_or(&none, |w| &w.neighbours);
+    Ok(topoalign_gang::nic_rails_with(topo, &src, neighbours)?)
+}
+
+/// Where a node's facts come from: the flags of the agent and of the driver.
+#[derive(Debug, Clone, Copy)]
+pub struct FactSources<'a> {
+    /// `--fabric-from`.
+    pub fabric_from: Option<&'a str>,
+    /// `--domains`.
+    pub domains: Option<&'a Path>,
+    /// `--rails`.
+    pub rails: Option<&'a Path>,
+    /// `--lldp-from`, `--ib-sysfs`, `--ibnetdiscover`.
+    pub wiring: &'a WiringFlags,
+    /// The `nvidia-smi` binary `--fabric-from nvidia-smi` runs.
+    pub program: &'a str,
+}
+
+/// Every fact of node `node` (topology `topo`) the sources name: the clique, the
+/// operator's labels, the rails (resolved with the neighbours) and the leaf derived from
+/// the neighbours (on the railed NICs where rails are known).
+pub fn read_facts(
+    node: &str,
+    topo: &Topology,
+    from: FactSources<'_>,
+) -> Result<NodeFacts, FactsError> {
+    let wiring = read_wiring(from.wiring, topo)?;
+    let rails = from
+        .rails
+        .map(|p| read_rails(p, topo, wiring.as_ref()))
+        .transpose()?;
+    Ok(NodeFacts {
+        clique: from
+            .fabric_from
+            .map(|f| read_clique(f, from.program))
+            .transpose()?,
+        operator: from.domains.map(|p| read_domains(p, node)).transpose()?,
+        leaf: wiring
+            .as_ref()
+            .map(|w| topoalign_gang::derive_leaf(topo, &w.neighbours, rails.as_ref())),
+        wiring,
+        rails,
+    })
 }
 
 impl NodeFacts {
@@ -121,7 +241,8 @@ impl NodeFacts {
             None => (&none, ""),
         };
         let clique = self.clique.as_ref().and_then(|(c, _)| c.value());
-        let mut out = domain_labels(
+        let derived: Vec<_> = self.leaf.iter().filter_map(LeafDecision::label).collect();
+        let mut out = domain_labels_with(
             DomainInputs {
                 existing,
                 owned,
@@ -129,7 +250,16 @@ impl NodeFacts {
                 operator,
             },
             file,
+            &derived,
         );
+        if let Some(leaf) = &self.leaf
+            && leaf.value.is_none()
+        {
+            out.notes
+                .push(format!("no leaf from the NICs' neighbours: {}", leaf.why));
+        }
+        out.notes
+            .extend(self.wiring.iter().flat_map(|w| w.warnings.iter().cloned()));
         if let Some((c, source)) = &self.clique
             && let Some(why) = c.why_none()
         {
@@ -139,9 +269,10 @@ impl NodeFacts {
         out
     }
 
-    /// Whether any domain fact was given (`--fabric-from` or `--domains`).
+    /// Whether any domain fact was given (`--fabric-from`, `--domains`, or a neighbour
+    /// source the leaf is derived from).
     pub fn has_domains(&self) -> bool {
-        self.clique.is_some() || self.operator.is_some()
+        self.clique.is_some() || self.operator.is_some() || self.leaf.is_some()
     }
 }
 
@@ -224,7 +355,7 @@ mod tests {
                 BTreeMap::from([("fabric.topograph.run/tier-0".into(), "leaf-7".into())]),
                 "d.yaml".into(),
             )),
-            rails: None,
+            ..NodeFacts::default()
         };
         assert!(facts.has_domains());
         let out = facts.labels(&BTreeMap::new(), &BTreeSet::new());
@@ -238,5 +369,70 @@ mod tests {
         assert!(!out.write.contains_key("fabric.topograph.run/tier-0"));
         assert!(out.notes[0].contains("already has network.topology.nvidia.com/leaf=leaf-1"));
         assert!(!NodeFacts::default().has_domains());
+    }
+
+    #[test]
+    fn neighbours_give_the_rails_and_the_leaf_over_the_operators_file() {
+        let topo = topoalign_profiles::get("mi300x-8").unwrap();
+        let gang = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/gang");
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("d.yaml");
+        std::fs::write(&d, "labels: {fabric.topograph.run/tier-0: leaf-x}\n").unwrap();
+        let wiring = WiringFlags {
+            lldp_from: Some(format!("{gang}/lldp-mi300x.json")),
+            ..WiringFlags::default()
+        };
+        let rails = std::path::PathBuf::from(format!("{gang}/rails-switch.yaml"));
+        let from = FactSources {
+            fabric_from: None,
+            domains: Some(&d),
+            rails: Some(&rails),
+            wiring: &wiring,
+            program: "unused",
+        };
+        let facts = read_facts("n1", &topo, from).unwrap();
+        let r = facts.rails.as_ref().unwrap();
+        let on: BTreeSet<u32> = (0..topo.nics.len())
+            .filter_map(|i| r.rail_of(topo.nic_bdf(i)))
+            .collect();
+        assert_eq!(on, (0..8).collect(), "8 NICs on the leaves r0..r7");
+        let leaf = facts.leaf.as_ref().unwrap();
+        let value = leaf.value.clone().unwrap();
+        let out = facts.labels(&BTreeMap::new(), &BTreeSet::new());
+        assert_eq!(out.write["fabric.topograph.run/tier-0"], value);
+        assert!(
+            out.notes
+                .iter()
+                .any(|n| n.starts_with("fabric.topograph.run/tier-0=leaf-x (")
+                    && n.contains("not written")),
+            "{:?}",
+            out.notes
+        );
+        // No neighbour source: nothing read, the file's leaf is written.
+        let plain = FactSources {
+            rails: None,
+            wiring: &WiringFlags::default(),
+            ..from
+        };
+        let facts = read_facts("n1", &topo, plain).unwrap();
+        assert!(facts.wiring.is_none() && facts.leaf.is_none());
+        let out = facts.labels(&BTreeMap::new(), &BTreeSet::new());
+        assert_eq!(out.write["fabric.topograph.run/tier-0"], "leaf-x");
+        // A missing LLDP file names the flag's file.
+        let bad = WiringFlags {
+            lldp_from: Some("/nonexistent/lldp.json".into()),
+            ..WiringFlags::default()
+        };
+        let e = read_facts(
+            "n1",
+            &topo,
+            FactSources {
+                wiring: &bad,
+                ..from
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("/nonexistent/lldp.json"), "{e}");
     }
 }

@@ -200,6 +200,7 @@ async fn once_with_node_facts_labels_domains_and_publishes_rails() {
         )),
         operator: Some((operator, "domains.yaml".into())),
         rails: Some(topoalign_gang::nic_rails(&cfg.topology, &rails).unwrap()),
+        ..NodeFacts::default()
     };
     let out = run_once(&cfg).await.unwrap();
     assert_eq!(out.labels["nvidia.com/gpu.clique"], "uuid-1.4");

@@ -28,13 +28,23 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let what = args.source().describe();
     let mut config = args.config();
-    config.rails = args.rail_source()?;
-    config.domain_labels = args.domain_facts()?;
-    if args.mig_source() != MigSource::None || profile_geometry(&args).is_some() {
-        // The MIG layout is joined to the topology once, at start.
-        let d = load(&args.topology, args.source())?;
-        config.options.mig = mig_layout(&args, &d.topology)?;
+    let needs_mig = args.mig_source() != MigSource::None || profile_geometry(&args).is_some();
+    // The MIG layout, the NICs' neighbours and the leaf are read on the topology once, at
+    // start.
+    let start = if needs_mig || args.reads_node_facts() {
+        Some(load(&args.topology, args.source())?.topology)
+    } else {
+        None
+    };
+    let facts = match (&start, args.reads_node_facts()) {
+        (Some(topo), true) => Some(args.node_facts(topo)?),
+        _ => None,
+    };
+    if let Some(topo) = start.as_ref().filter(|_| needs_mig) {
+        config.options.mig = mig_layout(&args, topo)?;
     }
+    config.rails = args.rails_input(facts.as_ref())?;
+    config.domain_labels = args.domain_labels(facts);
     topoalign_driver::run_blocking(config)
         .with_context(|| format!("driver for node {:?} ({what})", args.node_name))?;
     Ok(ExitCode::SUCCESS)
@@ -46,11 +56,15 @@ fn dry(args: &Args) -> anyhow::Result<ExitCode> {
         mig: mig_layout(args, &d.topology)?,
         ..args.publish_options()
     };
-    let rails = args.rail_source()?;
-    let facts = args.domain_facts()?;
+    let facts = if args.reads_node_facts() {
+        Some(args.node_facts(&d.topology)?)
+    } else {
+        None
+    };
+    let rails = args.rails_input(facts.as_ref())?;
     let mut objects = dry_run::objects(&d.topology, &args.node_name, &options, rails.as_ref())
         .with_context(|| format!("node {:?}", args.node_name))?;
-    if let Some(facts) = &facts {
+    if let Some(facts) = &args.domain_labels(facts) {
         let (patch, labels) = dry_run::domain_labels(&args.node_name, facts);
         objects.extend(patch);
         for n in &labels.notes {

@@ -5,13 +5,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use serde::Serialize;
 use topoalign_discover::Source;
-use topoalign_discover::neighbours::{LldpFrom, NeighbourSources, read_neighbours};
-use topoalign_gang::{
-    LeafDecision, NicRails, derive_leaf, neighbour_switch, nic_rails_with, parse_rail_source,
-};
+use topoalign_gang::{LeafDecision, NicRails, derive_leaf, neighbour_switch};
+use topoalign_node_facts::{WiringFlags, read_rails, read_wiring};
 use topoalign_render::Table;
 use topoalign_topology::{Neighbours, Topology};
 
@@ -21,25 +18,16 @@ use crate::source::{TopologyArgs, load};
 /// Arguments.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  topoalign rails --profile mi300x-8 --lldp deploy/gang/lldp-mi300x.json --rails deploy/gang/rails-switch.yaml\n  topoalign rails --profile mi300x-8 --lldp deploy/gang/lldp-mi300x.json -o json\n\nRail files: deploy/gang/rails.yaml (nearest-gpu or an operator map) and\ndeploy/gang/rails-switch.yaml (rule: switch, switches or switchPattern; rule: ib-subnet)."
+    after_help = "Examples:\n  topoalign rails --profile mi300x-8 --lldp-from deploy/gang/lldp-mi300x.json --rails deploy/gang/rails-switch.yaml\n  topoalign rails --profile mi300x-8 --lldp-from deploy/gang/lldp-mi300x.json -o json\n\nRail files: deploy/gang/rails.yaml (nearest-gpu or an operator map) and\ndeploy/gang/rails-switch.yaml (rule: switch, switches or switchPattern; rule: ib-subnet)."
 )]
 pub(crate) struct Args {
     /// Where to read the topology (default: sysfs of this host, `/`).
     #[command(flatten)]
     topology: TopologyArgs,
-    /// A saved `lldpctl -f json` (or `-f json0`) output.
-    #[arg(long, value_name = "FILE", conflicts_with = "lldpctl")]
-    lldp: Option<PathBuf>,
-    /// Run `lldpctl -f json` on this host.
-    #[arg(long)]
-    lldpctl: bool,
-    /// Read InfiniBand ports (state, LID, SM LID, subnet prefix) under DIR's
-    /// `sys/class/infiniband` (default: the --sysfs-root, when given).
-    #[arg(long, value_name = "DIR")]
-    ib_sysfs: Option<PathBuf>,
-    /// A saved `ibnetdiscover` output: the switch at the other end of each IB port.
-    #[arg(long, value_name = "FILE")]
-    ibnetdiscover: Option<PathBuf>,
+    /// What the NICs are cabled to, as `topoalign agent` and `topoalign driver` read it
+    /// (`--ib-sysfs` defaults to the `--sysfs-root`, when given).
+    #[command(flatten)]
+    wiring: WiringFlags,
     /// A rail source (YAML or JSON): an operator map, or a rule (nearest-gpu, switch,
     /// ib-subnet).
     #[arg(long, value_name = "FILE")]
@@ -77,37 +65,21 @@ struct Report<'a> {
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let d = load(&args.topology, Source::host())?;
     let topo = &d.topology;
-    let sources = NeighbourSources {
-        lldp: match (&args.lldp, args.lldpctl) {
-            (Some(p), _) => Some(LldpFrom::File(p.clone())),
-            (None, true) => Some(LldpFrom::Run("lldpctl".into())),
-            (None, false) => None,
-        },
-        ib_root: args
-            .ib_sysfs
-            .clone()
-            .or_else(|| args.topology.sysfs_root.clone()),
-        ibnetdiscover: args.ibnetdiscover.clone(),
-    };
-    let (neighbours, warnings) = read_neighbours(topo, &sources)?;
-    warn(&warnings);
-    let rails = match &args.rails {
-        Some(path) => {
-            let file = path.display().to_string();
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading {file}"))?;
-            Some(nic_rails_with(
-                topo,
-                &parse_rail_source(&text, &file)?,
-                &neighbours,
-            )?)
-        }
-        None => None,
-    };
-    let leaf = derive_leaf(topo, &neighbours, rails.as_ref());
+    let mut flags = args.wiring.clone();
+    if flags.ib_sysfs.is_none() {
+        flags.ib_sysfs = args.topology.sysfs_root.clone();
+    }
+    let wiring = read_wiring(&flags, topo)?.unwrap_or_default();
+    warn(&wiring.warnings);
+    let neighbours = &wiring.neighbours;
+    let rails = (args.rails.as_deref())
+        .map(|path| read_rails(path, topo, Some(&wiring)).map_err(anyhow::Error::from))
+        .transpose()?;
+    let leaf = derive_leaf(topo, neighbours, rails.as_ref());
     let report = Report {
         node: &topo.name,
-        nics: rows(topo, &neighbours, rails.as_ref()),
-        neighbours: &neighbours,
+        nics: rows(topo, neighbours, rails.as_ref()),
+        neighbours,
         rails: rails.as_ref(),
         leaf: &leaf,
     };

@@ -541,3 +541,66 @@ fn dry_run_with_domain_labels_ends_with_the_node_patch_and_notes_what_it_leaves(
         out.stderr
     );
 }
+
+#[test]
+fn dry_run_takes_rails_and_the_leaf_from_the_nics_neighbours() {
+    let gang = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/gang");
+    let lldp = gang.join("lldp-mi300x.json");
+    let rails = gang.join("rails-switch.yaml");
+    let base = [
+        "driver",
+        "--profile",
+        "mi300x-8",
+        "--node-name",
+        "n1",
+        "--lldp-from",
+        lldp.to_str().unwrap(),
+        "--rails",
+        rails.to_str().unwrap(),
+        "--dry-run",
+        "-o",
+        "json",
+    ];
+    // Rails by switch name: every NIC device on the rail of its leaf.
+    let out = run_args(&base);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let list = json(&out.stdout);
+    let items = list["items"].as_array().unwrap();
+    let rails_seen: BTreeSet<i64> = items
+        .iter()
+        .filter(|o| o["kind"] == "ResourceSlice")
+        .flat_map(|s| s["spec"]["devices"].as_array().cloned().unwrap_or_default())
+        .filter(|d| d["name"].as_str().is_some_and(|n| n.starts_with("nic-")))
+        .filter_map(|d| d["attributes"]["rail"]["int"].as_i64())
+        .collect();
+    assert_eq!(rails_seen, (0..8).collect(), "{}", out.stdout);
+    assert!(
+        !items.iter().any(|o| o["kind"] == "Node"),
+        "no label without the flag"
+    );
+    // With --write-domain-labels the neighbours also give the leaf.
+    let mut labelled = base.to_vec();
+    labelled.insert(5, "--write-domain-labels");
+    let out = run_args(&labelled);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let list = json(&out.stdout);
+    let node = list["items"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(node["kind"], "Node");
+    let leaf = node["metadata"]["labels"]["fabric.topograph.run/tier-0"]
+        .as_str()
+        .unwrap();
+    assert!(leaf.starts_with("leaf-r"), "{node}");
+    // The rule without a neighbour source cannot be resolved: a clear error.
+    let out = run_args(&[
+        "driver",
+        "--profile",
+        "mi300x-8",
+        "--node-name",
+        "n1",
+        "--rails",
+        rails.to_str().unwrap(),
+        "--dry-run",
+    ]);
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("has no neighbour switch"), "{}", out.stderr);
+}

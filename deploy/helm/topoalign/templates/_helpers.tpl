@@ -15,9 +15,10 @@ app.kubernetes.io/component: driver
 {{/* Whether the driver writes domain labels, checked: on needs a source. */}}
 {{- define "topoalign.domainLabels" -}}
 {{- $d := (.Values.driver | default dict).domainLabels | default dict -}}
+{{- $n := (.Values.driver | default dict).neighbours | default dict -}}
 {{- if $d.enabled -}}
-{{- if not (or $d.fabricFrom $d.domains) -}}
-{{- fail "driver.domainLabels.enabled: give driver.domainLabels.fabricFrom or driver.domainLabels.domains (or both)" -}}
+{{- if not (or $d.fabricFrom $d.domains $n.lldpFrom $n.ibSysfs) -}}
+{{- fail "driver.domainLabels.enabled: give driver.domainLabels.fabricFrom or driver.domainLabels.domains, or a neighbour source (driver.neighbours.lldpFrom, driver.neighbours.ibSysfs)" -}}
 {{- end -}}
 {{- if and $d.domains (not (kindIs "string" $d.domains)) -}}
 {{- fail "driver.domainLabels.domains: give the domain file as text (domains: |, then the file's lines), not a map" -}}
