@@ -78,15 +78,28 @@ for p in mi300x-8 dgx-h100; do
   #    `nvidia-smi -q` naming one NVLink clique, an operator domain file (leaf), and the
   #    rails of deploy/gang/rails.yaml. dgx-h100's node already carries Topograph's
   #    NVLink-domain label (written by kubectl, another field manager): the clique must
-  #    not be written there, the leaf must; mi300x-8's node gets both.
+  #    not be written there, the leaf must; mi300x-8's node gets both, its leaf read off
+  #    the wiring (a saved `lldpctl -f json`: one leaf per rail, the scalable unit), which
+  #    wins over the file's, and its rails by switch name (deploy/gang/rails-switch.yaml).
   make_node "$node" || { fail "podresources: node $node"; continue; }
   [ "$p" = dgx-h100 ] && K label node "$node" accelerator.topograph.run/domain=rack-a > /dev/null
   printf 'Attached GPUs : 1\nGPU 00000000:1B:00.0\n    Fabric\n        State : Completed\n        CliqueId : 4\n        ClusterUUID : e2e-cluster\n' > "$D/$p.query.txt"
   printf 'nodes:\n  %s: {fabric.topograph.run/tier-0: leaf-7}\n' "$node" > "$D/$p.domains.yaml"
+  if [ "$p" = mi300x-8 ]; then
+    wiring=(--lldp-from "$REPO_DIR/deploy/gang/lldp-mi300x.json")
+    railfile=$REPO_DIR/deploy/gang/rails-switch.yaml
+    want_leaf=$("$TOPOALIGN" rails --profile "$p" "${wiring[@]}" --rails "$railfile" -o json | jq -r '.leaf.value // ""')
+    leaf_src="read off the NICs' LLDP neighbours (over the domain file's leaf-7), rails by switch name"
+  else
+    wiring=()
+    railfile=$REPO_DIR/deploy/gang/rails.yaml
+    want_leaf=leaf-7
+    leaf_src="from the domain file"
+  fi
   mport=$(free_ports 1)
   "$TOPOALIGN" agent --profile "$p" --node "$node" --socket "$sock" --kubeconfig "$KUBECONFIG" \
     --policy restricted --interval 1 --heartbeat 5 --label-hold 0 --metrics-addr "127.0.0.1:$mport" \
-    --fabric-from "$D/$p.query.txt" --domains "$D/$p.domains.yaml" --rails "$REPO_DIR/deploy/gang/rails.yaml" > "$RUN/logs/agent-$p.log" 2>&1 &
+    --fabric-from "$D/$p.query.txt" --domains "$D/$p.domains.yaml" --rails "$railfile" "${wiring[@]}" > "$RUN/logs/agent-$p.log" 2>&1 &
   register_pid "agent-$p" $!
   t=$(now)
   if wait_until 30 "NRT $node" published_nrt "$node" "$D/$p.nrt.json"; then
@@ -126,7 +139,7 @@ for p in mi300x-8 dgx-h100; do
 
   # the domain labels, only where the level is free, and the rails in the NRT object
   node_label() { K get node "$node" -o json | jq -r --arg k "$1" '.metadata.labels[$k] // ""'; }
-  leaf_ok() { [ "$(node_label fabric.topograph.run/tier-0)" = leaf-7 ]; }
+  leaf_ok() { [ -n "$want_leaf" ] && [ "$(node_label fabric.topograph.run/tier-0)" = "$want_leaf" ]; }
   if [ "$p" = dgx-h100 ]; then
     want_clique=""; want_domain=rack-a; why="not written: Topograph's accelerator.topograph.run/domain=rack-a holds the NVLink level and is left alone"
   else
@@ -135,9 +148,9 @@ for p in mi300x-8 dgx-h100; do
   if wait_until 20 "domain labels on $node" leaf_ok &&
     [ "$(node_label nvidia.com/gpu.clique)" = "$want_clique" ] &&
     [ "$(node_label accelerator.topograph.run/domain)" = "$want_domain" ]; then
-    pass "podresources $p: domain labels: tier-0=leaf-7 from the domain file; gpu.clique '$want_clique' $why"
+    pass "podresources $p: domain labels: tier-0=$want_leaf $leaf_src; gpu.clique '$want_clique' $why"
   else
-    fail "podresources $p: domain labels on $node: $(K get node "$node" -o json | jq -c '.metadata.labels'); expected tier-0=leaf-7, gpu.clique='$want_clique', accelerator domain '$want_domain'"
+    fail "podresources $p: domain labels on $node: $(K get node "$node" -o json | jq -c '.metadata.labels'); expected tier-0='$want_leaf' ($leaf_src), gpu.clique='$want_clique', accelerator domain '$want_domain'"
   fi
   published_nrt "$node" "$D/$p.nrt-rails.json"
   rails=$(jq -r '.metadata.annotations["topoalign.dev/rails"] // "{}" | fromjson | [.nics[]] | sort | map(tostring) | join(",")' "$D/$p.nrt-rails.json" 2> /dev/null)
