@@ -12,6 +12,7 @@ use topoalign_dra::DeviceId;
 use super::{DraState, NodeSlices, held_hash};
 use crate::dra::foreign::judge_foreign;
 use crate::dra::judge::{DraVerdict, judge_with_budget};
+use crate::dra::kinds::KindPlans;
 use crate::dra::verdict::{DraNeutral, DraNode, ObjKey, Resolved};
 
 impl DraState {
@@ -82,7 +83,7 @@ impl DraState {
     pub fn judge_node(&self, claims: &Resolved, node: &str) -> DraNode {
         match self.gather(claims, node) {
             Gathered::Done(v) => v,
-            Gathered::Job(job) => job.judge(claims),
+            Gathered::Job(job) => job.judge(claims, None),
         }
     }
 
@@ -99,6 +100,7 @@ impl DraState {
         };
         Gathered::Job(Job {
             keys,
+            kind: (ns.kind, self.classes_rev),
             node: node.to_string(),
             slices: ns.slices.clone(),
             classes: if claims.foreign {
@@ -131,6 +133,9 @@ pub(crate) enum Keyed {
 /// One node's judgement, ready to run with no lock held.
 pub(crate) struct Job {
     pub(crate) keys: Keys,
+    /// The node's kind and the classes' revision: nodes whose claims can be worked out
+    /// once ([`KindPlans`]).
+    kind: (u64, u64),
     node: String,
     slices: Arc<Vec<ResourceSlice>>,
     classes: Arc<Vec<DeviceClass>>,
@@ -144,20 +149,39 @@ pub(crate) enum Gathered {
 }
 
 impl Job {
-    pub(crate) fn judge(&self, claims: &Resolved) -> DraNode {
-        let judge = if claims.foreign {
-            judge_foreign
-        } else {
-            judge_with_budget
+    /// Judges the node for the pod's claims: claims of topoalign's classes on the plan of
+    /// the node's kind when `plans` is given and the kind's plan can be worked out (the
+    /// same verdict as [`judge_with_budget`], [`crate::dra::kinds`]), else on the node's
+    /// own slices.
+    pub(crate) fn judge(&self, claims: &Resolved, plans: Option<&KindPlans>) -> DraNode {
+        let plan = plans.filter(|_| !claims.foreign).and_then(|p| {
+            p.get(
+                self.kind,
+                &claims.specs,
+                &self.classes,
+                &self.slices,
+                &self.node,
+            )
+        });
+        let verdict = match plan {
+            Some(plan) => plan.judge(&self.node, &self.taken, self.budget),
+            None => {
+                let judge = if claims.foreign {
+                    judge_foreign
+                } else {
+                    judge_with_budget
+                };
+                judge(
+                    &claims.specs,
+                    &self.classes,
+                    &self.slices,
+                    &self.node,
+                    &self.taken,
+                    self.budget,
+                )
+            }
         };
-        match judge(
-            &claims.specs,
-            &self.classes,
-            &self.slices,
-            &self.node,
-            &self.taken,
-            self.budget,
-        ) {
+        match verdict {
             Ok(DraVerdict::Fit { fit, .. }) => DraNode::Fit(fit),
             Ok(DraVerdict::Reject(m)) => DraNode::Reject(m),
             Ok(DraVerdict::Undecided(w)) => DraNode::Neutral(DraNeutral::Budget(w)),
