@@ -201,7 +201,7 @@ pub(crate) fn fit_of(
     let spoiled = pool
         .good_gpus(&before)
         .iter()
-        .filter(|g| !now.contains(*g) && !taken.contains(g.as_str()))
+        .filter(|g| !now.contains(*g) && !taken.contains(*g))
         .count();
     DraFit {
         ranks,

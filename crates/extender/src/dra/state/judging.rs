@@ -9,7 +9,7 @@ use std::sync::Arc;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use topoalign_dra::DeviceId;
 
-use super::{DraState, NodeSlices, held_hash};
+use super::{DraState, NodeSlices, held_fingerprint, held_hash};
 use crate::dra::foreign::judge_foreign;
 use crate::dra::judge::{DraVerdict, judge_with_budget};
 use crate::dra::kinds::KindPlans;
@@ -40,8 +40,8 @@ impl DraState {
     }
 
     /// The verdict cache keys of `node` for the pod's claims, or the verdict when there is
-    /// nothing to judge. Cheap: no device set is built (the held devices' fingerprints are
-    /// kept per pool), unless the pod's own claims hold devices in the node's pools.
+    /// nothing to judge. Cheap: no device set is built (the held devices' fingerprint is
+    /// kept per node), unless the pod's own claims hold devices in the node's pools.
     pub(crate) fn keys(
         &self,
         claims: &Resolved,
@@ -54,22 +54,27 @@ impl DraState {
         if !claims.foreign && ns.ours == 0 {
             return Keyed::Done(DraNode::Neutral(DraNeutral::NoSlices));
         }
+        // The pod's own claims' devices are not held from it: the pools where they are
+        // (rarely any) are fingerprinted without them.
+        let held = if own_pools.is_empty() {
+            ns.held
+        } else {
+            held_fingerprint(&ns.pools, |p| {
+                if own_pools.contains(p) {
+                    self.held.get(p).map(|m| {
+                        held_hash(
+                            m.iter()
+                                .filter(|(_, k)| !claims.own.contains(*k))
+                                .map(|(d, _)| d),
+                        )
+                    })
+                } else {
+                    self.held_hashes.get(p).copied()
+                }
+            })
+        };
         let mut h = DefaultHasher::new();
-        (ns.kind, self.classes_rev, self.budget).hash(&mut h);
-        for p in &ns.pools {
-            let held = if own_pools.contains(p) {
-                self.held.get(p).map(|m| {
-                    held_hash(
-                        m.iter()
-                            .filter(|(_, k)| !claims.own.contains(*k))
-                            .map(|(d, _)| d),
-                    )
-                })
-            } else {
-                self.held_hashes.get(p).copied()
-            };
-            held.hash(&mut h);
-        }
+        (ns.kind, self.classes_rev, self.budget, held).hash(&mut h);
         let kind = h.finish();
         let mut h = DefaultHasher::new();
         (kind, node, ns.rev).hash(&mut h);
