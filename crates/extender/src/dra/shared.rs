@@ -139,7 +139,8 @@ impl DraShared {
                 match group_of.get(&k.shared) {
                     Some(&g) => groups[g].2.push(i),
                     None => {
-                        if let Gathered::Job(job) = state.gather(claims, names[i].as_ref()) {
+                        if let Gathered::Job(job) = state.gather_keyed(claims, names[i].as_ref(), k)
+                        {
                             group_of.insert(k.shared, groups.len());
                             groups.push((i, job, Vec::new()));
                         }

@@ -96,10 +96,14 @@ impl DraState {
     /// nothing to judge), with its cache keys.
     pub(crate) fn gather(&self, claims: &Resolved, node: &str) -> Gathered {
         let own_pools = self.own_pools(&claims.own);
-        let keys = match self.keys(claims, node, &own_pools) {
-            Keyed::Done(v) => return Gathered::Done(v),
-            Keyed::Keys(k) => k,
-        };
+        match self.keys(claims, node, &own_pools) {
+            Keyed::Done(v) => Gathered::Done(v),
+            Keyed::Keys(k) => self.gather_keyed(claims, node, k),
+        }
+    }
+
+    /// [`DraState::gather`] of a node whose cache keys were just found in this state.
+    pub(crate) fn gather_keyed(&self, claims: &Resolved, node: &str, keys: Keys) -> Gathered {
         let Some(ns) = self.nodes.get(node) else {
             return Gathered::Done(DraNode::Neutral(DraNeutral::NoSlices));
         };
