@@ -18,6 +18,7 @@
 //! use); an expression outside it is an error, never a guess.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::{Device, DeviceAttribute};
 use k8s_openapi::api::resource::v1::{
@@ -193,6 +194,11 @@ impl NodeDevices {
         self.devices.iter().map(|c| &c.id)
     }
 
+    /// The device at `place` in [`NodeDevices::ids`] order.
+    pub fn id(&self, place: usize) -> Option<&DeviceId> {
+        self.devices.get(place).map(|c| &c.id)
+    }
+
     /// Number of devices considered.
     pub fn len(&self) -> usize {
         self.devices.len()
@@ -262,6 +268,12 @@ struct Plan {
     /// Per request, its alternatives.
     reqs: Vec<Vec<Alt>>,
     cons: Vec<Con>,
+    /// Selectors that could not be evaluated on a device: (device, message), in the order
+    /// the allocator evaluates them (request, alternative, device). A device with an
+    /// error is eligible for no alternative; the search reports the first error whose
+    /// device is free ([`Plan::first_error`]), as it would with the devices in use
+    /// removed.
+    errors: Vec<(usize, String)>,
 }
 
 fn class_selectors(classes: &[DeviceClass], name: &str) -> Result<Vec<Selector>, DraError> {
@@ -365,6 +377,7 @@ impl Plan {
             )
             .collect::<Result<_, _>>()?;
         let mut planned = Vec::with_capacity(reqs.len());
+        let mut errors = Vec::new();
         for r in &reqs {
             let mut alts = Vec::with_capacity(r.alts.len());
             for a in &r.alts {
@@ -372,12 +385,17 @@ impl Plan {
                 for (i, c) in node.devices.iter().enumerate() {
                     let mut pass = true;
                     for s in &a.selectors {
-                        if !s
-                            .matches(&c.id.driver, &c.device)
-                            .map_err(|e| DraError::BadClaim(e.to_string()))?
-                        {
-                            pass = false;
-                            break;
+                        match s.matches(&c.id.driver, &c.device) {
+                            Ok(true) => {}
+                            Ok(false) => {
+                                pass = false;
+                                break;
+                            }
+                            Err(e) => {
+                                errors.push((i, e.to_string()));
+                                pass = false;
+                                break;
+                            }
                         }
                     }
                     if pass {
@@ -425,7 +443,22 @@ impl Plan {
         Ok(Plan {
             reqs: planned,
             cons,
+            errors,
         })
+    }
+
+    /// The error the allocator stops at with the devices `in_use` marks removed (places
+    /// past its end are free): the first selector that cannot be evaluated on a free
+    /// device.
+    fn first_error(&self, in_use: &[bool]) -> Result<(), DraError> {
+        match self
+            .errors
+            .iter()
+            .find(|(dev, _)| !in_use.get(*dev).copied().unwrap_or(false))
+        {
+            Some((_, e)) => Err(DraError::BadClaim(e.clone())),
+            None => Ok(()),
+        }
     }
 }
 
@@ -550,6 +583,7 @@ pub fn first_fit(
     budget: u64,
 ) -> Result<Outcome, DraError> {
     let plan = Plan::new(claim, classes, node)?;
+    plan.first_error(&[])?;
     let mut s = Search::new(node, &plan, &[], budget);
     let found = s.fill(0, None, 0);
     let allocation = (found == Some(true)).then(|| {
@@ -588,27 +622,55 @@ pub struct Found {
 
 /// A claim worked out once against one node's devices, for a caller that asks it of the
 /// same devices many times with different devices in use (the fleet simulator: one per
-/// node type and claim size). [`PreparedClaim::search`] with devices in use is
-/// [`first_fit`] after [`NodeDevices::mark_in_use`] of the same devices: the same
-/// devices, the same steps, the same verdict.
+/// node type and claim size; the extender: one per node kind and pod claim in a call).
+/// [`PreparedClaim::search`] with devices in use is [`first_fit`] after
+/// [`NodeDevices::mark_in_use`] of the same devices: the same devices, the same steps,
+/// the same verdict; [`PreparedClaim::try_search`] the same errors too.
 #[derive(Debug, Clone)]
 pub struct PreparedClaim {
-    node: NodeDevices,
+    node: Arc<NodeDevices>,
     plan: Plan,
 }
 
 impl PreparedClaim {
-    /// Checks `claim` as [`first_fit`] does (the same errors) and works out its requests,
-    /// selectors and constraints against `node`'s devices.
+    /// Checks `claim` as [`first_fit`] does with every device free (the same errors) and
+    /// works out its requests, selectors and constraints against `node`'s devices.
     pub fn new(
         claim: &ResourceClaimSpec,
         classes: &[DeviceClass],
         node: &NodeDevices,
     ) -> Result<PreparedClaim, DraError> {
+        let plan = Plan::new(claim, classes, node)?;
+        plan.first_error(&[])?;
         Ok(PreparedClaim {
-            plan: Plan::new(claim, classes, node)?,
-            node: node.clone(),
+            plan,
+            node: Arc::new(node.clone()),
         })
+    }
+
+    /// Works out `claim` against `node`'s devices (shared with the caller's other
+    /// claims), keeping a selector that cannot be evaluated on a device for
+    /// [`PreparedClaim::try_search`]: whether [`first_fit`] fails on it depends on which
+    /// devices are in use. Fails as [`first_fit`] does on what does not depend on the
+    /// devices (unknown class, unparsable selector, unsupported mode, too many devices,
+    /// a bad constraint).
+    pub fn deferred(
+        claim: &ResourceClaimSpec,
+        classes: &[DeviceClass],
+        node: Arc<NodeDevices>,
+    ) -> Result<PreparedClaim, DraError> {
+        Ok(PreparedClaim {
+            plan: Plan::new(claim, classes, &node)?,
+            node,
+        })
+    }
+
+    /// [`PreparedClaim::search`], first failing where [`first_fit`] would after
+    /// [`NodeDevices::mark_in_use`] of the devices `in_use` marks: on the first selector
+    /// that cannot be evaluated on a free device.
+    pub fn try_search(&self, in_use: &[bool], budget: u64) -> Result<Found, DraError> {
+        self.plan.first_error(in_use)?;
+        Ok(self.search(in_use, budget))
     }
 
     /// The devices the claim was prepared against.
@@ -618,7 +680,9 @@ impl PreparedClaim {
 
     /// Runs the allocator's search with the devices at the places `in_use` marks true
     /// (places in [`NodeDevices::ids`] order; places past its end are free) held by
-    /// other claims, trying at most `budget` devices.
+    /// other claims, trying at most `budget` devices. A claim prepared with
+    /// [`PreparedClaim::deferred`] is searched with [`PreparedClaim::try_search`] (here a
+    /// device whose selector could not be evaluated is only passed over).
     pub fn search(&self, in_use: &[bool], budget: u64) -> Found {
         let mut s = Search::new(&self.node, &self.plan, in_use, budget);
         let found = s.fill(0, None, 0);

@@ -279,8 +279,9 @@ impl Selector {
     /// Evaluates the selector on a device of `driver`. A result that is not a bool, a
     /// missing attribute or a type mismatch is an error, as in CEL.
     pub fn matches(&self, driver: &str, device: &Device) -> Result<bool, CelError> {
-        let attrs = device.attributes.clone().unwrap_or_default();
-        match eval(&self.root, driver, &attrs) {
+        let none = BTreeMap::new();
+        let attrs = device.attributes.as_ref().unwrap_or(&none);
+        match eval(&self.root, driver, attrs) {
             Ok(Val::Bool(b)) => Ok(b),
             Ok(v) => Err(CelError {
                 expr: self.text.clone(),

@@ -12,5 +12,6 @@ mod mig_cdi;
 mod mig_dynamic;
 mod mig_pool;
 mod prepare;
+mod prepared;
 mod roce;
 mod slices;

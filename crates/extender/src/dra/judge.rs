@@ -111,14 +111,7 @@ pub fn allocate(
     for (i, claim) in claims.iter().enumerate() {
         let out = first_fit(claim, classes, &free, budget)?;
         let Some(devices) = out.allocation else {
-            if out.gave_up {
-                return Ok(Err(DraVerdict::Undecided(format!(
-                    "claim {i}: no allocation found within {budget} devices tried"
-                ))));
-            }
-            return Ok(Err(DraVerdict::Reject(format!(
-                "topoalign: claim {i} cannot be allocated on the node's free devices"
-            ))));
+            return Ok(Err(unallocated(i, out.gave_up, budget)));
         };
         let ids: BTreeSet<DeviceId> = devices
             .iter()
@@ -132,6 +125,20 @@ pub fn allocate(
         chosen.extend(ids);
     }
     Ok(Ok(chosen))
+}
+
+/// The verdict when claim `i` finds no allocation: out of `budget` when the search
+/// `gave_up`, else a rejection.
+pub(crate) fn unallocated(i: usize, gave_up: bool, budget: u64) -> DraVerdict {
+    if gave_up {
+        DraVerdict::Undecided(format!(
+            "claim {i}: no allocation found within {budget} devices tried"
+        ))
+    } else {
+        DraVerdict::Reject(format!(
+            "topoalign: claim {i} cannot be allocated on the node's free devices"
+        ))
+    }
 }
 
 /// Judges `node` for a pod's claims (in order; each claim's devices are taken before
@@ -161,6 +168,22 @@ pub fn judge_with_budget(
         Err(verdict) => return Ok(verdict),
     };
     let pool = NodePairs::of(slices, node);
+    let whole = pool.capacity(&pool.left(std::iter::empty::<&DeviceKey>()));
+    Ok(DraVerdict::Fit {
+        fit: fit_of(&pool, allocated, &chosen, whole),
+        devices: chosen,
+    })
+}
+
+/// What taking `chosen` reaches and costs on a node whose pool of the driver is `pool`,
+/// with `allocated` held by other claims and a capacity of `whole` pairs with nothing
+/// allocated.
+pub(crate) fn fit_of(
+    pool: &NodePairs,
+    allocated: &BTreeSet<DeviceId>,
+    chosen: &BTreeSet<DeviceId>,
+    whole: usize,
+) -> DraFit {
     let ours = |ids: &BTreeSet<DeviceId>| -> Vec<DeviceKey> {
         ids.iter()
             .filter(|d| d.driver == DRIVER_NAME)
@@ -168,7 +191,7 @@ pub fn judge_with_budget(
             .collect()
     };
     let held = ours(allocated);
-    let taking = ours(&chosen);
+    let taking = ours(chosen);
     let before = pool.left(&held);
     let after = pool.left(held.iter().chain(&taking));
     let ranks: Vec<i64> = taking.iter().filter_map(|k| pool.rank(k)).collect();
@@ -178,19 +201,16 @@ pub fn judge_with_budget(
     let spoiled = pool
         .good_gpus(&before)
         .iter()
-        .filter(|g| !now.contains(*g) && !taken.contains(g.as_str()))
+        .filter(|g| !now.contains(*g) && !taken.contains(*g))
         .count();
-    Ok(DraVerdict::Fit {
-        fit: DraFit {
-            ranks,
-            spoiled,
-            gpus,
-            capacity_before: pool.capacity(&before),
-            capacity_after: pool.capacity(&after),
-            capacity_whole: pool.capacity(&pool.left(std::iter::empty::<&DeviceKey>())),
-        },
-        devices: chosen,
-    })
+    DraFit {
+        ranks,
+        spoiled,
+        gpus,
+        capacity_before: pool.capacity(&before),
+        capacity_after: pool.capacity(&after),
+        capacity_whole: whole,
+    }
 }
 
 /// `10 × mean pair quality − 0.25 × spoiled` (at most 2 points), unrounded; claims

@@ -2,6 +2,7 @@
 //! ResourceSlices the DRA drivers publish.
 //!
 //! - [`judge`]: the judgement of claims on a node's slices (allocation search, scores);
+//! - [`kinds`]: one call's claims worked out once per node kind;
 //! - [`pairs`]: a node's pair devices, counters and pair capacity;
 //! - [`foreign`]: claims of other drivers (NVIDIA's GPU driver, dranet) judged on the
 //!   stock allocator's choice and the devices' NUMA/PCI attributes;
@@ -12,6 +13,7 @@
 
 pub(crate) mod foreign;
 pub(crate) mod judge;
+pub(crate) mod kinds;
 pub(crate) mod pairs;
 pub(crate) mod shared;
 pub(crate) mod state;

@@ -17,28 +17,37 @@ type CounterKey = (String, String);
 /// A device of the pool: (pool, device name).
 pub(crate) type DeviceKey = (String, String);
 
-/// One pair device: its rank (0 PIX … 4 SYS), its GPU and its counters.
+/// One pair device: its rank (0 PIX … 4 SYS), its GPU and its counters (places in
+/// [`NodePairs`]'s counters).
 #[derive(Debug, Clone)]
 struct Pair {
+    /// Its place in [`NodePairs`]'s consumptions.
+    device: usize,
     rank: i64,
     /// The GPU's PCI address (the pair's `gpuPciBusID` attribute).
     gpu: String,
     /// The counter units the pair consumes that are not its GPU's (its NIC's).
-    nic: Vec<CounterKey>,
+    nic: Vec<usize>,
     /// Its GPU's counter.
-    gpu_counter: Option<CounterKey>,
+    gpu_counter: Option<usize>,
 }
 
-/// The counters, consumptions and pair devices of one node's pools of the driver.
+/// The counters, consumptions and pair devices of one node's pools of the driver, by
+/// place: every counter named (defined or consumed) in name order, so that walking them
+/// by place walks them by name.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct NodePairs {
-    counters: BTreeMap<CounterKey, i64>,
-    consumes: BTreeMap<DeviceKey, Vec<(CounterKey, i64)>>,
-    pairs: BTreeMap<DeviceKey, Pair>,
+    /// Per counter: its units (`None`: no slice defines it as a plain integer).
+    counters: Vec<Option<i64>>,
+    /// Per device: its place in `consumes` and, for a pair device, in `pairs`.
+    devices: BTreeMap<DeviceKey, (usize, Option<usize>)>,
+    consumes: Vec<Vec<(usize, i64)>>,
+    /// Pair devices in name order.
+    pairs: Vec<Pair>,
 }
 
-/// Counter units left after the devices in use took theirs.
-pub(crate) struct Left(BTreeMap<CounterKey, i64>);
+/// Counter units left after the devices in use took theirs (by counter place).
+pub(crate) struct Left(Vec<Option<i64>>);
 
 fn attr<'a>(d: &'a Device, name: &str) -> Option<&'a DeviceAttribute> {
     let attrs = d.attributes.as_ref()?;
@@ -62,11 +71,23 @@ fn consumption(d: &Device) -> Vec<(CounterKey, i64)> {
         .collect()
 }
 
+/// A pair device as read, by counter name.
+struct NamedPair {
+    rank: i64,
+    gpu: String,
+    nic: Vec<CounterKey>,
+    gpu_counter: Option<CounterKey>,
+}
+
 impl NodePairs {
     /// The pools of the driver on `node` in `slices` (slices of other drivers and nodes
     /// are skipped; counters with a value that is not a plain integer are left out).
     pub(crate) fn of(slices: &[ResourceSlice], node: &str) -> NodePairs {
-        let mut out = NodePairs::default();
+        // Read by name first (a later slice's counter or device of the same name
+        // replaces the earlier one), then numbered.
+        let mut counters: BTreeMap<CounterKey, i64> = BTreeMap::new();
+        let mut consumes: BTreeMap<DeviceKey, Vec<(CounterKey, i64)>> = BTreeMap::new();
+        let mut pairs: BTreeMap<DeviceKey, NamedPair> = BTreeMap::new();
         let here = slices
             .iter()
             .filter(|s| s.spec.driver == DRIVER_NAME && s.spec.node_name.as_deref() == Some(node));
@@ -74,30 +95,62 @@ impl NodePairs {
             for set in s.spec.shared_counters.iter().flatten() {
                 for (c, v) in &set.counters {
                     if let Ok(n) = v.value.0.parse::<i64>() {
-                        out.counters.insert((set.name.clone(), c.clone()), n);
+                        counters.insert((set.name.clone(), c.clone()), n);
                     }
                 }
             }
             for d in s.spec.devices.iter().flatten() {
                 let key = (s.spec.pool.name.clone(), d.name.clone());
-                let consumes = consumption(d);
-                if let Some(pair) = pair_of(d, &consumes) {
-                    out.pairs.insert(key.clone(), pair);
+                let consumed = consumption(d);
+                if let Some(pair) = pair_of(d, &consumed) {
+                    pairs.insert(key.clone(), pair);
                 }
-                out.consumes.insert(key, consumes);
+                consumes.insert(key, consumed);
             }
+        }
+        let mut names: BTreeSet<&CounterKey> = counters.keys().collect();
+        names.extend(consumes.values().flatten().map(|(c, _)| c));
+        for p in pairs.values() {
+            names.extend(p.nic.iter().chain(&p.gpu_counter));
+        }
+        let place: BTreeMap<&CounterKey, usize> =
+            names.iter().enumerate().map(|(i, c)| (*c, i)).collect();
+        let at = |c: &CounterKey| place.get(c).copied().unwrap_or_default();
+        let mut out = NodePairs {
+            counters: names.iter().map(|c| counters.get(*c).copied()).collect(),
+            ..NodePairs::default()
+        };
+        for (key, consumed) in &consumes {
+            let pair = pairs.get(key).map(|p| {
+                out.pairs.push(Pair {
+                    device: out.consumes.len(),
+                    rank: p.rank,
+                    gpu: p.gpu.clone(),
+                    nic: p.nic.iter().map(at).collect(),
+                    gpu_counter: p.gpu_counter.as_ref().map(at),
+                });
+                out.pairs.len() - 1
+            });
+            out.devices.insert(key.clone(), (out.consumes.len(), pair));
+            out.consumes
+                .push(consumed.iter().map(|(c, v)| (at(c), *v)).collect());
         }
         out
     }
 
+    fn pair(&self, key: &DeviceKey) -> Option<&Pair> {
+        let (_, p) = self.devices.get(key)?;
+        self.pairs.get((*p)?)
+    }
+
     /// The rank of pair device `key`, if it is one.
     pub(crate) fn rank(&self, key: &DeviceKey) -> Option<i64> {
-        self.pairs.get(key).map(|p| p.rank)
+        self.pair(key).map(|p| p.rank)
     }
 
     /// The GPU (PCI address) of pair device `key`, if it is one.
     pub(crate) fn gpu(&self, key: &DeviceKey) -> Option<&str> {
-        self.pairs.get(key).map(|p| p.gpu.as_str())
+        self.pair(key).map(|p| p.gpu.as_str())
     }
 
     /// The counter units left when the devices `used` (pairs or plain GPUs and NICs) hold
@@ -105,8 +158,11 @@ impl NodePairs {
     pub(crate) fn left<'a>(&self, used: impl IntoIterator<Item = &'a DeviceKey>) -> Left {
         let mut left = self.counters.clone();
         for k in used {
-            for (c, v) in self.consumes.get(k).into_iter().flatten() {
-                if let Some(n) = left.get_mut(c) {
+            let Some((d, _)) = self.devices.get(k) else {
+                continue;
+            };
+            for (c, v) in &self.consumes[*d] {
+                if let Some(Some(n)) = left.get_mut(*c) {
                     *n -= v;
                 }
             }
@@ -116,38 +172,27 @@ impl NodePairs {
 
     /// Pair devices that can still be allocated with the counters `left`.
     fn free_pairs<'a>(&'a self, left: &'a Left) -> impl Iterator<Item = &'a Pair> + 'a {
-        self.pairs.iter().filter_map(move |(k, p)| {
-            let fits = self
-                .consumes
-                .get(k)
-                .into_iter()
-                .flatten()
-                .all(|(c, v)| left.0.get(c).is_some_and(|n| n >= v));
-            fits.then_some(p)
+        self.pairs.iter().filter(move |p| {
+            self.consumes[p.device]
+                .iter()
+                .all(|(c, v)| left.0.get(*c).copied().flatten().is_some_and(|n| n >= *v))
         })
     }
 
     /// GPUs (PCI address) with an allocatable pair of rank ≤ 1 (PXB or better).
-    pub(crate) fn good_gpus(&self, left: &Left) -> BTreeSet<String> {
+    pub(crate) fn good_gpus<'a>(&'a self, left: &'a Left) -> BTreeSet<&'a str> {
         self.free_pairs(left)
             .filter(|p| p.rank <= 1)
-            .map(|p| p.gpu.clone())
+            .map(|p| p.gpu.as_str())
             .collect()
     }
 
     /// GPUs whose counters are free in `before` and taken in `after`.
     pub(crate) fn gpus_taken(&self, before: &Left, after: &Left) -> usize {
-        let gpus: BTreeSet<&CounterKey> = self
-            .pairs
-            .values()
-            .filter_map(|p| p.gpu_counter.as_ref())
-            .collect();
+        let gpus: BTreeSet<usize> = self.pairs.iter().filter_map(|p| p.gpu_counter).collect();
+        let units = |l: &Left, c: usize| l.0.get(c).copied().flatten().unwrap_or(0);
         gpus.iter()
-            .filter(|c| {
-                let b = before.0.get(**c).copied().unwrap_or(0);
-                let a = after.0.get(**c).copied().unwrap_or(0);
-                a < b
-            })
+            .filter(|c| units(after, **c) < units(before, **c))
             .count()
     }
 
@@ -155,26 +200,26 @@ impl NodePairs {
     /// matching of free GPUs (one pair each) to NIC counter units (as many pairs as units
     /// left) over the allocatable pair devices.
     pub(crate) fn capacity(&self, left: &Left) -> usize {
-        let mut edges: BTreeMap<&str, BTreeSet<&CounterKey>> = BTreeMap::new();
+        let mut edges: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
         let mut unlimited: BTreeSet<&str> = BTreeSet::new();
         for p in self.free_pairs(left) {
             match p.nic.first() {
                 Some(nic) => {
-                    edges.entry(p.gpu.as_str()).or_default().insert(nic);
+                    edges.entry(p.gpu.as_str()).or_default().insert(*nic);
                 }
                 None => {
                     unlimited.insert(p.gpu.as_str());
                 }
             }
         }
-        let units = |k: &CounterKey| left.0.get(k).copied().unwrap_or(0).max(0) as usize;
-        let mut holders: BTreeMap<&CounterKey, Vec<&str>> = BTreeMap::new();
+        let units = |c: usize| left.0.get(c).copied().flatten().unwrap_or(0).max(0) as usize;
+        let mut holders: Vec<Vec<&str>> = vec![Vec::new(); self.counters.len()];
         let mut matched = unlimited.len();
         for gpu in edges.keys() {
             if unlimited.contains(gpu) {
                 continue;
             }
-            let mut seen = BTreeSet::new();
+            let mut seen = vec![false; self.counters.len()];
             if augment(gpu, &edges, &units, &mut holders, &mut seen) {
                 matched += 1;
             }
@@ -187,29 +232,28 @@ impl NodePairs {
 /// moving GPUs already matched along the way.
 fn augment<'a>(
     gpu: &'a str,
-    edges: &BTreeMap<&'a str, BTreeSet<&'a CounterKey>>,
-    units: &impl Fn(&CounterKey) -> usize,
-    holders: &mut BTreeMap<&'a CounterKey, Vec<&'a str>>,
-    seen: &mut BTreeSet<&'a CounterKey>,
+    edges: &BTreeMap<&'a str, BTreeSet<usize>>,
+    units: &impl Fn(usize) -> usize,
+    holders: &mut [Vec<&'a str>],
+    seen: &mut [bool],
 ) -> bool {
     let Some(nics) = edges.get(gpu) else {
         return false;
     };
-    for nic in nics {
-        if !seen.insert(*nic) {
+    for &nic in nics {
+        if seen[nic] {
             continue;
         }
-        let held = holders.entry(*nic).or_default();
-        if held.len() < units(nic) {
-            held.push(gpu);
+        seen[nic] = true;
+        if holders[nic].len() < units(nic) {
+            holders[nic].push(gpu);
             return true;
         }
-        let others = held.clone();
+        let others = holders[nic].clone();
         for other in others {
             if augment(other, edges, units, holders, seen) {
-                let held = holders.entry(*nic).or_default();
-                if let Some(i) = held.iter().position(|g| *g == other) {
-                    held[i] = gpu;
+                if let Some(i) = holders[nic].iter().position(|g| *g == other) {
+                    holders[nic][i] = gpu;
                 }
                 return true;
             }
@@ -218,7 +262,7 @@ fn augment<'a>(
     false
 }
 
-fn pair_of(d: &Device, consumes: &[(CounterKey, i64)]) -> Option<Pair> {
+fn pair_of(d: &Device, consumes: &[(CounterKey, i64)]) -> Option<NamedPair> {
     let rank = attr(d, topoalign_dra::attr::RANK)?.int?;
     let gpu = attr(d, topoalign_dra::attr::GPU_PCI_BUS_ID)?
         .string
@@ -229,7 +273,7 @@ fn pair_of(d: &Device, consumes: &[(CounterKey, i64)]) -> Option<Pair> {
         .iter()
         .map(|(k, _)| k.clone())
         .partition(|(_, c)| Some(c.as_str()) == gpu_counter);
-    Some(Pair {
+    Some(NamedPair {
         rank,
         gpu,
         nic,
@@ -249,7 +293,7 @@ mod tests {
     }
 
     fn devices_named(n: &NodePairs, prefix: &str) -> Vec<DeviceKey> {
-        n.consumes
+        n.devices
             .keys()
             .filter(|(_, d)| d.starts_with(prefix))
             .cloned()
@@ -262,7 +306,7 @@ mod tests {
             let n = node(profile);
             let none: [DeviceKey; 0] = [];
             assert_eq!(n.capacity(&n.left(&none)), gpus, "{profile}");
-            assert!(n.pairs.values().all(|p| p.nic.len() == 1), "{profile}");
+            assert!(n.pairs.iter().all(|p| p.nic.len() == 1), "{profile}");
         }
         assert_eq!(
             node("mi300x-8")
@@ -301,30 +345,27 @@ mod tests {
 
     /// The largest number of pairs with distinct GPUs and NIC units, by trying them all.
     fn brute_force(n: &NodePairs, left: &Left) -> usize {
-        let mut by_gpu: BTreeMap<&str, Vec<&CounterKey>> = BTreeMap::new();
+        let mut by_gpu: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for p in n.free_pairs(left) {
-            by_gpu.entry(&p.gpu).or_default().push(&p.nic[0]);
+            by_gpu.entry(&p.gpu).or_default().push(p.nic[0]);
         }
-        let gpus: Vec<&Vec<&CounterKey>> = by_gpu.values().collect();
-        fn go(
-            i: usize,
-            gpus: &[&Vec<&CounterKey>],
-            units: &mut BTreeMap<CounterKey, i64>,
-        ) -> usize {
+        let gpus: Vec<&Vec<usize>> = by_gpu.values().collect();
+        fn go(i: usize, gpus: &[&Vec<usize>], units: &mut [i64]) -> usize {
             if i == gpus.len() {
                 return 0;
             }
             let mut best = go(i + 1, gpus, units);
             for nic in gpus[i] {
                 if units[*nic] > 0 {
-                    *units.get_mut(*nic).unwrap() -= 1;
+                    units[*nic] -= 1;
                     best = best.max(1 + go(i + 1, gpus, units));
-                    *units.get_mut(*nic).unwrap() += 1;
+                    units[*nic] += 1;
                 }
             }
             best
         }
-        go(0, &gpus, &mut left.0.clone())
+        let mut units: Vec<i64> = left.0.iter().map(|u| u.unwrap_or(0)).collect();
+        go(0, &gpus, &mut units)
     }
 
     #[test]
@@ -340,7 +381,7 @@ mod tests {
         };
         for profile in ["mi300x-8", "gb300-4"] {
             let n = node(profile);
-            let all: Vec<DeviceKey> = n.consumes.keys().cloned().collect();
+            let all: Vec<DeviceKey> = n.devices.keys().cloned().collect();
             let mut sizes = BTreeSet::new();
             for _ in 0..300 {
                 let used: Vec<DeviceKey> =

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::dra::kinds::KindPlans;
 use crate::dra::state::{DraState, Gathered, Job, Keyed};
 use crate::dra::verdict::{DraNeutral, DraNode, PodClaims, Resolved, shareable};
 
@@ -138,7 +139,8 @@ impl DraShared {
                 match group_of.get(&k.shared) {
                     Some(&g) => groups[g].2.push(i),
                     None => {
-                        if let Gathered::Job(job) = state.gather(claims, names[i].as_ref()) {
+                        if let Gathered::Job(job) = state.gather_keyed(claims, names[i].as_ref(), k)
+                        {
                             group_of.insert(k.shared, groups.len());
                             groups.push((i, job, Vec::new()));
                         }
@@ -148,7 +150,8 @@ impl DraShared {
         }
         let mut fresh: Vec<((u64, u64), Arc<DraNode>)> = Vec::new();
         let mut alone = Vec::new();
-        let judged = judge_jobs(&groups, claims, deadline);
+        let plans = KindPlans::default();
+        let judged = judge_jobs(&groups, claims, &plans, deadline);
         for ((first, job, others), judged) in groups.iter().zip(judged) {
             let Some(judged) = judged else {
                 continue;
@@ -180,7 +183,7 @@ impl DraShared {
                 let judged = Arc::new(match g {
                     Gathered::Done(v) => v,
                     Gathered::Job(job) => {
-                        let v = job.judge(claims);
+                        let v = job.judge(claims, Some(&plans));
                         let key = if shareable(&v) {
                             job.keys.shared
                         } else {
@@ -225,6 +228,7 @@ const MAX_THREADS: usize = 8;
 fn judge_jobs(
     groups: &[(usize, Job, Vec<usize>)],
     claims: &Resolved,
+    plans: &KindPlans,
     deadline: Option<Instant>,
 ) -> Vec<Option<DraNode>> {
     let next = AtomicUsize::new(0);
@@ -238,7 +242,7 @@ fn judge_jobs(
             if i > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
-            out.push((i, job.judge(claims)));
+            out.push((i, job.judge(claims, Some(plans))));
         }
         out
     };

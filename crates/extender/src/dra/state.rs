@@ -49,6 +49,9 @@ struct NodeSlices {
     /// What a verdict depends on in the slices, the node's own name left out
     /// ([`node_kind`]): nodes of one kind with the same devices held get the same verdict.
     kind: u64,
+    /// [`held_fingerprint`] of the pools: kept up to date as claims come and go, so that
+    /// a call reads one number per node, not every pool's.
+    held: u64,
 }
 
 impl NodeSlices {
@@ -95,6 +98,19 @@ fn node_kind(node: &str, slices: &[ResourceSlice], pools: &[(String, String)]) -
     h.finish()
 }
 
+/// The fingerprint of the devices held in a node's `pools`, from each pool's
+/// [`held_hash`] (`None`: nothing held there).
+fn held_fingerprint<'a>(
+    pools: &'a [(String, String)],
+    mut held: impl FnMut(&'a (String, String)) -> Option<u64>,
+) -> u64 {
+    let mut h = DefaultHasher::new();
+    for p in pools {
+        held(p).hash(&mut h);
+    }
+    h.finish()
+}
+
 /// The fingerprint of the devices held in one pool: their names in order.
 fn held_hash<'a>(devices: impl Iterator<Item = &'a DeviceId>) -> u64 {
     let mut h = DefaultHasher::new();
@@ -114,6 +130,8 @@ pub struct DraState {
     held: HashMap<(String, String), BTreeMap<DeviceId, ObjKey>>,
     /// [`held_hash`] of each pool in `held`.
     held_hashes: HashMap<(String, String), u64>,
+    /// The nodes whose slices name each pool.
+    pool_nodes: HashMap<(String, String), BTreeSet<String>>,
     templates: HashMap<ObjKey, Option<ResourceClaimSpec>>,
     classes: BTreeMap<String, DeviceClass>,
     /// The classes that select the driver's devices, every class, and their revision.
@@ -137,6 +155,7 @@ impl Default for DraState {
             claims: HashMap::new(),
             held: HashMap::new(),
             held_hashes: HashMap::new(),
+            pool_nodes: HashMap::new(),
             templates: HashMap::new(),
             classes: BTreeMap::new(),
             ours: Arc::default(),
@@ -221,8 +240,43 @@ impl DraState {
         slices.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         e.ours += usize::from(s.spec.driver == DRIVER_NAME);
         e.rev = self.rev;
+        let old = std::mem::take(&mut e.pools);
         e.refresh(&node);
+        self.reindex(&node, old);
         self.slice_node.insert(name, node);
+    }
+
+    /// After `node`'s pools changed from `old`: the pools' nodes and the node's
+    /// fingerprint of the devices held.
+    fn reindex(&mut self, node: &str, old: Vec<(String, String)>) {
+        let new = self
+            .nodes
+            .get(node)
+            .map(|e| e.pools.clone())
+            .unwrap_or_default();
+        for p in old.iter().filter(|p| !new.contains(p)) {
+            if let Some(nodes) = self.pool_nodes.get_mut(p) {
+                nodes.remove(node);
+                if nodes.is_empty() {
+                    self.pool_nodes.remove(p);
+                }
+            }
+        }
+        for p in new.iter().filter(|p| !old.contains(p)) {
+            self.pool_nodes
+                .entry(p.clone())
+                .or_default()
+                .insert(node.to_string());
+        }
+        self.refresh_held(node);
+    }
+
+    /// Recomputes `node`'s fingerprint of the devices held.
+    fn refresh_held(&mut self, node: &str) {
+        let hashes = &self.held_hashes;
+        if let Some(e) = self.nodes.get_mut(node) {
+            e.held = held_fingerprint(&e.pools, |p| hashes.get(p).copied());
+        }
     }
 
     /// Forgets a slice by name.
@@ -239,11 +293,13 @@ impl DraState {
                 .filter(|s| s.spec.driver == DRIVER_NAME)
                 .count();
             e.rev = self.rev;
+            let old = std::mem::take(&mut e.pools);
             if e.slices.is_empty() {
                 self.nodes.remove(&node);
             } else {
                 e.refresh(&node);
             }
+            self.reindex(&node, old);
         }
     }
 
@@ -315,15 +371,25 @@ impl DraState {
         }
     }
 
-    /// Recomputes one pool's [`held_hash`].
+    /// Recomputes one pool's [`held_hash`] and its nodes' fingerprints.
     fn rehash_held(&mut self, pool: (String, String)) {
         match self.held.get(&pool) {
             Some(m) => {
-                self.held_hashes.insert(pool, held_hash(m.keys()));
+                self.held_hashes.insert(pool.clone(), held_hash(m.keys()));
             }
             None => {
                 self.held_hashes.remove(&pool);
             }
+        }
+        let nodes: Vec<String> = self
+            .pool_nodes
+            .get(&pool)
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
+        for n in nodes {
+            self.refresh_held(&n);
         }
     }
 

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use topoalign_dra::DeviceId;
 
-use super::{DraState, NodeSlices, held_hash};
+use super::{DraState, NodeSlices, held_fingerprint, held_hash};
 use crate::dra::foreign::judge_foreign;
 use crate::dra::judge::{DraVerdict, judge_with_budget};
+use crate::dra::kinds::KindPlans;
 use crate::dra::verdict::{DraNeutral, DraNode, ObjKey, Resolved};
 
 impl DraState {
@@ -39,8 +40,8 @@ impl DraState {
     }
 
     /// The verdict cache keys of `node` for the pod's claims, or the verdict when there is
-    /// nothing to judge. Cheap: no device set is built (the held devices' fingerprints are
-    /// kept per pool), unless the pod's own claims hold devices in the node's pools.
+    /// nothing to judge. Cheap: no device set is built (the held devices' fingerprint is
+    /// kept per node), unless the pod's own claims hold devices in the node's pools.
     pub(crate) fn keys(
         &self,
         claims: &Resolved,
@@ -53,22 +54,27 @@ impl DraState {
         if !claims.foreign && ns.ours == 0 {
             return Keyed::Done(DraNode::Neutral(DraNeutral::NoSlices));
         }
+        // The pod's own claims' devices are not held from it: the pools where they are
+        // (rarely any) are fingerprinted without them.
+        let held = if own_pools.is_empty() {
+            ns.held
+        } else {
+            held_fingerprint(&ns.pools, |p| {
+                if own_pools.contains(p) {
+                    self.held.get(p).map(|m| {
+                        held_hash(
+                            m.iter()
+                                .filter(|(_, k)| !claims.own.contains(*k))
+                                .map(|(d, _)| d),
+                        )
+                    })
+                } else {
+                    self.held_hashes.get(p).copied()
+                }
+            })
+        };
         let mut h = DefaultHasher::new();
-        (ns.kind, self.classes_rev, self.budget).hash(&mut h);
-        for p in &ns.pools {
-            let held = if own_pools.contains(p) {
-                self.held.get(p).map(|m| {
-                    held_hash(
-                        m.iter()
-                            .filter(|(_, k)| !claims.own.contains(*k))
-                            .map(|(d, _)| d),
-                    )
-                })
-            } else {
-                self.held_hashes.get(p).copied()
-            };
-            held.hash(&mut h);
-        }
+        (ns.kind, self.classes_rev, self.budget, held).hash(&mut h);
         let kind = h.finish();
         let mut h = DefaultHasher::new();
         (kind, node, ns.rev).hash(&mut h);
@@ -82,7 +88,7 @@ impl DraState {
     pub fn judge_node(&self, claims: &Resolved, node: &str) -> DraNode {
         match self.gather(claims, node) {
             Gathered::Done(v) => v,
-            Gathered::Job(job) => job.judge(claims),
+            Gathered::Job(job) => job.judge(claims, None),
         }
     }
 
@@ -90,15 +96,20 @@ impl DraState {
     /// nothing to judge), with its cache keys.
     pub(crate) fn gather(&self, claims: &Resolved, node: &str) -> Gathered {
         let own_pools = self.own_pools(&claims.own);
-        let keys = match self.keys(claims, node, &own_pools) {
-            Keyed::Done(v) => return Gathered::Done(v),
-            Keyed::Keys(k) => k,
-        };
+        match self.keys(claims, node, &own_pools) {
+            Keyed::Done(v) => Gathered::Done(v),
+            Keyed::Keys(k) => self.gather_keyed(claims, node, k),
+        }
+    }
+
+    /// [`DraState::gather`] of a node whose cache keys were just found in this state.
+    pub(crate) fn gather_keyed(&self, claims: &Resolved, node: &str, keys: Keys) -> Gathered {
         let Some(ns) = self.nodes.get(node) else {
             return Gathered::Done(DraNode::Neutral(DraNeutral::NoSlices));
         };
         Gathered::Job(Job {
             keys,
+            kind: (ns.kind, self.classes_rev),
             node: node.to_string(),
             slices: ns.slices.clone(),
             classes: if claims.foreign {
@@ -131,6 +142,9 @@ pub(crate) enum Keyed {
 /// One node's judgement, ready to run with no lock held.
 pub(crate) struct Job {
     pub(crate) keys: Keys,
+    /// The node's kind and the classes' revision: nodes whose claims can be worked out
+    /// once ([`KindPlans`]).
+    kind: (u64, u64),
     node: String,
     slices: Arc<Vec<ResourceSlice>>,
     classes: Arc<Vec<DeviceClass>>,
@@ -144,20 +158,39 @@ pub(crate) enum Gathered {
 }
 
 impl Job {
-    pub(crate) fn judge(&self, claims: &Resolved) -> DraNode {
-        let judge = if claims.foreign {
-            judge_foreign
-        } else {
-            judge_with_budget
+    /// Judges the node for the pod's claims: claims of topoalign's classes on the plan of
+    /// the node's kind when `plans` is given and the kind's plan can be worked out (the
+    /// same verdict as [`judge_with_budget`], [`crate::dra::kinds`]), else on the node's
+    /// own slices.
+    pub(crate) fn judge(&self, claims: &Resolved, plans: Option<&KindPlans>) -> DraNode {
+        let plan = plans.filter(|_| !claims.foreign).and_then(|p| {
+            p.get(
+                self.kind,
+                &claims.specs,
+                &self.classes,
+                &self.slices,
+                &self.node,
+            )
+        });
+        let verdict = match plan {
+            Some(plan) => plan.judge(&self.node, &self.taken, self.budget),
+            None => {
+                let judge = if claims.foreign {
+                    judge_foreign
+                } else {
+                    judge_with_budget
+                };
+                judge(
+                    &claims.specs,
+                    &self.classes,
+                    &self.slices,
+                    &self.node,
+                    &self.taken,
+                    self.budget,
+                )
+            }
         };
-        match judge(
-            &claims.specs,
-            &self.classes,
-            &self.slices,
-            &self.node,
-            &self.taken,
-            self.budget,
-        ) {
+        match verdict {
             Ok(DraVerdict::Fit { fit, .. }) => DraNode::Fit(fit),
             Ok(DraVerdict::Reject(m)) => DraNode::Reject(m),
             Ok(DraVerdict::Undecided(w)) => DraNode::Neutral(DraNeutral::Budget(w)),
