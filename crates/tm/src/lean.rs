@@ -154,26 +154,68 @@ struct LeanPlan {
     comparison: MaskComparison,
 }
 
-/// A pod read once against a prepared node for many lean admissions.
+/// A pod read once against a prepared node (which it keeps) for many lean admissions.
 #[derive(Debug, Clone)]
 pub struct LeanPod<'p> {
-    node: &'p Prepared<'p>,
+    node: Prepared<'p>,
     pod: &'p Pod,
     path: Path,
 }
 
-impl<'p> Prepared<'p> {
-    /// Reads `pod` once for [`LeanPod::state`] and [`LeanState::admit`].
-    pub fn lean(&'p self, pod: &'p Pod) -> LeanPod<'p> {
-        LeanPod {
-            node: self,
-            pod,
-            path: self
-                .lean_plan(pod)
-                .map_or(Path::Full, |p| Path::Lean(Box::new(p))),
-        }
+impl<'p> LeanPod<'p> {
+    /// Reads `pod` once on `node` for [`LeanPod::state`] and [`LeanState::admit`].
+    pub fn new(node: Prepared<'p>, pod: &'p Pod) -> Self {
+        let path = node
+            .lean_plan(pod)
+            .map_or(Path::Full, |p| Path::Lean(Box::new(p)));
+        LeanPod { node, pod, path }
     }
 
+    /// The prepared node.
+    pub fn prepared(&self) -> &Prepared<'p> {
+        &self.node
+    }
+
+    /// The pod.
+    pub fn pod(&self) -> &'p Pod {
+        self.pod
+    }
+}
+
+impl LeanPod<'_> {
+    /// [`Prepared::relevant_usage`] of the pod, read with its pools made once.
+    pub fn relevant_usage(&self, usage: &Usage) -> Usage {
+        let Path::Lean(plan) = &self.path else {
+            return self.node.relevant_usage(self.pod, usage);
+        };
+        let topo = self.node.topology;
+        let valid = usage.gpus.iter().all(|b| topo.gpu_index(*b).is_some())
+            && usage.nics.iter().all(|b| topo.nic_index(*b).is_some())
+            && check_usage_cpus(usage, &self.node.cpus).is_ok();
+        if !valid {
+            return usage.clone();
+        }
+        let held = |list: &[Bdf], gpus: bool| -> Vec<Bdf> {
+            let mut out: Vec<Bdf> = (list.iter().copied())
+                .filter(|b| {
+                    (plan.pools.iter())
+                        .any(|p| p.pool.holds_gpus() == gpus && p.pool.device(*b).is_some())
+                })
+                .collect();
+            out.sort_unstable();
+            out.dedup();
+            out
+        };
+        // The lean path has no static CPU manager: no CPU is read.
+        Usage {
+            gpus: held(&usage.gpus, true),
+            nics: held(&usage.nics, false),
+            ..Usage::default()
+        }
+    }
+}
+
+impl Prepared<'_> {
     fn lean_plan(&self, pod: &Pod) -> Option<LeanPlan> {
         let tm = self.tm.as_ref().ok()?;
         if self.reserved_cpus.is_some() || self.memory.is_some() {
@@ -230,8 +272,8 @@ impl<'p> Prepared<'p> {
 
 /// One node state for the draws of a [`LeanPod`].
 #[derive(Debug, Clone)]
-pub struct LeanState<'a> {
-    lean: &'a LeanPod<'a>,
+pub struct LeanState<'a, 'p> {
+    lean: &'a LeanPod<'p>,
     usage: &'a Usage,
     /// Per pool: the devices `usage` holds.
     used: Vec<Bits>,
@@ -240,10 +282,10 @@ pub struct LeanState<'a> {
     first: Option<(TopologyHint, bool)>,
 }
 
-impl<'a> LeanPod<'a> {
+impl<'p> LeanPod<'p> {
     /// The node state `usage` for [`LeanState::admit`]; the full simulation's error where
     /// it refuses the usage (or the node's settings, or the pod).
-    pub fn state(&'a self, usage: &'a Usage) -> Result<LeanState<'a>, SimError> {
+    pub fn state<'a>(&'a self, usage: &'a Usage) -> Result<LeanState<'a, 'p>, SimError> {
         let Path::Lean(plan) = &self.path else {
             // Checked once here, as each draw would.
             self.node.simulate(self.pod, usage, 0)?;
@@ -421,7 +463,7 @@ impl LeanPlan {
     }
 }
 
-impl LeanState<'_> {
+impl LeanState<'_, '_> {
     /// The admission of draw `seed` (Go's random iteration orders and the unsorted
     /// plugins' choices): [`Brief::of`] [`Prepared::simulate`] of the same case.
     pub fn admit(&self, seed: u64) -> Result<Brief, SimError> {
@@ -429,7 +471,7 @@ impl LeanState<'_> {
         let Path::Lean(plan) = &lean.path else {
             return Ok(Brief::of(&lean.node.simulate(lean.pod, self.usage, seed)?));
         };
-        Ok(plan.admit(lean.node, self, seed))
+        Ok(plan.admit(&lean.node, self, seed))
     }
 }
 
@@ -442,7 +484,7 @@ fn rejected(out: &mut Brief, reason: &str, message: &str) {
 
 impl LeanPlan {
     /// One draw of the admission (the lean `admit` of the `simulate` module).
-    fn admit(&self, node: &Prepared<'_>, state: &LeanState<'_>, seed: u64) -> Brief {
+    fn admit(&self, node: &Prepared<'_>, state: &LeanState<'_, '_>, seed: u64) -> Brief {
         let mut out = Brief {
             admitted: true,
             reason: None,

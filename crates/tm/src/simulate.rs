@@ -27,7 +27,7 @@ use topoalign_kube_types::kubelet_settings::{ConfigError, Policy, Settings};
 use topoalign_kube_types::{TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
 
 /// Why a simulation could not run.
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
 pub enum SimError {
     /// The kubelet settings are refused.
     #[error(transparent)]

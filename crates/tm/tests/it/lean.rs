@@ -9,7 +9,7 @@
 use proptest::prelude::*;
 use topoalign_kube_types::kubelet_settings::{CpuPolicy, MemoryPolicy};
 use topoalign_rng::Rng;
-use topoalign_tm::{Brief, Pod, Prepared, Quantity, ResourceMap, Usage};
+use topoalign_tm::{Brief, LeanPod, Pod, Prepared, Quantity, ResourceMap, Usage};
 use topoalign_topology::Topology;
 
 use crate::prepared::{random_admission, random_node};
@@ -80,7 +80,8 @@ proptest! {
         let prepared = Prepared::new(&topo, &settings, &resources);
         for _ in 0..cases {
             let (pod, usage) = random_case(&mut rng, &topo);
-            let lean = prepared.lean(&pod);
+            let lean = LeanPod::new(prepared.clone(), &pod);
+            prop_assert_eq!(lean.relevant_usage(&usage), prepared.relevant_usage(&pod, &usage));
             match lean.state(&usage) {
                 Err(e) => prop_assert_eq!(Err(e), prepared.simulate(&pod, &usage, 0)),
                 Ok(state) => {
@@ -107,7 +108,7 @@ fn the_lean_cases_cover_every_answer() {
         let resources = random_resources(&mut rng);
         let prepared = Prepared::new(&topo, &settings, &resources);
         let (pod, usage) = random_case(&mut rng, &topo);
-        let lean = prepared.lean(&pod);
+        let lean = LeanPod::new(prepared.clone(), &pod);
         match lean.state(&usage).and_then(|s| s.admit(0)) {
             Ok(b) if b.admitted => admitted += 1,
             Ok(b) if b.reason.as_deref() == Some("TopologyAffinityError") => unaligned += 1,
