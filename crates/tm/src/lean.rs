@@ -95,6 +95,18 @@ impl Bits {
     fn clear_all(&mut self) {
         self.0.iter_mut().for_each(|w| *w = 0);
     }
+    fn and(&self, o: &Bits) -> Bits {
+        Bits(self.0.iter().zip(&o.0).map(|(a, b)| a & b).collect())
+    }
+    fn or(&self, o: &Bits) -> Bits {
+        Bits(self.0.iter().zip(&o.0).map(|(a, b)| a | b).collect())
+    }
+    fn and_not(&self, o: &Bits) -> Bits {
+        Bits(self.0.iter().zip(&o.0).map(|(a, b)| a & !b).collect())
+    }
+    fn or_with(&mut self, o: &Bits) {
+        self.0.iter_mut().zip(&o.0).for_each(|(a, b)| *a |= b);
+    }
     fn count(&self) -> usize {
         self.0.iter().map(|w| w.count_ones() as usize).sum()
     }
@@ -124,12 +136,12 @@ struct LeanPool {
     has_topology: bool,
     /// Devices per NUMA node id (ids up to 63), allocated ones included.
     total: [u64; 64],
-}
-
-impl LeanPool {
-    fn numa(&self, d: usize) -> Option<u32> {
-        self.pool.devices[d].numa
-    }
+    /// Every device.
+    all: Bits,
+    /// The devices of each NUMA node id, by id.
+    on: Vec<(u32, Bits)>,
+    /// The devices without a NUMA node.
+    unknown: Bits,
 }
 
 /// The lean path, or the full simulation where the lean one does not go.
@@ -232,11 +244,32 @@ impl Prepared<'_> {
                         total[n as usize] += 1;
                     }
                 }
+                let n = pool.devices.len();
+                let mut all = Bits::new(n);
+                let mut unknown = Bits::new(n);
+                let mut on: Vec<(u32, Bits)> = Vec::new();
+                for (i, d) in pool.devices.iter().enumerate() {
+                    all.set(i);
+                    match d.numa {
+                        None => unknown.set(i),
+                        Some(x) => match on.iter_mut().find(|(y, _)| *y == x) {
+                            Some((_, b)) => b.set(i),
+                            None => {
+                                let mut b = Bits::new(n);
+                                b.set(i);
+                                on.push((x, b));
+                            }
+                        },
+                    }
+                }
                 LeanPool {
                     has_topology: pool.has_topology(),
                     pool,
                     position,
                     total,
+                    all,
+                    on,
+                    unknown,
                 }
             })
             .collect();
@@ -404,30 +437,30 @@ impl LeanPlan {
         if !p.has_topology {
             return Vec::new();
         }
-        let n = p.pool.devices.len();
         let mut free = [0u64; 64];
-        let mut union = 0u64;
-        let mut reused = 0u64;
         let mut reused_mask = 0u64;
         let mut reused_outside = false;
-        for d in 0..n {
-            let held = allocated.get(d);
-            let reusable = reuse.is_some_and(|r| r.get(d));
-            if !held && let Some(x) = p.numa(d).filter(|x| *x <= NumaMask::MAX_ID) {
-                free[x as usize] += 1;
+        let mut reused = 0u64;
+        for (x, b) in &p.on {
+            if *x <= NumaMask::MAX_ID {
+                free[*x as usize] = b.and_not(allocated).count() as u64;
             }
-            if !held || reusable {
-                union += 1;
-            }
-            if reusable && let Some(x) = p.numa(d) {
-                reused += 1;
-                if x <= NumaMask::MAX_ID {
-                    reused_mask |= 1 << x;
-                } else {
-                    reused_outside = true;
+            if let Some(r) = reuse {
+                let k = b.and(r).count() as u64;
+                reused += k;
+                if k > 0 {
+                    if *x <= NumaMask::MAX_ID {
+                        reused_mask |= 1 << x;
+                    } else {
+                        reused_outside = true;
+                    }
                 }
             }
         }
+        let union = match reuse {
+            Some(r) => p.all.and_not(allocated).or(r).count(),
+            None => p.all.and_not(allocated).count(),
+        } as u64;
         if union < requested {
             return Vec::new();
         }
@@ -693,27 +726,30 @@ fn devices_to_allocate(
     if take_from(reusable.ones(), pool, taken, &mut needed, rng, scratch) {
         return Ok(());
     }
-    let available: Vec<usize> = (0..n).filter(|d| !pool.get(*d)).collect();
-    if available.len() < needed {
+    let available = p.all.and_not(pool);
+    let free = available.count();
+    if free < needed {
         return Err(AllocError(format!(
-            "requested number of devices unavailable for {}. Requested: {needed}, Available: {}",
+            "requested number of devices unavailable for {}. Requested: {needed}, Available: {free}",
             p.pool.name,
-            available.len()
         )));
     }
-    // `filterByAffinity`: 0 aligned, 1 unaligned, 2 no topology.
-    let class = |d: usize| -> u8 {
-        match affinity {
-            Some(m) if p.has_topology => match p.numa(d) {
-                None => 2,
-                Some(x) if m.is_set(x) => 0,
-                Some(_) => 1,
-            },
-            _ => 2,
+    // `filterByAffinity`: aligned, unaligned and no-topology devices.
+    let (aligned, unaligned, none) = match affinity {
+        Some(m) if p.has_topology => {
+            let mut on = Bits::new(n);
+            for (x, b) in &p.on {
+                if m.is_set(*x) {
+                    on.or_with(b);
+                }
+            }
+            let none = available.and(&p.unknown);
+            let aligned = available.and(&on);
+            let unaligned = available.and_not(&on).and_not(&p.unknown);
+            (aligned, unaligned, none)
         }
+        _ => (Bits::new(n), Bits::new(n), available.clone()),
     };
-    let of = |k: u8| available.iter().copied().filter(move |d| class(*d) == k);
-    let aligned = of(0).count();
     // Only the plugin's kind of choice matters here (not its seed).
     let allocator = p.pool.allocator;
     let short = |needed: usize| {
@@ -722,33 +758,26 @@ fn devices_to_allocate(
             required - needed
         ))
     };
-    if needed < aligned {
-        let offer = (0..n).filter(|d| taken.get(*d) || class_of(&available, *d, &class) == Some(0));
-        let pick = preferred(allocator, offer, taken, required, n);
-        let pick: Vec<usize> = of(0).filter(|d| pick.get(*d)).collect();
-        if take_from(pick.into_iter(), pool, taken, &mut needed, rng, scratch)
-            || take_from(of(0), pool, taken, &mut needed, rng, scratch)
+    if needed < aligned.count() {
+        let offer = aligned.or(taken);
+        let pick = preferred(allocator, offer.ones(), taken, required, n).and(&aligned);
+        if take_from(pick.ones(), pool, taken, &mut needed, rng, scratch)
+            || take_from(aligned.ones(), pool, taken, &mut needed, rng, scratch)
         {
             return Ok(());
         }
         return Err(short(needed));
     }
-    if take_from(of(0), pool, taken, &mut needed, rng, scratch) {
+    if take_from(aligned.ones(), pool, taken, &mut needed, rng, scratch) {
         return Ok(());
     }
-    let offer = (0..n).filter(|d| taken.get(*d) || available.binary_search(d).is_ok());
-    let pick = preferred(allocator, offer, taken, required, n);
-    let pick: Vec<usize> = available.iter().copied().filter(|d| pick.get(*d)).collect();
-    if take_from(pick.into_iter(), pool, taken, &mut needed, rng, scratch)
-        || take_from(of(1), pool, taken, &mut needed, rng, scratch)
-        || take_from(of(2), pool, taken, &mut needed, rng, scratch)
+    let offer = available.or(taken);
+    let pick = preferred(allocator, offer.ones(), taken, required, n).and(&available);
+    if take_from(pick.ones(), pool, taken, &mut needed, rng, scratch)
+        || take_from(unaligned.ones(), pool, taken, &mut needed, rng, scratch)
+        || take_from(none.ones(), pool, taken, &mut needed, rng, scratch)
     {
         return Ok(());
     }
     Err(short(needed))
-}
-
-/// The `filterByAffinity` class of `d` when it is available.
-fn class_of(available: &[usize], d: usize, class: &impl Fn(usize) -> u8) -> Option<u8> {
-    available.binary_search(&d).ok().map(|_| class(d))
 }
