@@ -317,11 +317,10 @@ pub struct LeanState<'a, 'p> {
 
 impl<'p> LeanPod<'p> {
     /// The node state `usage` for [`LeanState::admit`]; the full simulation's error where
-    /// it refuses the usage (or the node's settings, or the pod).
+    /// it refuses the usage (on the full path, each draw answers it instead).
     pub fn state<'a>(&'a self, usage: &'a Usage) -> Result<LeanState<'a, 'p>, SimError> {
         let Path::Lean(plan) = &self.path else {
-            // Checked once here, as each draw would.
-            self.node.simulate(self.pod, usage, 0)?;
+            // Each draw is the full simulation, which answers its errors.
             return Ok(LeanState {
                 lean: self,
                 usage,
