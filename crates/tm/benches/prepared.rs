@@ -2,12 +2,14 @@
 //! One admission on a node the extender sees thousands of times (issue 24): a fresh
 //! simulation (`simulate`, which prepares the node on every call) against the node
 //! prepared once (`Prepared::simulate`), on mi300x-8 with a quarter of its GPUs and NICs
-//! in use, without and with the static CPU and memory managers.
+//! in use, without and with the static CPU and memory managers; and what the extender
+//! asks per node state, four draws, in full and through the lean admission (which takes
+//! the full path under the static managers).
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use topoalign_kube_types::kubelet_settings::{CpuPolicy, MemoryPolicy, Policy, Settings};
-use topoalign_tm::{Case, Pod, Prepared, Quantity, ResourceMap, Usage, simulate};
+use topoalign_tm::{Brief, Case, LeanPod, Pod, Prepared, Quantity, ResourceMap, Usage, simulate};
 
 fn bench(c: &mut Criterion) {
     let topo = topoalign_profiles::get("mi300x-8").unwrap();
@@ -68,6 +70,25 @@ fn bench(c: &mut Criterion) {
         assert_eq!(prepared.simulate(pod, &usage, 1), simulate(&case));
         group.bench_function(BenchmarkId::new("prepared", label), |b| {
             b.iter(|| prepared.simulate(black_box(pod), &usage, 1).unwrap())
+        });
+        // What the extender does per node state: four draws, in full and lean.
+        group.bench_function(BenchmarkId::new("prepared, 4 draws", label), |b| {
+            b.iter(|| {
+                (0..4)
+                    .map(|seed| {
+                        Brief::of(&prepared.simulate(black_box(pod), &usage, seed).unwrap())
+                    })
+                    .collect::<Vec<_>>()
+            })
+        });
+        let lean = LeanPod::new(prepared.clone(), pod);
+        group.bench_function(BenchmarkId::new("lean, 4 draws", label), |b| {
+            b.iter(|| {
+                let state = lean.state(black_box(&usage)).unwrap();
+                (0..4)
+                    .map(|seed| state.admit(seed).unwrap())
+                    .collect::<Vec<_>>()
+            })
         });
     }
     group.finish();

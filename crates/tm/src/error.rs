@@ -4,7 +4,7 @@
 use thiserror::Error;
 
 /// A malformed pod, usage, resource map or case.
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
 pub enum InputError {
     /// A field with a bad value.
     #[error("{field}: {reason}")]

@@ -16,6 +16,8 @@
 //! - [`simulate`] mirrors `scope_container.go`, `scope_pod.go`, `scope_none.go`;
 //! - `merge_cases` evaluates JSON-lines merge cases for the differential test against
 //!   the kubelet's Go code;
+//! - [`LeanPod`] is the admission without its explanation, for callers judging one pod
+//!   on many node states (equal to the full one's [`Brief`]);
 //! - [`matrix`] mirrors seed 000's policy table, computed by simulation.
 
 mod admission;
@@ -31,6 +33,7 @@ mod input_files;
 /// Why a `--case`, `--pod` or `--usage` file of `TmArgs` does not read.
 #[cfg(any(feature = "clap", test))]
 pub use input_files::InputFileError;
+mod lean;
 mod matrix;
 mod matrix_run;
 mod merge;
@@ -54,6 +57,7 @@ pub use bitmask::NumaMask;
 pub use bitmask::iterate_masks;
 pub use error::InputError;
 pub use hint::{ProviderHints, TopologyHint};
+pub use lean::{Brief, LeanPod, LeanState};
 pub use matrix::{MatrixSpec, gpu_resource, seed_matrix};
 pub use matrix_run::run_matrix;
 pub use merge::{filter_providers_hints, iterate_all_provider_topology_hints, merge_permutation};

@@ -206,6 +206,61 @@ impl<'a> HintMerger<'a> {
     }
 }
 
+/// `HintMerger.Merge` over borrowed lists (the lean admission's merge, no list copied):
+/// the same answer as [`HintMerger::merge`] of the same lists.
+pub(crate) fn merge_lists(
+    numa: &NumaInfo,
+    lists: &[&[TopologyHint]],
+    comparison: MaskComparison,
+) -> TopologyHint {
+    let merger = HintMerger {
+        numa,
+        lists: Vec::new(),
+        best_non_preferred_affinity_count: (lists.iter())
+            .filter_map(|l| narrowest_mask(l))
+            .map(NumaMask::count)
+            .max()
+            .unwrap_or(0),
+        comparison,
+    };
+    let default_affinity = numa.default_affinity();
+    let mut best: Option<TopologyHint> = None;
+    // The permutations in `iterate_all_provider_topology_hints` order (the first list
+    // varies slowest), as an odometer over the lists' positions.
+    if lists.iter().all(|l| !l.is_empty()) {
+        let mut at = [0usize; 16];
+        let mut perm = [TopologyHint::any(true); 16];
+        let n = lists.len();
+        if n > at.len() {
+            let owned: Vec<Vec<TopologyHint>> = lists.iter().map(|l| l.to_vec()).collect();
+            return HintMerger::new(numa, owned, comparison).merge();
+        }
+        for (i, l) in lists.iter().enumerate() {
+            perm[i] = l[0];
+        }
+        loop {
+            let merged = merge_permutation(default_affinity, &perm[..n]);
+            best = merger.compare(best, merged);
+            // Advance the last list fastest.
+            let mut i = n;
+            loop {
+                if i == 0 {
+                    return best.unwrap_or(TopologyHint::new(default_affinity, false));
+                }
+                i -= 1;
+                at[i] += 1;
+                if at[i] < lists[i].len() {
+                    perm[i] = lists[i][at[i]];
+                    break;
+                }
+                at[i] = 0;
+                perm[i] = lists[i][0];
+            }
+        }
+    }
+    best.unwrap_or(TopologyHint::new(default_affinity, false))
+}
+
 #[cfg(test)]
 mod tests {
     //! The merge cases of kubernetes `topologymanager/policy_test.go` (REFERENCE.md §4).

@@ -27,7 +27,7 @@ use topoalign_kube_types::kubelet_settings::{ConfigError, Policy, Settings};
 use topoalign_kube_types::{TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
 
 /// Why a simulation could not run.
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
 pub enum SimError {
     /// The kubelet settings are refused.
     #[error(transparent)]
@@ -402,7 +402,6 @@ fn reject(out: &mut Outcome, reason: &str, message: &str) {
 }
 
 fn finish(out: &mut Outcome, state: &NodeState, node: &Prepared<'_>) {
-    let topo = node.topology;
     let mut used = BTreeSet::new();
     let mut gpus = Vec::new();
     let mut nics = Vec::new();
@@ -435,13 +434,22 @@ fn finish(out: &mut Outcome, state: &NodeState, node: &Prepared<'_>) {
         }
     }
     out.numa_nodes_used = used.into_iter().collect();
+    out.pairs = gpu_pairs(node, gpus, nics);
+}
+
+/// Each allocated GPU (topology index) with its best allocated NIC, by GPU.
+pub(crate) fn gpu_pairs(
+    node: &Prepared<'_>,
+    mut gpus: Vec<usize>,
+    mut nics: Vec<usize>,
+) -> Vec<GpuPair> {
+    let topo = node.topology;
     let cls = &node.classifier;
     gpus.sort_unstable();
     gpus.dedup();
     nics.sort_unstable();
     nics.dedup();
-    out.pairs = gpus
-        .iter()
+    gpus.iter()
         .map(|&g| {
             let best = cls.best_nic(g, nics.iter().copied()).map(|(n, p)| (p, n));
             let gpu_numa = topo.pci[topo.gpus[g].pci].numa_node;
@@ -466,5 +474,5 @@ fn finish(out: &mut Outcome, state: &NodeState, node: &Prepared<'_>) {
                 },
             }
         })
-        .collect();
+        .collect()
 }

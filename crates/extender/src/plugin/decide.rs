@@ -16,11 +16,11 @@ use std::rc::Rc;
 use topoalign_kube_types::kubelet_settings::Policy;
 use topoalign_mig::{Ever, Strategy};
 use topoalign_plan::{Bound, PlanError, Planner, Score};
-use topoalign_tm::{Outcome, Prepared, ResourceMap};
+use topoalign_tm::{Brief, LeanPod, LeanState, Prepared, ResourceMap, SimError};
 
 use topoalign_topology::{Bdf, Classifier, CpuSet, NodeUsage, PcieClass};
 
-use crate::plugin::effective::{Effective, fragmentation_with, take_allocated};
+use crate::plugin::effective::{Effective, UsedDevices};
 use crate::plugin::keys::KeyMap;
 use crate::plugin::podreq::PodRequest;
 use crate::plugin::state::ClusterState;
@@ -260,7 +260,7 @@ impl Judge {
     pub(crate) fn judge<'s>(
         &'s self,
         e: &'s Effective,
-        req: &PodRequest,
+        req: &'s PodRequest,
         reuse: &mut Reuse<'s>,
     ) -> Verdict {
         let Some(request) = &req.plan else {
@@ -277,19 +277,21 @@ impl Judge {
         let planner = planners
             .entry(nt.id)
             .or_insert_with(|| Planner::new(&nt.topology));
-        let tm = prepared
-            .entry(e.machine_key)
-            .or_insert_with(|| Prepared::new(&nt.topology, &e.info.settings, &self.resources));
+        let lean = prepared.entry(e.machine_key).or_insert_with(|| {
+            let tm = Prepared::new(&nt.topology, &e.info.settings, &self.resources);
+            LeanPod::new(tm, &req.pod)
+        });
         let islands = islands
             .entry(nt.id)
             .or_insert_with(|| nt.topology.fabric_islands());
         let mut kubelet = Kubelet {
-            tm,
+            lean,
             req,
             machine: e.machine_key,
             memo: admissions.as_mut(),
             used: &e.used,
             relevant: None,
+            state: None,
         };
         let settings = &e.info.settings;
         let strict = matches!(
@@ -348,14 +350,15 @@ impl Judge {
 type AdmissionKey = (u64, u64, Vec<Bdf>, Vec<Bdf>, CpuSet);
 
 /// Admissions judged in one call, by [`AdmissionKey`].
-type Admissions = HashMap<AdmissionKey, Option<Rc<Outcome>>>;
+type Admissions = HashMap<AdmissionKey, Option<Rc<Brief>>>;
 
 /// What one call's judgements of many nodes share, per machine type: the planner and the
 /// fabric islands (by topology), the Topology Manager prepared for the topology and its
-/// settings, and the kubelet's admissions (by the usage they read).
+/// settings with the call's pod read on it (one pod per call), and the kubelet's
+/// admissions (by the usage they read).
 pub(crate) struct Reuse<'s> {
     planners: KeyMap<Planner<'s>>,
-    prepared: KeyMap<Prepared<'s>>,
+    prepared: KeyMap<LeanPod<'s>>,
     islands: KeyMap<Vec<Vec<usize>>>,
     /// Whether the planner finds no plan for the pod even on the free node.
     never: KeyMap<bool>,
@@ -375,7 +378,8 @@ impl Default for Reuse<'_> {
 }
 
 impl Reuse<'_> {
-    /// No admission shared: every node's admissions simulated on its whole usage (the
+    /// No admission shared: every node's admissions simulated in full (`tm`'s
+    /// `Prepared::simulate`, not its lean admission) on its whole usage (the
     /// straightforward judgement the shared one is tested against).
     #[cfg(test)]
     pub(crate) fn plain() -> Self {
@@ -389,97 +393,119 @@ impl Reuse<'_> {
 /// The kubelet's admissions of one pod on one node, shared through the call's
 /// [`Admissions`] when it has them.
 struct Kubelet<'k, 's> {
-    tm: &'k Prepared<'s>,
+    lean: &'k LeanPod<'s>,
     req: &'k PodRequest,
     machine: u64,
     memo: Option<&'k mut Admissions>,
     /// The node's usage, and the part of it the pod's admissions read (made once).
     used: &'k NodeUsage,
     relevant: Option<NodeUsage>,
+    /// The node state of the lean admission, made at the first draw and shared by all.
+    state: Option<Result<LeanState<'k, 's>, SimError>>,
 }
 
 impl Kubelet<'_, '_> {
     /// The admission of the pod on the node's usage (`seed`: the draw of the plugins'
     /// random choices), or `None` when it cannot be simulated on this data (which is not
     /// held against the node).
-    fn on_used(&mut self, seed: u64) -> Option<Rc<Outcome>> {
+    fn on_used(&mut self, seed: u64) -> Option<Rc<Brief>> {
         let Some(memo) = self.memo.as_deref_mut() else {
-            return kubelet_on(self.tm, self.req, self.used, seed).map(Rc::new);
+            let full = self
+                .lean
+                .prepared()
+                .simulate(&self.req.pod, self.used, seed);
+            return brief_of(self.req, full.map(|o| Brief::of(&o))).map(Rc::new);
         };
-        let r = self
-            .relevant
-            .get_or_insert_with(|| self.tm.relevant_usage(&self.req.pod, self.used));
+        let r = (self.relevant).get_or_insert_with(|| self.lean.relevant_usage(self.used));
         let used = self.used;
-        if (r.gpus.len(), r.nics.len(), r.cpus.len())
+        let key = if (r.gpus.len(), r.nics.len(), r.cpus.len())
             == (used.gpus.len(), used.nics.len(), used.cpus.len())
         {
             // Nothing left out: the states that read as this one are mostly this very
             // state (judged once a call), so the admission is not kept (keeping them all
             // costs more memory and time than the rare share saves).
-            return kubelet_on(self.tm, self.req, used, seed).map(Rc::new);
+            None
+        } else {
+            let key = (
+                self.machine,
+                seed,
+                r.gpus.clone(),
+                r.nics.clone(),
+                r.cpus.clone(),
+            );
+            if let Some(o) = memo.get(&key) {
+                return o.clone();
+            }
+            Some(key)
+        };
+        let (lean, req) = (self.lean, self.req);
+        let admitted = match self.state.get_or_insert_with(|| lean.state(used)) {
+            Ok(state) => state.admit(seed),
+            Err(e) => Err(e.clone()),
+        };
+        let o = brief_of(req, admitted).map(Rc::new);
+        if let (Some(key), Some(memo)) = (key, self.memo.as_deref_mut()) {
+            memo.insert(key, o.clone());
         }
-        let key = (
-            self.machine,
-            seed,
-            r.gpus.clone(),
-            r.nics.clone(),
-            r.cpus.clone(),
-        );
-        if let Some(o) = memo.get(&key) {
-            return o.clone();
-        }
-        let o = kubelet_on(self.tm, self.req, self.used, seed).map(Rc::new);
-        memo.insert(key, o.clone());
         o
     }
 
     /// The admission of the pod on the node with nothing in use (draw 0).
-    fn on_free(&mut self) -> Option<Rc<Outcome>> {
+    fn on_free(&mut self) -> Option<Rc<Brief>> {
         let free = NodeUsage::empty();
         let Some(memo) = self.memo.as_deref_mut() else {
-            return kubelet_on(self.tm, self.req, &free, 0).map(Rc::new);
+            let full = self.lean.prepared().simulate(&self.req.pod, &free, 0);
+            return brief_of(self.req, full.map(|o| Brief::of(&o))).map(Rc::new);
         };
         let key = (self.machine, 0, Vec::new(), Vec::new(), CpuSet::new());
         if let Some(o) = memo.get(&key) {
             return o.clone();
         }
-        let o = kubelet_on(self.tm, self.req, &free, 0).map(Rc::new);
+        let o = brief_of(self.req, self.lean.state(&free).and_then(|s| s.admit(0))).map(Rc::new);
         memo.insert(key, o.clone());
         o
     }
 }
 
 /// The priority of what the kubelet would allocate, averaged over [`KUBELET_DRAWS`]
-/// draws of the device plugins' random choices (`first` is draw 0).
+/// draws of the device plugins' random choices (`first` is draw 0). Draws that allocate
+/// alike score alike: each distinct allocation is scored once.
 fn kubelet_priority(
     kubelet: &mut Kubelet<'_, '_>,
     islands: &[Vec<usize>],
     e: &Effective,
-    first: &Outcome,
+    first: &Brief,
 ) -> i64 {
-    let tm = kubelet.tm;
-    let cls = tm.classifier();
-    let mut total = score_points(&kubelet_score(cls, islands, e, first), e.fragmentation);
+    let cls = kubelet.lean.prepared().classifier();
+    let base = UsedDevices::of(&e.info.topology.topology, &e.used);
+    let points =
+        |o: &Brief| score_points(&kubelet_score(cls, islands, e, &base, o), e.fragmentation);
+    let mut scored: Vec<(Rc<Brief>, f64)> = Vec::new();
+    let first_points = points(first);
+    let mut total = first_points;
     let mut n = 1.0;
     for seed in 1..KUBELET_DRAWS {
         if let Some(o) = kubelet.on_used(seed).filter(|o| o.admitted) {
-            total += score_points(&kubelet_score(cls, islands, e, &o), e.fragmentation);
+            let p = if *o == *first {
+                first_points
+            } else if let Some((_, p)) = scored.iter().find(|(b, _)| *b == o) {
+                *p
+            } else {
+                let p = points(&o);
+                scored.push((o, p));
+                p
+            };
+            total += p;
             n += 1.0;
         }
     }
     to_priority(total / n)
 }
 
-/// The kubelet's admission of the pod on `usage` (`seed`: the draw of the plugins'
-/// random choices), or `None` when it cannot be simulated on this data (which is not
-/// held against the node).
-fn kubelet_on(
-    tm: &Prepared<'_>,
-    req: &PodRequest,
-    usage: &NodeUsage,
-    seed: u64,
-) -> Option<Outcome> {
-    match tm.simulate(&req.pod, usage, seed) {
+/// The kubelet's admission, or `None` when it cannot be simulated on this data (which
+/// is not held against the node).
+fn brief_of(req: &PodRequest, admission: Result<Brief, SimError>) -> Option<Brief> {
+    match admission {
         Ok(o) => Some(o),
         Err(err) => {
             tracing::debug!(pod = %req.key, error = %err, "Topology Manager simulation skipped");
@@ -495,17 +521,17 @@ pub(crate) const KUBELET_DRAWS: u64 = 4;
 
 /// The alignment of what the kubelet would allocate: its GPU↔closest-NIC pairs (as
 /// `nvidia-smi topo -m` classes them), the NUMA nodes it spans and the fragmentation
-/// left on the node (`cls` and `islands`: the node's classifier and fabric islands).
+/// left on the node (`cls` and `islands`: the node's classifier and fabric islands;
+/// `used`: the node's devices in use before the pod).
 fn kubelet_score(
     cls: &Classifier<'_>,
     islands: &[Vec<usize>],
     e: &Effective,
-    o: &Outcome,
+    used: &UsedDevices,
+    o: &Brief,
 ) -> Score {
     let topo = &e.info.topology.topology;
     let classes: Vec<PcieClass> = o.pairs.iter().filter_map(|p| p.class).collect();
-    let mut after = e.used.clone();
-    take_allocated(&mut after, topo, o);
     Score {
         pairs: classes.len(),
         gdr_pairs: o
@@ -518,7 +544,7 @@ fn kubelet_score(
         numa_span: o.numa_nodes_used.len(),
         numa_distance: 0,
         gpu_interconnect: 0,
-        fragmentation: fragmentation_with(topo, cls, islands, &after),
+        fragmentation: used.with(topo, o).fragmentation(topo, cls, islands),
     }
 }
 

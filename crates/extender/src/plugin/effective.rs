@@ -9,7 +9,7 @@ use std::hash::{Hash, Hasher};
 use topoalign_kube_types::kubelet_settings::{CpuPolicy, MemoryPolicy, Settings};
 use topoalign_plan::Planner;
 use topoalign_plan::score::device_score;
-use topoalign_tm::{Outcome, Prepared, ResourceMap};
+use topoalign_tm::{Brief, Prepared, ResourceMap};
 use topoalign_topology::{Classifier, NodeUsage, Topology};
 
 use crate::plugin::node::{Assumed, NodeInfo};
@@ -54,7 +54,7 @@ pub(crate) fn effective(
             if let Some(pod) = &a.pod {
                 match tm.simulate(pod, &used, 0) {
                     Ok(o) if o.admitted => {
-                        take_allocated(&mut used, topo, &o);
+                        take_allocated(&mut used, topo, &Brief::of(&o));
                         continue;
                     }
                     Ok(_) => {
@@ -104,21 +104,17 @@ pub(crate) fn effective(
 }
 
 /// Adds what the kubelet allocated in `o` to `used`.
-pub(crate) fn take_allocated(used: &mut NodeUsage, topo: &Topology, o: &Outcome) {
-    for alloc in &o.allocations {
-        for (_, devices) in &alloc.devices {
-            for d in devices {
-                if topo.gpu_index(d.bdf).is_some() {
-                    used.gpus.push(d.bdf);
-                } else {
-                    used.nics.push(d.bdf);
-                }
-            }
+pub(crate) fn take_allocated(used: &mut NodeUsage, topo: &Topology, o: &Brief) {
+    for b in &o.devices {
+        if topo.gpu_index(*b).is_some() {
+            used.gpus.push(*b);
+        } else {
+            used.nics.push(*b);
         }
-        used.cpus = used.cpus.union(&alloc.cpus);
-        for (numa, bytes) in &alloc.memory {
-            *used.memory.entry(*numa).or_default() += bytes;
-        }
+    }
+    used.cpus = used.cpus.union(&o.cpus);
+    for (numa, bytes) in &o.memory {
+        *used.memory.entry(*numa).or_default() += bytes;
     }
 }
 
@@ -149,19 +145,60 @@ pub(crate) fn fragmentation_with(
     islands: &[Vec<usize>],
     used: &NodeUsage,
 ) -> u32 {
-    let mut used_g = vec![false; topo.gpus.len()];
-    for b in &used.gpus {
-        if let Some(i) = topo.gpu_index(*b) {
-            used_g[i] = true;
+    UsedDevices::of(topo, used).fragmentation(topo, cls, islands)
+}
+
+/// Which GPUs and NICs (by topology index) are in use: a usage as the fragmentation
+/// reads it.
+#[derive(Debug, Clone)]
+pub(crate) struct UsedDevices {
+    gpus: Vec<bool>,
+    nics: Vec<bool>,
+}
+
+impl UsedDevices {
+    /// The devices of `used`.
+    pub(crate) fn of(topo: &Topology, used: &NodeUsage) -> Self {
+        let mut out = UsedDevices {
+            gpus: vec![false; topo.gpus.len()],
+            nics: vec![false; topo.nics.len()],
+        };
+        for b in &used.gpus {
+            if let Some(i) = topo.gpu_index(*b) {
+                out.gpus[i] = true;
+            }
         }
-    }
-    let mut used_n = vec![false; topo.nics.len()];
-    for b in &used.nics {
-        if let Some(i) = topo.nic_index(*b) {
-            used_n[i] = true;
+        for b in &used.nics {
+            if let Some(i) = topo.nic_index(*b) {
+                out.nics[i] = true;
+            }
         }
+        out
     }
-    device_score(topo, cls, &used_g, &used_n, islands, &[], &[]).fragmentation
+
+    /// These and what the kubelet allocated in `o` (as [`take_allocated`] adds them).
+    pub(crate) fn with(&self, topo: &Topology, o: &Brief) -> Self {
+        let mut out = self.clone();
+        for b in &o.devices {
+            if let Some(i) = topo.gpu_index(*b) {
+                out.gpus[i] = true;
+            } else if let Some(i) = topo.nic_index(*b) {
+                out.nics[i] = true;
+            }
+        }
+        out
+    }
+
+    /// The fragmentation these leave (`cls` and `islands`: the node's classifier and
+    /// fabric islands).
+    pub(crate) fn fragmentation(
+        &self,
+        topo: &Topology,
+        cls: &Classifier<'_>,
+        islands: &[Vec<usize>],
+    ) -> u32 {
+        device_score(topo, cls, &self.gpus, &self.nics, islands, &[], &[]).fragmentation
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod fuzz_merge_cases;
+mod lean;
 mod merge_props;
 mod prepared;
 mod seed_matrix;

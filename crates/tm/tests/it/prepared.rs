@@ -12,7 +12,7 @@ use topoalign_tm::{Case, Pod, Prepared, Quantity, ResourceMap, Usage, simulate};
 use topoalign_topology::{CpuSet, Topology};
 
 /// A random node: a built-in profile and kubelet settings the kubelet may refuse.
-fn random_node(rng: &mut Rng) -> (Topology, Settings) {
+pub(crate) fn random_node(rng: &mut Rng) -> (Topology, Settings) {
     let names = topoalign_profiles::NAMES;
     let topo = topoalign_profiles::get(names[rng.below(names.len())]).unwrap();
     let policies = [
@@ -53,7 +53,7 @@ fn random_node(rng: &mut Rng) -> (Topology, Settings) {
 }
 
 /// A random pod and usage on `topo`.
-fn random_admission(rng: &mut Rng, topo: &Topology) -> (Pod, Usage) {
+pub(crate) fn random_admission(rng: &mut Rng, topo: &Topology) -> (Pod, Usage) {
     let resources = [
         "nvidia.com/gpu",
         "amd.com/gpu",
