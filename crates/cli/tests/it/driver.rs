@@ -602,5 +602,9 @@ fn dry_run_takes_rails_and_the_leaf_from_the_nics_neighbours() {
         "--dry-run",
     ]);
     assert_ne!(out.code, 0);
-    assert!(out.stderr.contains("has no neighbour switch"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("has no neighbour switch"),
+        "{}",
+        out.stderr
+    );
 }
