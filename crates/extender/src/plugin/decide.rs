@@ -12,6 +12,7 @@
 //! usable data are never filtered and get [`NEUTRAL_SCORE`].
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::rc::Rc;
 use topoalign_kube_types::kubelet_settings::Policy;
 use topoalign_mig::{Ever, Strategy};
@@ -314,20 +315,19 @@ impl Judge {
                 kind: RejectKind::TopologyManager,
             };
         }
+        let admitted = first.as_ref().is_some_and(|o| o.admitted);
         let planned = match scores {
-            Some(scores) => match planner.reading(&e.used) {
-                Ok(reading) => scores
-                    .entry((nt.id, reading))
-                    .or_insert_with_key(|(_, r)| planner.score(request, r))
-                    .clone(),
-                Err(e) => Err(e),
-            },
-            None => planner.plan(request, &e.used).map(|p| p.score),
+            Some(scores) => planned(planner, nt.id, request, &e.used, scores, !admitted),
+            None => planner.plan(request, &e.used).map(|p| Some(p.score)),
         };
         match planned {
-            Ok(score) => Verdict::Fit(match first.filter(|o| o.admitted) {
-                Some(first) => kubelet_priority(&mut kubelet, islands, e, &first),
-                None => score_priority(&score, e.fragmentation),
+            Ok(score) => Verdict::Fit(match (first.filter(|o| o.admitted), score) {
+                (Some(first), _) => kubelet_priority(&mut kubelet, islands, e, &first),
+                (None, Some(score)) => score_priority(&score, e.fragmentation),
+                // Not asked for (the kubelet admits): unreached, but plan it in full.
+                (None, None) => planner
+                    .plan(request, &e.used)
+                    .map_or(NEUTRAL_SCORE, |p| score_priority(&p.score, e.fragmentation)),
             }),
             Err(PlanError::Unsatisfiable { bound, detail, .. }) => {
                 let unresolvable = *never
@@ -364,8 +364,43 @@ type AdmissionKey = (u64, u64, Vec<Bdf>, Vec<Bdf>, CpuSet);
 type Admissions = HashMap<AdmissionKey, Option<Rc<Brief>>>;
 
 /// The planner's answers in one call (one pod), by topology and the part of the node's
-/// usage the planner reads ([`Reading`]): the score of its plan, or why there is none.
-type Scores = HashMap<(u64, Reading), Result<Score, PlanError>>;
+/// usage the planner reads ([`Reading`]): the score of its plan (`None`: only known to
+/// exist), or why there is none.
+type Scores = HashMap<(u64, Reading), Result<Option<Score>, PlanError>>;
+
+/// The planner's answer for the pod on a node's usage (on topology `topology`), shared
+/// through `scores`: with
+/// `need_score` the score of its plan, else only whether there is one (`Ok(None)` when
+/// there is and its score is not known), or why there is none.
+fn planned(
+    planner: &Planner<'_>,
+    topology: u64,
+    request: &topoalign_plan::Request,
+    used: &NodeUsage,
+    scores: &mut Scores,
+    need_score: bool,
+) -> Result<Option<Score>, PlanError> {
+    let reading = planner.reading(used)?;
+    let score = |r: &Reading| planner.score(request, r).map(Some);
+    match scores.entry((topology, reading)) {
+        Entry::Occupied(mut o) => {
+            if need_score && matches!(o.get(), Ok(None)) {
+                let s = score(&o.key().1);
+                *o.get_mut() = s;
+            }
+            o.get().clone()
+        }
+        Entry::Vacant(v) => {
+            let r = &v.key().1;
+            let answer = if need_score {
+                score(r)
+            } else {
+                planner.feasible(request, r).map(|()| None)
+            };
+            v.insert(answer).clone()
+        }
+    }
+}
 
 /// What one call's judgements of many nodes share, per machine type: the planner and the
 /// fabric islands (by topology), the Topology Manager prepared for the topology and its

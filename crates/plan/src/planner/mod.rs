@@ -51,7 +51,7 @@ impl<'t> Planner<'t> {
         if let Some(found) = self.run(req, &taken) {
             return Ok(self.build(req, &taken, &found));
         }
-        Err(self.blame(req, &taken, |r, found| {
+        Err(self.blame(req, &taken, false, |r, found| {
             Some(Box::new(self.build(r, &taken, found)))
         }))
     }
@@ -65,17 +65,30 @@ impl<'t> Planner<'t> {
         self.check_counts(req, reading)?;
         match self.run(req, reading) {
             Some(found) => Ok(self.score_of(&found)),
-            None => Err(self.blame(req, reading, |_, _| None)),
+            None => Err(self.blame(req, reading, true, |_, _| None)),
+        }
+    }
+
+    /// Whether [`Planner::score`] finds a plan on `reading` (`Ok`), or its error: the
+    /// search stops at the first plan it meets instead of proving the best.
+    pub fn feasible(&self, req: &Request, reading: &Reading) -> Result<(), PlanError> {
+        self.check_request(req)?;
+        self.check_counts(req, reading)?;
+        let p = self.problem(req, reading);
+        match search::solve_any(&self.model, &p) {
+            Some(_) => Ok(()),
+            None => Err(self.blame(req, reading, true, |_, _| None)),
         }
     }
 
     /// The error of a request no choice meets: the bound to blame and the best plan
     /// without it (made by `relaxed_plan` from the relaxed request and its answer, if
-    /// at all).
+    /// at all; with `any`, the answer is the first found, not the best).
     fn blame(
         &self,
         req: &Request,
         taken: &Reading,
+        any: bool,
         relaxed_plan: impl Fn(&Request, &(Problem, Found)) -> Option<Box<Plan>>,
     ) -> PlanError {
         let mut relaxed = req.clone();
@@ -95,7 +108,13 @@ impl<'t> Planner<'t> {
             }
         }
         for (bound, r) in tries {
-            if let Some(found) = self.run(&r, taken) {
+            let found = if any {
+                let p = self.problem(&r, taken);
+                search::solve_any(&self.model, &p).map(|f| (p, f))
+            } else {
+                self.run(&r, taken)
+            };
+            if let Some(found) = found {
                 let detail = match bound {
                     Bound::MaxPair => format!(
                         "no free GPU/NIC choice keeps every pair at {} or better",

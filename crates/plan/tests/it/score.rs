@@ -121,6 +121,14 @@ fn check(seed: u64) -> Result<(), TestCaseError> {
             |s| s,
         );
         prop_assert_eq!(&scored, &full, "{} {:?} {:?}", name, req, usage);
+        let feasible = planner
+            .reading(&usage)
+            .and_then(|r| planner.feasible(&req, &r));
+        match (&full, feasible) {
+            (Answer::Fits(_), Ok(())) => {}
+            (want, Err(e)) => prop_assert_eq!(&answer(Err(e), |s: Score| s), want, "{}", name),
+            (want, Ok(())) => prop_assert!(false, "{name}: feasible, the plan says {want:?}"),
+        }
         let other = same_reading(&mut rng, &topo, &usage);
         prop_assert_eq!(planner.reading(&other).ok(), planner.reading(&usage).ok());
         let again = answer(planner.plan(&req, &other), |p| p.score);
