@@ -80,10 +80,15 @@ impl Planner<'_> {
             })?;
             mem[i] = *bytes;
         }
+        // Free = the node's CPUs less those of them in use (the usage's few CPUs looked
+        // up in the node's, not every CPU of the node in the usage's).
         let free_cpus = m
             .numa_cpus
             .iter()
-            .map(|c| c.difference(&usage.cpus).len() as u64)
+            .map(|c| {
+                let busy = usage.cpus.ids().iter().filter(|&&x| c.contains(x)).count();
+                (c.len() - busy) as u64
+            })
             .collect();
         Ok(Reading {
             gpus,
