@@ -1,7 +1,7 @@
 //! From a plan to an extender priority: the achievable alignment on the node's free
 //! devices, minus the fragmentation the placement would cause, on 0 ..= 10.
 
-use topoalign_plan::{Plan, Score};
+use topoalign_plan::Score;
 
 use crate::protocol::MAX_EXTENDER_PRIORITY;
 
@@ -33,13 +33,8 @@ pub(crate) const FRAGMENTATION_WEIGHT: f64 = 0.25;
 /// The most points fragmentation can take (so alignment quality dominates).
 pub(crate) const MAX_FRAGMENTATION_PENALTY: f64 = 2.0;
 
-/// The priority: `10 × quality − 0.25 × (fragmentation after − before)`, the penalty
-/// bounded to −1 ..= 2 points, rounded and clamped to 0 ..= 10.
-pub(crate) fn priority(plan: &Plan, fragmentation_before: u32) -> i64 {
-    score_priority(&plan.score, fragmentation_before)
-}
-
-/// [`priority`] of a score.
+/// The priority of a plan's score: `10 × quality − 0.25 × (fragmentation after −
+/// before)`, the penalty bounded to −1 ..= 2 points, rounded and clamped to 0 ..= 10.
 pub(crate) fn score_priority(s: &Score, fragmentation_before: u32) -> i64 {
     to_priority(score_points(s, fragmentation_before))
 }

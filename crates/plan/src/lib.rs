@@ -61,6 +61,6 @@ pub mod types;
 pub mod words;
 
 pub use error::{Bound, PlanError};
-pub use planner::Planner;
+pub use planner::{Planner, Reading};
 pub use request::{GpuLinkBound, NicCount, NicRole, Request, Usage};
 pub use types::{CostKey, NodeMemory, Pairing, Plan, Score};

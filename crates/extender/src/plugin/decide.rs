@@ -12,10 +12,11 @@
 //! usable data are never filtered and get [`NEUTRAL_SCORE`].
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::rc::Rc;
 use topoalign_kube_types::kubelet_settings::Policy;
 use topoalign_mig::{Ever, Strategy};
-use topoalign_plan::{Bound, PlanError, Planner, Score};
+use topoalign_plan::{Bound, PlanError, Planner, Reading, Score};
 use topoalign_tm::{Brief, LeanPod, LeanState, Prepared, ResourceMap, SimError};
 
 use topoalign_topology::{Bdf, Classifier, CpuSet, NodeUsage, PcieClass};
@@ -25,7 +26,7 @@ use crate::plugin::keys::KeyMap;
 use crate::plugin::podreq::PodRequest;
 use crate::plugin::state::ClusterState;
 use crate::protocol::push_json_str;
-use crate::score::{NEUTRAL_SCORE, priority, score_points, to_priority};
+use crate::score::{NEUTRAL_SCORE, score_points, score_priority, to_priority};
 
 /// Why a node was filtered out, for metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -273,6 +274,7 @@ impl Judge {
             islands,
             never,
             admissions,
+            scores,
         } = reuse;
         let planner = planners
             .entry(nt.id)
@@ -313,10 +315,19 @@ impl Judge {
                 kind: RejectKind::TopologyManager,
             };
         }
-        match planner.plan(request, &e.used) {
-            Ok(plan) => Verdict::Fit(match first.filter(|o| o.admitted) {
-                Some(first) => kubelet_priority(&mut kubelet, islands, e, &first),
-                None => priority(&plan, e.fragmentation),
+        let admitted = first.as_ref().is_some_and(|o| o.admitted);
+        let planned = match scores {
+            Some(scores) => planned(planner, nt.id, request, &e.used, scores, !admitted),
+            None => planner.plan(request, &e.used).map(|p| Some(p.score)),
+        };
+        match planned {
+            Ok(score) => Verdict::Fit(match (first.filter(|o| o.admitted), score) {
+                (Some(first), _) => kubelet_priority(&mut kubelet, islands, e, &first),
+                (None, Some(score)) => score_priority(&score, e.fragmentation),
+                // Not asked for (the kubelet admits): unreached, but plan it in full.
+                (None, None) => planner
+                    .plan(request, &e.used)
+                    .map_or(NEUTRAL_SCORE, |p| score_priority(&p.score, e.fragmentation)),
             }),
             Err(PlanError::Unsatisfiable { bound, detail, .. }) => {
                 let unresolvable = *never
@@ -352,6 +363,45 @@ type AdmissionKey = (u64, u64, Vec<Bdf>, Vec<Bdf>, CpuSet);
 /// Admissions judged in one call, by [`AdmissionKey`].
 type Admissions = HashMap<AdmissionKey, Option<Rc<Brief>>>;
 
+/// The planner's answers in one call (one pod), by topology and the part of the node's
+/// usage the planner reads ([`Reading`]): the score of its plan (`None`: only known to
+/// exist), or why there is none.
+type Scores = HashMap<(u64, Reading), Result<Option<Score>, PlanError>>;
+
+/// The planner's answer for the pod on a node's usage (on topology `topology`), shared
+/// through `scores`: with
+/// `need_score` the score of its plan, else only whether there is one (`Ok(None)` when
+/// there is and its score is not known), or why there is none.
+fn planned(
+    planner: &Planner<'_>,
+    topology: u64,
+    request: &topoalign_plan::Request,
+    used: &NodeUsage,
+    scores: &mut Scores,
+    need_score: bool,
+) -> Result<Option<Score>, PlanError> {
+    let reading = planner.reading(used)?;
+    let score = |r: &Reading| planner.score(request, r).map(Some);
+    match scores.entry((topology, reading)) {
+        Entry::Occupied(mut o) => {
+            if need_score && matches!(o.get(), Ok(None)) {
+                let s = score(&o.key().1);
+                *o.get_mut() = s;
+            }
+            o.get().clone()
+        }
+        Entry::Vacant(v) => {
+            let r = &v.key().1;
+            let answer = if need_score {
+                score(r)
+            } else {
+                planner.feasible(request, r).map(|()| None)
+            };
+            v.insert(answer).clone()
+        }
+    }
+}
+
 /// What one call's judgements of many nodes share, per machine type: the planner and the
 /// fabric islands (by topology), the Topology Manager prepared for the topology and its
 /// settings with the call's pod read on it (one pod per call), and the kubelet's
@@ -363,6 +413,9 @@ pub(crate) struct Reuse<'s> {
     /// Whether the planner finds no plan for the pod even on the free node.
     never: KeyMap<bool>,
     admissions: Option<Admissions>,
+    /// The planner's answers by what it reads of the usage (all planned in full when
+    /// `None`).
+    scores: Option<Scores>,
 }
 
 impl Default for Reuse<'_> {
@@ -373,18 +426,21 @@ impl Default for Reuse<'_> {
             islands: KeyMap::default(),
             never: KeyMap::default(),
             admissions: Some(Admissions::new()),
+            scores: Some(Scores::new()),
         }
     }
 }
 
 impl Reuse<'_> {
-    /// No admission shared: every node's admissions simulated in full (`tm`'s
-    /// `Prepared::simulate`, not its lean admission) on its whole usage (the
-    /// straightforward judgement the shared one is tested against).
+    /// No admission or plan shared: every node's admissions simulated in full (`tm`'s
+    /// `Prepared::simulate`, not its lean admission) on its whole usage, and every node
+    /// planned in full ([`Planner::plan`], not [`Planner::score`]) (the straightforward
+    /// judgement the shared one is tested against).
     #[cfg(test)]
     pub(crate) fn plain() -> Self {
         Reuse {
             admissions: None,
+            scores: None,
             ..Reuse::default()
         }
     }

@@ -4,7 +4,7 @@
 use crate::error::{Bound, PlanError};
 use crate::request::Request;
 
-use super::{Planner, Taken};
+use super::{Planner, Reading};
 
 impl Planner<'_> {
     /// Rejects requests the planner cannot take: no GPUs, or more than 64 NUMA nodes.
@@ -31,7 +31,7 @@ impl Planner<'_> {
 
     /// Rejects requests that the node's free, eligible devices, CPUs or memory cannot
     /// meet in total, before any search.
-    pub(super) fn check_counts(&self, req: &Request, taken: &Taken) -> Result<(), PlanError> {
+    pub(super) fn check_counts(&self, req: &Request, taken: &Reading) -> Result<(), PlanError> {
         let m = &self.model;
         let free_g = (0..m.gpu_bdf.len()).filter(|&g| !taken.gpus[g]).count();
         let elig_g = (0..m.gpu_bdf.len())
@@ -68,11 +68,7 @@ impl Planner<'_> {
                 relaxation: None,
             });
         }
-        let free_cpus: usize = m
-            .numa_cpus
-            .iter()
-            .map(|c| c.difference(&taken.cpus).len())
-            .sum();
+        let free_cpus: usize = taken.free_cpus.iter().map(|&c| c as usize).sum();
         if free_cpus < req.cpus {
             return Err(PlanError::Unsatisfiable {
                 bound: Bound::Cpus,

@@ -7,11 +7,11 @@ use crate::model::Groups;
 use crate::problem::{Class, Problem};
 use crate::request::{GpuLinkBound, Request};
 
-use super::{Planner, Taken};
+use super::{Planner, Reading};
 
 impl Planner<'_> {
     /// The search problem of `req` against the resolved usage.
-    pub(super) fn problem(&self, req: &Request, taken: &Taken) -> Problem {
+    pub(super) fn problem(&self, req: &Request, taken: &Reading) -> Problem {
         let m = &self.model;
         let gmap = eligible_classes(&m.gpu_classes, &m.gpu_groups, &m.gpu_numa, |g| {
             self.gpu_eligible(req, taken, g)
@@ -76,11 +76,7 @@ impl Planner<'_> {
             group_used,
             group_never,
             group_size: m.group_size.clone(),
-            free_cpus: m
-                .numa_cpus
-                .iter()
-                .map(|c| c.difference(&taken.cpus).len() as u64)
-                .collect(),
+            free_cpus: taken.free_cpus.clone(),
             need_mem: req.memory.filter(|&b| b > 0 && free_mem.is_some()),
             free_mem: free_mem.unwrap_or_else(|| vec![0; m.numa_ids.len()]),
             need_cpus: req.cpus as u64,

@@ -7,7 +7,7 @@ use crate::problem::Found;
 use crate::request::Request;
 use crate::types::Plan;
 
-use super::{Planner, Taken};
+use super::{Planner, Reading};
 
 /// Lists the plan's compromises: pairs below PIX (and whether a better NIC was free),
 /// pairs without GPUDirect RDMA, GPUs left without a NIC, GPU pairs without a fabric
@@ -15,7 +15,7 @@ use super::{Planner, Taken};
 pub(crate) fn explain(
     planner: &Planner<'_>,
     req: &Request,
-    taken: &Taken,
+    taken: &Reading,
     plan: &Plan,
     f: &Found,
 ) -> Vec<String> {

@@ -14,8 +14,9 @@ use crate::model::Model;
 use crate::problem::{Found, Problem};
 use crate::request::{GpuLinkBound, Request, Usage};
 use crate::search;
-use crate::types::Plan;
+use crate::types::{Plan, Score};
 
+pub use usage::Reading;
 pub(crate) use usage::Taken;
 
 /// A reusable planner for one topology.
@@ -50,7 +51,46 @@ impl<'t> Planner<'t> {
         if let Some(found) = self.run(req, &taken) {
             return Ok(self.build(req, &taken, &found));
         }
-        // Find the bound to blame and the best plan without it.
+        Err(self.blame(req, &taken, false, |r, found| {
+            Some(Box::new(self.build(r, &taken, found)))
+        }))
+    }
+
+    /// The score of the plan [`Planner::plan`] gives on any usage that reads as
+    /// `reading` (see [`Planner::reading`]), or its error without the relaxation plan:
+    /// what judging a node needs, without assembling the plan's devices, CPUs, memory
+    /// and explanations.
+    pub fn score(&self, req: &Request, reading: &Reading) -> Result<Score, PlanError> {
+        self.check_request(req)?;
+        self.check_counts(req, reading)?;
+        match self.run(req, reading) {
+            Some(found) => Ok(self.score_of(&found)),
+            None => Err(self.blame(req, reading, true, |_, _| None)),
+        }
+    }
+
+    /// Whether [`Planner::score`] finds a plan on `reading` (`Ok`), or its error: the
+    /// search stops at the first plan it meets instead of proving the best.
+    pub fn feasible(&self, req: &Request, reading: &Reading) -> Result<(), PlanError> {
+        self.check_request(req)?;
+        self.check_counts(req, reading)?;
+        let p = self.problem(req, reading);
+        match search::solve_any(&self.model, &p) {
+            Some(_) => Ok(()),
+            None => Err(self.blame(req, reading, true, |_, _| None)),
+        }
+    }
+
+    /// The error of a request no choice meets: the bound to blame and the best plan
+    /// without it (made by `relaxed_plan` from the relaxed request and its answer, if
+    /// at all; with `any`, the answer is the first found, not the best).
+    fn blame(
+        &self,
+        req: &Request,
+        taken: &Reading,
+        any: bool,
+        relaxed_plan: impl Fn(&Request, &(Problem, Found)) -> Option<Box<Plan>>,
+    ) -> PlanError {
         let mut relaxed = req.clone();
         let mut tries: Vec<(Bound, Request)> = Vec::new();
         if req.max_pair.is_some() {
@@ -68,8 +108,13 @@ impl<'t> Planner<'t> {
             }
         }
         for (bound, r) in tries {
-            if let Some(found) = self.run(&r, &taken) {
-                let plan = self.build(&r, &taken, &found);
+            let found = if any {
+                let p = self.problem(&r, taken);
+                search::solve_any(&self.model, &p).map(|f| (p, f))
+            } else {
+                self.run(&r, taken)
+            };
+            if let Some(found) = found {
                 let detail = match bound {
                     Bound::MaxPair => format!(
                         "no free GPU/NIC choice keeps every pair at {} or better",
@@ -80,23 +125,23 @@ impl<'t> Planner<'t> {
                     }
                     _ => "max-pair and gpu-link cannot both be met".to_string(),
                 };
-                return Err(PlanError::Unsatisfiable {
+                return PlanError::Unsatisfiable {
                     bound,
                     detail,
-                    relaxation: Some(Box::new(plan)),
-                });
+                    relaxation: relaxed_plan(&r, &found),
+                };
             }
         }
-        Err(PlanError::Unsatisfiable {
+        PlanError::Unsatisfiable {
             bound: Bound::Combined,
             detail: "no choice meets every bound".to_string(),
             relaxation: None,
-        })
+        }
     }
 
     /// Solves one request against resolved usage: the problem and its best answer, or
     /// `None` when no choice meets the bounds.
-    fn run(&self, req: &Request, taken: &Taken) -> Option<(Problem, Found)> {
+    fn run(&self, req: &Request, taken: &Reading) -> Option<(Problem, Found)> {
         let p = self.problem(req, taken);
         search::solve(&self.model, &p).map(|f| (p, f))
     }

@@ -8,21 +8,50 @@ use crate::request::{Request, Usage};
 
 use super::Planner;
 
-/// Usage resolved to indices.
-pub(crate) struct Taken {
+/// The part of a node's usage a plan's devices, score and feasibility depend on: which
+/// GPUs and NICs are in use, how many CPUs each NUMA node has free and the memory in use
+/// per NUMA node (which CPUs are free only matters to the plan's CPU list). Usages that
+/// read alike get the same [`Planner::score`]; it is a key to share it by.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Reading {
     /// Whether each GPU is in use.
-    pub gpus: Vec<bool>,
+    pub(crate) gpus: Vec<bool>,
     /// Whether each NIC is in use.
-    pub nics: Vec<bool>,
+    pub(crate) nics: Vec<bool>,
+    /// Free CPUs per NUMA index.
+    pub(crate) free_cpus: Vec<u64>,
+    /// Memory in use per NUMA index, in bytes.
+    pub(crate) mem: Vec<u64>,
+}
+
+/// Usage resolved to indices: its [`Reading`] and the CPUs in use.
+pub(crate) struct Taken {
+    /// What the search reads.
+    pub reading: Reading,
     /// CPUs in use.
     pub cpus: CpuSet,
-    /// Memory in use per NUMA index, in bytes.
-    pub mem: Vec<u64>,
+}
+
+impl std::ops::Deref for Taken {
+    type Target = Reading;
+
+    fn deref(&self) -> &Reading {
+        &self.reading
+    }
 }
 
 impl Planner<'_> {
     /// Resolves usage by address and NUMA id; unknown entries are errors.
     pub(crate) fn resolve(&self, usage: &Usage) -> Result<Taken, PlanError> {
+        Ok(Taken {
+            reading: self.reading(usage)?,
+            cpus: usage.cpus.clone(),
+        })
+    }
+
+    /// The part of `usage` plans depend on but their CPU list (see [`Reading`]);
+    /// an entry naming no device or NUMA node of the topology is an error.
+    pub fn reading(&self, usage: &Usage) -> Result<Reading, PlanError> {
         let m = &self.model;
         let mut gpus = vec![false; m.gpu_bdf.len()];
         for b in &usage.gpus {
@@ -51,16 +80,26 @@ impl Planner<'_> {
             })?;
             mem[i] = *bytes;
         }
-        Ok(Taken {
+        // Free = the node's CPUs less those of them in use (the usage's few CPUs looked
+        // up in the node's, not every CPU of the node in the usage's).
+        let free_cpus = m
+            .numa_cpus
+            .iter()
+            .map(|c| {
+                let busy = usage.cpus.ids().iter().filter(|&&x| c.contains(x)).count();
+                (c.len() - busy) as u64
+            })
+            .collect();
+        Ok(Reading {
             gpus,
             nics,
-            cpus: usage.cpus.clone(),
+            free_cpus,
             mem,
         })
     }
 
     /// Whether GPU `g` is free and passes the request's GPU filters.
-    pub(crate) fn gpu_eligible(&self, req: &Request, taken: &Taken, g: usize) -> bool {
+    pub(crate) fn gpu_eligible(&self, req: &Request, taken: &Reading, g: usize) -> bool {
         !taken.gpus[g]
             && req.gpu_passes(
                 &self.model.gpu_vendor[g],
@@ -69,12 +108,12 @@ impl Planner<'_> {
     }
 
     /// Whether NIC `n` is free and passes the request's NIC filters.
-    pub(crate) fn nic_eligible(&self, req: &Request, taken: &Taken, n: usize) -> bool {
+    pub(crate) fn nic_eligible(&self, req: &Request, taken: &Reading, n: usize) -> bool {
         !taken.nics[n] && req.nic_passes(&self.topo.nics[n])
     }
 
     /// Memory capacity per node, or `None` when no node reports its memory.
-    pub(crate) fn free_memory(&self, taken: &Taken) -> Option<Vec<u64>> {
+    pub(crate) fn free_memory(&self, taken: &Reading) -> Option<Vec<u64>> {
         let m = &self.model;
         if m.numa_mem.iter().all(Option::is_none) {
             return None;

@@ -119,7 +119,7 @@ impl Search<'_> {
         inter: u32,
     ) {
         let p = self.p;
-        if remaining > self.suffix_free[ci] {
+        if remaining > self.suffix_free[ci] || self.done() {
             return;
         }
         // Lower bound of this node.

@@ -61,6 +61,8 @@ struct Search<'a> {
     untaken: Vec<u32>,
     /// The best plan found so far.
     best: Option<Found>,
+    /// Whether any plan will do: the search stops at the first one found.
+    any: bool,
     /// NUMA span with CPUs and memory placed, per device NUMA mask.
     span_memo: HashMap<u64, Option<u64>>,
     /// The reusable min-cost flow solver.
@@ -84,6 +86,17 @@ struct Search<'a> {
 
 /// Runs the search; `None` when no choice meets the bounds.
 pub(crate) fn solve(m: &Model, p: &Problem) -> Option<Found> {
+    search(m, p, false)
+}
+
+/// Some choice that meets the bounds (the first the search meets, not the best), or
+/// `None` exactly when [`solve`] finds none.
+pub(crate) fn solve_any(m: &Model, p: &Problem) -> Option<Found> {
+    search(m, p, true)
+}
+
+/// Runs the search for the best choice, or (`any`) for the first one found.
+fn search(m: &Model, p: &Problem, any: bool) -> Option<Found> {
     let q = p.nics / p.gpus.max(1);
     let extra = p.nics % p.gpus.max(1);
     let nc = p.gclasses.len();
@@ -112,6 +125,7 @@ pub(crate) fn solve(m: &Model, p: &Problem) -> Option<Found> {
         taken: vec![0; p.group_size.len()],
         untaken: vec![0; p.group_size.len()],
         best: None,
+        any,
         span_memo: HashMap::new(),
         mcf: MinCostFlow::default(),
         nic_min: Vec::new(),
@@ -208,6 +222,11 @@ impl Search<'_> {
             neg_interconnect: -i64::from(self.interconnect),
             fragmentation: self.frag_lb(),
         }
+    }
+
+    /// Whether the search is over: any plan will do and one was found.
+    fn done(&self) -> bool {
+        self.any && self.best.is_some()
     }
 
     /// Compares a lower bound with the incumbent: `Less` keeps searching, `Greater`

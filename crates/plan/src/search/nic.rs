@@ -119,7 +119,7 @@ impl Search<'_> {
     /// choose, `mask` the NUMA nodes touched, `gpus` the chosen GPUs).
     fn nic_dfs(&mut self, cj: usize, remaining: usize, mask: u64, gpus: &[usize]) {
         let p = self.p;
-        if remaining > self.nic_suffix_free[cj] {
+        if remaining > self.nic_suffix_free[cj] || self.done() {
             return;
         }
         let partial = Partial {
