@@ -114,10 +114,7 @@ impl DraShared {
         {
             let state = self.read();
             let own_pools = state.own_pools(&claims.own);
-            let keyed: Vec<Keyed> = names
-                .iter()
-                .map(|n| state.keys(claims, n.as_ref(), &own_pools))
-                .collect();
+            let keyed: Vec<Keyed> = state.keys_many(claims, names, &own_pools);
             let mut group_of: HashMap<(u64, u64), usize> = HashMap::new();
             let mut misses = Vec::new();
             {

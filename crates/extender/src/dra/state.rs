@@ -27,6 +27,7 @@ use topoalign_dra::{DRIVER_NAME, DeviceId};
 
 use crate::dra::judge::{CAPACITY_WEIGHT, SEARCH_BUDGET, allocated_ids};
 use crate::dra::verdict::ObjKey;
+use table::NodeTable;
 
 /// What the state keeps of one claim.
 #[derive(Debug, Clone)]
@@ -123,7 +124,7 @@ fn held_hash<'a>(devices: impl Iterator<Item = &'a DeviceId>) -> u64 {
 /// The DRA objects the extender needs, indexed for the scheduler calls.
 #[derive(Debug, Clone)]
 pub struct DraState {
-    nodes: HashMap<String, NodeSlices>,
+    nodes: NodeTable,
     slice_node: HashMap<String, String>,
     claims: HashMap<ObjKey, ClaimEntry>,
     /// Devices held by allocated claims, by (driver, pool).
@@ -150,7 +151,7 @@ pub struct DraState {
 impl Default for DraState {
     fn default() -> Self {
         DraState {
-            nodes: HashMap::new(),
+            nodes: NodeTable::default(),
             slice_node: HashMap::new(),
             claims: HashMap::new(),
             held: HashMap::new(),
@@ -234,7 +235,7 @@ impl DraState {
             return;
         }
         self.rev += 1;
-        let e = self.nodes.entry(node.clone()).or_default();
+        let e = self.nodes.get_or_default(&node);
         let slices = Arc::make_mut(&mut e.slices);
         slices.push(s.clone());
         slices.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
@@ -478,6 +479,7 @@ impl DraState {
 
 mod claims;
 mod judging;
+mod table;
 
 pub(crate) use judging::{Gathered, Job, Keyed};
 

@@ -48,7 +48,33 @@ impl DraState {
         node: &str,
         own_pools: &BTreeSet<(String, String)>,
     ) -> Keyed {
-        let Some(ns) = self.nodes.get(node) else {
+        self.keys_of(claims, node, self.nodes.get(node), own_pools)
+    }
+
+    /// [`DraState::keys`] of every node in `names`, in order: the nodes looked up all
+    /// together ([`super::table::NodeTable::find_many`]), the same keys.
+    pub(crate) fn keys_many<N: AsRef<str>>(
+        &self,
+        claims: &Resolved,
+        names: &[N],
+        own_pools: &BTreeSet<(String, String)>,
+    ) -> Vec<Keyed> {
+        names
+            .iter()
+            .zip(self.nodes.find_many(names))
+            .map(|(n, ns)| self.keys_of(claims, n.as_ref(), ns, own_pools))
+            .collect()
+    }
+
+    /// [`DraState::keys`] of `node`, whose entry is `ns`.
+    fn keys_of(
+        &self,
+        claims: &Resolved,
+        node: &str,
+        ns: Option<&NodeSlices>,
+        own_pools: &BTreeSet<(String, String)>,
+    ) -> Keyed {
+        let Some(ns) = ns else {
             return Keyed::Done(DraNode::Neutral(DraNeutral::NoSlices));
         };
         if !claims.foreign && ns.ours == 0 {
@@ -134,6 +160,7 @@ pub(crate) struct Keys {
     pub(crate) own: (u64, u64),
 }
 
+#[derive(Debug)]
 pub(crate) enum Keyed {
     Done(DraNode),
     Keys(Keys),

@@ -379,3 +379,61 @@ fn only_the_drivers_named_are_kept() {
     // topoalign.dev is always kept.
     assert!(st.nodes.contains_key("n1"));
 }
+
+fn flat(k: judging::Keyed) -> Result<judging::Keys, DraNode> {
+    match k {
+        judging::Keyed::Keys(k) => Ok(k),
+        judging::Keyed::Done(v) => Err(v),
+    }
+}
+
+#[test]
+fn keys_of_many_nodes_are_each_nodes_keys() {
+    let names = ["n1", "n2", "n3", "n4", "n5"];
+    let profiles = ["mi300x-8", "dgx-h100", "mi300x-8", "gb300-4", "mi300x-8"];
+    let nodes: Vec<(&str, &str)> = names.iter().copied().zip(profiles).collect();
+    let mut st = state_with(&nodes);
+    let held = first_pairs(&st, "n1", 2);
+    st.apply_claim(&claim("ns", "theirs", "u9", pairs(2), "n1", &held));
+    let held = first_pairs(&st, "n3", 1);
+    st.apply_claim(&claim("ns", "other", "u8", pairs(1), "n3", &held));
+    // The pod's own claim holds devices on n5: its pools are fingerprinted without them.
+    let mine = first_pairs(&st, "n5", 1);
+    st.apply_claim(&claim("ns", "mine", "u1", pairs(1), "n5", &mine));
+    // n4 goes (its slices deleted) and comes back; n2 goes.
+    for node in ["n4", "n2"] {
+        let gone: Vec<String> = st.nodes[node]
+            .slices
+            .iter()
+            .filter_map(|s| s.metadata.name.clone())
+            .collect();
+        for s in &gone {
+            st.delete_slice(s);
+        }
+    }
+    assert!(!st.nodes.contains_key("n2"));
+    let topo = topoalign_profiles::get("gb300-4").unwrap();
+    for s in resource_slices(&topo, "n4", &PublishOptions::default()).unwrap() {
+        st.apply_slice(&s);
+    }
+    let p = pod(
+        json!([{"name": "a", "resourceClaimName": "mine"}]),
+        json!([]),
+    );
+    let r = resolved(&st, &p);
+    let own_pools = st.own_pools(&r.own);
+    assert!(!own_pools.is_empty());
+    let asked = ["n1", "n2", "n3", "n4", "n5", "nx", "n1", "n5"];
+    let many: Vec<_> = st
+        .keys_many(&r, &asked, &own_pools)
+        .into_iter()
+        .map(flat)
+        .collect();
+    let one: Vec<_> = asked
+        .iter()
+        .map(|n| flat(st.keys(&r, n, &own_pools)))
+        .collect();
+    assert_eq!(many, one);
+    assert!(many[0].is_ok() && many[1].is_err() && many[5].is_err());
+    assert_ne!(many[0], many[2], "n1 and n3 hold different devices");
+}
