@@ -21,11 +21,11 @@ use topoalign_topology::{Bdf, CpuSet};
 use crate::bitmask::{NumaMask, iterate_masks};
 use crate::hint::TopologyHint;
 use crate::merge::MaskComparison;
-use crate::node::{Pool, Usage, check_usage_cpus};
+use crate::node::{Pool, Usage};
 use crate::outcome::{GpuPair, Outcome};
 use crate::pod::Pod;
 use crate::policy::TopologyManager;
-use crate::prepared::Prepared;
+use crate::prepared::{Prepared, held_by, usage_is_the_nodes};
 use crate::simulate::SimError;
 
 /// What an admission decides, without its explanation: what a scheduler needs of an
@@ -158,23 +158,11 @@ impl LeanPod<'_> {
             return self.node.relevant_usage(self.pod, usage);
         };
         let topo = self.node.topology;
-        let valid = usage.gpus.iter().all(|b| topo.gpu_index(*b).is_some())
-            && usage.nics.iter().all(|b| topo.nic_index(*b).is_some())
-            && check_usage_cpus(usage, &self.node.cpus).is_ok();
-        if !valid {
+        if !usage_is_the_nodes(topo, usage, &self.node.cpus) {
             return usage.clone();
         }
-        let held = |list: &[Bdf], gpus: bool| -> Vec<Bdf> {
-            let mut out: Vec<Bdf> = (list.iter().copied())
-                .filter(|b| {
-                    (plan.pools.iter())
-                        .any(|p| p.pool.holds_gpus() == gpus && p.pool.device(*b).is_some())
-                })
-                .collect();
-            out.sort_unstable();
-            out.dedup();
-            out
-        };
+        let pools: Vec<&Pool> = plan.pools.iter().map(|p| &p.pool).collect();
+        let held = |list: &[Bdf], gpus: bool| held_by(list, gpus, &pools);
         // The lean path has no static CPU manager: no CPU is read.
         Usage {
             gpus: held(&usage.gpus, true),
@@ -285,11 +273,7 @@ impl<'p> LeanPod<'p> {
                 first: None,
             });
         };
-        let topo = self.node.topology;
-        let valid = usage.gpus.iter().all(|b| topo.gpu_index(*b).is_some())
-            && usage.nics.iter().all(|b| topo.nic_index(*b).is_some())
-            && check_usage_cpus(usage, &self.node.cpus).is_ok();
-        if !valid {
+        if !usage_is_the_nodes(self.node.topology, usage, &self.node.cpus) {
             // The full simulation names the first bad entry.
             self.node.simulate(self.pod, usage, 0)?;
         }
