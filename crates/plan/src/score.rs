@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use topoalign_topology::{Classifier, PairClass, PciKind, PciParent, Topology};
+use topoalign_topology::{Classifier, PairClass, Topology};
 #[cfg(any(test, feature = "brute"))]
 use {
     crate::request::{GpuLinkBound, Usage},
@@ -89,7 +89,7 @@ pub fn device_score(
         .take(topo.nics.len())
         .map(|(n, &used)| (topo.nics[n].pci, used || nics.contains(&n), None));
     for (pci, t, gpu) in gpu_functions.chain(nic_functions) {
-        if let Some(s) = upstream_switch(topo, pci) {
+        if let Some(s) = topo.nearest_switch(pci) {
             count((0, s), t);
         }
         if let Some(nn) = cls.numa_of(pci) {
@@ -140,23 +140,6 @@ pub fn full_score(topo: &Topology, d: &DeviceScore, span: &BTreeSet<u32>) -> Sco
         gpu_interconnect: d.interconnect,
         fragmentation: d.fragmentation,
     }
-}
-
-/// The nearest PCIe switch upstream port above a PCI function.
-fn upstream_switch(topo: &Topology, pci: usize) -> Option<usize> {
-    let mut cur = topo.pci.get(pci)?.parent;
-    let mut steps = 0;
-    while let PciParent::Bridge(p) = cur {
-        if topo.pci.get(p)?.kind == PciKind::SwitchUpstream {
-            return Some(p);
-        }
-        cur = topo.pci[p].parent;
-        steps += 1;
-        if steps > topo.pci.len() {
-            return None;
-        }
-    }
-    None
 }
 
 /// Whether each NIC count per GPU is what the request spreads (K each, or ⌊M/N⌋ and

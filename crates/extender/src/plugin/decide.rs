@@ -12,16 +12,15 @@
 //! usable data are never filtered and get [`NEUTRAL_SCORE`].
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::rc::Rc;
 use topoalign_kube_types::kubelet_settings::Policy;
 use topoalign_mig::{Ever, Strategy};
 use topoalign_plan::{Bound, PlanError, Planner, Reading, Score};
 use topoalign_tm::{Brief, LeanPod, LeanState, Prepared, ResourceMap, SimError};
 
-use topoalign_topology::{Bdf, Classifier, CpuSet, NodeUsage, PcieClass};
+use topoalign_topology::{Bdf, CpuSet, NodeUsage};
 
-use crate::plugin::effective::{Effective, UsedDevices};
+use crate::plugin::effective::Effective;
 use crate::plugin::keys::KeyMap;
 use crate::plugin::podreq::PodRequest;
 use crate::plugin::state::ClusterState;
@@ -254,8 +253,8 @@ impl Judge {
     }
 
     /// Judges one node with usable data. `reuse` keeps, for the call, what nodes of one
-    /// machine type share (the planner, the Topology Manager prepared for its settings,
-    /// the fabric islands) and, unless it is [`Reuse::plain`], the kubelet's admissions by
+    /// machine type share (the planner, the Topology Manager prepared for its settings)
+    /// and, unless it is [`Reuse::plain`], the kubelet's admissions by
     /// the part of the node's usage they read ([`Prepared::relevant_usage`]), so that
     /// node states differing only in devices the pod cannot get are admitted once.
     pub(crate) fn judge<'s>(
@@ -271,7 +270,6 @@ impl Judge {
         let Reuse {
             planners,
             prepared,
-            islands,
             never,
             admissions,
             scores,
@@ -283,9 +281,6 @@ impl Judge {
             let tm = Prepared::new(&nt.topology, &e.info.settings, &self.resources);
             LeanPod::new(tm, &req.pod)
         });
-        let islands = islands
-            .entry(nt.id)
-            .or_insert_with(|| nt.topology.fabric_islands());
         let mut kubelet = Kubelet {
             lean,
             req,
@@ -316,13 +311,19 @@ impl Judge {
             };
         }
         let admitted = first.as_ref().is_some_and(|o| o.admitted);
+        // What the planner reads of the usage (an address the topology lacks is the
+        // planner's error, as `plan` would give it).
+        let reading = match planner.reading(&e.used) {
+            Ok(r) => r,
+            Err(err) => return Verdict::Neutral(format!("planner: {err}")),
+        };
         let planned = match scores {
-            Some(scores) => planned(planner, nt.id, request, &e.used, scores, !admitted),
+            Some(scores) => planned(planner, nt.id, request, &reading, scores, !admitted),
             None => planner.plan(request, &e.used).map(|p| Some(p.score)),
         };
         match planned {
             Ok(score) => Verdict::Fit(match (first.filter(|o| o.admitted), score) {
-                (Some(first), _) => kubelet_priority(&mut kubelet, islands, e, &first),
+                (Some(first), _) => kubelet_priority(&mut kubelet, planner, &reading, e, &first),
                 (None, Some(score)) => score_priority(&score, e.fragmentation),
                 // Not asked for (the kubelet admits): unreached, but plan it in full.
                 (None, None) => planner
@@ -360,56 +361,54 @@ impl Judge {
 /// same for the pod: (machine key, seed, used GPUs, NICs and CPUs it reads).
 type AdmissionKey = (u64, u64, Vec<Bdf>, Vec<Bdf>, CpuSet);
 
-/// Admissions judged in one call, by [`AdmissionKey`].
-type Admissions = HashMap<AdmissionKey, Option<Rc<Brief>>>;
+/// Admissions judged in one call, by [`AdmissionKey`] (hashed with a fast seeded hasher:
+/// these keys are hashed thousands of times a call).
+type Admissions = HashMap<AdmissionKey, Option<Rc<Brief>>, FastHash>;
+
+/// The hasher of a call's memo keys.
+type FastHash = foldhash::fast::RandomState;
 
 /// The planner's answers in one call (one pod), by topology and the part of the node's
 /// usage the planner reads ([`Reading`]): the score of its plan (`None`: only known to
 /// exist), or why there is none.
-type Scores = HashMap<(u64, Reading), Result<Option<Score>, PlanError>>;
+type Scores = KeyMap<HashMap<Reading, Result<Option<Score>, PlanError>, FastHash>>;
 
-/// The planner's answer for the pod on a node's usage (on topology `topology`), shared
-/// through `scores`: with
+/// The planner's answer for the pod on a node's usage, as the planner reads it (on
+/// topology `topology`), shared through `scores`: with
 /// `need_score` the score of its plan, else only whether there is one (`Ok(None)` when
 /// there is and its score is not known), or why there is none.
 fn planned(
     planner: &Planner<'_>,
     topology: u64,
     request: &topoalign_plan::Request,
-    used: &NodeUsage,
+    reading: &Reading,
     scores: &mut Scores,
     need_score: bool,
 ) -> Result<Option<Score>, PlanError> {
-    let reading = planner.reading(used)?;
-    let score = |r: &Reading| planner.score(request, r).map(Some);
-    match scores.entry((topology, reading)) {
-        Entry::Occupied(mut o) => {
-            if need_score && matches!(o.get(), Ok(None)) {
-                let s = score(&o.key().1);
-                *o.get_mut() = s;
-            }
-            o.get().clone()
+    let score = || planner.score(request, reading).map(Some);
+    let known = scores.entry(topology).or_default();
+    if let Some(answer) = known.get_mut(reading) {
+        if need_score && matches!(answer, Ok(None)) {
+            *answer = score();
         }
-        Entry::Vacant(v) => {
-            let r = &v.key().1;
-            let answer = if need_score {
-                score(r)
-            } else {
-                planner.feasible(request, r).map(|()| None)
-            };
-            v.insert(answer).clone()
-        }
+        return answer.clone();
     }
+    let answer = if need_score {
+        score()
+    } else {
+        planner.feasible(request, reading).map(|()| None)
+    };
+    known.insert(reading.clone(), answer.clone());
+    answer
 }
 
-/// What one call's judgements of many nodes share, per machine type: the planner and the
-/// fabric islands (by topology), the Topology Manager prepared for the topology and its
+/// What one call's judgements of many nodes share, per machine type: the planner (by
+/// topology), the Topology Manager prepared for the topology and its
 /// settings with the call's pod read on it (one pod per call), and the kubelet's
 /// admissions (by the usage they read).
 pub(crate) struct Reuse<'s> {
     planners: KeyMap<Planner<'s>>,
     prepared: KeyMap<LeanPod<'s>>,
-    islands: KeyMap<Vec<Vec<usize>>>,
     /// Whether the planner finds no plan for the pod even on the free node.
     never: KeyMap<bool>,
     admissions: Option<Admissions>,
@@ -423,10 +422,9 @@ impl Default for Reuse<'_> {
         Reuse {
             planners: KeyMap::default(),
             prepared: KeyMap::default(),
-            islands: KeyMap::default(),
             never: KeyMap::default(),
-            admissions: Some(Admissions::new()),
-            scores: Some(Scores::new()),
+            admissions: Some(Admissions::default()),
+            scores: Some(Scores::default()),
         }
     }
 }
@@ -528,14 +526,12 @@ impl Kubelet<'_, '_> {
 /// alike score alike: each distinct allocation is scored once.
 fn kubelet_priority(
     kubelet: &mut Kubelet<'_, '_>,
-    islands: &[Vec<usize>],
+    planner: &Planner<'_>,
+    reading: &Reading,
     e: &Effective,
     first: &Brief,
 ) -> i64 {
-    let cls = kubelet.lean.prepared().classifier();
-    let base = UsedDevices::of(&e.info.topology.topology, &e.used);
-    let points =
-        |o: &Brief| score_points(&kubelet_score(cls, islands, e, &base, o), e.fragmentation);
+    let points = |o: &Brief| score_points(&kubelet_score(planner, reading, o), e.fragmentation);
     let mut scored: Vec<(Rc<Brief>, f64)> = Vec::new();
     let first_points = points(first);
     let mut total = first_points;
@@ -577,31 +573,27 @@ pub(crate) const KUBELET_DRAWS: u64 = 4;
 
 /// The alignment of what the kubelet would allocate: its GPU↔closest-NIC pairs (as
 /// `nvidia-smi topo -m` classes them), the NUMA nodes it spans and the fragmentation
-/// left on the node (`cls` and `islands`: the node's classifier and fabric islands;
-/// `used`: the node's devices in use before the pod).
-fn kubelet_score(
-    cls: &Classifier<'_>,
-    islands: &[Vec<usize>],
-    e: &Effective,
-    used: &UsedDevices,
-    o: &Brief,
-) -> Score {
-    let topo = &e.info.topology.topology;
-    let classes: Vec<PcieClass> = o.pairs.iter().filter_map(|p| p.class).collect();
-    Score {
-        pairs: classes.len(),
-        gdr_pairs: o
-            .pairs
-            .iter()
-            .filter(|p| p.class.is_some() && p.gdr)
-            .count(),
-        worst_pair: classes.iter().copied().max_by_key(|c| c.rank()),
-        pair_rank_sum: classes.iter().map(|c| c.rank()).sum(),
+/// left on the node (`planner`: the node's; `reading`: its usage before the pod, as the
+/// planner reads it).
+fn kubelet_score(planner: &Planner<'_>, reading: &Reading, o: &Brief) -> Score {
+    let mut s = Score {
+        pairs: 0,
+        gdr_pairs: 0,
+        worst_pair: None,
+        pair_rank_sum: 0,
         numa_span: o.numa_nodes_used.len(),
         numa_distance: 0,
         gpu_interconnect: 0,
-        fragmentation: used.with(topo, o).fragmentation(topo, cls, islands),
+        fragmentation: planner.fragmentation(reading, &o.devices),
+    };
+    for p in &o.pairs {
+        let Some(class) = p.class else { continue };
+        s.pairs += 1;
+        s.gdr_pairs += usize::from(p.gdr);
+        s.worst_pair = s.worst_pair.max(Some(class));
+        s.pair_rank_sum += class.rank();
     }
+    s
 }
 
 /// What a node's MIG devices say of a pod, before any topology judging.

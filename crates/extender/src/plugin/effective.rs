@@ -176,19 +176,6 @@ impl UsedDevices {
         out
     }
 
-    /// These and what the kubelet allocated in `o` (as [`take_allocated`] adds them).
-    pub(crate) fn with(&self, topo: &Topology, o: &Brief) -> Self {
-        let mut out = self.clone();
-        for b in &o.devices {
-            if let Some(i) = topo.gpu_index(*b) {
-                out.gpus[i] = true;
-            } else if let Some(i) = topo.nic_index(*b) {
-                out.nics[i] = true;
-            }
-        }
-        out
-    }
-
     /// The fragmentation these leave (`cls` and `islands`: the node's classifier and
     /// fabric islands).
     pub(crate) fn fragmentation(

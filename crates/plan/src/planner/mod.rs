@@ -6,6 +6,7 @@ mod class_problem;
 mod explain;
 mod host;
 mod usage;
+mod witness;
 
 use topoalign_topology::{PcieClass, Topology};
 
@@ -69,11 +70,15 @@ impl<'t> Planner<'t> {
         }
     }
 
-    /// Whether [`Planner::score`] finds a plan on `reading` (`Ok`), or its error: the
-    /// search stops at the first plan it meets instead of proving the best.
+    /// Whether [`Planner::score`] finds a plan on `reading` (`Ok`), or its error: a
+    /// greedy choice that meets the bounds answers first; otherwise the search stops at
+    /// the first plan it meets instead of proving the best.
     pub fn feasible(&self, req: &Request, reading: &Reading) -> Result<(), PlanError> {
         self.check_request(req)?;
         self.check_counts(req, reading)?;
+        if self.witness(req, reading) {
+            return Ok(());
+        }
         let p = self.problem(req, reading);
         match search::solve_any(&self.model, &p) {
             Some(_) => Ok(()),

@@ -1,12 +1,14 @@
 //! [`Planner::score`] on a usage's [`Planner::reading`] against the full
 //! [`Planner::plan`], on random usages and requests of every built-in profile: the same
 //! score, or the same error (bar the relaxation plan); and usages that read alike (the
-//! same devices in use, other CPUs but as many free per NUMA node) plan alike.
+//! same devices in use, other CPUs but as many free per NUMA node) plan alike; and
+//! [`Planner::fragmentation`] counts as [`device_score`] does.
 
 use proptest::prelude::*;
+use topoalign_plan::score::device_score;
 use topoalign_plan::{GpuLinkBound, NicCount, NicRole, PlanError, Planner, Request, Score, Usage};
 use topoalign_rng::Rng;
-use topoalign_topology::{CpuSet, LinkLayer, PcieClass, Topology};
+use topoalign_topology::{Bdf, CpuSet, LinkLayer, PcieClass, Topology};
 
 /// What judging a node reads of an answer: the score, or the error's bound and words.
 #[derive(Debug, PartialEq)]
@@ -128,6 +130,21 @@ fn check(seed: u64) -> Result<(), TestCaseError> {
             (Answer::Fits(_), Ok(())) => {}
             (want, Err(e)) => prop_assert_eq!(&answer(Err(e), |s: Score| s), want, "{}", name),
             (want, Ok(())) => prop_assert!(false, "{name}: feasible, the plan says {want:?}"),
+        }
+        if let Ok(reading) = planner.reading(&usage) {
+            let also = random_usage(&mut rng, &topo, 2);
+            let also: Vec<Bdf> = also.gpus.iter().chain(&also.nics).copied().collect();
+            let frag = planner.fragmentation(&reading, &also);
+            let busy = |list: &[Bdf], b: Bdf| list.contains(&b) || also.contains(&b);
+            let gpus: Vec<bool> = (0..topo.gpus.len())
+                .map(|g| busy(&usage.gpus, topo.gpu_bdf(g)))
+                .collect();
+            let nics: Vec<bool> = (0..topo.nics.len())
+                .map(|n| busy(&usage.nics, topo.nic_bdf(n)))
+                .collect();
+            let (cls, islands) = (topo.classifier(), topo.fabric_islands());
+            let want = device_score(&topo, &cls, &gpus, &nics, &islands, &[], &[]);
+            prop_assert_eq!(frag, want.fragmentation, "{} {:?} {:?}", name, usage, also);
         }
         let other = same_reading(&mut rng, &topo, &usage);
         prop_assert_eq!(planner.reading(&other).ok(), planner.reading(&usage).ok());
