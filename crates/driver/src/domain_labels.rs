@@ -228,7 +228,8 @@ mod tests {
     }
 
     /// The Helm chart's admission policy lets the driver change exactly the domain label
-    /// keys topoalign knows (`Level`): the same list, tiers by pattern, no hostname.
+    /// keys topoalign knows (`Level::NAMED`, the list `Level::of_key` reads): the same
+    /// list, tiers by pattern, no hostname.
     #[test]
     fn the_charts_policy_allows_exactly_the_domain_label_keys() {
         use topoalign_gang::Level;
@@ -245,17 +246,11 @@ mod tests {
             .filter(|s| !s.is_empty())
             .collect();
         let tier = "fabric.topograph.run/tier-";
-        let known: BTreeSet<String> = [
-            Level::NvlinkSub,
-            Level::Nvlink,
-            Level::LEAF,
-            Level::SPINE,
-            Level::CORE,
-        ]
-        .into_iter()
-        .flat_map(Level::keys)
-        .filter(|k| !k.starts_with(tier))
-        .collect();
+        let known: BTreeSet<String> = (Level::NAMED.into_iter())
+            .filter(|l| *l != Level::Node)
+            .flat_map(Level::keys)
+            .filter(|k| !k.starts_with(tier))
+            .collect();
         let known: BTreeSet<&str> = known.iter().map(String::as_str).collect();
         assert_eq!(listed, known);
         assert!(

@@ -44,7 +44,7 @@ mod readback;
 mod runtime;
 
 #[cfg(feature = "clap")]
-pub use args::DriverArgs;
+pub use args::{DriverArgs, StartInputs};
 pub use diff::{Memo, SyncPlan, Written, fingerprint, plan as sync_plan};
 pub use domain_labels::LABEL_MANAGER;
 pub use error::DriverError;
