@@ -88,12 +88,15 @@ pub struct DriverArgs {
     #[arg(long, value_name = "FILE", requires = "write_domain_labels")]
     pub domains: Option<PathBuf>,
     /// What the NICs are cabled to: the rails of `rule: switch` and `rule: ib-subnet`,
-    /// and the leaf written with `--write-domain-labels`.
+    /// and the leaf written with `--write-domain-labels`. Read at start and again with
+    /// every rescan (a recabled NIC moves to its new rail; a failed read keeps the last
+    /// good neighbours).
     #[command(flatten)]
     pub wiring: WiringFlags,
     /// Write the node's domain labels from `--fabric-from`, the NICs' neighbours and
     /// `--domains` on its Node,
-    /// once at start and only for levels no other tool labels (server-side apply, field
+    /// at start (the leaf again when a rescan finds the NICs recabled) and only for
+    /// levels no other tool labels (server-side apply, field
     /// manager `topoalign.dev`; needs `patch` on nodes: Helm value
     /// `driver.domainLabels.enabled`). With `--dry-run` the Node patch is printed with the
     /// other objects, as on a node without domain labels.
@@ -234,6 +237,7 @@ impl DriverArgs {
             options: self.publish_options(),
             rails: None,
             domain_labels: None,
+            wiring: self.wiring.clone(),
             rescan_interval: self.rescan_interval,
             removal_timeout: self.shutdown_timeout,
             plugin: (!self.no_plugin).then(|| {

@@ -1,11 +1,12 @@
-//! The node's domain labels (`--write-domain-labels`): the facts of `--fabric-from` and
-//! `--domains` are read once at start (`topoalign_node_facts`, shared with the
-//! device-plugin agent); once the API server answers, the Node and its `managedFields` are
-//! read once, the labels of every level no other tool labels are computed
+//! The node's domain labels (`--write-domain-labels`): the facts of `--fabric-from`,
+//! `--domains` and the NICs' neighbours are read at start (`topoalign_node_facts`, shared
+//! with the device-plugin agent); once the API server answers, the Node and its
+//! `managedFields` are read, the labels of every level no other tool labels are computed
 //! ([`topoalign_gang::domain_labels`]) and applied by server-side apply under the
-//! driver's field manager [`LABEL_MANAGER`]. Labels the driver wrote before are its own to
-//! change; a level labelled by Topograph, GFD or the cloud is left alone and said so in
-//! the log. Without the flag the driver never writes a Node.
+//! driver's field manager [`LABEL_MANAGER`]. The same round runs again when a
+//! rediscovery finds the NICs recabled (a new leaf: `crate::rewire`). Labels the driver
+//! wrote before are its own to change; a level labelled by Topograph, GFD or the cloud is
+//! left alone and said so in the log. Without the flag the driver never writes a Node.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -64,19 +65,46 @@ pub(crate) async fn label_once(
     Ok(out)
 }
 
-/// Labels the node once, retrying with backoff until it succeeds or `stop` turns true.
-/// Failures are logged and counted (`topoalign_driver_errors_total{component="labels"}`);
-/// they never stop the driver.
+/// Labels the node with the facts in `facts`, retrying with backoff until it succeeds,
+/// then again each time the facts change (the NICs' neighbours did), until `stop` turns
+/// true. Failures are logged and counted
+/// (`topoalign_driver_errors_total{component="labels"}`); they never stop the driver.
 pub(crate) async fn run(
     client: Client,
     node: String,
-    facts: NodeFacts,
+    mut facts: watch::Receiver<NodeFacts>,
     metrics: Arc<Metrics>,
     mut stop: watch::Receiver<bool>,
 ) {
+    loop {
+        let now = facts.borrow_and_update().clone();
+        if !label_until_done(&client, &node, &now, &metrics, &mut stop).await {
+            return;
+        }
+        let changed = tokio::select! {
+            changed = facts.changed() => changed.is_ok(),
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        if !changed {
+            // No new facts can come (the publisher ended): wait for the stop.
+            let _ = stop.wait_for(|s| *s).await;
+            return;
+        }
+    }
+}
+
+/// One labelling round with `facts`, retried with backoff; false when `stop` turned
+/// true first.
+async fn label_until_done(
+    client: &Client,
+    node: &str,
+    facts: &NodeFacts,
+    metrics: &Metrics,
+    stop: &mut watch::Receiver<bool>,
+) -> bool {
     let mut backoff = crate::publisher::retry_backoff();
     loop {
-        match label_once(&client, &node, &facts).await {
+        match label_once(client, node, facts).await {
             Ok(out) => {
                 for n in &out.domains.notes {
                     tracing::info!(node = %node, "{n}");
@@ -87,7 +115,7 @@ pub(crate) async fn run(
                 } else {
                     tracing::info!(node = %node, labels = %labels, "domain labels already in place");
                 }
-                return;
+                return true;
             }
             Err(e) => {
                 metrics.error("labels");
@@ -97,7 +125,7 @@ pub(crate) async fn run(
         let wait = backoff.next().unwrap_or(std::time::Duration::from_secs(30));
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
-            _ = stop.wait_for(|s| *s) => return,
+            _ = stop.wait_for(|s| *s) => return false,
         }
     }
 }

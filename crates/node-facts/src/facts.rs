@@ -1,9 +1,10 @@
-//! The node's place in the fabric, read once at start: its NVLink clique (from
+//! The node's place in the fabric, read at start: its NVLink clique (from
 //! `nvidia-smi -q`, run or saved: `--fabric-from`), what its NICs are cabled to (LLDP:
 //! `--lldp-from`; InfiniBand ports: `--ib-sysfs`, `--ibnetdiscover`), the operator's
 //! domain file (`--domains`) and each NIC's rail (`--rails`). The leaf is derived from
 //! the neighbours; the domain labels are written only where no other tool labelled the
-//! level ([`topoalign_gang::domain_labels_with`]).
+//! level ([`topoalign_gang::domain_labels_with`]). The driver reads the neighbours again
+//! on every rediscovery and derives the rails and the leaf anew ([`NodeFacts::with_wiring`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
