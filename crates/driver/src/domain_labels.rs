@@ -290,6 +290,104 @@ mod tests {
         assert!(!listed.contains("kubernetes.io/hostname"));
     }
 
+    /// What the fake API server saw: the labels of each apply, and how many reads.
+    #[derive(Default)]
+    struct Seen {
+        applied: Vec<BTreeMap<String, String>>,
+        reads: usize,
+    }
+
+    /// A client of a fake API server holding Node n1: a read answers the node with the
+    /// labels applied last (owned by [`LABEL_MANAGER`]); an apply records its labels.
+    fn fake_api(seen: Arc<std::sync::Mutex<Seen>>) -> Client {
+        let svc = tower::service_fn(move |req: http::Request<kube::client::Body>| {
+            let seen = seen.clone();
+            async move {
+                let apply = req.method() == http::Method::PATCH;
+                let body = req.into_body().collect_bytes().await?;
+                let mut seen = seen.lock().unwrap();
+                if apply {
+                    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                    seen.applied
+                        .push(serde_json::from_value(v["metadata"]["labels"].clone()).unwrap());
+                } else {
+                    seen.reads += 1;
+                }
+                let labels = seen.applied.last().cloned().unwrap_or_default();
+                let owned: serde_json::Map<String, serde_json::Value> = (labels.keys())
+                    .map(|k| (format!("f:{k}"), serde_json::json!({})))
+                    .collect();
+                let node = serde_json::json!({
+                    "apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": "n1", "labels": labels, "managedFields": [
+                        {"manager": LABEL_MANAGER, "operation": "Apply", "fieldsType": "FieldsV1",
+                         "fieldsV1": {"f:metadata": {"f:labels": owned}}}]}
+                });
+                let body = kube::client::Body::from(serde_json::to_vec(&node).unwrap());
+                Ok::<_, kube::Error>(http::Response::new(body))
+            }
+        });
+        Client::new(svc, "default")
+    }
+
+    /// Waits up to 10 s for `done` to hold on what the server saw.
+    async fn until(seen: &std::sync::Mutex<Seen>, done: impl Fn(&Seen) -> bool) {
+        for _ in 0..1000 {
+            if done(&seen.lock().unwrap()) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("the labelling task did not get there");
+    }
+
+    /// The labelling task labels at start, again when the facts change (a recabled NIC
+    /// gives a new leaf), and writes nothing when new facts give the same labels.
+    #[tokio::test]
+    async fn the_labels_follow_the_facts_and_the_same_labels_are_not_written_again() {
+        let seen = Arc::new(std::sync::Mutex::new(Seen::default()));
+        let (facts_tx, facts_rx) = watch::channel(facts());
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let task = tokio::spawn(run(
+            fake_api(seen.clone()),
+            "n1".into(),
+            facts_rx,
+            Arc::new(Metrics::new()),
+            stop_rx,
+        ));
+        until(&seen, |s| s.applied.len() == 1).await;
+        assert_eq!(
+            seen.lock().unwrap().applied[0],
+            map(&[
+                ("fabric.topograph.run/tier-0", "leaf-7"),
+                ("nvidia.com/gpu.clique", "uuid.7"),
+            ])
+        );
+        let recabled = NodeFacts {
+            leaf: Some(topoalign_gang::LeafDecision {
+                value: Some("su2-leaves".into()),
+                switches: vec!["leaf-r0-su2".into()],
+                why: "all railed NICs on switch leaf-r0-su2".into(),
+            }),
+            ..facts()
+        };
+        facts_tx.send(recabled.clone()).unwrap();
+        until(&seen, |s| s.applied.len() == 2).await;
+        assert_eq!(
+            seen.lock().unwrap().applied[1]["fabric.topograph.run/tier-0"],
+            "su2-leaves"
+        );
+        // The same facts once more: the node is read, nothing is written.
+        facts_tx.send_replace(recabled);
+        until(&seen, |s| s.reads == 3).await;
+        stop_tx.send(true).unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(5), task)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(seen.lock().unwrap().applied.len(), 2);
+    }
+
     #[test]
     fn the_patch_is_a_node_with_its_name_and_labels_only() {
         let v = serde_json::to_value(node_patch("n1", &map(&[("nvidia.com/gpu.clique", "u.1")])))
