@@ -144,13 +144,17 @@ impl AgentArgs {
             settings.topology_manager_scope = s.parse().map_err(AgentArgsError::Scope)?;
         }
         let program = topoalign_discover::program_from_env();
+        let rails = (self.rails.as_deref())
+            .map(topoalign_node_facts::read_rail_source)
+            .transpose()
+            .map_err(Box::new)?;
         let facts = topoalign_node_facts::read_facts(
             &node,
             &topology,
             topoalign_node_facts::FactSources {
                 fabric_from: self.fabric_from.as_deref(),
                 domains: self.domains.as_deref(),
-                rails: self.rails.as_deref(),
+                rails: rails.as_ref(),
                 wiring: &self.wiring,
                 program: &program,
             },

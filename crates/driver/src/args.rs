@@ -2,7 +2,7 @@
 //! turned into a [`DriverConfig`] by [`DriverArgs::config`].
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use topoalign_discover::Source;
@@ -14,10 +14,10 @@ use topoalign_render::Format;
 use crate::DriverError;
 use crate::mig_dynamic::ModeSource;
 use crate::mig_source::MigSource;
-use crate::rails::{Rails, read_rail_source};
+use crate::rails::Rails;
 use crate::runtime::DriverConfig;
 use topoalign_gang::RailSource;
-use topoalign_node_facts::{FactSources, NodeFacts, WiringFlags, read_facts};
+use topoalign_node_facts::{FactSources, NodeFacts, WiringFlags, read_facts, read_rail_source};
 use topoalign_probes::LogFormat;
 use topoalign_topology::Topology;
 
@@ -88,12 +88,15 @@ pub struct DriverArgs {
     #[arg(long, value_name = "FILE", requires = "write_domain_labels")]
     pub domains: Option<PathBuf>,
     /// What the NICs are cabled to: the rails of `rule: switch` and `rule: ib-subnet`,
-    /// and the leaf written with `--write-domain-labels`.
+    /// and the leaf written with `--write-domain-labels`. Read at start and again with
+    /// every rescan (a recabled NIC moves to its new rail; a failed read keeps the last
+    /// good neighbours).
     #[command(flatten)]
     pub wiring: WiringFlags,
     /// Write the node's domain labels from `--fabric-from`, the NICs' neighbours and
     /// `--domains` on its Node,
-    /// once at start and only for levels no other tool labels (server-side apply, field
+    /// at start (the leaf again when a rescan finds the NICs recabled) and only for
+    /// levels no other tool labels (server-side apply, field
     /// manager `topoalign.dev`; needs `patch` on nodes: Helm value
     /// `driver.domainLabels.enabled`). With `--dry-run` the Node patch is printed with the
     /// other objects, as on a node without domain labels.
@@ -162,22 +165,54 @@ impl DriverArgs {
         }
     }
 
-    /// The rail source named by `--rails`, read and checked (`None` without the flag).
-    pub fn rail_source(&self) -> Result<Option<RailSource>, DriverError> {
-        self.rails.as_deref().map(read_rail_source).transpose()
-    }
-
-    /// Whether [`Self::node_facts`] reads anything: domain labels to write, or
-    /// neighbours to read. The caller then reads the topology at start.
+    /// Whether the driver reads the node's facts at start (domain labels to write, or
+    /// neighbours to read): the caller then reads the topology at start and hands it to
+    /// [`Self::start_inputs`].
     pub fn reads_node_facts(&self) -> bool {
         self.write_domain_labels || self.wiring.any()
     }
 
-    /// The node's facts on its topology at start, read and checked: the clique of
-    /// `--fabric-from`, this node's labels in the file of `--domains`, the NICs'
-    /// neighbours and the leaf they give (on the rails of `--rails`). Errors name the
-    /// flag, the file and the field.
-    pub fn node_facts(&self, topo: &Topology) -> Result<NodeFacts, DriverError> {
+    /// What the driver reads at start besides the topology: the rail file of `--rails`,
+    /// read once, and, on `topo` (the topology at start; given where
+    /// [`Self::reads_node_facts`]), the node's facts: the clique of `--fabric-from`, this
+    /// node's labels in the file of `--domains`, the NICs' neighbours and the leaf they
+    /// give on the rails of that one rail source. Errors name the flag, the file and the
+    /// field.
+    pub fn start_inputs(&self, topo: Option<&Topology>) -> Result<StartInputs, DriverError> {
+        self.start_inputs_with(topo, |p| Ok(read_rail_source(p)?))
+    }
+
+    /// [`Self::start_inputs`] with the rail file read by `read` (at most once: tests
+    /// count it).
+    fn start_inputs_with(
+        &self,
+        topo: Option<&Topology>,
+        read: impl FnOnce(&Path) -> Result<RailSource, DriverError>,
+    ) -> Result<StartInputs, DriverError> {
+        let source = self.rails.as_deref().map(read).transpose()?;
+        let facts = match topo.filter(|_| self.reads_node_facts()) {
+            Some(topo) => Some(self.node_facts(topo, source.as_ref())?),
+            None => None,
+        };
+        let rails = source.map(|source| Rails {
+            source,
+            neighbours: (facts.as_ref())
+                .and_then(|f| f.wiring.as_ref())
+                .map(|w| w.neighbours.clone())
+                .unwrap_or_default(),
+        });
+        Ok(StartInputs {
+            rails,
+            domain_labels: facts.filter(|_| self.write_domain_labels),
+        })
+    }
+
+    /// The node's facts on `topo` with the rail source `rails` (already read).
+    fn node_facts(
+        &self,
+        topo: &Topology,
+        rails: Option<&RailSource>,
+    ) -> Result<NodeFacts, DriverError> {
         let program = topoalign_discover::program_from_env();
         Ok(read_facts(
             &self.node_name,
@@ -185,32 +220,15 @@ impl DriverArgs {
             FactSources {
                 fabric_from: self.fabric_from.as_deref(),
                 domains: self.domains.as_deref(),
-                rails: self.rails.as_deref(),
+                rails,
                 wiring: &self.wiring,
                 program: &program,
             },
         )?)
     }
 
-    /// The rail source of `--rails` with the NICs' neighbours of `facts` (none without
-    /// a neighbour source), resolved on every discovery's topology.
-    pub fn rails_input(&self, facts: Option<&NodeFacts>) -> Result<Option<Rails>, DriverError> {
-        Ok(self.rail_source()?.map(|source| Rails {
-            source,
-            neighbours: facts
-                .and_then(|f| f.wiring.as_ref())
-                .map(|w| w.neighbours.clone())
-                .unwrap_or_default(),
-        }))
-    }
-
-    /// The domain facts to write, when `--write-domain-labels` is given.
-    pub fn domain_labels(&self, facts: Option<NodeFacts>) -> Option<NodeFacts> {
-        facts.filter(|_| self.write_domain_labels)
-    }
-
     /// The node agent's configuration (the rails and the domain facts aside:
-    /// [`Self::rails_input`] and [`Self::node_facts`] read them).
+    /// [`Self::start_inputs`] reads them).
     pub fn config(&self) -> DriverConfig {
         DriverConfig {
             kubeconfig: self.kubeconfig.clone(),
@@ -219,6 +237,7 @@ impl DriverArgs {
             options: self.publish_options(),
             rails: None,
             domain_labels: None,
+            wiring: self.wiring.clone(),
             rescan_interval: self.rescan_interval,
             removal_timeout: self.shutdown_timeout,
             plugin: (!self.no_plugin).then(|| {
@@ -234,6 +253,18 @@ impl DriverArgs {
             crash_at: self.crash_at,
         }
     }
+}
+
+/// What `topoalign driver` reads at start besides the topology ([`DriverArgs::start_inputs`]):
+/// the one rail source, with the neighbours read at start, and the domain facts.
+#[derive(Debug, Clone)]
+pub struct StartInputs {
+    /// The rail source of `--rails` and the NICs' neighbours at start (`None` without
+    /// the flag): [`DriverConfig::rails`].
+    pub rails: Option<Rails>,
+    /// The node's domain facts, when `--write-domain-labels` is given (their rails
+    /// resolved from the same source): [`DriverConfig::domain_labels`].
+    pub domain_labels: Option<NodeFacts>,
 }
 
 /// A duration flag that is not one.
@@ -374,7 +405,9 @@ mod tests {
         let args = with(&["--write-domain-labels", "--domains", d.to_str().unwrap()]).unwrap();
         assert!(args.reads_node_facts());
         let facts = args
-            .domain_labels(Some(args.node_facts(&topo).unwrap()))
+            .start_inputs(Some(&topo))
+            .unwrap()
+            .domain_labels
             .unwrap();
         let (labels, file) = facts.operator.unwrap();
         assert_eq!(file, d.display().to_string());
@@ -385,7 +418,7 @@ mod tests {
         std::fs::write(&d, "labels: {example.com/rack: r1}\n").unwrap();
         let e = with(&["--write-domain-labels", "--domains", d.to_str().unwrap()])
             .unwrap()
-            .node_facts(&topo)
+            .start_inputs(Some(&topo))
             .unwrap_err()
             .to_string();
         assert!(e.contains("d.yaml: labels.\"example.com/rack\""), "{e}");
@@ -396,7 +429,7 @@ mod tests {
             absent.to_str().unwrap(),
         ])
         .unwrap()
-        .node_facts(&topo)
+        .start_inputs(Some(&topo))
         .unwrap_err()
         .to_string();
         assert!(
@@ -404,5 +437,71 @@ mod tests {
             "{e}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// With a neighbour source and `--write-domain-labels` the rail file is read once:
+    /// the rails the inventory publishes and those the leaf is derived on come from that
+    /// one source.
+    #[test]
+    fn the_rail_file_is_read_once_for_the_inventory_and_the_facts() {
+        let topo = topoalign_profiles::get("mi300x-8").unwrap();
+        let gang = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/gang");
+        let rails = format!("{gang}/rails-switch.yaml");
+        let lldp = format!("{gang}/lldp-mi300x.json");
+        let base = ["driver", "--node-name", "n1", "--profile", "mi300x-8"];
+        let with = |extra: &[&str]| {
+            let mut argv = base.to_vec();
+            argv.extend(extra);
+            parse_args(&argv).unwrap()
+        };
+        let args = with(&[
+            "--rails",
+            &rails,
+            "--lldp-from",
+            &lldp,
+            "--write-domain-labels",
+        ]);
+        let reads = std::cell::Cell::new(0);
+        let counted = |p: &Path| {
+            reads.set(reads.get() + 1);
+            Ok(read_rail_source(p)?)
+        };
+        let inputs = args.start_inputs_with(Some(&topo), counted).unwrap();
+        assert_eq!(reads.get(), 1);
+        let rails_in = inputs.rails.unwrap();
+        assert_eq!(rails_in.source.file, rails);
+        let facts = inputs.domain_labels.unwrap();
+        let wiring = facts.wiring.as_ref().unwrap();
+        assert_eq!(rails_in.neighbours, wiring.neighbours);
+        let resolved =
+            topoalign_gang::nic_rails_with(&topo, &rails_in.source, &rails_in.neighbours).unwrap();
+        assert_eq!(facts.rails.as_ref(), Some(&resolved));
+        assert!(facts.leaf.as_ref().unwrap().value.is_some(), "{facts:?}");
+        // The inventory publishes those rails: 8 NICs, one on each rail.
+        let inv =
+            crate::rails::inventory(&topo, &PublishOptions::default(), Some(&rails_in)).unwrap();
+        assert_eq!(inv, {
+            let mut plain = topoalign_dra::Inventory::new(&topo, &PublishOptions::default());
+            plain.set_rails(|bdf| resolved.rail_of(bdf));
+            plain
+        });
+        // Neighbours without labels: still one read, and the neighbours reach the rails.
+        reads.set(0);
+        let args = with(&["--rails", &rails, "--lldp-from", &lldp]);
+        let inputs = args.start_inputs_with(Some(&topo), counted).unwrap();
+        assert_eq!(reads.get(), 1);
+        assert!(inputs.domain_labels.is_none());
+        assert_eq!(inputs.rails.unwrap().neighbours, wiring.neighbours);
+        // No rail file: nothing read.
+        reads.set(0);
+        let inputs = with(&[]).start_inputs_with(Some(&topo), counted).unwrap();
+        assert_eq!(reads.get(), 0);
+        assert!(inputs.rails.is_none() && inputs.domain_labels.is_none());
+        // A missing file is named with its flag.
+        let e = with(&["--rails", "/nonexistent/rails.yaml"])
+            .start_inputs(None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--rails /nonexistent/rails.yaml: "), "{e}");
     }
 }

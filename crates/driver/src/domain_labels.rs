@@ -1,11 +1,12 @@
-//! The node's domain labels (`--write-domain-labels`): the facts of `--fabric-from` and
-//! `--domains` are read once at start (`topoalign_node_facts`, shared with the
-//! device-plugin agent); once the API server answers, the Node and its `managedFields` are
-//! read once, the labels of every level no other tool labels are computed
+//! The node's domain labels (`--write-domain-labels`): the facts of `--fabric-from`,
+//! `--domains` and the NICs' neighbours are read at start (`topoalign_node_facts`, shared
+//! with the device-plugin agent); once the API server answers, the Node and its
+//! `managedFields` are read, the labels of every level no other tool labels are computed
 //! ([`topoalign_gang::domain_labels`]) and applied by server-side apply under the
-//! driver's field manager [`LABEL_MANAGER`]. Labels the driver wrote before are its own to
-//! change; a level labelled by Topograph, GFD or the cloud is left alone and said so in
-//! the log. Without the flag the driver never writes a Node.
+//! driver's field manager [`LABEL_MANAGER`]. The same round runs again when a
+//! rediscovery finds the NICs recabled (a new leaf: `crate::rewire`). Labels the driver
+//! wrote before are its own to change; a level labelled by Topograph, GFD or the cloud is
+//! left alone and said so in the log. Without the flag the driver never writes a Node.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -64,19 +65,46 @@ pub(crate) async fn label_once(
     Ok(out)
 }
 
-/// Labels the node once, retrying with backoff until it succeeds or `stop` turns true.
-/// Failures are logged and counted (`topoalign_driver_errors_total{component="labels"}`);
-/// they never stop the driver.
+/// Labels the node with the facts in `facts`, retrying with backoff until it succeeds,
+/// then again each time the facts change (the NICs' neighbours did), until `stop` turns
+/// true. Failures are logged and counted
+/// (`topoalign_driver_errors_total{component="labels"}`); they never stop the driver.
 pub(crate) async fn run(
     client: Client,
     node: String,
-    facts: NodeFacts,
+    mut facts: watch::Receiver<NodeFacts>,
     metrics: Arc<Metrics>,
     mut stop: watch::Receiver<bool>,
 ) {
+    loop {
+        let now = facts.borrow_and_update().clone();
+        if !label_until_done(&client, &node, &now, &metrics, &mut stop).await {
+            return;
+        }
+        let changed = tokio::select! {
+            changed = facts.changed() => changed.is_ok(),
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        if !changed {
+            // No new facts can come (the publisher ended): wait for the stop.
+            let _ = stop.wait_for(|s| *s).await;
+            return;
+        }
+    }
+}
+
+/// One labelling round with `facts`, retried with backoff; false when `stop` turned
+/// true first.
+async fn label_until_done(
+    client: &Client,
+    node: &str,
+    facts: &NodeFacts,
+    metrics: &Metrics,
+    stop: &mut watch::Receiver<bool>,
+) -> bool {
     let mut backoff = crate::publisher::retry_backoff();
     loop {
-        match label_once(&client, &node, &facts).await {
+        match label_once(client, node, facts).await {
             Ok(out) => {
                 for n in &out.domains.notes {
                     tracing::info!(node = %node, "{n}");
@@ -87,7 +115,7 @@ pub(crate) async fn run(
                 } else {
                     tracing::info!(node = %node, labels = %labels, "domain labels already in place");
                 }
-                return;
+                return true;
             }
             Err(e) => {
                 metrics.error("labels");
@@ -97,7 +125,7 @@ pub(crate) async fn run(
         let wait = backoff.next().unwrap_or(std::time::Duration::from_secs(30));
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
-            _ = stop.wait_for(|s| *s) => return,
+            _ = stop.wait_for(|s| *s) => return false,
         }
     }
 }
@@ -228,7 +256,8 @@ mod tests {
     }
 
     /// The Helm chart's admission policy lets the driver change exactly the domain label
-    /// keys topoalign knows (`Level`): the same list, tiers by pattern, no hostname.
+    /// keys topoalign knows (`Level::NAMED`, the list `Level::of_key` reads): the same
+    /// list, tiers by pattern, no hostname.
     #[test]
     fn the_charts_policy_allows_exactly_the_domain_label_keys() {
         use topoalign_gang::Level;
@@ -245,17 +274,11 @@ mod tests {
             .filter(|s| !s.is_empty())
             .collect();
         let tier = "fabric.topograph.run/tier-";
-        let known: BTreeSet<String> = [
-            Level::NvlinkSub,
-            Level::Nvlink,
-            Level::LEAF,
-            Level::SPINE,
-            Level::CORE,
-        ]
-        .into_iter()
-        .flat_map(Level::keys)
-        .filter(|k| !k.starts_with(tier))
-        .collect();
+        let known: BTreeSet<String> = (Level::NAMED.into_iter())
+            .filter(|l| *l != Level::Node)
+            .flat_map(Level::keys)
+            .filter(|k| !k.starts_with(tier))
+            .collect();
         let known: BTreeSet<&str> = known.iter().map(String::as_str).collect();
         assert_eq!(listed, known);
         assert!(
@@ -265,6 +288,104 @@ mod tests {
         assert_eq!(Level::of_key(&format!("{tier}7")), Some(Level::Tier(7)));
         assert_eq!(Level::of_key(&format!("{tier}07")), None, "no leading zero");
         assert!(!listed.contains("kubernetes.io/hostname"));
+    }
+
+    /// What the fake API server saw: the labels of each apply, and how many reads.
+    #[derive(Default)]
+    struct Seen {
+        applied: Vec<BTreeMap<String, String>>,
+        reads: usize,
+    }
+
+    /// A client of a fake API server holding Node n1: a read answers the node with the
+    /// labels applied last (owned by [`LABEL_MANAGER`]); an apply records its labels.
+    fn fake_api(seen: Arc<std::sync::Mutex<Seen>>) -> Client {
+        let svc = tower::service_fn(move |req: http::Request<kube::client::Body>| {
+            let seen = seen.clone();
+            async move {
+                let apply = req.method() == http::Method::PATCH;
+                let body = req.into_body().collect_bytes().await?;
+                let mut seen = seen.lock().unwrap();
+                if apply {
+                    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                    seen.applied
+                        .push(serde_json::from_value(v["metadata"]["labels"].clone()).unwrap());
+                } else {
+                    seen.reads += 1;
+                }
+                let labels = seen.applied.last().cloned().unwrap_or_default();
+                let owned: serde_json::Map<String, serde_json::Value> = (labels.keys())
+                    .map(|k| (format!("f:{k}"), serde_json::json!({})))
+                    .collect();
+                let node = serde_json::json!({
+                    "apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": "n1", "labels": labels, "managedFields": [
+                        {"manager": LABEL_MANAGER, "operation": "Apply", "fieldsType": "FieldsV1",
+                         "fieldsV1": {"f:metadata": {"f:labels": owned}}}]}
+                });
+                let body = kube::client::Body::from(serde_json::to_vec(&node).unwrap());
+                Ok::<_, kube::Error>(http::Response::new(body))
+            }
+        });
+        Client::new(svc, "default")
+    }
+
+    /// Waits up to 10 s for `done` to hold on what the server saw.
+    async fn until(seen: &std::sync::Mutex<Seen>, done: impl Fn(&Seen) -> bool) {
+        for _ in 0..1000 {
+            if done(&seen.lock().unwrap()) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("the labelling task did not get there");
+    }
+
+    /// The labelling task labels at start, again when the facts change (a recabled NIC
+    /// gives a new leaf), and writes nothing when new facts give the same labels.
+    #[tokio::test]
+    async fn the_labels_follow_the_facts_and_the_same_labels_are_not_written_again() {
+        let seen = Arc::new(std::sync::Mutex::new(Seen::default()));
+        let (facts_tx, facts_rx) = watch::channel(facts());
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let task = tokio::spawn(run(
+            fake_api(seen.clone()),
+            "n1".into(),
+            facts_rx,
+            Arc::new(Metrics::new()),
+            stop_rx,
+        ));
+        until(&seen, |s| s.applied.len() == 1).await;
+        assert_eq!(
+            seen.lock().unwrap().applied[0],
+            map(&[
+                ("fabric.topograph.run/tier-0", "leaf-7"),
+                ("nvidia.com/gpu.clique", "uuid.7"),
+            ])
+        );
+        let recabled = NodeFacts {
+            leaf: Some(topoalign_gang::LeafDecision {
+                value: Some("su2-leaves".into()),
+                switches: vec!["leaf-r0-su2".into()],
+                why: "all railed NICs on switch leaf-r0-su2".into(),
+            }),
+            ..facts()
+        };
+        facts_tx.send(recabled.clone()).unwrap();
+        until(&seen, |s| s.applied.len() == 2).await;
+        assert_eq!(
+            seen.lock().unwrap().applied[1]["fabric.topograph.run/tier-0"],
+            "su2-leaves"
+        );
+        // The same facts once more: the node is read, nothing is written.
+        facts_tx.send_replace(recabled);
+        until(&seen, |s| s.reads == 3).await;
+        stop_tx.send(true).unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(5), task)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(seen.lock().unwrap().applied.len(), 2);
     }
 
     #[test]

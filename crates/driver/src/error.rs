@@ -14,20 +14,13 @@ pub enum DriverError {
     /// The topology could not be turned into DRA objects.
     #[error("building the node's ResourceSlices: {0}")]
     Dra(#[from] topoalign_dra::DraError),
-    /// The rail file (`--rails`) could not be read.
-    #[error("--rails {path}: {source}")]
-    RailsFile {
-        /// The file given.
-        path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// The rail source is malformed, or does not fit this node's NICs (the message names
-    /// the file and the field).
-    #[error("rail source: {0}")]
+    /// The rail source does not fit this node's NICs on a discovered topology (the
+    /// message names the file and the field, as at start).
+    #[error("--rails {0}")]
     Rails(#[from] topoalign_gang::GangError),
-    /// `--fabric-from` or `--domains` could not be read or does not fit (the message
-    /// names the flag, the file and the field, as the device-plugin agent's do).
+    /// `--rails`, `--fabric-from`, `--domains` or a neighbour source could not be read or
+    /// does not fit (the message names the flag, the file and the field, as the
+    /// device-plugin agent's do).
     #[error(transparent)]
     Facts(Box<topoalign_node_facts::FactsError>),
     /// The kubeconfig could not be read or used.

@@ -9,7 +9,9 @@
 //! * [`dry_run`]: every object the driver would create, for `--dry-run`.
 //! * `mig_source`: static MIG instances from saved `nvidia-smi` output or a planned mix;
 //!   `mig_dynamic`: `--mig-dynamic`, every placement of the GPUs in MIG mode.
-//! * `rails`: the node's rails (`--rails FILE`) on the inventory.
+//! * `rails`: the node's rails (`--rails FILE`) on the inventory; `rewire`: the NICs'
+//!   neighbours read again on every rediscovery, so the rails and the leaf follow a
+//!   recabled NIC.
 //! * `domain_labels`: the node's domain labels (`--write-domain-labels`, from
 //!   `--fabric-from` and `--domains`, read by `topoalign_node_facts` as the device-plugin
 //!   agent reads them), applied once to the Node only for levels no other tool labels.
@@ -41,10 +43,11 @@ mod mig_source;
 mod publisher;
 mod rails;
 mod readback;
+mod rewire;
 mod runtime;
 
 #[cfg(feature = "clap")]
-pub use args::DriverArgs;
+pub use args::{DriverArgs, StartInputs};
 pub use diff::{Memo, SyncPlan, Written, fingerprint, plan as sync_plan};
 pub use domain_labels::LABEL_MANAGER;
 pub use error::DriverError;

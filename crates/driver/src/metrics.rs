@@ -13,8 +13,10 @@
 //! * `topoalign_driver_slice_writes_total{op="apply|delete"}` (counter): ResourceSlice writes;
 //! * `topoalign_driver_publish_errors_total` (counter): publishing rounds that failed
 //!   (retried with backoff);
-//! * `topoalign_driver_errors_total{component="publish|watch|discover|plugin|labels"}` (counter;
-//!   `labels`: a failed round of `--write-domain-labels`, retried with backoff);
+//! * `topoalign_driver_errors_total{component="publish|watch|discover|neighbours|plugin|labels"}`
+//!   (counter; `neighbours`: a rescan's read of the NICs' neighbours that failed, the last
+//!   good ones kept; `labels`: a failed round of `--write-domain-labels`, retried with
+//!   backoff);
 //! * the kubelet plugin's own, registered with [`Metrics::with_plugin`]:
 //!   `topoalign_plugin_prepares_total`, `topoalign_plugin_unprepares_total`,
 //!   `topoalign_plugin_errors_total`, `topoalign_plugin_prepare_seconds` and

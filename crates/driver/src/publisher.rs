@@ -39,6 +39,7 @@ use crate::error::DriverError;
 use crate::http::Health;
 use crate::metrics::{Metrics, OpLabel};
 use crate::readback::{self, Loss, PairMode};
+use crate::rewire::Rewire;
 
 /// How long a burst of watch events is collected before one sync.
 const DEBOUNCE: Duration = Duration::from_millis(100);
@@ -50,7 +51,8 @@ pub(crate) struct PublisherConfig {
     pub node_name: String,
     /// Where the topology is read from, at start and on every rescan.
     pub source: Source,
-    /// The node's rail source, resolved again on every rediscovered topology.
+    /// The node's rail source, resolved again on every rediscovered topology, and the
+    /// NICs' last good neighbours (followed by [`Publisher::following`]).
     pub rails: Option<crate::Rails>,
     /// Pair set and plain devices (the generation field is ignored: the publisher owns it).
     pub options: PublishOptions,
@@ -86,6 +88,8 @@ pub(crate) struct Publisher {
     on_change: Option<TopologyHook>,
     /// The last published slices have no Node owner (the Node did not exist yet).
     owner_missing: bool,
+    /// The neighbour sources read again on every rediscovery, when given.
+    rewire: Option<Rewire>,
     /// Whether pair devices are published now.
     mode: PairMode,
     /// The mode the last completed round confirmed (logged when it changes).
@@ -112,7 +116,7 @@ enum Round {
 const OWNER_CHECK: Duration = Duration::from_secs(5);
 
 /// Called with the new inventory (the same one the publisher publishes) when a rescan
-/// finds the node's devices changed.
+/// finds the node's devices or its NICs' neighbours changed.
 pub(crate) type TopologyHook = Box<dyn Fn(&Arc<Inventory>) + Send + Sync>;
 
 impl Publisher {
@@ -141,6 +145,7 @@ impl Publisher {
             floor: 0,
             on_change: None,
             owner_missing: false,
+            rewire: None,
             mode: PairMode::Pairs,
             confirmed: None,
             recent_writes: VecDeque::new(),
@@ -176,10 +181,17 @@ impl Publisher {
     }
 
     /// Calls `hook` with the new inventory whenever a rescan finds a device added or
-    /// removed, before the pool is republished (the kubelet plugin takes it, so it
-    /// prepares what the slices now say).
+    /// removed or a NIC recabled, before the pool is republished (the kubelet plugin
+    /// takes it, so it prepares what the slices now say).
     pub(crate) fn on_topology_change(mut self, hook: TopologyHook) -> Self {
         self.on_change = Some(hook);
+        self
+    }
+
+    /// Reads the NICs' neighbours again on every rediscovery (`rewire`), so that the
+    /// rails and the leaf follow a recabled NIC.
+    pub(crate) fn following(mut self, rewire: Option<Rewire>) -> Self {
+        self.rewire = rewire;
         self
     }
 
@@ -464,29 +476,73 @@ impl Publisher {
         Ok(())
     }
 
-    /// Rediscovers the topology; true when it changed (a device came or went).
+    /// Rediscovers the topology and reads the NICs' neighbours again; true when either
+    /// changed (a device came or went, a NIC was recabled).
     async fn rediscover(&mut self) -> Result<bool, DriverError> {
         let source = self.cfg.source.clone();
-        let found = tokio::task::spawn_blocking(move || topoalign_discover::load(&source))
-            .await
-            .map_err(|e| DriverError::Task {
-                task: "discovery",
-                why: e.to_string(),
-            })??;
-        if found.topology == self.topology {
+        let reader = self.rewire.as_ref().map(Rewire::reader);
+        let (found, read) = tokio::task::spawn_blocking(move || {
+            topoalign_discover::load(&source).map(|found| {
+                let read = reader.map(|r| r(&found.topology));
+                (found, read)
+            })
+        })
+        .await
+        .map_err(|e| DriverError::Task {
+            task: "discovery",
+            why: e.to_string(),
+        })??;
+        let news = match (&self.rewire, read) {
+            (Some(rw), Some(read)) => {
+                if read.is_err() {
+                    self.metrics.error("neighbours");
+                }
+                rw.news(read)
+            }
+            _ => None,
+        };
+        let moved = found.topology != self.topology;
+        if !moved && news.is_none() {
             return Ok(false);
         }
-        for w in &found.warnings {
-            tracing::warn!(warning = %w, "discovery");
+        if moved {
+            for w in &found.warnings {
+                tracing::warn!(warning = %w, "discovery");
+            }
+            tracing::info!(node = %self.cfg.node_name, "the topology changed; republishing");
         }
-        tracing::info!(node = %self.cfg.node_name, "the topology changed; republishing");
-        // The rails are resolved on the new topology before anything is replaced: a rail
-        // source that no longer fits keeps the last good pool and fails the round.
+        if let Some(w) = &news {
+            for warning in &w.warnings {
+                tracing::warn!(warning = %warning, "NIC neighbours");
+            }
+            tracing::info!(node = %self.cfg.node_name, "the NICs' neighbours changed; republishing");
+        }
+        // The rails (and the domain facts) are resolved on the new topology and neighbours
+        // before anything is replaced: a rail source that no longer fits keeps the last
+        // good pool and fails the round.
+        let rails = self.cfg.rails.as_ref().map(|r| crate::Rails {
+            source: r.source.clone(),
+            neighbours: news
+                .as_ref()
+                .map_or_else(|| r.neighbours.clone(), |w| w.neighbours.clone()),
+        });
         let inventory =
-            crate::rails::inventory(&found.topology, &self.cfg.options, self.cfg.rails.as_ref())?;
+            crate::rails::inventory(&found.topology, &self.cfg.options, rails.as_ref())?;
+        let facts = match &self.rewire {
+            Some(rw) => rw.facts(
+                &found.topology,
+                news.as_ref(),
+                rails.as_ref().map(|r| &r.source),
+            )?,
+            None => None,
+        };
         self.topology = found.topology;
         self.inventory = Arc::new(inventory);
         self.plain = None;
+        self.cfg.rails = rails;
+        if let Some(rw) = &mut self.rewire {
+            rw.commit(news, facts);
+        }
         if let Some(hook) = &self.on_change {
             hook(&self.inventory);
         }
@@ -726,7 +782,7 @@ mod tests {
 
     /// A client for an API server that is not there (a closed loopback port): every
     /// call fails at once with "connection refused".
-    fn unreachable() -> Client {
+    pub(super) fn unreachable() -> Client {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -814,3 +870,7 @@ mod tests {
         assert!(!lacks_owner(&[]));
     }
 }
+
+#[cfg(test)]
+#[path = "publisher_rewire_tests.rs"]
+mod rewire_tests;

@@ -1,16 +1,11 @@
-//! The node's rails (`--rails FILE`): the rail source is read once, at start, and
-//! resolved on every discovery's topology, so the one inventory the publisher and the
-//! kubelet plugin share carries each NIC's rail ([`topoalign_dra::attr::RAIL`]).
+//! The node's rails (`--rails FILE`): the rail source is read once, at start
+//! (`topoalign_node_facts::read_rail_source`, the one reader of the file), and resolved on
+//! every discovery's topology, so the one inventory the publisher and the kubelet plugin
+//! share carries each NIC's rail ([`topoalign_dra::attr::RAIL`]).
 //!
-//! The file's forms and checks belong to `topoalign_gang::rails`; here it is only read
-//! and applied.
-
-#[cfg(any(feature = "clap", test))]
-use std::path::Path;
+//! The file's forms and checks belong to `topoalign_gang::rails`; here it is only applied.
 
 use topoalign_dra::{Inventory, PublishOptions};
-#[cfg(any(feature = "clap", test))]
-use topoalign_gang::parse_rail_source;
 use topoalign_gang::{RailSource, nic_rails_with};
 use topoalign_topology::{Neighbours, Topology};
 
@@ -37,17 +32,6 @@ impl Rails {
 
 use crate::error::DriverError;
 
-/// Reads and checks the rail source in `path` (YAML or JSON); errors name the file and
-/// the field.
-#[cfg(any(feature = "clap", test))]
-pub(crate) fn read_rail_source(path: &Path) -> Result<RailSource, DriverError> {
-    let text = std::fs::read_to_string(path).map_err(|source| DriverError::RailsFile {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    Ok(parse_rail_source(&text, &path.display().to_string())?)
-}
-
 /// The inventory of `topo` under `options`, each physical NIC on the rail `rails` gives
 /// it on this topology (no rail anywhere without a source). The one way the driver builds
 /// an inventory, so the publisher, the kubelet plugin and `--dry-run` agree.
@@ -70,6 +54,7 @@ mod tests {
 
     use super::*;
     use topoalign_dra::attr;
+    use topoalign_gang::parse_rail_source;
 
     fn rails_on(inv: &Inventory, node: &str) -> Vec<(String, Option<i64>)> {
         topoalign_dra::slices_for(inv, node, 1)
@@ -132,11 +117,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("r.yaml: nics.mlx5_99: no such NIC"), "{e}");
-        let missing = read_rail_source(Path::new("/nonexistent/rails.yaml"))
-            .unwrap_err()
-            .to_string();
-        assert!(missing.contains("/nonexistent/rails.yaml"), "{missing}");
+        assert!(
+            e.starts_with("--rails r.yaml: nics.mlx5_99: no such NIC"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 use topoalign_discover::Source;
 use topoalign_dra::{Inventory, PublishOptions};
 use topoalign_kubelet_plugin::{FaultHook, FaultPoint, Plugin, PluginConfig};
-use topoalign_node_facts::NodeFacts;
+use topoalign_node_facts::{NodeFacts, WiringFlags};
 use topoalign_probes::{Threads, kube_client, runtime, shutdown_signals};
 use topoalign_topology::Topology;
 
@@ -22,6 +22,7 @@ use crate::error::DriverError;
 use crate::http::{AppState, Health};
 use crate::metrics::Metrics;
 use crate::publisher::{Publisher, PublisherConfig, TopologyHook};
+use crate::rewire::Rewire;
 
 /// Everything `topoalign driver` was told.
 #[derive(Debug, Clone)]
@@ -35,11 +36,17 @@ pub struct DriverConfig {
     pub source: Source,
     /// Which devices are published.
     pub options: PublishOptions,
-    /// The node's rail source (`--rails`); `None` publishes no rail.
+    /// The node's rail source (`--rails`) and the NICs' neighbours read at start; `None`
+    /// publishes no rail.
     pub rails: Option<crate::Rails>,
-    /// The node's domain facts (`--fabric-from`, `--domains`), read at start, when its
-    /// domain labels are to be written (`--write-domain-labels`); `None` writes no label.
+    /// The node's domain facts (`--fabric-from`, `--domains`, the NICs' neighbours), read
+    /// at start, when its domain labels are to be written (`--write-domain-labels`);
+    /// `None` writes no label.
     pub domain_labels: Option<NodeFacts>,
+    /// Where the NICs' neighbours are read (`--lldp-from`, `--ib-sysfs`,
+    /// `--ibnetdiscover`): again on every rediscovery, so the rails and the leaf follow
+    /// a recabled NIC.
+    pub wiring: WiringFlags,
     /// How often the topology is rediscovered.
     pub rescan_interval: Duration,
     /// How long shutdown keeps trying to delete this node's slices.
@@ -175,6 +182,28 @@ pub(crate) async fn run(
     ));
 
     let client_for_labels = client.clone();
+    // The domain facts reach the labelling task through a watch: the publisher derives
+    // them again when a rediscovery finds the NICs recabled.
+    let (labels_tx, labels_rx) = match cfg.domain_labels.clone() {
+        Some(facts) => {
+            let (tx, rx) = watch::channel(facts);
+            (Some(tx), Some(rx))
+        }
+        None => (None, None),
+    };
+    // The neighbours matter for the rails and the leaf only.
+    let rewire = if cfg.rails.is_some() || labels_tx.is_some() {
+        let start = (cfg.rails.as_ref().map(|r| r.neighbours.clone()))
+            .or_else(|| {
+                (cfg.domain_labels.as_ref())
+                    .and_then(|f| f.wiring.as_ref())
+                    .map(|w| w.neighbours.clone())
+            })
+            .unwrap_or_default();
+        Rewire::new(cfg.wiring.clone(), start, labels_tx)
+    } else {
+        None
+    };
     let publisher = Publisher::new(
         client,
         PublisherConfig {
@@ -193,11 +222,13 @@ pub(crate) async fn run(
     let publisher = match hot_plug {
         Some(hook) => publisher.on_topology_change(hook),
         None => publisher,
-    };
+    }
+    .following(rewire);
     let mut publisher_task = tokio::spawn(publisher.run(stop_rx.clone()));
-    // The domain labels: one round once the API server answers (retried), apart from the
-    // publisher so that a refused Node write never holds up the slices.
-    let labels_task = cfg.domain_labels.clone().map(|facts| {
+    // The domain labels: one round once the API server answers (retried), and one more
+    // whenever the NICs' neighbours change the facts; apart from the publisher so that a
+    // refused Node write never holds up the slices.
+    let labels_task = labels_rx.map(|facts| {
         tokio::spawn(crate::domain_labels::run(
             client_for_labels,
             cfg.node_name.clone(),

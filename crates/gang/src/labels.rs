@@ -58,6 +58,16 @@ impl Level {
     pub const SPINE: Level = Level::Tier(1);
     /// The core: fabric tier 2.
     pub const CORE: Level = Level::Tier(2);
+    /// Every level a known key names, in the order error messages list their keys; the
+    /// fabric tiers above the core have only `fabric.topograph.run/tier-N`.
+    pub const NAMED: [Level; 6] = [
+        Level::Nvlink,
+        Level::NvlinkSub,
+        Level::LEAF,
+        Level::SPINE,
+        Level::CORE,
+        Level::Node,
+    ];
 
     /// The level's keys in order of precedence (highest first).
     pub fn keys(self) -> Vec<String> {
@@ -92,16 +102,9 @@ impl Level {
         if let Some(n) = key.strip_prefix(TOPOGRAPH_TIER_PREFIX) {
             return tier_number(n).map(Level::Tier);
         }
-        [
-            Level::Node,
-            Level::NvlinkSub,
-            Level::Nvlink,
-            Level::LEAF,
-            Level::SPINE,
-            Level::CORE,
-        ]
-        .into_iter()
-        .find(|l| l.keys().iter().any(|k| k == key))
+        Level::NAMED
+            .into_iter()
+            .find(|l| l.keys().iter().any(|k| k == key))
     }
 }
 
@@ -176,17 +179,7 @@ pub enum KeyError {
 
 /// Every known key (fabric tiers 0–2 for the open-ended family), for error messages.
 pub(crate) fn known_keys() -> Vec<String> {
-    [
-        Level::Nvlink,
-        Level::NvlinkSub,
-        Level::LEAF,
-        Level::SPINE,
-        Level::CORE,
-        Level::Node,
-    ]
-    .into_iter()
-    .flat_map(Level::keys)
-    .collect()
+    Level::NAMED.into_iter().flat_map(Level::keys).collect()
 }
 
 /// The key for `level` among a node's labels, by precedence: the first of

@@ -1,15 +1,18 @@
-//! The node's place in the fabric, read once at start: its NVLink clique (from
+//! The node's place in the fabric, read at start: its NVLink clique (from
 //! `nvidia-smi -q`, run or saved: `--fabric-from`), what its NICs are cabled to (LLDP:
 //! `--lldp-from`; InfiniBand ports: `--ib-sysfs`, `--ibnetdiscover`), the operator's
 //! domain file (`--domains`) and each NIC's rail (`--rails`). The leaf is derived from
 //! the neighbours; the domain labels are written only where no other tool labelled the
-//! level ([`topoalign_gang::domain_labels_with`]).
+//! level ([`topoalign_gang::domain_labels_with`]). The driver reads the neighbours again
+//! on every rediscovery and derives the rails and the leaf anew ([`NodeFacts::with_wiring`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use topoalign_discover::neighbours::{LldpFrom, NeighbourSources, read_neighbours};
-use topoalign_gang::{DomainInputs, DomainLabels, LeafDecision, NicRails, domain_labels_with};
+use topoalign_gang::{
+    DomainInputs, DomainLabels, LeafDecision, NicRails, RailSource, domain_labels_with,
+};
 use topoalign_mig::{NodeClique, SavedOutput, node_clique, read_query};
 use topoalign_topology::{Neighbours, Topology};
 
@@ -123,9 +126,13 @@ pub enum FactsError {
     /// The `nvidia-smi -q` output does not read.
     #[error("--fabric-from: {0}")]
     Query(#[from] topoalign_mig::ReadError),
-    /// The domain file or the rail source is malformed or does not fit the node.
+    /// The domain file is malformed or does not fit the node.
     #[error(transparent)]
     Gang(#[from] topoalign_gang::GangError),
+    /// The rail source (`--rails`) is malformed or does not fit the node's NICs (the
+    /// message names the file and the field).
+    #[error("--rails {0}")]
+    Rails(#[source] topoalign_gang::GangError),
     /// The NICs' neighbours (`--lldp-from`, `--ib-sysfs`, `--ibnetdiscover`) did not read.
     #[error(transparent)]
     Neighbours(Box<topoalign_discover::neighbours::NeighbourError>),
@@ -171,18 +178,34 @@ pub fn read_domains(
     Ok((file.for_node(node), name))
 }
 
-/// The rails of the NICs of `topo` from the rail source at `path` (`--rails`); the rules
-/// by switch or InfiniBand subnet read the NICs' neighbours in `wiring`.
+/// The rail source at `path` (`--rails`, YAML or JSON), read and checked as far as the
+/// file alone allows: the one reader of the rail file, for the agent, the driver and
+/// `topoalign rails`. Errors name the flag, the file and the field.
+pub fn read_rail_source(path: &Path) -> Result<RailSource, FactsError> {
+    let name = path.display().to_string();
+    topoalign_gang::parse_rail_source(&read("--rails", path)?, &name).map_err(FactsError::Rails)
+}
+
+/// The rails `source` gives the NICs of `topo`; the rules by switch or InfiniBand subnet
+/// read the NICs' neighbours in `wiring`.
+pub fn resolve_rails(
+    source: &RailSource,
+    topo: &Topology,
+    wiring: Option<&Wiring>,
+) -> Result<NicRails, FactsError> {
+    let none = Neighbours::default();
+    let neighbours = wiring.map_or(&none, |w| &w.neighbours);
+    topoalign_gang::nic_rails_with(topo, source, neighbours).map_err(FactsError::Rails)
+}
+
+/// The rails of the NICs of `topo` from the rail source at `path` (`--rails`):
+/// [`read_rail_source`], then [`resolve_rails`] with the neighbours in `wiring`.
 pub fn read_rails(
     path: &Path,
     topo: &Topology,
     wiring: Option<&Wiring>,
 ) -> Result<NicRails, FactsError> {
-    let name = path.display().to_string();
-    let src = topoalign_gang::parse_rail_source(&read("--rails", path)?, &name)?;
-    let none = Neighbours::default();
-    let neighbours = wiring.map_or(&none, |w| &w.neighbours);
-    Ok(topoalign_gang::nic_rails_with(topo, &src, neighbours)?)
+    resolve_rails(&read_rail_source(path)?, topo, wiring)
 }
 
 /// Where a node's facts come from: the flags of the agent and of the driver.
@@ -192,8 +215,10 @@ pub struct FactSources<'a> {
     pub fabric_from: Option<&'a str>,
     /// `--domains`.
     pub domains: Option<&'a Path>,
-    /// `--rails`.
-    pub rails: Option<&'a Path>,
+    /// The rail source of `--rails`, already read ([`read_rail_source`]): the caller
+    /// keeps it (the driver resolves it again on every rediscovery), so the file is read
+    /// once.
+    pub rails: Option<&'a RailSource>,
     /// `--lldp-from`, `--ib-sysfs`, `--ibnetdiscover`.
     pub wiring: &'a WiringFlags,
     /// The `nvidia-smi` binary `--fabric-from nvidia-smi` runs.
@@ -209,25 +234,41 @@ pub fn read_facts(
     from: FactSources<'_>,
 ) -> Result<NodeFacts, FactsError> {
     let wiring = read_wiring(from.wiring, topo)?;
-    let rails = from
-        .rails
-        .map(|p| read_rails(p, topo, wiring.as_ref()))
-        .transpose()?;
+    let wired = NodeFacts::default().with_wiring(topo, wiring, from.rails)?;
     Ok(NodeFacts {
         clique: from
             .fabric_from
             .map(|f| read_clique(f, from.program))
             .transpose()?,
         operator: from.domains.map(|p| read_domains(p, node)).transpose()?,
-        leaf: wiring
-            .as_ref()
-            .map(|w| topoalign_gang::derive_leaf(topo, &w.neighbours, rails.as_ref())),
-        wiring,
-        rails,
+        ..wired
     })
 }
 
 impl NodeFacts {
+    /// These facts with the NICs' neighbours `wiring` (read on `topo`; `None`: no
+    /// neighbour source): the rails of `rails` resolved on them and the leaf derived
+    /// again; the clique and the operator's labels are kept. How a recabled NIC's new
+    /// neighbours reach the facts read at start.
+    pub fn with_wiring(
+        self,
+        topo: &Topology,
+        wiring: Option<Wiring>,
+        rails: Option<&RailSource>,
+    ) -> Result<NodeFacts, FactsError> {
+        let rails = rails
+            .map(|src| resolve_rails(src, topo, wiring.as_ref()))
+            .transpose()?;
+        Ok(NodeFacts {
+            leaf: wiring
+                .as_ref()
+                .map(|w| topoalign_gang::derive_leaf(topo, &w.neighbours, rails.as_ref())),
+            wiring,
+            rails,
+            ..self
+        })
+    }
+
     /// The domain labels to write on a node whose labels are `existing`, of which this
     /// writer wrote `owned` before; with no facts, none.
     pub fn labels(
@@ -345,6 +386,40 @@ mod tests {
     }
 
     #[test]
+    fn the_rail_file_is_read_into_one_source_and_errors_name_flag_file_and_field() {
+        let topo = topoalign_profiles::get("dgx-h100").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("r.yaml");
+        let name = file.display().to_string();
+        std::fs::write(&file, "rule: nearest-gpu\n").unwrap();
+        let src = read_rail_source(&file).unwrap();
+        assert_eq!(src.file, name);
+        let rails = resolve_rails(&src, &topo, None).unwrap();
+        assert_eq!(rails, read_rails(&file, &topo, None).unwrap());
+        assert_eq!(rails.rails, 8);
+        // A map naming no NIC of the node reads, and fails on the node.
+        std::fs::write(&file, "rails: 2\nnics: {mlx5_99: 0}\n").unwrap();
+        let src = read_rail_source(&file).unwrap();
+        let e = resolve_rails(&src, &topo, None).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("--rails {name}: nics.mlx5_99: no such NIC")),
+            "{e}"
+        );
+        std::fs::write(&file, "rails: 0\nrule: nearest-gpu\n").unwrap();
+        let e = read_rail_source(&file).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!("--rails {name}: rails: the number of rails must be at least 1")
+        );
+        let absent = dir.path().join("absent.yaml");
+        let e = read_rail_source(&absent).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("--rails {}: ", absent.display())),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn facts_become_labels_only_where_the_level_is_free() {
         let dir = tempfile::tempdir().unwrap();
         let q = dir.path().join("q.txt");
@@ -382,7 +457,7 @@ mod tests {
             lldp_from: Some(format!("{gang}/lldp-mi300x.json")),
             ..WiringFlags::default()
         };
-        let rails = std::path::PathBuf::from(format!("{gang}/rails-switch.yaml"));
+        let rails = read_rail_source(Path::new(&format!("{gang}/rails-switch.yaml"))).unwrap();
         let from = FactSources {
             fabric_from: None,
             domains: Some(&d),

@@ -17,6 +17,6 @@ pub mod node;
 
 pub use facts::{
     FactSources, FactsError, NodeFacts, RUN_LLDPCTL, RUN_TOOL, Wiring, WiringFlags, read_clique,
-    read_domains, read_facts, read_rails, read_wiring,
+    read_domains, read_facts, read_rail_source, read_rails, read_wiring, resolve_rails,
 };
 pub use node::{NodeLabels, apply_labels, label_patch, owned_labels, read_node_labels};

@@ -36,15 +36,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    let facts = match (&start, args.reads_node_facts()) {
-        (Some(topo), true) => Some(args.node_facts(topo)?),
-        _ => None,
-    };
+    let inputs = args.start_inputs(start.as_ref())?;
     if let Some(topo) = start.as_ref().filter(|_| needs_mig) {
         config.options.mig = mig_layout(&args, topo)?;
     }
-    config.rails = args.rails_input(facts.as_ref())?;
-    config.domain_labels = args.domain_labels(facts);
+    config.rails = inputs.rails;
+    config.domain_labels = inputs.domain_labels;
     topoalign_driver::run_blocking(config)
         .with_context(|| format!("driver for node {:?} ({what})", args.node_name))?;
     Ok(ExitCode::SUCCESS)
@@ -56,15 +53,15 @@ fn dry(args: &Args) -> anyhow::Result<ExitCode> {
         mig: mig_layout(args, &d.topology)?,
         ..args.publish_options()
     };
-    let facts = if args.reads_node_facts() {
-        Some(args.node_facts(&d.topology)?)
-    } else {
-        None
-    };
-    let rails = args.rails_input(facts.as_ref())?;
-    let mut objects = dry_run::objects(&d.topology, &args.node_name, &options, rails.as_ref())
-        .with_context(|| format!("node {:?}", args.node_name))?;
-    if let Some(facts) = &args.domain_labels(facts) {
+    let inputs = args.start_inputs(Some(&d.topology))?;
+    let mut objects = dry_run::objects(
+        &d.topology,
+        &args.node_name,
+        &options,
+        inputs.rails.as_ref(),
+    )
+    .with_context(|| format!("node {:?}", args.node_name))?;
+    if let Some(facts) = &inputs.domain_labels {
         let (patch, labels) = dry_run::domain_labels(&args.node_name, facts);
         objects.extend(patch);
         for n in &labels.notes {

@@ -9,7 +9,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{json, run_args, stdout_of, write_file};
+use crate::common::{Outcome, json, run_args, stdout_of, write_file};
 use serde_json::Value;
 
 const PROFILES: [&str; 6] = [
@@ -21,17 +21,21 @@ const PROFILES: [&str; 6] = [
     "dgx-a100-mig",
 ];
 
+/// `driver --profile PROFILE --node-name NODE EXTRA…`.
+fn driver_args<'a>(profile: &'a str, node: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["driver", "--profile", profile, "--node-name", node];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// Runs `topoalign driver --profile PROFILE --node-name n1 EXTRA…`, whatever its exit
+/// code.
+fn driver(profile: &str, extra: &[&str]) -> Outcome {
+    run_args(&driver_args(profile, "n1", extra))
+}
+
 fn dry(profile: &str, node: &str, format: &str) -> String {
-    stdout_of(&[
-        "driver",
-        "--profile",
-        profile,
-        "--node-name",
-        node,
-        "--dry-run",
-        "-o",
-        format,
-    ])
+    stdout_of(&driver_args(profile, node, &["--dry-run", "-o", format]))
 }
 
 /// The YAML stream as JSON values, one per document.
@@ -177,16 +181,7 @@ fn dry_run_from_a_sysfs_tree() {
 
 #[test]
 fn unknown_profile_is_a_clear_error() {
-    let out = run_args(&[
-        "driver",
-        "--profile",
-        "dgx-a100",
-        "--node-name",
-        "n1",
-        "--dry-run",
-        "-o",
-        "yaml",
-    ]);
+    let out = driver("dgx-a100", &["--dry-run", "-o", "yaml"]);
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains("dgx-a100") && out.stderr.contains("mi300x-8"),
@@ -200,7 +195,7 @@ fn unknown_profile_is_a_clear_error() {
     );
 
     // Not only with --dry-run: the agent refuses before it connects anywhere.
-    let out = run_args(&["driver", "--profile", "dgx-a100", "--node-name", "n1"]);
+    let out = driver("dgx-a100", &[]);
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("dgx-a100"), "{}", out.stderr);
 }
@@ -214,14 +209,7 @@ fn missing_node_name_is_a_usage_error() {
 
 #[test]
 fn invalid_node_name_is_refused() {
-    let out = run_args(&[
-        "driver",
-        "--profile",
-        "mi300x-8",
-        "--node-name",
-        "Node_1",
-        "--dry-run",
-    ]);
+    let out = run_args(&driver_args("mi300x-8", "Node_1", &["--dry-run"]));
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains("Node_1") && out.stderr.contains("node name"),
@@ -251,43 +239,25 @@ fn unreadable_sysfs_root_is_a_clear_error() {
 
 #[test]
 fn bad_flags_are_refused() {
-    let out = run_args(&[
-        "driver",
-        "--profile",
-        "mi300x-8",
-        "--node-name",
-        "n1",
-        "--rescan-interval",
-        "soon",
-    ]);
+    let out = driver("mi300x-8", &["--rescan-interval", "soon"]);
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("not a duration"), "{}", out.stderr);
-    let out = run_args(&[
-        "driver",
-        "--profile",
-        "mi300x-8",
-        "--node-name",
-        "n1",
-        "--rescan-interval",
-        "1ms",
-    ]);
+    let out = driver("mi300x-8", &["--rescan-interval", "1ms"]);
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("too short"), "{}", out.stderr);
 
     let dir = tempfile::tempdir().unwrap();
     let kc = write_file(dir.path(), "kubeconfig", "this: [is not a kubeconfig");
-    let out = run_args(&[
-        "driver",
-        "--profile",
+    let out = driver(
         "mi300x-8",
-        "--node-name",
-        "n1",
-        "--no-plugin",
-        "--kubeconfig",
-        kc.to_str().unwrap(),
-        "--metrics-addr",
-        "127.0.0.1:0",
-    ]);
+        &[
+            "--no-plugin",
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ],
+    );
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains("kubeconfig") && out.stderr.contains(kc.to_str().unwrap()),
@@ -461,25 +431,22 @@ fn dry_run_with_domain_labels_ends_with_the_node_patch_and_notes_what_it_leaves(
         "d.yaml",
         "nodes:\n  n1: {fabric.topograph.run/tier-0: leaf-7}\n",
     );
-    let args = |format: &'static str| {
-        vec![
-            "driver".to_string(),
-            "--profile".into(),
-            "dgx-h100".into(),
-            "--node-name".into(),
-            "n1".into(),
-            "--write-domain-labels".into(),
-            "--fabric-from".into(),
-            query.display().to_string(),
-            "--domains".into(),
-            domains.display().to_string(),
-            "--dry-run".into(),
-            "-o".into(),
-            format.into(),
-        ]
+    let labelled = |format: &str| {
+        driver(
+            "dgx-h100",
+            &[
+                "--write-domain-labels",
+                "--fabric-from",
+                query.to_str().unwrap(),
+                "--domains",
+                domains.to_str().unwrap(),
+                "--dry-run",
+                "-o",
+                format,
+            ],
+        )
     };
-    let argv = args("json");
-    let out = run_args(&argv.iter().map(String::as_str).collect::<Vec<_>>());
+    let out = labelled("json");
     assert_eq!(out.code, 0, "{}", out.stderr);
     let list = json(&out.stdout);
     let items = list["items"].as_array().unwrap();
@@ -496,8 +463,9 @@ fn dry_run_with_domain_labels_ends_with_the_node_patch_and_notes_what_it_leaves(
         "{}",
         out.stderr
     );
-    let argv = args("table");
-    let table = stdout_of(&argv.iter().map(String::as_str).collect::<Vec<_>>());
+    let out = labelled("table");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let table = out.stdout;
     let row = table.lines().last().unwrap();
     assert!(
         row.starts_with("Node ") && row.ends_with("labels fabric.topograph.run/tier-0=leaf-7"),
@@ -505,16 +473,10 @@ fn dry_run_with_domain_labels_ends_with_the_node_patch_and_notes_what_it_leaves(
     );
     // Without the flag, no Node; a source without it is a usage error (exit 2).
     assert!(!dry("dgx-h100", "n1", "table").contains("Node "));
-    let out = run_args(&[
-        "driver",
-        "--profile",
+    let out = driver(
         "dgx-h100",
-        "--node-name",
-        "n1",
-        "--domains",
-        domains.to_str().unwrap(),
-        "--dry-run",
-    ]);
+        &["--domains", domains.to_str().unwrap(), "--dry-run"],
+    );
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("--write-domain-labels"),
@@ -523,17 +485,15 @@ fn dry_run_with_domain_labels_ends_with_the_node_patch_and_notes_what_it_leaves(
     );
     // A bad file names the flag, the file and the field.
     let bad = write_file(dir.path(), "bad.yaml", "labels: {example.com/rack: r1}\n");
-    let out = run_args(&[
-        "driver",
-        "--profile",
+    let out = driver(
         "dgx-h100",
-        "--node-name",
-        "n1",
-        "--write-domain-labels",
-        "--domains",
-        bad.to_str().unwrap(),
-        "--dry-run",
-    ]);
+        &[
+            "--write-domain-labels",
+            "--domains",
+            bad.to_str().unwrap(),
+            "--dry-run",
+        ],
+    );
     assert_ne!(out.code, 0);
     assert!(
         out.stderr.contains("bad.yaml: labels.\"example.com/rack\""),
@@ -548,11 +508,6 @@ fn dry_run_takes_rails_and_the_leaf_from_the_nics_neighbours() {
     let lldp = gang.join("lldp-mi300x.json");
     let rails = gang.join("rails-switch.yaml");
     let base = [
-        "driver",
-        "--profile",
-        "mi300x-8",
-        "--node-name",
-        "n1",
         "--lldp-from",
         lldp.to_str().unwrap(),
         "--rails",
@@ -562,7 +517,7 @@ fn dry_run_takes_rails_and_the_leaf_from_the_nics_neighbours() {
         "json",
     ];
     // Rails by switch name: every NIC device on the rail of its leaf.
-    let out = run_args(&base);
+    let out = driver("mi300x-8", &base);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let list = json(&out.stdout);
     let items = list["items"].as_array().unwrap();
@@ -580,8 +535,8 @@ fn dry_run_takes_rails_and_the_leaf_from_the_nics_neighbours() {
     );
     // With --write-domain-labels the neighbours also give the leaf.
     let mut labelled = base.to_vec();
-    labelled.insert(5, "--write-domain-labels");
-    let out = run_args(&labelled);
+    labelled.push("--write-domain-labels");
+    let out = driver("mi300x-8", &labelled);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let list = json(&out.stdout);
     let node = list["items"].as_array().unwrap().last().unwrap().clone();
@@ -591,20 +546,35 @@ fn dry_run_takes_rails_and_the_leaf_from_the_nics_neighbours() {
         .unwrap();
     assert!(leaf.starts_with("leaf-r"), "{node}");
     // The rule without a neighbour source cannot be resolved: a clear error.
-    let out = run_args(&[
-        "driver",
-        "--profile",
+    let out = driver(
         "mi300x-8",
-        "--node-name",
-        "n1",
-        "--rails",
-        rails.to_str().unwrap(),
-        "--dry-run",
-    ]);
+        &["--rails", rails.to_str().unwrap(), "--dry-run"],
+    );
     assert_ne!(out.code, 0);
     assert!(
-        out.stderr.contains("has no neighbour switch"),
+        out.stderr.contains("--rails ") && out.stderr.contains("has no neighbour switch"),
         "{}",
         out.stderr
     );
+    // A rail file that is not there, or does not read, is named with its flag, at
+    // start, with or without a neighbour source (the file is read once, by one reader).
+    let dir = tempfile::tempdir().unwrap();
+    let absent = dir.path().join("absent.yaml");
+    let zero = write_file(dir.path(), "zero.yaml", "rails: 0\nrule: nearest-gpu\n");
+    for (file, why) in [
+        (&absent, String::new()),
+        (
+            &zero,
+            ": rails: the number of rails must be at least 1".into(),
+        ),
+    ] {
+        let want = format!("--rails {}{why}", file.display());
+        for extra in [&[][..], &["--lldp-from", lldp.to_str().unwrap()][..]] {
+            let mut argv = vec!["--rails", file.to_str().unwrap(), "--dry-run"];
+            argv.extend_from_slice(extra);
+            let out = driver("mi300x-8", &argv);
+            assert_eq!(out.code, 2, "{}", out.stderr);
+            assert!(out.stderr.contains(&want), "{want}: {}", out.stderr);
+        }
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use topoalign_discover::neighbours::{LldpFrom, NeighbourSources, read_ib_ports, read_neighbours};
 use topoalign_discover::write_tree;
@@ -55,6 +55,22 @@ fn scan(devs: &[(String, String)]) -> String {
     s
 }
 
+/// The dgx-h100 profile written as a sysfs tree under `dir/tree`, each InfiniBand port
+/// active ([`write_ports`]): the profile, the tree's root and its IB NICs.
+fn ib_tree(dir: &Path) -> (Topology, PathBuf, Vec<(String, String)>) {
+    let topo = topoalign_profiles::get("dgx-h100").unwrap();
+    let root = dir.join("tree");
+    write_tree(&topo, &root).unwrap();
+    let devs = ib_nics(&topo);
+    write_ports(&root, &devs);
+    (topo, root, devs)
+}
+
+/// The error of reading the neighbours of `topo` from `sources`, in words.
+fn error_of(topo: &Topology, sources: NeighbourSources) -> String {
+    read_neighbours(topo, &sources).unwrap_err().to_string()
+}
+
 const LLDP: &str = r#"{
   "lldp": {
     "interface": [
@@ -70,13 +86,9 @@ const LLDP: &str = r#"{
 
 #[test]
 fn every_source_lands_on_its_nic() {
-    let topo = topoalign_profiles::get("dgx-h100").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("tree");
-    write_tree(&topo, &root).unwrap();
-    let devs = ib_nics(&topo);
+    let (topo, root, devs) = ib_tree(dir.path());
     assert_eq!(devs.len(), 8);
-    write_ports(&root, &devs);
     fs::write(dir.path().join("lldp.json"), LLDP).unwrap();
     fs::write(dir.path().join("fabric.txt"), scan(&devs)).unwrap();
 
@@ -127,12 +139,8 @@ fn every_source_lands_on_its_nic() {
 
 #[test]
 fn bad_sysfs_files_and_a_scan_alone_are_errors() {
-    let topo = topoalign_profiles::get("dgx-h100").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("tree");
-    write_tree(&topo, &root).unwrap();
-    let devs = ib_nics(&topo);
-    write_ports(&root, &devs);
+    let (topo, root, devs) = ib_tree(dir.path());
     let lid = root
         .join("sys/class/infiniband")
         .join(&devs[2].0)
@@ -149,36 +157,28 @@ fn bad_sysfs_files_and_a_scan_alone_are_errors() {
     let e = read_ib_ports(&root).unwrap_err().to_string();
     assert!(e.contains("is not a GID: expected eight groups"), "{e}");
 
-    let e = read_neighbours(
+    let e = error_of(
         &topo,
-        &NeighbourSources {
+        NeighbourSources {
             ibnetdiscover: Some(dir.path().join("fabric.txt")),
             ..NeighbourSources::default()
         },
-    )
-    .unwrap_err()
-    .to_string();
+    );
     assert!(e.contains("needs the InfiniBand ports"), "{e}");
-    let e = read_neighbours(
+    let e = error_of(
         &topo,
-        &NeighbourSources {
+        NeighbourSources {
             lldp: Some(LldpFrom::File(dir.path().join("missing.json"))),
             ..NeighbourSources::default()
         },
-    )
-    .unwrap_err()
-    .to_string();
+    );
     assert!(e.contains("missing.json"), "{e}");
 }
 
 #[test]
 fn a_port_that_is_down_keeps_its_state_and_lldpctl_failing_is_a_tool_error() {
-    let topo = topoalign_profiles::get("dgx-h100").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("tree");
-    write_tree(&topo, &root).unwrap();
-    let devs = ib_nics(&topo);
-    write_ports(&root, &devs);
+    let (topo, root, devs) = ib_tree(dir.path());
     let state = root
         .join("sys/class/infiniband")
         .join(&devs[0].0)
@@ -189,14 +189,12 @@ fn a_port_that_is_down_keeps_its_state_and_lldpctl_failing_is_a_tool_error() {
     assert_eq!(ports[0].state.as_deref(), Some("DOWN"));
     assert!(!ports[0].active());
 
-    let e = read_neighbours(
+    let e = error_of(
         &topo,
-        &NeighbourSources {
+        NeighbourSources {
             lldp: Some(LldpFrom::Run("false".into())),
             ..NeighbourSources::default()
         },
-    )
-    .unwrap_err()
-    .to_string();
+    );
     assert!(e.contains("`false -f json` exited with"), "{e}");
 }
