@@ -120,9 +120,10 @@ impl Request {
 
     /// Whether a GPU with this vendor name and model passes the GPU filters.
     pub fn gpu_passes(&self, vendor: &str, model: Option<&str>) -> bool {
+        // ASCII case folded, without allocating (judging a node asks this per GPU).
         let contains = |hay: &str, needle: &str| {
-            hay.to_ascii_lowercase()
-                .contains(&needle.to_ascii_lowercase())
+            let (hay, needle) = (hay.as_bytes(), needle.as_bytes());
+            needle.is_empty() || hay.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
         };
         if let Some(v) = &self.gpu_vendor
             && !contains(vendor, v)
@@ -140,3 +141,25 @@ impl Request {
 
 /// What is already taken on the node (the shared model type).
 pub use topoalign_topology::NodeUsage as Usage;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_filters_match_parts_of_vendor_and_model_ignoring_ascii_case() {
+        let mut req = Request::new(1, NicCount::Total(0));
+        assert!(req.gpu_passes("AMD", None), "no filter");
+        req.gpu_vendor = Some("amd".to_string());
+        assert!(req.gpu_passes("AMD", None));
+        assert!(req.gpu_passes("Advanced Micro Devices [AMD]", None));
+        assert!(!req.gpu_passes("nvidia", None));
+        assert!(!req.gpu_passes("am", None), "shorter than the filter");
+        req.gpu_model = Some("Mi300".to_string());
+        assert!(req.gpu_passes("amd", Some("Instinct MI300X")));
+        assert!(!req.gpu_passes("amd", Some("Instinct MI250X")));
+        assert!(!req.gpu_passes("amd", None), "a model filter needs a model");
+        req.gpu_model = Some(String::new());
+        assert!(req.gpu_passes("amd", Some("x")), "an empty filter passes all");
+    }
+}

@@ -95,7 +95,16 @@ impl Planner<'_> {
                 nics_also.push(n);
             }
         }
-        let mut used = vec![0u32; m.group_size.len()];
+        // Counted on the stack for machines of up to 64 groups.
+        let mut small = [0u32; 64];
+        let mut large = Vec::new();
+        let used: &mut [u32] = match small.get_mut(..m.group_size.len()) {
+            Some(s) => s,
+            None => {
+                large.resize(m.group_size.len(), 0);
+                &mut large
+            }
+        };
         let gpus = (taken.gpus.iter().enumerate())
             .filter(|&(g, &busy)| busy || gpus_also.contains(&g))
             .map(|(g, _)| &m.gpu_groups[g]);
