@@ -123,7 +123,10 @@ impl Request {
         // ASCII case folded, without allocating (judging a node asks this per GPU).
         let contains = |hay: &str, needle: &str| {
             let (hay, needle) = (hay.as_bytes(), needle.as_bytes());
-            needle.is_empty() || hay.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
+            needle.is_empty()
+                || hay
+                    .windows(needle.len())
+                    .any(|w| w.eq_ignore_ascii_case(needle))
         };
         if let Some(v) = &self.gpu_vendor
             && !contains(vendor, v)
@@ -160,6 +163,9 @@ mod tests {
         assert!(!req.gpu_passes("amd", Some("Instinct MI250X")));
         assert!(!req.gpu_passes("amd", None), "a model filter needs a model");
         req.gpu_model = Some(String::new());
-        assert!(req.gpu_passes("amd", Some("x")), "an empty filter passes all");
+        assert!(
+            req.gpu_passes("amd", Some("x")),
+            "an empty filter passes all"
+        );
     }
 }

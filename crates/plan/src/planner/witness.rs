@@ -127,7 +127,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use topoalign_rng::Rng;
-    use topoalign_topology::PcieClass;
+    use topoalign_topology::{Bdf, PcieClass, Topology};
 
     use crate::request::{GpuLinkBound, NicCount, Request, Usage};
     use crate::{PlanError, Planner};
@@ -143,17 +143,20 @@ mod tests {
             let topo = topoalign_profiles::get(name).unwrap();
             let planner = Planner::new(&topo);
             for _ in 0..400 {
+                // Devices in use: a random share of each kind, drawn as one shuffle.
+                let busy = rng.below(8);
                 let mut usage = Usage::empty();
-                let busy = rng.below_u64(8);
-                for g in 0..topo.gpus.len() {
-                    if rng.below_u64(8) < busy {
-                        usage.gpus.push(topo.gpu_bdf(g));
-                    }
-                }
-                for n in 0..topo.nics.len() {
-                    if rng.below_u64(8) < busy {
-                        usage.nics.push(topo.nic_bdf(n));
-                    }
+                for (list, n, bdf) in [
+                    (
+                        &mut usage.gpus,
+                        topo.gpus.len(),
+                        Topology::gpu_bdf as fn(&Topology, usize) -> Bdf,
+                    ),
+                    (&mut usage.nics, topo.nics.len(), Topology::nic_bdf),
+                ] {
+                    let mut all: Vec<usize> = (0..n).collect();
+                    rng.shuffle(&mut all);
+                    list.extend(all[..n * busy / 8].iter().map(|&i| bdf(&topo, i)));
                 }
                 let gpus = 1 + rng.below_u64(topo.gpus.len().max(1) as u64) as usize;
                 let nics = match rng.below_u64(3) {
