@@ -74,13 +74,6 @@ impl Debouncer {
             }
         }
     }
-
-    /// Forgets what was published (after a failed write), so the next observation
-    /// publishes again.
-    pub(crate) fn reset(&mut self) {
-        self.published = None;
-        self.pending = None;
-    }
 }
 
 #[cfg(test)]

@@ -6,25 +6,31 @@
 //! (`nrt`) plus debounced node labels (`labels`) by server-side apply (`publish`).
 //! `--once` ([`run::once`]) prints what it would publish and exits. The node's place in
 //! the fabric (its NVLink clique, the operator's domain file, each NIC's rail: read by
-//! `topoalign_node_facts`, shared with the DRA driver) is read once at start; domain
-//! labels are written only where no other tool wrote the level, rails go into the
+//! `topoalign_node_facts`, shared with the DRA driver) is read at start; the NICs'
+//! neighbours are read again every `--rescan-interval` (`rewire`), and a recabled NIC's
+//! rail and the leaf derived from the neighbours follow without a restart. Domain labels
+//! are written only where no other tool wrote the level, rails go into the
 //! NodeResourceTopology object.
 
+mod daemon;
 mod labels;
 mod metrics;
 mod nrt;
 mod podresources;
 mod publish;
 mod report;
+mod rewire;
 mod run;
-pub use metrics::{Kind, Metrics};
+pub use daemon::run_serving;
+pub use metrics::{Component, Kind, Metrics};
 pub use nrt::nrt_object;
 /// The kubelet pod-resources gRPC API (generated from its proto), a namespace of its own:
 /// the messages and the lister client and server.
 pub use podresources::v1 as pod_resources_api;
 pub use podresources::{Devices, KubeletView, PodDevices};
 pub use report::build as build_report;
+pub use rewire::Rewire;
 #[cfg(feature = "clap")]
 pub use run::AgentArgs;
-pub use run::{Config, once as run_once, run_serving};
+pub use run::{Config, once as run_once};
 pub use topoalign_node_facts::{FactsError, NodeFacts};

@@ -10,7 +10,10 @@
 //!   (the extender's staleness clock starts there);
 //! * `topoalign_agent_devices_in_use{kind="gpu|nic"}` and
 //!   `topoalign_agent_exclusive_cpus_in_use` (gauges), `topoalign_agent_unknown_device_ids`
-//!   (gauge): device IDs the kubelet reports that the topology lacks.
+//!   (gauge): device IDs the kubelet reports that the topology lacks;
+//! * `topoalign_agent_errors_total{component="neighbours"}` (counter): a read of the NICs'
+//!   neighbours after start that failed (or did not fit the rail source), the last good
+//!   ones kept.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -42,6 +45,13 @@ pub struct Write {
     pub outcome: &'static str,
 }
 
+/// `component` label.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Component {
+    /// The part of the agent that failed (`neighbours`).
+    pub component: &'static str,
+}
+
 /// `kind` label.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct Kind {
@@ -65,6 +75,8 @@ pub struct Metrics {
     pub cpus_in_use: Gauge,
     /// Device IDs the topology lacks.
     pub unknown_ids: Gauge,
+    /// Errors by component.
+    pub errors: Family<Component, Counter>,
     not_ready: Mutex<Option<String>>,
 }
 
@@ -89,6 +101,7 @@ impl Metrics {
             devices_in_use: Family::default(),
             cpus_in_use: Gauge::default(),
             unknown_ids: Gauge::default(),
+            errors: Family::default(),
             not_ready: Mutex::new(Some("no round finished yet".to_string())),
         };
         let mut r = Registry::default();
@@ -121,6 +134,11 @@ impl Metrics {
             "topoalign_agent_unknown_device_ids",
             "Device IDs the kubelet reports that the node's topology lacks",
             m.unknown_ids.clone(),
+        );
+        r.register(
+            "topoalign_agent_errors",
+            "Errors, by component",
+            m.errors.clone(),
         );
         Metrics { registry: r, ..m }
     }
@@ -162,6 +180,11 @@ impl Metrics {
             let now = jiff::Timestamp::now().as_second();
             self.last_published.set(now);
         }
+    }
+
+    /// Counts one error of `component`.
+    pub fn error(&self, component: &'static str) {
+        self.errors.get_or_create(&Component { component }).inc();
     }
 
     /// The round read the kubelet and the API server holds its report.
@@ -231,6 +254,7 @@ mod tests {
         );
         m.wrote("nrt", true);
         m.wrote("labels", false);
+        m.error("neighbours");
         m.set_ready();
         assert!(Probe::not_ready(&m).is_empty());
         let text = Probe::metrics(&m);
@@ -239,6 +263,7 @@ mod tests {
             "topoalign_agent_writes_total{object=\"nrt\",outcome=\"ok\"} 1",
             "topoalign_agent_writes_total{object=\"labels\",outcome=\"error\"} 1",
             "topoalign_agent_last_published_seconds ",
+            "topoalign_agent_errors_total{component=\"neighbours\"} 1",
         ] {
             assert!(text.contains(want), "{want} missing in\n{text}");
         }

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -10,14 +10,14 @@ use topoalign_gang::DomainLabels;
 use topoalign_kube_types::kubelet_settings::Settings;
 use topoalign_topology::Topology;
 
-use crate::labels::{Debouncer, wanted};
+use crate::labels::wanted;
 use crate::nrt::{add_facts, nrt_object};
 use crate::podresources::{PodResourcesClient, PodResourcesError};
-use crate::publish::{FIELD_MANAGER, PublishError, apply_labels, apply_nrt};
+use crate::publish::PublishError;
 use crate::report::{Report, build};
 #[cfg(feature = "clap")]
 use topoalign_node_facts::FactsError;
-use topoalign_node_facts::{NodeFacts, NodeLabels};
+use topoalign_node_facts::NodeFacts;
 
 /// How the agent runs.
 #[derive(Debug, Clone)]
@@ -38,8 +38,12 @@ pub struct Config {
     pub label_hold: Duration,
     /// Timeout of each kubelet call.
     pub timeout: Duration,
-    /// The node's clique, operator domain labels and rails (read at start).
+    /// The node's clique, operator domain labels, rails, NICs' neighbours and leaf (read
+    /// at start; the neighbours, rails and leaf again through `rewire`).
     pub facts: NodeFacts,
+    /// Where and how often the NICs' neighbours are read again (`None`: no neighbour
+    /// source, or not followed).
+    pub rewire: Option<crate::rewire::Rewire>,
 }
 
 /// The flags of `topoalign agent` besides the topology source, `-o` and `--log-format`
@@ -98,9 +102,15 @@ pub struct AgentArgs {
     /// in the NodeResourceTopology object.
     #[arg(long, value_name = "FILE")]
     pub rails: Option<PathBuf>,
-    /// What the NICs are cabled to.
+    /// What the NICs are cabled to. Read at start and again every --rescan-interval (a
+    /// recabled NIC moves to its new rail and the leaf follows; a failed read keeps the
+    /// last good neighbours).
     #[command(flatten)]
     pub wiring: topoalign_node_facts::WiringFlags,
+    /// Seconds between reads of the NICs' neighbours (--lldp-from, --ib-sysfs,
+    /// --ibnetdiscover) after start.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub rescan_interval: u64,
 }
 
 /// A flag value the agent cannot run with.
@@ -160,6 +170,11 @@ impl AgentArgs {
             },
         )
         .map_err(Box::new)?;
+        let rewire = crate::rewire::Rewire::new(
+            self.wiring.clone(),
+            rails,
+            Duration::from_secs(self.rescan_interval.max(1)),
+        );
         Ok(Config {
             node,
             topology,
@@ -170,6 +185,7 @@ impl AgentArgs {
             label_hold: Duration::from_secs(self.label_hold),
             timeout: Duration::from_secs(self.timeout.max(1)),
             facts,
+            rewire,
         })
     }
 }
@@ -262,7 +278,7 @@ pub(crate) fn unknown_summary(ids: &[String]) -> String {
     }
 }
 
-fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     jiff::Timestamp::now()
         .round(jiff::Unit::Second)
         .map_or_else(|_| jiff::Timestamp::now().to_string(), |t| t.to_string())
@@ -298,156 +314,6 @@ pub(crate) fn output(
     }
 }
 
-/// The node's domain labels, once the API server answers: its labels now, less those
-/// this agent owns, against the facts read at start. Notes are logged once.
-async fn node_domains(cfg: &Config, client: &kube::Client) -> Option<DomainLabels> {
-    let api: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
-    match api.get(&cfg.node).await {
-        Ok(node) => {
-            let seen = NodeLabels::of(&node, FIELD_MANAGER);
-            let d = cfg.facts.labels(&seen.labels, &seen.owned);
-            for n in &d.notes {
-                tracing::info!(node = %cfg.node, "{n}");
-            }
-            Some(d)
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, node = %cfg.node, "node not read; domain labels wait");
-            None
-        }
-    }
-}
-
-/// Runs until `shutdown` resolves: read, publish on change or heartbeat, label with
-/// hysteresis. Kubelet and API errors are logged and retried next interval.
-/// `run` with `/healthz`, `/readyz` and `/metrics` served on `metrics_addr` until
-/// `shutdown` resolves.
-pub async fn run_serving(
-    cfg: Config,
-    client: kube::Client,
-    metrics_addr: std::net::SocketAddr,
-    shutdown: impl std::future::Future<Output = ()>,
-) -> Result<(), AgentError> {
-    let serve_error = |source| AgentError::Serve {
-        addr: metrics_addr,
-        source,
-    };
-    let listener = tokio::net::TcpListener::bind(metrics_addr)
-        .await
-        .map_err(serve_error)?;
-    let metrics = std::sync::Arc::new(crate::metrics::Metrics::new());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(crate::metrics::serve(listener, metrics.clone(), async {
-        let _ = stopped.await;
-    }));
-    let result = run(cfg, client, metrics, shutdown).await;
-    let _ = stop.send(());
-    match server.await {
-        Ok(Err(e)) => return Err(serve_error(e)),
-        Err(e) => return Err(serve_error(std::io::Error::other(e))),
-        Ok(Ok(())) => {}
-    }
-    result
-}
-
-/// Every round is counted in `metrics`, which also says whether the agent is ready
-/// (the last round read the kubelet and the API server holds its report).
-pub(crate) async fn run(
-    cfg: Config,
-    client: kube::Client,
-    metrics: std::sync::Arc<crate::metrics::Metrics>,
-    shutdown: impl std::future::Future<Output = ()>,
-) -> Result<(), AgentError> {
-    let mut shutdown = std::pin::pin!(shutdown);
-    let mut debounce = Debouncer::new(cfg.label_hold);
-    let mut last: Option<(Report, Instant)> = None;
-    let mut last_unknown: Option<(usize, Option<String>, Option<String>)> = None;
-    let mut kubelet: Option<PodResourcesClient> = None;
-    let mut tick = tokio::time::interval(cfg.interval);
-    let mut domains: Option<DomainLabels> = None;
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => return Ok(()),
-            _ = tick.tick() => {}
-        }
-        if domains.is_none() {
-            domains = node_domains(&cfg, &client).await;
-        }
-        if kubelet.is_none() {
-            match PodResourcesClient::connect(&cfg.socket, cfg.timeout).await {
-                Ok(c) => kubelet = Some(c),
-                Err(e) => {
-                    tracing::warn!(error = %e, "kubelet not reachable; retrying");
-                    metrics.kubelet_read(None);
-                    continue;
-                }
-            }
-        }
-        let Some(k) = kubelet.as_mut() else { continue };
-        let view = match k.snapshot().await {
-            Ok(v) => v,
-            Err(e) => {
-                tracing::warn!(error = %e, "kubelet read failed; reconnecting");
-                metrics.kubelet_read(None);
-                kubelet = None;
-                continue;
-            }
-        };
-        // Until the node is read, no domain label is written (none is known to be free).
-        let none = DomainLabels::default();
-        let out = output(
-            &cfg,
-            view,
-            domains.as_ref().unwrap_or(&none),
-            &now_rfc3339(),
-        );
-        metrics.kubelet_read(Some(&out.report));
-        let unknown = &out.report.unknown_ids;
-        let seen = (
-            unknown.len(),
-            unknown.first().cloned(),
-            unknown.last().cloned(),
-        );
-        if !unknown.is_empty() {
-            let summary = unknown_summary(unknown);
-            // Said once per change at warn; every read at debug.
-            if last_unknown.as_ref() != Some(&seen) {
-                tracing::warn!(count = unknown.len(), ids = %summary, "device IDs not on this node's topology; not counted");
-            } else {
-                tracing::debug!(count = unknown.len(), ids = %summary, "device IDs not on this node's topology; not counted");
-            }
-        }
-        last_unknown = Some(seen);
-        let changed = last
-            .as_ref()
-            .is_none_or(|(r, at)| *r != out.report || at.elapsed() >= cfg.heartbeat);
-        if changed {
-            match apply_nrt(&client, &cfg.node, &out.node_resource_topology).await {
-                Ok(()) => {
-                    metrics.wrote("nrt", true);
-                    metrics.set_ready();
-                    last = Some((out.report.clone(), Instant::now()));
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "NodeResourceTopology not written; retrying");
-                    metrics.wrote("nrt", false);
-                    metrics.set_not_ready(&format!("NodeResourceTopology not written: {e}"));
-                }
-            }
-        } else {
-            metrics.set_ready();
-        }
-        if let Some(labels) = debounce.observe(out.labels, Instant::now()) {
-            let written = apply_labels(&client, &cfg.node, &labels).await;
-            metrics.wrote("labels", written.is_ok());
-            if let Err(e) = written {
-                tracing::warn!(error = %e, "labels not written; retrying");
-                debounce.reset();
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -467,6 +333,7 @@ mod tests {
             label_hold: Duration::from_secs(120),
             timeout: Duration::from_secs(5),
             facts: NodeFacts::default(),
+            rewire: None,
         };
         let gpus = |ids: Vec<String>| Devices {
             resource: "amd.com/gpu".into(),

@@ -4,7 +4,8 @@
 //! domain file (`--domains`) and each NIC's rail (`--rails`). The leaf is derived from
 //! the neighbours; the domain labels are written only where no other tool labelled the
 //! level ([`topoalign_gang::domain_labels_with`]). The driver reads the neighbours again
-//! on every rediscovery and derives the rails and the leaf anew ([`NodeFacts::with_wiring`]).
+//! on every rediscovery, the agent every `--rescan-interval`, and both derive the rails and
+//! the leaf anew ([`NodeFacts::with_wiring`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -127,6 +127,7 @@ fn config(socket: std::path::PathBuf) -> Config {
         label_hold: Duration::from_secs(120),
         timeout: Duration::from_secs(5),
         facts: NodeFacts::default(),
+        rewire: None,
     }
 }
 
