@@ -107,10 +107,10 @@ pub struct AgentArgs {
     /// last good neighbours).
     #[command(flatten)]
     pub wiring: topoalign_node_facts::WiringFlags,
-    /// Seconds between reads of the NICs' neighbours (--lldp-from, --ib-sysfs,
-    /// --ibnetdiscover) after start.
-    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
-    pub rescan_interval: u64,
+    /// How often the NICs' neighbours (--lldp-from, --ib-sysfs, --ibnetdiscover) are
+    /// read again after start (e.g. `60s`, `5m`, or seconds; as the driver's flag).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = topoalign_probes::parse_interval)]
+    pub rescan_interval: Duration,
 }
 
 /// A flag value the agent cannot run with.
@@ -170,11 +170,7 @@ impl AgentArgs {
             },
         )
         .map_err(Box::new)?;
-        let rewire = crate::rewire::Rewire::new(
-            self.wiring.clone(),
-            rails,
-            Duration::from_secs(self.rescan_interval.max(1)),
-        );
+        let rewire = crate::rewire::Rewire::new(self.wiring.clone(), rails, self.rescan_interval);
         Ok(Config {
             node,
             topology,

@@ -126,12 +126,12 @@ pub struct DriverArgs {
     pub log_format: LogFormat,
     /// How often the topology is rediscovered and the published pool checked
     /// (e.g. `60s`, `5m`, `500ms`).
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_interval)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = topoalign_probes::parse_interval)]
     pub rescan_interval: Duration,
     /// On SIGTERM/SIGINT, how long to keep trying to delete this node's ResourceSlices
     /// (the default leaves room for the probe port's 2 s grace, so that the driver exits
     /// within 10 s of the signal even while the API server is away).
-    #[arg(long, value_name = "DURATION", default_value = "7s", value_parser = parse_interval)]
+    #[arg(long, value_name = "DURATION", default_value = "7s", value_parser = topoalign_probes::parse_interval)]
     pub shutdown_timeout: Duration,
 }
 
@@ -267,62 +267,9 @@ pub struct StartInputs {
     pub domain_labels: Option<NodeFacts>,
 }
 
-/// A duration flag that is not one.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum IntervalError {
-    /// Not a duration at all.
-    #[error("{text:?} is not a duration (expected e.g. 60s, 5m, 500ms): {why}")]
-    NotADuration {
-        /// The text given.
-        text: String,
-        /// The parser's reason.
-        why: jiff::Error,
-    },
-    /// Below zero.
-    #[error("{0:?} is negative")]
-    Negative(String),
-    /// Under the 100 ms floor.
-    #[error("{0:?} is too short (at least 100ms)")]
-    TooShort(String),
-}
-
-/// Reads `60s`, `5m`, `1h 30m`, `500ms`, `PT1M` (at least 100 ms).
-pub(crate) fn parse_interval(text: &str) -> Result<Duration, IntervalError> {
-    let d: jiff::SignedDuration = text.parse().map_err(|why| IntervalError::NotADuration {
-        text: text.to_string(),
-        why,
-    })?;
-    let d = Duration::try_from(d).map_err(|_| IntervalError::Negative(text.to_string()))?;
-    if d < Duration::from_millis(100) {
-        return Err(IntervalError::TooShort(text.to_string()));
-    }
-    Ok(d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn intervals_in_every_spelling_and_the_refusals_say_why() {
-        assert_eq!(parse_interval("60s").unwrap(), Duration::from_secs(60));
-        assert_eq!(parse_interval("1h 30m").unwrap(), Duration::from_secs(5400));
-        assert_eq!(parse_interval("PT1M").unwrap(), Duration::from_secs(60));
-        assert_eq!(parse_interval("500ms").unwrap(), Duration::from_millis(500));
-        let e = parse_interval("soon").unwrap_err().to_string();
-        assert!(
-            e.starts_with("\"soon\" is not a duration (expected e.g. 60s"),
-            "{e}"
-        );
-        assert_eq!(
-            parse_interval("-5s").unwrap_err().to_string(),
-            "\"-5s\" is negative"
-        );
-        assert_eq!(
-            parse_interval("50ms").unwrap_err().to_string(),
-            "\"50ms\" is too short (at least 100ms)"
-        );
-    }
 
     fn parse_args(argv: &[&str]) -> Result<DriverArgs, clap::Error> {
         use clap::{Args, FromArgMatches};

@@ -13,10 +13,12 @@
 //! from a kubeconfig, the SIGTERM/SIGINT shutdown future and the tokio runtime;
 //! `logging`, the log format and the one log subscriber.
 
+mod interval;
 mod kit;
 mod logging;
 mod process;
 
+pub use interval::{IntervalError, parse_interval};
 pub use kit::{BodyError, ConnStats, Limits, Stopped, read_body, serve_with};
 pub use logging::LogFormat;
 pub use logging::{DEFAULT_FILTER, install as install_logging};
