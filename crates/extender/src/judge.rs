@@ -20,6 +20,7 @@ use crate::plugin::decide::{Judged, Seen, Verdict};
 use crate::plugin::decider::{CacheStats, Decider, Fresh};
 use crate::plugin::podreq::{PodError, PodRequest, pod_request};
 use crate::plugin::state::ClusterState;
+use crate::turns::Turns;
 
 /// What a judgement is for: the metrics label, and whether metrics and logs are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +59,9 @@ pub struct Judges<'a> {
     pub metrics: Option<&'a Metrics>,
     /// The call's work budget, for the log when it runs out.
     pub budget: Duration,
+    /// Turns at judging node states the cache lacks, shared by the server's calls
+    /// (`None`: judged at once, as offline).
+    pub turns: Option<&'a Turns>,
 }
 
 /// One candidate's ruling, borrowed for the visit.
@@ -217,7 +221,15 @@ fn judge_within<N: AsRef<str>>(
         let state = judges.state.read().unwrap_or_else(|p| p.into_inner());
         judges.decider.pending(&state, req, names, now)
     };
-    let fresh = judges.decider.judge_pending(req, &pending, deadline);
+    // Only a call with states to judge waits for a turn; one still waiting when its
+    // budget is spent judges nothing.
+    let fresh = match judges.turns.filter(|_| !pending.is_empty()) {
+        None => judges.decider.judge_pending(req, &pending, deadline),
+        Some(turns) => match turns.take(deadline) {
+            Some(_turn) => judges.decider.judge_pending(req, &pending, deadline),
+            None => Fresh::none_of(&pending),
+        },
+    };
     if fresh.skipped > 0
         && let Some(m) = judges.metrics
     {

@@ -36,6 +36,7 @@ mod protocol;
 mod runtime;
 mod score;
 mod server;
+mod turns;
 
 #[cfg(feature = "clap")]
 pub use args::{DecideArgs, NodesArgs, ServeArgs};
@@ -70,3 +71,4 @@ pub use protocol::{
 };
 pub use runtime::{RunError, ServeConfig, run};
 pub use server::{App, WARM_ROUND, serve};
+pub use turns::{Turn, Turns};

@@ -109,6 +109,7 @@ pub fn decide_on_manifests(
         dra: None,
         metrics: None,
         budget: Duration::ZERO,
+        turns: None,
     };
     let mut results = Vec::with_capacity(names.len());
     judge_all(&judges, Verb::Explain, pod, &names, None, |v| {

@@ -29,6 +29,7 @@ use crate::plugin::decider::Decider;
 use crate::plugin::state::ClusterState;
 use crate::plugin::watch::{NodeFeed, Refresh};
 use crate::protocol::{FilterWriter, PriorityWriter, parse_args};
+use crate::turns::Turns;
 
 /// Everything the handlers share.
 #[derive(Debug)]
@@ -51,6 +52,8 @@ pub struct App {
     pub conns: Arc<ConnStats>,
     /// Wakes the background warmer ([`App::note_changed`]).
     warm_signal: Arc<tokio::sync::Notify>,
+    /// Turns at judging node states the cache lacks (calls and the warmer).
+    turns: Turns,
 }
 
 /// How long one background warming round may judge.
@@ -82,6 +85,7 @@ impl App {
             gate: Gate::new(&limits),
             conns: Arc::new(ConnStats::default()),
             warm_signal: Arc::new(tokio::sync::Notify::new()),
+            turns: Turns::for_cores(),
         }
     }
 
@@ -93,6 +97,7 @@ impl App {
             dra: Some(&self.dra),
             metrics: Some(&self.metrics),
             budget: self.limits.budget,
+            turns: Some(&self.turns),
         }
     }
 
@@ -139,6 +144,13 @@ impl App {
                 .warm_plan(&state, &changed, now, WARM_MAX_COST_NS)
         };
         let mut judged = 0;
+        // The warmer judges in a turn too, after the calls already waiting.
+        let Some(_turn) = (!plan.is_empty())
+            .then(|| self.turns.take(Some(deadline)))
+            .flatten()
+        else {
+            return 0;
+        };
         for (req, pending) in plan {
             if Instant::now() >= deadline {
                 break;

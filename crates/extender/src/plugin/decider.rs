@@ -62,6 +62,21 @@ impl Fresh {
     pub(crate) fn len(&self) -> usize {
         self.verdicts.len()
     }
+
+    /// Nothing of `pending` judged: every state skipped.
+    pub(crate) fn none_of(pending: &Pending) -> Self {
+        Fresh {
+            skipped: pending.nodes.len(),
+            ..Fresh::default()
+        }
+    }
+}
+
+impl Pending {
+    /// Whether no node state is left to judge.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
 }
 
 /// Cache counters.

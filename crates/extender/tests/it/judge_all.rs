@@ -4,14 +4,15 @@
 //! every pod takes the device-plugin path and nothing is counted.
 
 use std::sync::RwLock;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::common::*;
 use crate::dra::bare_app;
 use serde_json::{Value, json};
 use topoalign_dra::{ClaimSpec, PublishOptions, claim_template, resource_slices};
 use topoalign_extender::{
-    Decider, DraNode, Judgement, Judges, Ruling, Verb, judge_all, pod_request, priorities,
+    Decider, DraNode, Judgement, Judges, Ruling, Seen as Sight, Turns, Verb, judge_all,
+    pod_request, priorities,
 };
 use topoalign_kube_types::kubelet_settings::Policy;
 use topoalign_tm::ResourceMap;
@@ -81,6 +82,7 @@ fn device_plugin_pods_get_the_deciders_filter_and_prioritize_answers() {
         dra: None,
         metrics: None,
         budget: Duration::ZERO,
+        turns: None,
     };
     let (judged, got) = verdicts(&judges, Verb::Explain, &pod, &names);
     assert!(matches!(judged, Judgement::Plugin(r) if r.key == req.key));
@@ -170,4 +172,60 @@ fn dra_pods_are_judged_on_slices_and_scored_against_each_other() {
     .unwrap();
     assert!(matches!(judged, Judgement::Plugin(_)));
     assert_eq!(rulings, [true, true, true]);
+}
+
+/// A call with node states to judge waits for a turn: while every turn is held it judges
+/// nothing within its budget (its nodes pass neutral, over budget, and the cache learns
+/// nothing); once a turn is free the same call judges and fills the cache; a call the
+/// cache answers needs no turn at all.
+#[test]
+fn a_call_without_a_turn_before_its_deadline_judges_nothing() {
+    let mut i = topoalign_extender::Interner::default();
+    let mut st = state();
+    st.upsert_node(
+        "free",
+        node(&mut i, "mi300x-8", Policy::Restricted, &[], &[]),
+    );
+    st.upsert_node(
+        "half",
+        node(&mut i, "mi300x-8", Policy::None, &MI_GPUS_N0, &[]),
+    );
+    let decider = Decider::new(ResourceMap::default(), 1 << 10);
+    let state = RwLock::new(st);
+    let turns = Turns::new(1);
+    let judges = Judges {
+        state: &state,
+        decider: &decider,
+        dra: None,
+        metrics: None,
+        budget: Duration::from_millis(20),
+        turns: Some(&turns),
+    };
+    let pod = pod("p2", json!({AMD: 2, VF: 2}), json!({}));
+    let names = ["free", "half"];
+    let over_budget = |deadline| {
+        let mut seen = Vec::new();
+        judge_all(&judges, Verb::Filter, &pod, &names, Some(deadline), |v| {
+            seen.push(matches!(v.ruling, Ruling::Plugin(Sight::OverBudget)));
+        })
+        .unwrap();
+        seen
+    };
+    let held = turns.take(None).unwrap();
+    let t0 = Instant::now();
+    assert_eq!(over_budget(t0 + Duration::from_millis(20)), [true, true]);
+    assert!(
+        t0.elapsed() >= Duration::from_millis(20),
+        "it waited its budget"
+    );
+    assert_eq!(decider.cached(), 0, "nothing judged, nothing cached");
+    drop(held);
+    assert_eq!(
+        over_budget(Instant::now() + Duration::from_secs(5)),
+        [false, false]
+    );
+    assert_eq!(decider.cached(), 2);
+    // Cached now: no turn needed even while one is held.
+    let _held = turns.take(None).unwrap();
+    assert_eq!(over_budget(Instant::now()), [false, false]);
 }
