@@ -179,8 +179,9 @@ impl Prepared<'_> {
 
 /// The devices of `list` that a pool of the pod holds (`held`), sorted, each once: the
 /// part of the usage the pod's plugins see.
-pub(crate) fn held_by(list: &[Bdf], held: impl Fn(Bdf) -> bool) -> Vec<Bdf> {
-    let mut out: Vec<Bdf> = list.iter().copied().filter(|b| held(*b)).collect();
+pub(crate) fn held_by(list: &[Bdf], mut held: impl FnMut(Bdf) -> bool) -> Vec<Bdf> {
+    let mut out: Vec<Bdf> = Vec::with_capacity(list.len());
+    out.extend(list.iter().copied().filter(|b| held(*b)));
     out.sort_unstable();
     out.dedup();
     out

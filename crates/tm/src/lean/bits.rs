@@ -81,6 +81,9 @@ impl Bits {
     }
     /// `self − o` as a new set.
     pub(super) fn and_not(&self, o: &Bits) -> Bits {
+        if let (Bits::Inline(a), Bits::Inline(b)) = (self, o) {
+            return Bits::Inline(std::array::from_fn(|i| a[i] & !b[i]));
+        }
         let mut out = self.clone();
         out.and_not_with(o);
         out
@@ -101,17 +104,36 @@ impl Bits {
         self.count_with(o, r, |a, b, c| (a & !b) | c)
     }
     /// The members, ascending.
-    pub(super) fn ones(&self) -> impl Iterator<Item = usize> + Clone + '_ {
-        self.words().iter().enumerate().flat_map(|(k, &w)| {
-            let mut w = w;
-            std::iter::from_fn(move || {
-                (w != 0).then(|| {
-                    let b = w.trailing_zeros() as usize;
-                    w &= w - 1;
-                    k * 64 + b
-                })
-            })
-        })
+    pub(super) fn ones(&self) -> Ones<'_> {
+        let words = self.words();
+        Ones {
+            word: words.first().copied().unwrap_or(0),
+            words,
+            at: 0,
+        }
+    }
+}
+
+/// The members of a [`Bits`], ascending.
+#[derive(Debug, Clone)]
+pub(super) struct Ones<'a> {
+    words: &'a [u64],
+    /// The index of the word being read, and what is left of it.
+    at: usize,
+    word: u64,
+}
+
+impl Iterator for Ones<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        while self.word == 0 {
+            self.at += 1;
+            self.word = *self.words.get(self.at)?;
+        }
+        let b = self.word.trailing_zeros() as usize;
+        self.word &= self.word - 1;
+        Some(self.at * 64 + b)
     }
 }
 
@@ -131,6 +153,21 @@ mod tests {
         assert!(matches!(Bits::new(0), Bits::Inline(_)));
         assert!(matches!(Bits::new(128), Bits::Inline(_)));
         assert!(matches!(Bits::new(129), Bits::Heap(w) if w.len() == 3));
+    }
+
+    #[test]
+    fn members_come_ascending_across_empty_words() {
+        for (n, members) in [
+            (0, vec![]),
+            (100, vec![]),
+            (100, vec![99]),
+            (128, vec![0, 63, 64, 127]),
+            (300, vec![]),
+            (300, vec![0, 200, 299]),
+            (300, vec![255, 256]),
+        ] {
+            assert_eq!(of(n, &members).ones().collect::<Vec<_>>(), members, "{n}");
+        }
     }
 
     #[test]

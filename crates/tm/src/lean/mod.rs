@@ -186,20 +186,27 @@ impl LeanPod<'_> {
         let Path::Lean(plan) = &self.path else {
             return self.node.relevant_usage(self.pod, usage);
         };
-        if !self.node.usage_is_the_nodes(usage) {
-            return usage.clone();
-        }
+        // One look-up per entry: whether it is the node's, and whether a pool holds it.
         let a = &self.node.addresses;
-        let held = |list: &[Bdf], gpus: bool| {
+        let mut known = true;
+        let mut held = |list: &[Bdf], gpus: bool| {
             let holders = plan.holders(gpus);
-            held_by(list, |b| {
-                holders.of(a, b, gpus).is_some_and(|h| !h.is_empty())
+            held_by(list, |b| match holders.of(a, b, gpus) {
+                Some(h) => !h.is_empty(),
+                None => {
+                    known = false;
+                    false
+                }
             })
         };
+        let (gpus, nics) = (held(&usage.gpus, true), held(&usage.nics, false));
+        if !known || check_usage_cpus(usage, &self.node.cpus).is_err() {
+            return usage.clone();
+        }
         // The lean path has no static CPU manager: no CPU is read.
         Usage {
-            gpus: held(&usage.gpus, true),
-            nics: held(&usage.nics, false),
+            gpus,
+            nics,
             ..Usage::default()
         }
     }
