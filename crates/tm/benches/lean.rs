@@ -4,7 +4,8 @@
 //! usage the pod reads (`relevant_usage`), the node state (`state`) and four draws
 //! (`admit`, seeds 0..4). The node is mi300x-8 under the `restricted` policy (container
 //! and pod scope); the pod asks 2 GPUs and 2 VFs; the usages are random sets of its GPUs
-//! and NICs (VFs and PFs alike), from empty to most of them in use.
+//! and NICs (VFs and PFs alike), from empty to most of them in use. `LeanPod::new` (with
+//! the clone of the prepared node it takes) is measured on its own.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -49,6 +50,10 @@ fn bench(c: &mut Criterion) {
             ..Settings::default()
         };
         let prepared = Prepared::new(&topo, &settings, &resources);
+        // Once per machine type and pod in an extender call.
+        group.bench_function(BenchmarkId::new("LeanPod::new", label), |b| {
+            b.iter(|| LeanPod::new(black_box(prepared.clone()), &pod))
+        });
         let lean = LeanPod::new(prepared, &pod);
         let admitted = (usages.iter())
             .filter(|u| lean.state(u).unwrap().admit(0).unwrap().admitted)

@@ -127,8 +127,8 @@ struct LeanPlan {
     /// The pools holding each of the node's GPUs, and each of its NICs.
     gpu_holders: Holders,
     nic_holders: Holders,
-    /// The node's GPU↔NIC pairs, when the pod asks for GPUs and NICs (and the node is
-    /// not too large for the table).
+    /// The paths from the node's GPUs to the NICs the pod can get, when it asks for GPUs
+    /// and NICs (and the table is not too large).
     pair_table: Option<PairTable>,
     /// The random sources of the first [`CACHED_DRAWS`] draws, draw by draw, pool by
     /// pool (made once: a draw clones them).
@@ -278,6 +278,12 @@ impl Prepared<'_> {
             MaskComparison::Narrowest
         };
         let asks = |gpus: bool| pools.iter().any(|p| p.pool.holds_gpus() == gpus);
+        // The NICs the pod can get: the only ones its pairs may name.
+        let mut held_nics: Vec<usize> = (pools.iter())
+            .flat_map(|p| p.pool.devices.iter().filter_map(|d| d.nic))
+            .collect();
+        held_nics.sort_unstable();
+        held_nics.dedup();
         let rngs = (0..CACHED_DRAWS)
             .flat_map(|seed| pools.iter().map(move |p| (seed, p)))
             .map(|(seed, p)| draw::new_rng(self, p, seed))
@@ -293,7 +299,7 @@ impl Prepared<'_> {
             gpu_holders: Holders::new(&self.addresses, true, &pools),
             nic_holders: Holders::new(&self.addresses, false, &pools),
             pair_table: (asks(true) && asks(false))
-                .then(|| PairTable::new(self))
+                .then(|| PairTable::new(self, &held_nics))
                 .flatten(),
             rngs,
             largest_pool,
