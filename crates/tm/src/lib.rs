@@ -20,6 +20,7 @@
 //!   on many node states (equal to the full one's [`Brief`]);
 //! - [`matrix`] mirrors seed 000's policy table, computed by simulation.
 
+mod addresses;
 mod admission;
 mod allocate;
 #[cfg(feature = "clap")]

@@ -8,13 +8,13 @@
 //! the `simulate` module, beside the admission it runs) answers exactly as
 //! [`crate::simulate()`] does for the same case.
 
-use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
 use topoalign_kube_types::kubelet_settings::{ConfigError, CpuPolicy, MemoryPolicy, Settings};
 use topoalign_topology::{Bdf, Classifier, CpuSet, Topology};
 
-use crate::node::{CpuState, MemoryNode, Pool, Usage, check_usage_cpus};
+use crate::addresses::NodeAddresses;
+use crate::node::{CpuState, MemoryNode, Usage, check_usage_cpus};
 use crate::numa_info::NumaInfo;
 use crate::pod::Pod;
 use crate::policy::TopologyManager;
@@ -37,6 +37,8 @@ pub struct Prepared<'a> {
     pub(crate) memory: Option<Result<BTreeMap<u32, MemoryNode>, ConfigError>>,
     /// GPU↔NIC classes, for the outcome's pairs.
     pub(crate) classifier: Classifier<'a>,
+    /// The node's GPU and NIC addresses, for the checks of a usage's entries.
+    pub(crate) addresses: NodeAddresses,
 }
 
 impl<'a> Prepared<'a> {
@@ -67,6 +69,7 @@ impl<'a> Prepared<'a> {
             reserved_cpus,
             memory,
             classifier: topology.classifier(),
+            addresses: NodeAddresses::new(topology),
         }
     }
 
@@ -82,14 +85,17 @@ impl<'a> Prepared<'a> {
     /// [`Prepared::simulate`] of `usage`, so admissions on node states that differ only in
     /// devices the pod cannot get can be shared.
     pub fn relevant_usage(&self, pod: &Pod, usage: &Usage) -> Usage {
-        let topo = self.topology;
-        if !usage_is_the_nodes(topo, usage, &self.cpus) {
+        if !self.usage_is_the_nodes(usage) {
             return usage.clone();
         }
         let Ok((pools, _, _)) = self.pools(pod, 0) else {
             return usage.clone();
         };
-        let held = |list: &[Bdf], gpus: bool| held_by(list, gpus, &pools);
+        let held = |list: &[Bdf], gpus: bool| {
+            held_by(list, |b| {
+                (pools.iter()).any(|p| p.holds_gpus() == gpus && p.device(b).is_some())
+            })
+        };
         Usage {
             gpus: held(&usage.gpus, true),
             nics: held(&usage.nics, false),
@@ -159,23 +165,23 @@ fn memory_nodes(
     Ok(m)
 }
 
-/// Whether every device and CPU of `usage` is the node's: only then can the pod's view
-/// of it be read (otherwise the usage is kept whole, and the simulation refuses it).
-pub(crate) fn usage_is_the_nodes(topo: &Topology, usage: &Usage, cpus: &CpuState) -> bool {
-    usage.gpus.iter().all(|b| topo.gpu_index(*b).is_some())
-        && usage.nics.iter().all(|b| topo.nic_index(*b).is_some())
-        && check_usage_cpus(usage, cpus).is_ok()
+impl Prepared<'_> {
+    /// Whether every device and CPU of `usage` is the node's: only then can the pod's
+    /// view of it be read (otherwise the usage is kept whole, and the simulation refuses
+    /// it).
+    pub(crate) fn usage_is_the_nodes(&self, usage: &Usage) -> bool {
+        let a = &self.addresses;
+        usage.gpus.iter().all(|b| a.find(*b, true).is_some())
+            && usage.nics.iter().all(|b| a.find(*b, false).is_some())
+            && check_usage_cpus(usage, &self.cpus).is_ok()
+    }
 }
 
-/// The devices of `list` that a pool of the pod holds (GPU pools when `gpus`, the
-/// others when not), sorted, each once: the part of the usage the pod's plugins see.
-pub(crate) fn held_by<P: Borrow<Pool>>(list: &[Bdf], gpus: bool, pools: &[P]) -> Vec<Bdf> {
-    let mut out: Vec<Bdf> = (list.iter().copied())
-        .filter(|b| {
-            (pools.iter().map(Borrow::borrow))
-                .any(|p: &Pool| p.holds_gpus() == gpus && p.device(*b).is_some())
-        })
-        .collect();
+/// The devices of `list` that a pool of the pod holds (`held`), sorted, each once: the
+/// part of the usage the pod's plugins see.
+pub(crate) fn held_by(list: &[Bdf], mut held: impl FnMut(Bdf) -> bool) -> Vec<Bdf> {
+    let mut out: Vec<Bdf> = Vec::with_capacity(list.len());
+    out.extend(list.iter().copied().filter(|b| held(*b)));
     out.sort_unstable();
     out.dedup();
     out

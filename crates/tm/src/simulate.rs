@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use thiserror::Error;
 use topoalign_rng::Rng;
-use topoalign_topology::{Bdf, CpuSet, Topology};
+use topoalign_topology::{Bdf, CpuSet, GpuNicPath, Topology};
 
 use crate::allocate::{allocate_cpus, allocate_memory, devices_to_allocate};
 use crate::bitmask::NumaMask;
@@ -443,36 +443,37 @@ pub(crate) fn gpu_pairs(
     mut gpus: Vec<usize>,
     mut nics: Vec<usize>,
 ) -> Vec<GpuPair> {
-    let topo = node.topology;
     let cls = &node.classifier;
     gpus.sort_unstable();
     gpus.dedup();
     nics.sort_unstable();
     nics.dedup();
     gpus.iter()
-        .map(|&g| {
-            let best = cls.best_nic(g, nics.iter().copied()).map(|(n, p)| (p, n));
-            let gpu_numa = topo.pci[topo.gpus[g].pci].numa_node;
-            match best {
-                Some((p, n)) => GpuPair {
-                    gpu: topo.gpu_bdf(g),
-                    gpu_numa,
-                    nic: Some(topo.nic_bdf(n)),
-                    nic_numa: topo.pci[topo.nics[n].pci].numa_node,
-                    class: Some(p.class),
-                    nccl: Some(p.nccl),
-                    gdr: p.gdr,
-                },
-                None => GpuPair {
-                    gpu: topo.gpu_bdf(g),
-                    gpu_numa,
-                    nic: None,
-                    nic_numa: None,
-                    class: None,
-                    nccl: None,
-                    gdr: false,
-                },
-            }
-        })
+        .map(|&g| gpu_pair(node.topology, g, cls.best_nic(g, nics.iter().copied())))
         .collect()
+}
+
+/// GPU `g` (topology index) and its best NIC with their path, if it has one.
+pub(crate) fn gpu_pair(topo: &Topology, g: usize, best: Option<(usize, GpuNicPath)>) -> GpuPair {
+    let gpu_numa = topo.pci[topo.gpus[g].pci].numa_node;
+    match best {
+        Some((n, p)) => GpuPair {
+            gpu: topo.gpu_bdf(g),
+            gpu_numa,
+            nic: Some(topo.nic_bdf(n)),
+            nic_numa: topo.pci[topo.nics[n].pci].numa_node,
+            class: Some(p.class),
+            nccl: Some(p.nccl),
+            gdr: p.gdr,
+        },
+        None => GpuPair {
+            gpu: topo.gpu_bdf(g),
+            gpu_numa,
+            nic: None,
+            nic_numa: None,
+            class: None,
+            nccl: None,
+            gdr: false,
+        },
+    }
 }

@@ -6,12 +6,50 @@ use topoalign_kube_types::{TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
 use topoalign_rng::Rng;
 use topoalign_topology::CpuSet;
 
+use super::tables::pairs;
 use super::{Bits, Brief, LeanPlan, LeanPool, LeanState, rejected};
 use crate::bitmask::NumaMask;
 use crate::hint::TopologyHint;
+use crate::node::Device;
 use crate::prepared::Prepared;
 use crate::resources::PluginAllocator;
-use crate::simulate::gpu_pairs;
+
+/// One pool during a draw.
+struct PoolDraw {
+    /// Its allocated devices: the node state's, then the pod's.
+    allocated: Bits,
+    /// The devices the pod's init containers leave for reuse.
+    reuse: Bits,
+    /// Its plugin's random choices.
+    rng: Rng,
+}
+
+/// What the devices given so far add to the brief's NUMA nodes and pairs.
+struct Given {
+    /// NUMA node ids up to 63, as a mask.
+    numa: u64,
+    /// Larger NUMA node ids.
+    wide: Vec<u32>,
+    /// GPUs and NICs, by topology index.
+    gpus: Bits,
+    nics: Bits,
+}
+
+impl Given {
+    fn add(&mut self, d: &Device) {
+        match d.numa {
+            Some(n) if n <= NumaMask::MAX_ID => self.numa |= 1 << n,
+            Some(n) => self.wide.push(n),
+            None => {}
+        }
+        if let Some(g) = d.gpu {
+            self.gpus.set(g);
+        }
+        if let Some(n) = d.nic {
+            self.nics.set(n);
+        }
+    }
+}
 
 impl LeanPlan {
     /// One draw of the admission (the lean `admit` of the `simulate` module).
@@ -27,21 +65,6 @@ impl LeanPlan {
             pairs: Vec::new(),
         };
         let unaligned = "Resources cannot be allocated with Topology Locality";
-        let mut allocated = state.used.clone();
-        let mut rngs: Vec<Rng> = (self.pools.iter())
-            .map(|p| {
-                let pool_seed = seed
-                    .wrapping_add(p.position as u64)
-                    .wrapping_mul(0x2545_f491_4f6c_dd1d);
-                let allocator = node
-                    .resources
-                    .allocator(&p.pool.name, p.pool.kind, pool_seed);
-                Rng::new(match allocator {
-                    PluginAllocator::Unsorted(s) => s,
-                    PluginAllocator::LowestAddress => pool_seed,
-                })
-            })
-            .collect();
         let none = self.tm.policy == Policy::None;
         let pod_affinity = if !none && self.tm.scope == Scope::Pod {
             let (best, admit) = state.first.unwrap_or((TopologyHint::any(false), false));
@@ -53,10 +76,22 @@ impl LeanPlan {
         } else {
             None
         };
-        let mut reuse: Vec<Bits> = (self.pools.iter())
-            .map(|p| Bits::new(p.pool.devices.len()))
+        let mut draws: Vec<PoolDraw> = (self.pools.iter().enumerate().zip(&state.used))
+            .map(|((pi, p), used)| PoolDraw {
+                allocated: used.clone(),
+                reuse: Bits::new(p.pool.devices.len()),
+                rng: self.rng(node, pi, seed),
+            })
             .collect();
-        let mut scratch = Vec::new();
+        let topo = node.topology;
+        let mut given = Given {
+            numa: 0,
+            wide: Vec::new(),
+            gpus: Bits::new(topo.gpus.len()),
+            nics: Bits::new(topo.nics.len()),
+        };
+        let mut scratch = Vec::with_capacity(self.largest_pool);
+        out.devices.reserve(self.most_given);
         for (ci, (requests, keep)) in self.containers.iter().enumerate() {
             let affinity = match pod_affinity {
                 _ if none => None,
@@ -64,7 +99,10 @@ impl LeanPlan {
                 None => {
                     let (best, admit) = match (ci, state.first) {
                         (0, Some(f)) => f,
-                        _ => self.merge(requests, &allocated, &reuse),
+                        _ => {
+                            let d = &draws;
+                            self.merge(requests, move |pi| (&d[pi].allocated, Some(&d[pi].reuse)))
+                        }
                     };
                     if !admit {
                         rejected(&mut out, TOPOLOGY_AFFINITY_ERROR, unaligned);
@@ -76,14 +114,15 @@ impl LeanPlan {
             let mut failed = None;
             for &(pi, n) in requests {
                 let p = &self.pools[pi];
+                let d = &mut draws[pi];
                 let mut taken = Bits::new(p.pool.devices.len());
                 let r = devices_to_allocate(
                     p,
-                    &mut allocated[pi],
+                    &mut d.allocated,
                     n as usize,
-                    &reuse[pi],
+                    &d.reuse,
                     affinity,
-                    &mut rngs[pi],
+                    &mut d.rng,
                     &mut taken,
                     &mut scratch,
                 );
@@ -91,15 +130,17 @@ impl LeanPlan {
                     failed = Some(format!("Allocate failed due to {e}, which is unexpected"));
                     break;
                 }
-                out.devices
-                    .extend(taken.ones().map(|d| p.pool.devices[d].id));
-                let r = &mut reuse[pi];
-                for (w, t) in r.0.iter_mut().zip(&taken.0) {
-                    if *keep {
-                        *w |= t;
-                    } else {
-                        *w &= !t;
-                    }
+                for i in taken.ones() {
+                    // A device's record is the same in every pool that holds it (the
+                    // full simulation reads the first such pool's).
+                    let dev = &p.pool.devices[i];
+                    out.devices.push(dev.id);
+                    given.add(dev);
+                }
+                if *keep {
+                    d.reuse.or_with(&taken);
+                } else {
+                    d.reuse.and_not_with(&taken);
                 }
             }
             if let Some(msg) = failed {
@@ -107,41 +148,48 @@ impl LeanPlan {
                 break;
             }
         }
-        self.finish(node, &mut out);
+        self.finish(node, given, &mut out);
         out
     }
 
-    /// The NUMA nodes and GPU↔NIC pairs of what was allocated.
-    fn finish(&self, node: &Prepared<'_>, out: &mut Brief) {
-        let mut used = 0u64;
-        let mut wide: Vec<u32> = Vec::new();
-        let mut gpus = Vec::new();
-        let mut nics = Vec::new();
-        for b in &out.devices {
-            // A device's pool is the first one holding it (as the full simulation finds
-            // a pool by name; addresses are unique across GPU and NIC pools).
-            let Some(d) = self.pools.iter().find_map(|p| p.pool.device(*b)) else {
-                continue;
-            };
-            match d.numa {
-                Some(n) if n <= NumaMask::MAX_ID => used |= 1 << n,
-                Some(n) => wide.push(n),
-                None => {}
-            }
-            if let Some(g) = d.gpu {
-                gpus.push(g);
-            }
-            if let Some(n) = d.nic {
-                nics.push(n);
-            }
+    /// The random source of pool `pi`'s plugin in draw `seed`: made with the plan for the
+    /// first draws.
+    fn rng(&self, node: &Prepared<'_>, pi: usize, seed: u64) -> Rng {
+        let cached = usize::try_from(seed)
+            .ok()
+            .and_then(|s| s.checked_mul(self.pools.len()))
+            .and_then(|at| self.rngs.get(at + pi));
+        match cached {
+            Some(r) => r.clone(),
+            None => new_rng(node, &self.pools[pi], seed),
         }
-        let mut ids = NumaMask(used).bits();
-        ids.extend(wide);
+    }
+
+    /// The NUMA nodes and GPU↔NIC pairs of what was given.
+    fn finish(&self, node: &Prepared<'_>, given: Given, out: &mut Brief) {
+        let mut ids = NumaMask(given.numa).bits();
+        ids.extend(given.wide);
         ids.sort_unstable();
         ids.dedup();
         out.numa_nodes_used = ids;
-        out.pairs = gpu_pairs(node, gpus, nics);
+        let table = self.pair_table.as_ref();
+        out.pairs = pairs(node, table, given.gpus.ones(), given.nics.ones());
     }
+}
+
+/// The random source of pool `p`'s plugin in draw `seed` (as the full simulation's pools
+/// make it).
+pub(super) fn new_rng(node: &Prepared<'_>, p: &LeanPool, seed: u64) -> Rng {
+    let pool_seed = seed
+        .wrapping_add(p.position as u64)
+        .wrapping_mul(0x2545_f491_4f6c_dd1d);
+    let allocator = node
+        .resources
+        .allocator(&p.pool.name, p.pool.kind, pool_seed);
+    Rng::new(match allocator {
+        PluginAllocator::Unsorted(s) => s,
+        PluginAllocator::LowestAddress => pool_seed,
+    })
 }
 
 /// Why devices could not be allocated.
@@ -177,26 +225,25 @@ fn take_from(
     false
 }
 
-/// The plugin's `GetPreferredAllocation(offer, taken, size)` as a set of indices.
-fn preferred(
-    allocator: PluginAllocator,
-    offer: impl Iterator<Item = usize>,
-    taken: &Bits,
-    size: usize,
-    n: usize,
-) -> Bits {
-    let mut out = Bits::new(n);
-    if let PluginAllocator::LowestAddress = allocator {
-        out.0.copy_from_slice(&taken.0);
-        let mut len = out.count();
-        for d in offer {
-            if len >= size {
-                break;
-            }
-            if !out.get(d) {
-                out.set(d);
-                len += 1;
-            }
+/// The plugin's `GetPreferredAllocation(offer ∪ taken, taken, size)` as a set of
+/// indices: the lowest-address plugin keeps `taken` and adds the offer's lowest devices
+/// up to `size`; the unsorted one prefers nothing.
+fn preferred(allocator: PluginAllocator, offer: &Bits, taken: &Bits, size: usize) -> Bits {
+    let mut out = taken.clone();
+    if let PluginAllocator::Unsorted(_) = allocator {
+        out.clear_all();
+        return out;
+    }
+    let mut all = offer.clone();
+    all.or_with(taken);
+    let mut len = out.count();
+    for d in all.ones() {
+        if len >= size {
+            break;
+        }
+        if !out.get(d) {
+            out.set(d);
+            len += 1;
         }
     }
     out
@@ -241,9 +288,12 @@ fn devices_to_allocate(
                     on.or_with(b);
                 }
             }
-            let none = available.and(&p.unknown);
-            let aligned = available.and(&on);
-            let unaligned = available.and_not(&on).and_not(&p.unknown);
+            let mut none = available.clone();
+            none.and_with(&p.unknown);
+            let mut unaligned = available.and_not(&on);
+            unaligned.and_not_with(&p.unknown);
+            let mut aligned = on;
+            aligned.and_with(&available);
             (aligned, unaligned, none)
         }
         _ => (Bits::new(n), Bits::new(n), available.clone()),
@@ -257,8 +307,8 @@ fn devices_to_allocate(
         ))
     };
     if needed < aligned.count() {
-        let offer = aligned.or(taken);
-        let pick = preferred(allocator, offer.ones(), taken, required, n).and(&aligned);
+        let mut pick = preferred(allocator, &aligned, taken, required);
+        pick.and_with(&aligned);
         if take_from(pick.ones(), pool, taken, &mut needed, rng, scratch)
             || take_from(aligned.ones(), pool, taken, &mut needed, rng, scratch)
         {
@@ -269,8 +319,8 @@ fn devices_to_allocate(
     if take_from(aligned.ones(), pool, taken, &mut needed, rng, scratch) {
         return Ok(());
     }
-    let offer = available.or(taken);
-    let pick = preferred(allocator, offer.ones(), taken, required, n).and(&available);
+    let mut pick = preferred(allocator, &available, taken, required);
+    pick.and_with(&available);
     if take_from(pick.ones(), pool, taken, &mut needed, rng, scratch)
         || take_from(unaligned.ones(), pool, taken, &mut needed, rng, scratch)
         || take_from(none.ones(), pool, taken, &mut needed, rng, scratch)

@@ -9,12 +9,12 @@ use crate::merge::merge_lists;
 
 impl LeanPlan {
     /// The Topology Manager's merge of the device manager's hints for `requests` (the
-    /// CPU and memory managers are off on the lean path: no hints, "don't care").
-    pub(super) fn merge(
+    /// CPU and memory managers are off on the lean path: no hints, "don't care"); `sets`
+    /// gives each pool's allocated devices and those kept for reuse (`None`: none).
+    pub(super) fn merge<'s>(
         &self,
         requests: &[(usize, u64)],
-        allocated: &[Bits],
-        reuse: &[Bits],
+        sets: impl Fn(usize) -> (&'s Bits, Option<&'s Bits>),
     ) -> (TopologyHint, bool) {
         let mut owned: Vec<Vec<TopologyHint>> = Vec::with_capacity(requests.len());
         const ANY: [TopologyHint; 1] = [TopologyHint {
@@ -26,7 +26,8 @@ impl LeanPlan {
             preferred: false,
         }];
         for &(pi, n) in requests {
-            owned.push(self.device_hints(pi, n, &allocated[pi], reuse.get(pi)));
+            let (allocated, reuse) = sets(pi);
+            owned.push(self.device_hints(pi, n, allocated, reuse));
         }
         let single = self.tm.policy == Policy::SingleNumaNode;
         if single {
@@ -83,10 +84,10 @@ impl LeanPlan {
         let mut reused = 0u64;
         for (x, b) in &p.on {
             if *x <= NumaMask::MAX_ID {
-                free[*x as usize] = b.and_not(allocated).count() as u64;
+                free[*x as usize] = b.count_and_not(allocated) as u64;
             }
             if let Some(r) = reuse {
-                let k = b.and(r).count() as u64;
+                let k = b.count_and(r) as u64;
                 reused += k;
                 if k > 0 {
                     if *x <= NumaMask::MAX_ID {
@@ -98,8 +99,8 @@ impl LeanPlan {
             }
         }
         let union = match reuse {
-            Some(r) => p.all.and_not(allocated).or(r).count(),
-            None => p.all.and_not(allocated).count(),
+            Some(r) => p.all.count_and_not_or(allocated, r),
+            None => p.all.count_and_not(allocated),
         } as u64;
         if union < requested {
             return Vec::new();

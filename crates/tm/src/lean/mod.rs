@@ -16,16 +16,17 @@
 //! take the full simulation (the answer is its [`Brief`]).
 
 use topoalign_kube_types::kubelet_settings::{Policy, Scope};
+use topoalign_rng::Rng;
 use topoalign_topology::{Bdf, CpuSet};
 
 use crate::bitmask::{NumaMask, iterate_masks};
 use crate::hint::TopologyHint;
 use crate::merge::MaskComparison;
-use crate::node::{Pool, Usage};
+use crate::node::{Pool, Usage, check_usage_cpus};
 use crate::outcome::{GpuPair, Outcome};
 use crate::pod::Pod;
 use crate::policy::TopologyManager;
-use crate::prepared::{Prepared, held_by, usage_is_the_nodes};
+use crate::prepared::{Prepared, held_by};
 use crate::simulate::SimError;
 
 /// What an admission decides, without its explanation: what a scheduler needs of an
@@ -78,8 +79,10 @@ impl Brief {
 mod bits;
 mod draw;
 mod hints;
+mod tables;
 
 use bits::Bits;
+use tables::{Holders, PairTable};
 
 /// One device pool of the pod, read once.
 #[derive(Debug, Clone)]
@@ -121,6 +124,32 @@ struct LeanPlan {
     /// `IterateBitMasks` over the machine's NUMA nodes.
     masks: Vec<NumaMask>,
     comparison: MaskComparison,
+    /// The pools holding each of the node's GPUs, and each of its NICs.
+    gpu_holders: Holders,
+    nic_holders: Holders,
+    /// The paths from the node's GPUs to the NICs the pod can get, when it asks for GPUs
+    /// and NICs (and the table is not too large).
+    pair_table: Option<PairTable>,
+    /// The random sources of the first [`CACHED_DRAWS`] draws, draw by draw, pool by
+    /// pool (made once: a draw clones them).
+    rngs: Vec<Rng>,
+    /// The most devices of one pool, and the most devices one draw can give.
+    largest_pool: usize,
+    most_given: usize,
+}
+
+/// The draws whose random sources a plan keeps (the extender makes four per node state).
+const CACHED_DRAWS: u64 = 8;
+
+impl LeanPlan {
+    /// The holders of the node's GPUs (`gpus`) or NICs.
+    fn holders(&self, gpus: bool) -> &Holders {
+        if gpus {
+            &self.gpu_holders
+        } else {
+            &self.nic_holders
+        }
+    }
 }
 
 /// A pod read once against a prepared node (which it keeps) for many lean admissions.
@@ -157,16 +186,27 @@ impl LeanPod<'_> {
         let Path::Lean(plan) = &self.path else {
             return self.node.relevant_usage(self.pod, usage);
         };
-        let topo = self.node.topology;
-        if !usage_is_the_nodes(topo, usage, &self.node.cpus) {
+        // One look-up per entry: whether it is the node's, and whether a pool holds it.
+        let a = &self.node.addresses;
+        let mut known = true;
+        let mut held = |list: &[Bdf], gpus: bool| {
+            let holders = plan.holders(gpus);
+            held_by(list, |b| match holders.of(a, b, gpus) {
+                Some(h) => !h.is_empty(),
+                None => {
+                    known = false;
+                    false
+                }
+            })
+        };
+        let (gpus, nics) = (held(&usage.gpus, true), held(&usage.nics, false));
+        if !known || check_usage_cpus(usage, &self.node.cpus).is_err() {
             return usage.clone();
         }
-        let pools: Vec<&Pool> = plan.pools.iter().map(|p| &p.pool).collect();
-        let held = |list: &[Bdf], gpus: bool| held_by(list, gpus, &pools);
         // The lean path has no static CPU manager: no CPU is read.
         Usage {
-            gpus: held(&usage.gpus, true),
-            nics: held(&usage.nics, false),
+            gpus,
+            nics,
             ..Usage::default()
         }
     }
@@ -219,7 +259,7 @@ impl Prepared<'_> {
             })
             .collect();
         let init = pod.init_containers.len();
-        let containers = (pod.all_containers().enumerate())
+        let containers: Vec<(Vec<(usize, u64)>, bool)> = (pod.all_containers().enumerate())
             .map(|(ci, c)| {
                 let req = (pools.iter().enumerate())
                     .map(|(i, p)| (i, c.limit_value(&p.pool.name)))
@@ -237,8 +277,33 @@ impl Prepared<'_> {
         } else {
             MaskComparison::Narrowest
         };
+        let asks = |gpus: bool| pools.iter().any(|p| p.pool.holds_gpus() == gpus);
+        // The NICs the pod can get: the only ones its pairs may name.
+        let mut held_nics: Vec<usize> = (pools.iter())
+            .flat_map(|p| p.pool.devices.iter().filter_map(|d| d.nic))
+            .collect();
+        held_nics.sort_unstable();
+        held_nics.dedup();
+        let rngs = (0..CACHED_DRAWS)
+            .flat_map(|seed| pools.iter().map(move |p| (seed, p)))
+            .map(|(seed, p)| draw::new_rng(self, p, seed))
+            .collect();
+        let size = |pi: usize| pools[pi].pool.devices.len();
+        let largest_pool = (0..pools.len()).map(size).max().unwrap_or(0);
+        // Each request gives at most its pool's devices.
+        let most_given = (containers.iter().flat_map(|(r, _)| r))
+            .map(|&(pi, n)| size(pi).min(usize::try_from(n).unwrap_or(usize::MAX)))
+            .fold(0usize, usize::saturating_add);
         Some(LeanPlan {
             tm: tm.clone(),
+            gpu_holders: Holders::new(&self.addresses, true, &pools),
+            nic_holders: Holders::new(&self.addresses, false, &pools),
+            pair_table: (asks(true) && asks(false))
+                .then(|| PairTable::new(self, &held_nics))
+                .flatten(),
+            rngs,
+            largest_pool,
+            most_given,
             pools,
             containers,
             pod_requests,
@@ -273,31 +338,31 @@ impl<'p> LeanPod<'p> {
                 first: None,
             });
         };
-        if !usage_is_the_nodes(self.node.topology, usage, &self.node.cpus) {
-            // The full simulation names the first bad entry.
-            self.node.simulate(self.pod, usage, 0)?;
-        }
+        // Each entry's pools, in one look-up that also tells whether it is the node's.
         let mut used: Vec<Bits> = (plan.pools.iter())
             .map(|p| Bits::new(p.pool.devices.len()))
             .collect();
+        let a = &self.node.addresses;
+        let mut known = true;
         for (list, gpus) in [(&usage.gpus, true), (&usage.nics, false)] {
+            let holders = plan.holders(gpus);
             for b in list {
-                for (p, u) in plan.pools.iter().zip(used.iter_mut()) {
-                    if p.pool.holds_gpus() == gpus
-                        && let Ok(i) = p.pool.devices.binary_search_by_key(b, |d| d.id)
-                    {
-                        u.set(i);
-                    }
+                match holders.of(a, *b, gpus) {
+                    Some(held) => held.iter().for_each(|&(pi, d)| used[pi].set(d)),
+                    None => known = false,
                 }
             }
+        }
+        if !known || check_usage_cpus(usage, &self.node.cpus).is_err() {
+            // The full simulation names the first bad entry.
+            self.node.simulate(self.pod, usage, 0)?;
         }
         let first_requests = match plan.tm.scope {
             _ if plan.tm.policy == Policy::None => None,
             Scope::Pod => Some(&plan.pod_requests),
             Scope::Container => plan.containers.first().map(|(r, _)| r),
         };
-        let empty: Vec<Bits> = Vec::new();
-        let first = first_requests.map(|r| plan.merge(r, &used, &empty));
+        let first = first_requests.map(|r| plan.merge(r, |pi| (&used[pi], None)));
         Ok(LeanState {
             lean: self,
             usage,

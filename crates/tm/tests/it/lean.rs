@@ -10,7 +10,10 @@ use proptest::prelude::*;
 use topoalign_kube_types::kubelet_settings::{CpuPolicy, MemoryPolicy};
 use topoalign_rng::Rng;
 use topoalign_tm::{Brief, LeanPod, Pod, Prepared, Quantity, ResourceMap, Usage};
-use topoalign_topology::Topology;
+use topoalign_topology::pci::{class, vendor};
+use topoalign_topology::{
+    Bdf, CpuSet, Gpu, GpuVendor, Nic, PciKind, Sriov, Topology, TopologyBuilder,
+};
 
 use crate::prepared::{random_admission, random_node};
 
@@ -138,5 +141,151 @@ fn the_lean_cases_cover_every_answer() {
     assert!(
         admitted > 40 && unaligned > 5 && unexpected > 0 && errors > 10,
         "{admitted} {unaligned} {unexpected} {errors}"
+    );
+}
+
+/// A node whose VF pool (four PFs of 40 VFs) is larger than the sets the lean admission
+/// keeps inline (128 devices): four GPU + NIC pairs, each under its own switch, two per
+/// NUMA node.
+fn many_vfs() -> Topology {
+    let mut b = TopologyBuilder::new("many-vfs");
+    b.numa_node(0, CpuSet::range(0, 7), Some(1 << 24), vec![10, 21], Some(0));
+    b.numa_node(
+        1,
+        CpuSet::range(8, 15),
+        Some(1 << 24),
+        vec![21, 10],
+        Some(1),
+    );
+    for i in 0..4u8 {
+        let numa = Some(u32::from(i >= 2));
+        let root = 0x10 + 0x20 * i;
+        let hb = b.host_bridge(0, root);
+        let rp = b.bridge(
+            hb,
+            Bdf::new(0, root, 1, 0),
+            PciKind::RootPort,
+            numa,
+            (root + 1, root + 4),
+            None,
+        );
+        let up = (root + 2, root + 4);
+        let usp = b.bridge(
+            rp,
+            Bdf::new(0, root + 1, 0, 0),
+            PciKind::SwitchUpstream,
+            numa,
+            up,
+            None,
+        );
+        let down = |b: &mut TopologyBuilder, k: u8| {
+            let sec = root + 3 + k;
+            b.bridge(
+                usp,
+                Bdf::new(0, root + 2, k, 0),
+                PciKind::SwitchDownstream,
+                numa,
+                (sec, sec),
+                None,
+            )
+        };
+        let (gpu_port, nic_port) = (down(&mut b, 0), down(&mut b, 1));
+        let gpu = b.endpoint(
+            gpu_port,
+            Bdf::new(0, root + 3, 0, 0),
+            vendor::NVIDIA,
+            0x2330,
+            class::DISPLAY_3D,
+            numa,
+            None,
+        );
+        b.gpu(Gpu::on(gpu, GpuVendor::Nvidia));
+        let nic = |b: &mut TopologyBuilder, at: Bdf| {
+            let pci = b.endpoint(
+                nic_port,
+                at,
+                vendor::MELLANOX,
+                0x1021,
+                class::ETHERNET,
+                numa,
+                None,
+            );
+            let mut n = Nic::on(pci);
+            n.rdma = Some(format!("mlx5_{}", at.function));
+            n
+        };
+        let pf_at = Bdf::new(0, root + 4, 0, 0);
+        let vfs: Vec<Bdf> = (1..=40u8)
+            .map(|k| Bdf::new(0, root + 4, k / 8, k % 8))
+            .collect();
+        let mut pf = nic(&mut b, pf_at);
+        pf.sriov = Sriov::Pf {
+            total_vfs: 64,
+            vfs: vfs.clone(),
+        };
+        b.nic(pf);
+        for (k, at) in vfs.into_iter().enumerate() {
+            let mut vf = nic(&mut b, at);
+            vf.sriov = Sriov::Vf {
+                pf: pf_at,
+                index: k as u32,
+            };
+            b.nic(vf);
+        }
+    }
+    b.build().unwrap()
+}
+
+/// The lean admission is the full one where its sets are too large to be inline.
+#[test]
+fn the_lean_admission_is_the_full_one_on_large_pools() {
+    let topo = many_vfs();
+    assert_eq!(topo.nics.len(), 4 * 41);
+    let mut covered = (0, 0);
+    for node in 0..96u64 {
+        let mut rng = Rng::new(node);
+        let (_, mut settings) = random_node(&mut rng);
+        settings.cpu_manager_policy = CpuPolicy::None;
+        settings.memory_manager_policy = MemoryPolicy::None;
+        let resources = random_resources(&mut rng);
+        let prepared = Prepared::new(&topo, &settings, &resources);
+        for _ in 0..4 {
+            let (mut pod, mut usage) = random_case(&mut rng, &topo);
+            // VFs, from a few to nearly all of them in use (a few free on one NUMA
+            // node is where the counts decide).
+            let vfs = (
+                "nvidia.com/sriov-rdma-vf".to_string(),
+                1 + rng.below_u64(12),
+            );
+            pod.containers[0]
+                .limits
+                .insert(vfs.0, Quantity::from_units(vfs.1 as i64));
+            let busy = rng.below(20);
+            usage.nics.extend(
+                (0..topo.nics.len())
+                    .filter(|_| rng.below(20) <= busy)
+                    .map(|i| topo.nic_bdf(i)),
+            );
+            let lean = LeanPod::new(prepared.clone(), &pod);
+            assert_eq!(
+                lean.relevant_usage(&usage),
+                prepared.relevant_usage(&pod, &usage)
+            );
+            match lean.state(&usage) {
+                Err(e) => assert_eq!(Err(e), prepared.simulate(&pod, &usage, 0)),
+                Ok(state) => {
+                    for seed in 0..4 {
+                        let full = prepared.simulate(&pod, &usage, seed).map(|o| Brief::of(&o));
+                        let admitted = full.as_ref().is_ok_and(|b| b.admitted);
+                        covered = (covered.0 + usize::from(admitted), covered.1 + 1);
+                        assert_eq!(state.admit(seed), full, "node {node} seed {seed}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        covered.0 > 100 && covered.0 < covered.1 - 100,
+        "{covered:?}"
     );
 }
