@@ -37,6 +37,7 @@ pub(super) fn expositions() -> Vec<(&'static str, String)> {
     agent.kubelet_read(None);
     agent.wrote("nrt", true);
     agent.wrote("labels", false);
+    agent.error("neighbours");
     for kind in ["gpu", "nic"] {
         let kind = topoalign_agent::Kind { kind };
         agent.devices_in_use.get_or_create(&kind).set(0);
