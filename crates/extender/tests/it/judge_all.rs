@@ -46,6 +46,13 @@ fn verdicts(
     (judged, out)
 }
 
+/// Adds two mi300x-8 nodes: "free" (restricted policy, nothing in use) and "half" (no
+/// policy, NUMA node 0's GPUs in use).
+fn free_and_half(st: &mut topoalign_extender::ClusterState, i: &mut topoalign_extender::Interner) {
+    st.upsert_node("free", node(i, "mi300x-8", Policy::Restricted, &[], &[]));
+    st.upsert_node("half", node(i, "mi300x-8", Policy::None, &MI_GPUS_N0, &[]));
+}
+
 #[test]
 fn device_plugin_pods_get_the_deciders_filter_and_prioritize_answers() {
     let mut i = topoalign_extender::Interner::default();
@@ -55,14 +62,7 @@ fn device_plugin_pods_get_the_deciders_filter_and_prioritize_answers() {
         "split",
         node(&mut i, "mi300x-8", Policy::Restricted, &split, &[]),
     );
-    st.upsert_node(
-        "free",
-        node(&mut i, "mi300x-8", Policy::Restricted, &[], &[]),
-    );
-    st.upsert_node(
-        "half",
-        node(&mut i, "mi300x-8", Policy::None, &MI_GPUS_N0, &[]),
-    );
+    free_and_half(&mut st, &mut i);
     st.upsert_node(
         "broken",
         topoalign_extender::NodeEntry::Broken("bad".into()),
@@ -182,14 +182,7 @@ fn dra_pods_are_judged_on_slices_and_scored_against_each_other() {
 fn a_call_without_a_turn_before_its_deadline_judges_nothing() {
     let mut i = topoalign_extender::Interner::default();
     let mut st = state();
-    st.upsert_node(
-        "free",
-        node(&mut i, "mi300x-8", Policy::Restricted, &[], &[]),
-    );
-    st.upsert_node(
-        "half",
-        node(&mut i, "mi300x-8", Policy::None, &MI_GPUS_N0, &[]),
-    );
+    free_and_half(&mut st, &mut i);
     let decider = Decider::new(ResourceMap::default(), 1 << 10);
     let state = RwLock::new(st);
     let turns = Turns::new(1);
