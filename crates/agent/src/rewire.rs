@@ -9,14 +9,16 @@
 use std::time::Duration;
 
 use topoalign_gang::RailSource;
-use topoalign_node_facts::{FactsError, NodeFacts, Wiring, WiringFlags, read_wiring};
+use topoalign_node_facts::{
+    NodeFacts, REREAD_COMPONENT, Reread, Wiring, WiringFlags, read_wiring, reread,
+};
 use topoalign_topology::Topology;
 
 use crate::metrics::Metrics;
 
 /// The `component` label of the agent's errors metric for a failed read of the
 /// neighbours (the driver's word for the same failure).
-pub(crate) const COMPONENT: &str = "neighbours";
+pub(crate) const COMPONENT: &str = REREAD_COMPONENT;
 
 /// Where the NICs' neighbours are read again, how often, and the rail source resolved
 /// again on new neighbours.
@@ -51,15 +53,13 @@ impl Rewire {
         metrics: &Metrics,
     ) -> Option<NodeFacts> {
         let (flags, on) = (self.flags.clone(), topo.clone());
-        let read = move || read_wiring(&flags, &on).map_err(Box::new);
-        match tokio::task::spawn_blocking(read).await {
-            Ok(read) => self.follow(facts, topo, read, metrics),
-            Err(e) => {
-                tracing::warn!(error = %e, "reading the NICs' neighbours again failed; keeping the last good ones");
-                metrics.error(COMPONENT);
-                None
-            }
-        }
+        let read = move || read_wiring(&flags, &on).map_err(|e| e.to_string());
+        // A read that panicked on its thread fails as any failed read.
+        let read = match tokio::task::spawn_blocking(read).await {
+            Ok(read) => read,
+            Err(e) => Err(e.to_string()),
+        };
+        self.follow(facts, topo, read, metrics)
     }
 
     /// What a read brings to `facts` (on `topo`): the facts with the neighbours read, the
@@ -71,21 +71,18 @@ impl Rewire {
         &self,
         facts: &NodeFacts,
         topo: &Topology,
-        read: Result<Option<Wiring>, Box<FactsError>>,
+        read: Result<Option<Wiring>, impl std::fmt::Display>,
         metrics: &Metrics,
     ) -> Option<NodeFacts> {
-        let wiring = match read {
-            Ok(w) => w?,
-            Err(e) => {
-                tracing::warn!(error = %e, "reading the NICs' neighbours again failed; keeping the last good ones");
+        let last = facts.wiring.as_ref().map(|w| &w.neighbours);
+        let wiring = match reread(read, last) {
+            Reread::Changed(w) => w,
+            Reread::Same => return None,
+            Reread::Failed => {
                 metrics.error(COMPONENT);
                 return None;
             }
         };
-        let last = facts.wiring.as_ref().map(|w| &w.neighbours);
-        if last == Some(&wiring.neighbours) {
-            return None;
-        }
         for warning in &wiring.warnings {
             tracing::warn!(warning = %warning, "NIC neighbours");
         }

@@ -40,6 +40,7 @@ use crate::http::Health;
 use crate::metrics::{Metrics, OpLabel};
 use crate::readback::{self, Loss, PairMode};
 use crate::rewire::Rewire;
+use topoalign_node_facts::{REREAD_COMPONENT, Reread, reread};
 
 /// How long a burst of watch events is collected before one sync.
 const DEBOUNCE: Duration = Duration::from_millis(100);
@@ -493,12 +494,14 @@ impl Publisher {
             why: e.to_string(),
         })??;
         let news = match (&self.rewire, read) {
-            (Some(rw), Some(read)) => {
-                if read.is_err() {
-                    self.metrics.error("neighbours");
+            (Some(rw), Some(read)) => match reread(read, Some(rw.last())) {
+                Reread::Changed(w) => Some(w),
+                Reread::Same => None,
+                Reread::Failed => {
+                    self.metrics.error(REREAD_COMPONENT);
+                    None
                 }
-                rw.news(read)
-            }
+            },
             _ => None,
         };
         let moved = found.topology != self.topology;

@@ -45,17 +45,9 @@ impl Rewire {
         move |topo| Ok(read_wiring(&flags, topo)?)
     }
 
-    /// What a read on a rediscovered topology brings: the neighbours read, when they
-    /// differ from the last good ones; `None` when they are the same or the read failed
-    /// (logged as a warning naming the source: the last good ones stay).
-    pub(crate) fn news(&self, read: Result<Option<Wiring>, DriverError>) -> Option<Wiring> {
-        match read {
-            Ok(w) => w.filter(|w| w.neighbours != self.last),
-            Err(e) => {
-                tracing::warn!(error = %e, "reading the NICs' neighbours again failed; keeping the last good ones");
-                None
-            }
-        }
+    /// The last good neighbours.
+    pub(crate) fn last(&self) -> &Neighbours {
+        &self.last
     }
 
     /// The domain facts on `topo` with the neighbours `news` (`None`: those the facts

@@ -14,9 +14,11 @@
 
 pub mod facts;
 pub mod node;
+pub mod reread;
 
 pub use facts::{
     FactSources, FactsError, NodeFacts, RUN_LLDPCTL, RUN_TOOL, Wiring, WiringFlags, read_clique,
     read_domains, read_facts, read_rail_source, read_rails, read_wiring, resolve_rails,
 };
 pub use node::{NodeLabels, apply_labels, label_patch, owned_labels, read_node_labels};
+pub use reread::{REREAD_COMPONENT, Reread, reread};
