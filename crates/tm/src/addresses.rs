@@ -3,6 +3,8 @@
 //! [`Topology::gpu_index`] scans every GPU). The extender reads every usage entry of
 //! every node state through it.
 
+use std::collections::HashMap;
+
 use topoalign_topology::{Bdf, Topology};
 
 /// The node's GPU and NIC addresses, each once, by position (ascending address).
@@ -34,95 +36,46 @@ impl NodeAddresses {
     /// [`NodeAddresses::find`] gives are below it.
     pub(crate) fn count(&self, gpus: bool) -> usize {
         if gpus {
-            self.gpus.keys.len()
+            self.gpus.len()
         } else {
-            self.nics.keys.len()
+            self.nics.len()
         }
     }
 }
 
-/// A set of addresses, each with its position in ascending order, in an open-addressing
-/// hash table (linear probing, at most half full).
+/// A set of addresses, each with its position in ascending order, in a hash map.
 #[derive(Debug, Clone)]
 struct AddressIndex {
-    /// The addresses as [`key`]s, ascending, each once.
-    keys: Vec<u64>,
-    /// Per slot: 0 when empty, else the position of its address plus one.
-    slots: Vec<u32>,
-    /// A key's first slot is its hash's top bits: `hash >> shift`.
-    shift: u32,
+    /// Each address's position among them, ascending, each once.
+    positions: HashMap<Bdf, usize, foldhash::fast::RandomState>,
 }
 
 impl AddressIndex {
     fn new(addresses: impl Iterator<Item = Bdf>) -> Self {
-        let mut keys: Vec<u64> = addresses.map(key).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        let size = (2 * keys.len()).next_power_of_two().max(2);
-        let mut slots = vec![0u32; size];
-        let shift = 64 - size.trailing_zeros();
-        for (pos, &k) in keys.iter().enumerate() {
-            let mut s = slot(k, shift);
-            while slots[s] != 0 {
-                s = (s + 1) & (size - 1);
-            }
-            // Positions fit: a node has far fewer than 2^32 PCI functions.
-            slots[s] = pos as u32 + 1;
+        let mut sorted: Vec<Bdf> = addresses.collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        AddressIndex {
+            positions: sorted
+                .into_iter()
+                .enumerate()
+                .map(|(p, b)| (b, p))
+                .collect(),
         }
-        AddressIndex { keys, slots, shift }
     }
 
     fn find(&self, b: Bdf) -> Option<usize> {
-        let k = key(b);
-        let mask = self.slots.len() - 1;
-        let mut s = slot(k, self.shift);
-        // At most half the slots are taken: the probe meets an empty one.
-        loop {
-            let pos = (self.slots[s] as usize).checked_sub(1)?;
-            if self.keys[pos] == k {
-                return Some(pos);
-            }
-            s = (s + 1) & mask;
-        }
+        self.positions.get(&b).copied()
     }
-}
 
-/// A PCI address as one integer ordered as the addresses are (domain, bus, device,
-/// function, each in its own bits).
-fn key(b: Bdf) -> u64 {
-    (u64::from(b.domain) << 24)
-        | (u64::from(b.bus) << 16)
-        | (u64::from(b.device) << 8)
-        | u64::from(b.function)
-}
-
-/// The first slot of `k` (Fibonacci hashing: the top bits of a multiplication).
-fn slot(k: u64, shift: u32) -> usize {
-    (k.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize
+    fn len(&self) -> usize {
+        self.positions.len()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn keys_keep_the_order_of_addresses() {
-        let mut all = Vec::new();
-        for domain in [0, 1, 0x101, u16::MAX] {
-            for bus in [0, 1, 0x80, u8::MAX] {
-                for device in [0, 1, 31] {
-                    for function in [0, 1, 7] {
-                        all.push(Bdf::new(domain, bus, device, function));
-                    }
-                }
-            }
-        }
-        for a in &all {
-            for b in &all {
-                assert_eq!(key(*a).cmp(&key(*b)), a.cmp(b), "{a} {b}");
-            }
-        }
-    }
 
     #[test]
     fn an_index_finds_its_addresses_by_position_and_nothing_else() {
@@ -143,7 +96,7 @@ mod tests {
             let mut sorted = given.clone();
             sorted.sort_unstable();
             sorted.dedup();
-            assert_eq!(index.keys.len(), sorted.len());
+            assert_eq!(index.len(), sorted.len());
             for (pos, b) in sorted.iter().enumerate() {
                 assert_eq!(index.find(*b), Some(pos), "{n} {b}");
             }

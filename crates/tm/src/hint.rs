@@ -34,6 +34,16 @@ impl TopologyHint {
             preferred,
         }
     }
+    /// Marks preferred the hints whose mask has `size` NUMA nodes: the device manager's
+    /// rule, where `size` is the fewest nodes that could ever hold the request
+    /// (`minAffinitySize`).
+    pub(crate) fn prefer_size(hints: &mut [TopologyHint], size: u32) {
+        for h in hints {
+            if h.affinity.map(NumaMask::count) == Some(size) {
+                h.preferred = true;
+            }
+        }
+    }
 }
 
 impl fmt::Display for TopologyHint {

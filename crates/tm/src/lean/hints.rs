@@ -128,11 +128,7 @@ impl LeanPlan {
             }
             hints.push(TopologyHint::new(mask, false));
         }
-        for h in &mut hints {
-            if h.affinity.map(NumaMask::count) == Some(min_affinity_size) {
-                h.preferred = true;
-            }
-        }
+        TopologyHint::prefer_size(&mut hints, min_affinity_size);
         hints
     }
 }

@@ -92,11 +92,7 @@ pub(crate) fn generate_device_topology_hints(
         }
         hints.push(TopologyHint::new(mask, false));
     }
-    for h in &mut hints {
-        if h.affinity.map(NumaMask::count) == Some(min_affinity_size) {
-            h.preferred = true;
-        }
-    }
+    TopologyHint::prefer_size(&mut hints, min_affinity_size);
     hints
 }
 
