@@ -13,8 +13,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
+use crate::dra::room::Waiting;
 use crate::dra::shared::DraShared;
 use crate::dra::verdict::{DraNode, PodClaims, priorities};
+use crate::score::NEUTRAL_SCORE;
 use crate::metrics::{Metrics, label};
 use crate::plugin::decide::{Judged, Seen, Verdict};
 use crate::plugin::decider::{CacheStats, Decider, Fresh};
@@ -307,10 +309,20 @@ impl Tally {
     }
 }
 
-/// The DRA wing of [`judge_all`]: every candidate judged first (the verdicts, `None` where
-/// the claims could not be judged), then scored against each other (the capacity a placement uses up weighs by how many candidates can still
-/// hold as many pairs; claims of other drivers score by the class the stock allocator
-/// gives first), then the metrics and logs.
+/// The DRA wing of [`judge_all`].
+///
+/// - Filter: every candidate passes, unjudged. The scheduler calls the extender only
+///   with the nodes its own DRA plugin kept, on its own view of the allocations (those
+///   it made a moment ago included); the extender's view comes through a watch and lags
+///   behind it, so a node it would drop could only be one the pod fits on. With one
+///   candidate the scheduler takes it without asking for priorities: the extender
+///   assumes the pod goes there ([`DraShared::assume`]).
+/// - Prioritize (and the offline explanation): every candidate judged, then weighed
+///   against each other and the pods waiting for a node ([`priorities`]); the scheduler
+///   takes the one top candidate, and the extender assumes the pod goes there.
+///
+/// Before either, what was assumed for the pod goes (it is being scheduled again). Then
+/// the metrics and logs.
 fn judge_dra<N: AsRef<str>>(
     dra: &DraShared,
     metrics: Option<&Metrics>,
@@ -321,9 +333,15 @@ fn judge_dra<N: AsRef<str>>(
     deadline: Option<Instant>,
 ) -> (Vec<Option<Arc<DraNode>>>, Vec<i64>) {
     let quiet = verb == Verb::Explain;
+    let filter = verb == Verb::Filter;
     let verb = verb.as_str();
     let text = |p: &str| pod.pointer(p).and_then(Value::as_str).unwrap_or("");
     let key = format!("{}/{}", text("/metadata/namespace"), text("/metadata/name"));
+    let uid = text("/metadata/uid");
+    let now = Instant::now();
+    if !quiet {
+        dra.settle(uid, now);
+    }
     let mut outcomes: BTreeMap<&'static str, (u64, Vec<String>)> = BTreeMap::new();
     let mut note = |outcome: &'static str, name: &str| {
         let (n, sample) = outcomes.entry(outcome).or_default();
@@ -333,7 +351,14 @@ fn judge_dra<N: AsRef<str>>(
         }
     };
     let mut foreign = false;
+    let mut resolved = None;
     let verdicts: Vec<Option<Arc<DraNode>>> = match claims {
+        PodClaims::Judge(r) if filter => {
+            if let [only] = names {
+                dra.assume(uid, &r, only.as_ref(), now);
+            }
+            vec![None; names.len()]
+        }
         PodClaims::Judge(r) => {
             foreign = r.foreign;
             if r.from_template > 0 && !quiet {
@@ -348,6 +373,7 @@ fn judge_dra<N: AsRef<str>>(
                     tracing::debug!(verb, pod = %key, node = %n.as_ref(), why = why.why(), "node not judged");
                 }
             }
+            resolved = Some(r);
             judged.into_iter().map(Some).collect()
         }
         PodClaims::Unjudged(label, why) => {
@@ -361,9 +387,28 @@ fn judge_dra<N: AsRef<str>>(
         }
         PodClaims::NotOurs => vec![None; names.len()],
     };
-    let weight = dra.read().capacity_weight;
     let refs: Vec<Option<&DraNode>> = verdicts.iter().map(Option::as_deref).collect();
-    let scores = priorities(&refs, foreign, weight);
+    let scores = match &resolved {
+        Some(r) => {
+            let waiting = if dra.read().capacity_weight > 0.0 {
+                dra.waiting(uid)
+            } else {
+                Waiting::none()
+            };
+            let scores = priorities(names, &refs, foreign, &waiting);
+            if !quiet {
+                tracing::debug!(verb, pod = %key, waiting = waiting.needs().len(), "candidates weighed against the pods waiting");
+                let top = (0..names.len())
+                    .filter(|i| matches!(refs[*i], Some(DraNode::Fit(_))))
+                    .max_by_key(|i| (scores[*i], std::cmp::Reverse(*i)));
+                if let Some(i) = top {
+                    dra.assume(uid, r, names[i].as_ref(), now);
+                }
+            }
+            scores
+        }
+        None => vec![NEUTRAL_SCORE; names.len()],
+    };
     if let Some(metrics) = metrics {
         record_dra(metrics, verb, &key, outcomes);
     }

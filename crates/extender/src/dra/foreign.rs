@@ -120,6 +120,8 @@ pub fn judge_foreign(
             capacity_before: capacity(&devices, allocated),
             capacity_after: capacity(&devices, &after),
             capacity_whole: capacity(&devices, &BTreeSet::new()),
+            good_before: 0,
+            good_after: 0,
         },
         devices: chosen,
     })
