@@ -311,12 +311,13 @@ impl Tally {
 
 /// The DRA wing of [`judge_all`].
 ///
-/// - Filter: every candidate passes, unjudged. The scheduler calls the extender only
-///   with the nodes its own DRA plugin kept, on its own view of the allocations (those
-///   it made a moment ago included); the extender's view comes through a watch and lags
-///   behind it, so a node it would drop could only be one the pod fits on. With one
-///   candidate the scheduler takes it without asking for priorities: the extender
-///   assumes the pod goes there ([`DraShared::assume`]).
+/// - Filter: every candidate judged; the ones whose claims cannot be allocated are
+///   dropped, except a node on which the extender holds an allocation it assumed
+///   ([`DraShared::assume`]): the pod it was assumed for may have gone elsewhere, so the
+///   extender's view of that node may be fuller than the scheduler's, and the scheduler's
+///   own DRA plugin has already kept only nodes the pod fits on. With one candidate left
+///   the scheduler takes it without asking for priorities: the extender assumes the pod
+///   goes there.
 /// - Prioritize (and the offline explanation): every candidate judged, then weighed
 ///   against each other and the pods waiting for a node ([`priorities`]); the scheduler
 ///   takes the one top candidate, and the extender assumes the pod goes there.
@@ -353,12 +354,6 @@ fn judge_dra<N: AsRef<str>>(
     let mut foreign = false;
     let mut resolved = None;
     let verdicts: Vec<Option<Arc<DraNode>>> = match claims {
-        PodClaims::Judge(r) if filter => {
-            if let [only] = names {
-                dra.assume(uid, &r, only.as_ref(), now);
-            }
-            vec![None; names.len()]
-        }
         PodClaims::Judge(r) => {
             foreign = r.foreign;
             if r.from_template > 0 && !quiet {
@@ -373,8 +368,22 @@ fn judge_dra<N: AsRef<str>>(
                     tracing::debug!(verb, pod = %key, node = %n.as_ref(), why = why.why(), "node not judged");
                 }
             }
+            let verdicts: Vec<Option<Arc<DraNode>>> = if filter {
+                let st = dra.read();
+                judged
+                    .into_iter()
+                    .zip(names)
+                    .map(|(v, n)| {
+                        let phantom = matches!(&*v, DraNode::Reject(_))
+                            && st.holds_assumed_on(n.as_ref());
+                        (!phantom).then_some(v)
+                    })
+                    .collect()
+            } else {
+                judged.into_iter().map(Some).collect()
+            };
             resolved = Some(r);
-            judged.into_iter().map(Some).collect()
+            verdicts
         }
         PodClaims::Unjudged(label, why) => {
             if !quiet {
@@ -389,6 +398,15 @@ fn judge_dra<N: AsRef<str>>(
     };
     let refs: Vec<Option<&DraNode>> = verdicts.iter().map(Option::as_deref).collect();
     let scores = match &resolved {
+        Some(r) if filter => {
+            let passing: Vec<usize> = (0..names.len())
+                .filter(|i| !matches!(refs[*i], Some(DraNode::Reject(_))))
+                .collect();
+            if let ([only], false) = (passing.as_slice(), quiet) {
+                dra.assume(uid, r, names[*only].as_ref(), now);
+            }
+            vec![NEUTRAL_SCORE; names.len()]
+        }
         Some(r) => {
             let waiting = if dra.read().capacity_weight > 0.0 {
                 dra.waiting(uid)

@@ -46,7 +46,7 @@ pub use dra::judge::{
 };
 pub use dra::shared::DraShared;
 pub use dra::state::DraState;
-pub use dra::room::{Need, WAITING_LIMIT, Waiting, claim_need};
+pub use dra::room::{Need, RECENT, WAITING_LIMIT, Waiting, claim_need};
 pub use dra::verdict::{DraNeutral, DraNode, PodClaims, Resolved, priorities};
 pub use gate::CallLimits;
 pub use judge::{Judgement, Judges, NodeVerdict, Refusal, Ruling, Verb, judge_all};

@@ -17,10 +17,10 @@ use topoalign_extender::{DraShared, DraState, DraVerdict, judge_claims as judge}
 use topoalign_rng::Rng;
 
 /// The profiles the synthetic nodes cycle through.
-pub const PROFILES: [&str; 3] = ["mi300x-8", "gb300-4", "dgx-h100"];
+pub(crate) const PROFILES: [&str; 3] = ["mi300x-8", "gb300-4", "dgx-h100"];
 
 /// A claim of `n` pairs, `rank <= max_rank` when given.
-pub fn pairs(n: u32, max_rank: Option<u32>) -> ResourceClaimSpec {
+pub(crate) fn pairs(n: u32, max_rank: Option<u32>) -> ResourceClaimSpec {
     let mut c = ClaimSpec::pairs(n);
     c.max_rank = max_rank;
     claim_spec(&c).expect("claim spec")
@@ -31,7 +31,7 @@ pub fn pairs(n: u32, max_rank: Option<u32>) -> ResourceClaimSpec {
 /// of them gone again); the claim `bench/two` (2 pairs) for the bench pod, and the
 /// templates `bench/pairs-N` (N = 1, 2, 4, 8). Also returns the node names and the
 /// number of distinct (profile, devices held).
-pub fn dra_cluster(nodes: usize) -> (DraState, Vec<String>, usize) {
+pub(crate) fn dra_cluster(nodes: usize) -> (DraState, Vec<String>, usize) {
     let mut st = DraState::default();
     let classes = device_classes();
     for c in &classes {
@@ -106,14 +106,14 @@ pub fn dra_cluster(nodes: usize) -> (DraState, Vec<String>, usize) {
 }
 
 /// The bench pod: its claim `bench/two`.
-pub fn dra_pod() -> Value {
+pub(crate) fn dra_pod() -> Value {
     json!({"metadata": {"name": "p", "namespace": "bench", "uid": "u"},
         "spec": {"containers": [], "resourceClaims": [{"name": "g", "resourceClaimName": "two"}]}})
 }
 
 /// `count` pods waiting for a node, of 1/2/4/8 pairs (weights 4/3/2/1) from the
 /// templates, as the pending-pods watch gives them to `shared`.
-pub fn add_waiting(shared: &DraShared, count: usize) {
+pub(crate) fn add_waiting(shared: &DraShared, count: usize) {
     let mut rng = Rng::new(5);
     for i in 0..count {
         let n = [1, 1, 1, 1, 2, 2, 2, 4, 4, 8][rng.below(10)];

@@ -7,12 +7,12 @@
 //! pods whose claims use no class the DRA path judges are not kept.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
-use crate::dra::room::{Need, Waiting, claim_need};
+use crate::dra::room::{Need, RECENT, Waiting, claim_need};
 use crate::dra::state::DraState;
 use crate::dra::verdict::PodClaims;
 
@@ -35,6 +35,9 @@ struct Entry {
 pub(crate) struct PendingPods {
     by_order: BTreeMap<Order, Entry>,
     order_of: HashMap<String, Order>,
+    /// What the last [`RECENT`] pods that stopped waiting needed (bound or deleted),
+    /// oldest first.
+    lately: VecDeque<Need>,
 }
 
 /// What a pod's claims need on `state` (no pairs: not a pod the DRA path judges; `None`:
@@ -53,7 +56,7 @@ impl PendingPods {
         let Some(uid) = pod.metadata.uid.clone() else {
             return;
         };
-        self.delete_uid(&uid);
+        let old = self.take(&uid);
         let spec = pod.spec.as_ref();
         let waits = spec.is_some_and(|s| {
             s.node_name.as_deref().unwrap_or("").is_empty()
@@ -65,6 +68,7 @@ impl PendingPods {
                 Some("Succeeded" | "Failed")
             );
         if !waits {
+            self.left(old);
             return;
         }
         let view = json!({
@@ -105,16 +109,27 @@ impl PendingPods {
         );
     }
 
-    /// Forgets a pod (bound, deleted).
+    /// Forgets a pod (bound, deleted); what it needed is kept among the shapes that came
+    /// lately.
     pub(crate) fn delete(&mut self, pod: &Pod) {
         if let Some(uid) = &pod.metadata.uid {
-            self.delete_uid(uid);
+            let old = self.take(uid);
+            self.left(old);
         }
     }
 
-    fn delete_uid(&mut self, uid: &str) {
-        if let Some(order) = self.order_of.remove(uid) {
-            self.by_order.remove(&order);
+    fn take(&mut self, uid: &str) -> Option<Entry> {
+        let order = self.order_of.remove(uid)?;
+        self.by_order.remove(&order)
+    }
+
+    /// A pod stopped waiting: what it needed (when known) joins the shapes that came lately.
+    fn left(&mut self, entry: Option<Entry>) {
+        if let Some(need) = entry.and_then(|e| e.need) {
+            if self.lately.len() == RECENT {
+                self.lately.pop_front();
+            }
+            self.lately.push_back(need);
         }
     }
 
@@ -127,7 +142,7 @@ impl PendingPods {
             .cloned()
             .collect();
         for uid in gone {
-            self.delete_uid(&uid);
+            self.take(&uid);
         }
     }
 
@@ -140,12 +155,14 @@ impl PendingPods {
     /// need, in the scheduler's order; a pod whose claims were not resolved when seen is
     /// resolved now on `state` (and left out while they still cannot be).
     pub(crate) fn waiting(&self, state: &DraState, except: &str) -> Waiting {
-        Waiting::new(
+        let mut w = Waiting::new(
             self.by_order
                 .values()
                 .filter(|e| e.uid != except)
                 .filter_map(|e| e.need.or_else(|| need_of(&e.pod, state))),
-        )
+        );
+        w.lately = self.lately.iter().copied().collect();
+        w
     }
 }
 
@@ -218,6 +235,18 @@ mod tests {
         assert_eq!(pairs(&p.waiting(&st, "")), [4, 8]);
         p.retain(&HashSet::from(["u-b".to_string()]));
         assert_eq!(pairs(&p.waiting(&st, "")), [8]);
+        // The pod bound is among the shapes that came lately; the one dropped by the
+        // re-list is not (it left unseen).
+        let lately = |w: &Waiting| w.lately.iter().map(|n| n.pairs).collect::<Vec<_>>();
+        assert_eq!(lately(&p.waiting(&st, "")), [1]);
+        p.delete(&pod("b", "2026-01-01T00:00:02Z", "pairs-8", json!({})));
+        assert_eq!(lately(&p.waiting(&st, "")), [1, 8]);
+        for i in 0..RECENT {
+            let name = format!("x{i}");
+            p.apply(&pod(&name, "2026-01-01T00:00:03Z", "pairs-4", json!({})), &st);
+            p.delete(&pod(&name, "2026-01-01T00:00:03Z", "pairs-4", json!({})));
+        }
+        assert_eq!(lately(&p.waiting(&st, "")), vec![4; RECENT], "the last RECENT only");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! ([`crate::dra::pending`]) each need so many pairs on one node. A placement that takes
 //! the room one of them needs leaves it unschedulable when its turn comes; the candidates
 //! are weighed first by how many of the waiting pods would still find a node after the
-//! pod goes there ([`Room::unplaced`]), then by pair quality, then packed (the node left
+//! pod goes there ([`Room::unplaced_of`]), then by pair quality, then packed (the node left
 //! with the least room first), and the scheduler is given one clear first choice
 //! ([`crate::dra::verdict::priorities`]).
 //!
@@ -29,12 +29,18 @@ pub struct Need {
     pub good: bool,
 }
 
-/// What the pods waiting for a node need, in the order the scheduler takes them.
+/// Pods that left the queue last (bound, or given up), whose shapes stand for what is
+/// coming next ([`Waiting::lately`]).
+pub const RECENT: usize = 10;
+
+/// What the pods waiting for a node need, in the order the scheduler takes them, and
+/// what the pods that left the queue last needed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Waiting {
     needs: Vec<Need>,
-    /// What is expected after them (the shapes that came lately).
-    pub expected: Vec<Need>,
+    /// What the last [`RECENT`] pods that left the queue needed, oldest first: the
+    /// shapes that came lately, expected again.
+    pub lately: Vec<Need>,
 }
 
 impl Waiting {
@@ -52,7 +58,7 @@ impl Waiting {
                 .filter(|n| n.pairs > 0)
                 .take(WAITING_LIMIT)
                 .collect(),
-            expected: Vec::new(),
+            lately: Vec::new(),
         }
     }
 
@@ -182,11 +188,13 @@ impl Room {
     /// with the least room that holds it (the fewest pairs, then the fewest good ones: the
     /// large rooms and the good pairs stay for the pods that need them, as the extender
     /// steers them); a pod takes good pairs first, as the allocator does.
+    #[cfg(test)]
     pub(crate) fn unplaced(&self, waiting: &Waiting) -> usize {
         self.unplaced_of(waiting.needs()).0
     }
 
-    /// [`Room::unplaced`] of `needs`, and the room left.
+    /// How many of `needs` find no node (as [`Waiting::needs`] are placed: in order, each
+    /// on the node with the least room that holds it), and the room left.
     pub(crate) fn unplaced_of(&self, needs: &[Need]) -> (usize, Room) {
         let mut room = self.clone();
         let mut unplaced = 0;

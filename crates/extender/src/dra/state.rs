@@ -411,12 +411,12 @@ impl DraState {
         }
     }
 
-    /// Keeps only the given claims (after a re-list).
+    /// Keeps only the given claims (after a re-list); allocations assumed stay.
     pub fn retain_claims(&mut self, live: &BTreeSet<ObjKey>) {
         let gone: Vec<ObjKey> = self
             .claims
             .keys()
-            .filter(|k| !live.contains(*k))
+            .filter(|k| !live.contains(*k) && !assumed::is_assumed_key(k))
             .cloned()
             .collect();
         for g in gone {

@@ -1,11 +1,9 @@
 //! What the DRA wing finds: a pod's claims as it reads them, one node's decision, and
 //! the candidates' priorities scored against each other.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use k8s_openapi::api::resource::v1::ResourceClaimSpec;
-
-use std::collections::HashMap;
 
 use crate::dra::judge::{DraFit, FOREIGN_BANDS, dra_points};
 use crate::dra::room::{Room, Supply, Waiting};
@@ -106,25 +104,25 @@ impl DraNode {
     }
 }
 
-/// How a fitting candidate stands against the others, best first when sorted: the
-/// class band (claims of other drivers: the worst GPU–NIC class the stock allocator gives,
-/// [`FOREIGN_BANDS`]), then the waiting pods it would leave without a node, then pair
-/// quality (claims of topoalign's classes: [`dra_points`], in thousandths, negated), then
-/// the room left on the node (packing: the fullest node first).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// How a fitting candidate stands against the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Standing {
+    /// Claims of other drivers: the band of the worst GPU–NIC class the stock allocator
+    /// gives ([`FOREIGN_BANDS`]; 0 for topoalign's claims).
     band: usize,
+    /// Waiting pods left without a node once the pod goes there.
     unplaced: usize,
+    /// Pods of the shapes that came lately left without a node after those.
+    lately: usize,
+    /// Pair quality ([`dra_points`] in thousandths, negated: lower is better; 0 for
+    /// claims of other drivers).
     quality: i64,
+    /// Pairs the node has left after the pod (packing: the fullest node first).
     left: usize,
-    tier: i64,
-    broken: usize,
-    good_left: usize,
-    expected: usize,
 }
 
 impl Standing {
-    fn of(fit: &DraFit, (unplaced, expected): (usize, usize), foreign: bool) -> Standing {
+    fn of(fit: &DraFit, (unplaced, lately): (usize, usize), foreign: bool) -> Standing {
         let (band, quality) = if foreign {
             let band = match fit.ranks.iter().max() {
                 None => 0,
@@ -137,77 +135,50 @@ impl Standing {
             let q = dra_points(&fit.ranks, fit.spoiled);
             (0, -(q * 1000.0).round() as i64)
         };
-        let worst = fit.ranks.iter().copied().max().unwrap_or(0);
-        let (b, a) = (fit.capacity_before, fit.capacity_after);
-        let broken = std::iter::successors(Some(1usize), |l| l.checked_mul(2))
-            .take_while(|l| *l <= b)
-            .filter(|l| *l > a)
-            .max()
-            .unwrap_or(0);
         Standing {
             band,
             unplaced,
+            lately,
             quality,
             left: fit.capacity_after,
-            tier: if worst <= 1 { 0 } else { worst },
-            broken,
-            good_left: fit.good_after,
-            expected,
         }
     }
 
-    fn key(&self) -> (usize, usize, i64, i64, i64) {
-        let left = self.left as i64;
-        let broken = self.broken as i64;
-        match order() {
-            23 if self.tier == 1 => (self.band, self.unplaced, 0, 0, 0),
-            23 => (self.band, self.unplaced, broken, self.quality, left),
-            24 if self.tier == 1 => (self.band, self.unplaced, 0, 0, 0),
-            24 => (self.band, self.unplaced, self.quality, left, 0),
-            1 => (self.band, self.unplaced, left, self.quality, 0),
-            2 => (self.band, self.unplaced, self.tier, left, self.quality),
-            3 => (self.band, self.unplaced, broken, self.quality, left),
-            4 => (self.band, self.unplaced, broken, left, self.quality),
-            5 => (self.band, self.unplaced, self.tier, broken, self.quality),
-            6 => (self.band, self.unplaced, self.quality, self.good_left as i64, left),
-            7 => (self.band, self.unplaced, self.quality, broken, left),
-            8 => (self.band, self.unplaced, self.expected as i64, self.quality, left),
-            9 => (self.band, self.unplaced + self.expected, self.quality, left, 0),
-            10 => (self.band, self.unplaced, self.expected as i64, left, self.quality),
-            11 => (self.band, self.unplaced, self.expected as i64, broken, self.quality),
-            12 => (self.band, self.unplaced, self.expected as i64, broken, left),
-            13 => (self.band, self.unplaced, 0, 0, 0),
-            14 => (self.band, self.unplaced, self.tier, 0, 0),
-            15 => (self.band, self.unplaced, self.expected as i64, 0, 0),
-            16 => (self.band, self.unplaced, self.expected as i64, self.tier, 0),
-            17 => (self.band, self.unplaced, self.quality, 0, 0),
-            18 | 20 => (self.band, self.unplaced, self.tier, self.quality, 0),
-            19 => (self.band, self.unplaced, self.expected as i64, self.tier, self.quality),
-            21 => (self.band, self.unplaced, -left, self.quality, 0),
-            22 => (self.band, self.unplaced, self.quality, -left, 0),
-            _ => (self.band, self.unplaced, self.quality, left, 0),
+    /// The order, best first: band, waiting pods left without a node, then (unless the
+    /// cluster is too full for the shapes that came lately, `full`) pair quality and
+    /// packing; candidates equal on it go by name.
+    fn key(&self, full: bool) -> (usize, usize, i64, usize) {
+        if full {
+            (self.band, self.unplaced, 0, 0)
+        } else {
+            (self.band, self.unplaced, self.quality, self.left)
         }
     }
-}
-
-fn order() -> u8 {
-    static ORDER: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
-    *ORDER.get_or_init(|| {
-        std::env::var("TOPOALIGN_DRA_ORDER")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    })
 }
 
 /// The priorities of a pod's candidates (`names`, in order) from their DRA verdicts,
-/// weighed against each other and the pods `waiting` ([`Standing`]: the room the waiting
-/// pods need first, then the pairs' class, then packing). The best candidate (the first
-/// by name among equals) scores 10 (the top of its class band for claims of other
-/// drivers: 10, 8 or 4), alone, so that the scheduler, which adds its own smaller scores
-/// to the extender's times its weight times 10, takes it and the extender knows where the
-/// pod goes; the others score one less per step down the order, at least the bottom of
-/// their band. A rejected node scores 0, a node not judged the neutral score.
+/// weighed against each other and the pods `waiting`.
+///
+/// - First the room the waiting pods need ([`Room::unplaced_of`]): a candidate that leaves
+///   fewer of them without a node goes first (a whole node kept while an 8-pair pod
+///   waits, a half for a 4-pair pod; nothing kept while nothing waits).
+/// - Then, while every candidate still leaves room for the shapes that came lately
+///   ([`Waiting::lately`], after the waiting pods), pair quality ([`dra_points`]), then
+///   packing (the node left with the fewest pairs first). When no candidate does (the
+///   cluster runs full for those shapes), quality is not weighed: the candidates go by
+///   name, as the stock scheduler's tie-break takes nodes in its filter's order, packing
+///   the nodes it has started (measured on the `placement-dra` stream replayed offline,
+///   `crates/extender/tests/it/replay.rs`: steering for quality on a full cluster
+///   spreads small pods over the nodes the large ones need).
+/// - Claims of other drivers (`foreign`) go by the class band the stock allocator gives
+///   first ([`FOREIGN_BANDS`]): the extender cannot change the devices, only the node.
+///
+/// The best candidate scores 10 (the top of its band for claims of other drivers: 10, 8
+/// or 4), alone, so that the scheduler, which adds its own smaller scores to the
+/// extender's times its weight times 10, takes it and the extender knows where the pod
+/// goes ([`crate::dra::shared::DraShared::assume`]); the others score one less per step
+/// down the order, at least the bottom of their band. A rejected node scores 0, a node
+/// not judged the neutral score.
 pub fn priorities<N: AsRef<str>>(
     names: &[N],
     verdicts: &[Option<&DraNode>],
@@ -225,58 +196,28 @@ pub fn priorities<N: AsRef<str>>(
     let before = |f: &DraFit| (f.capacity_before, f.good_before);
     let after = |f: &DraFit| (f.capacity_after, f.good_after);
     let room = Room::of(fits.iter().map(|(_, f)| before(f)));
+    // Nodes going the same way (supply before, after) leave the same pods without one.
     let mut unplaced: HashMap<(Supply, Supply), (usize, usize)> = HashMap::new();
-    let mut standings: Vec<(usize, Standing)> = fits
+    let standings: Vec<(usize, Standing)> = fits
         .iter()
         .map(|(i, f)| {
-            let u = if waiting.is_empty() && waiting.expected.is_empty() {
+            let u = if waiting.is_empty() && waiting.lately.is_empty() {
                 (0, 0)
             } else {
-                *unplaced
-                    .entry((before(f), after(f)))
-                    .or_insert_with(|| {
-                        let (u, rest) = room.with(before(f), after(f)).unplaced_of(waiting.needs());
-                        (u, rest.unplaced_of(&waiting.expected).0)
-                    })
+                *unplaced.entry((before(f), after(f))).or_insert_with(|| {
+                    let (u, rest) = room.with(before(f), after(f)).unplaced_of(waiting.needs());
+                    (u, rest.unplaced_of(&waiting.lately).0)
+                })
             };
             (*i, Standing::of(f, u, foreign))
         })
         .collect();
+    let full = standings.iter().map(|(_, s)| s.lately).min().unwrap_or(0) > 0;
     let name = |i: usize| names.get(i).map_or("", |n| n.as_ref());
-    if order() == 23 || order() == 24 {
-        let saturated = standings.iter().map(|(_, s)| s.expected).min().unwrap_or(0) > 0;
-        for (_, s) in standings.iter_mut() {
-            if saturated {
-                s.tier = 1; // marks: first fit
-            } else {
-                s.tier = 0;
-            }
-        }
-    }
-    if (18..=20).contains(&order()) {
-        // first fit's node among the fewest unplaced, and the nodes whose room goes the same way
-        let best_u = standings.iter().map(|(_, s)| s.unplaced).min().unwrap_or(0);
-        let ff = standings
-            .iter()
-            .filter(|(_, s)| s.unplaced == best_u)
-            .min_by(|a, b| name(a.0).cmp(name(b.0)))
-            .map(|(i, _)| *i);
-        if let Some(ff) = ff {
-            let fit_of = |i: usize| match verdicts[i] {
-                Some(DraNode::Fit(f)) => Some(f),
-                _ => None,
-            };
-            let tr = |f: &DraFit| if order() == 20 { (f.capacity_before, f.capacity_after, 0, 0) } else { (f.capacity_before, f.capacity_after, f.good_before, f.good_after) };
-            let t = fit_of(ff).map(tr);
-            for (i, s) in standings.iter_mut() {
-                let same = fit_of(*i).map(tr) == t;
-                s.tier = i64::from(!same);
-            }
-        }
-    }
-    standings.sort_by(|(a, sa), (b, sb)| {
-        sa.key()
-            .cmp(&sb.key())
+    let mut order = standings;
+    order.sort_by(|(a, sa), (b, sb)| {
+        sa.key(full)
+            .cmp(&sb.key(full))
             .then_with(|| name(*a).cmp(name(*b)))
     });
     let mut scores: Vec<i64> = verdicts
@@ -292,14 +233,14 @@ pub fn priorities<N: AsRef<str>>(
         &[(MAX_EXTENDER_PRIORITY, 1)]
     };
     let (mut band, mut step) = (usize::MAX, 0i64);
-    let mut prev: Option<(usize, usize, i64, i64, i64)> = None;
-    for (pos, (i, s)) in standings.iter().enumerate() {
+    let mut prev = None;
+    for (pos, (i, s)) in order.iter().enumerate() {
         if s.band != band {
             (band, step) = (s.band, 0);
-        } else if prev != Some(s.key()) {
+        } else if prev != Some(s.key(full)) {
             step += 1;
         }
-        prev = Some(s.key());
+        prev = Some(s.key(full));
         let (hi, lo) = bands[s.band.min(bands.len() - 1)];
         scores[*i] = if pos == 0 { hi } else { (hi - 1 - step).max(lo) };
     }

@@ -94,6 +94,7 @@ fn explore() {
         lookahead: std::env::var("REPLAY_LOOKAHEAD")
             .ok()
             .and_then(|v| v.parse().ok()),
+        recent: env_num("REPLAY_RECENT", topoalign_extender::RECENT),
     };
     if env_num("REPLAY_TRACE", 0) == 1 {
         for seed in &seeds {

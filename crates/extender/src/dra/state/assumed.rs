@@ -33,6 +33,11 @@ fn assumed_key(uid: &str) -> ObjKey {
     (ASSUMED_NS.to_string(), uid.to_string())
 }
 
+/// Whether a claim key is one of the extender's own (an allocation assumed).
+pub(super) fn is_assumed_key(key: &ObjKey) -> bool {
+    key.0 == ASSUMED_NS
+}
+
 impl DraState {
     /// Holds `devices` for the pod of `uid` until `until` (replacing what was assumed
     /// for it).
@@ -82,6 +87,20 @@ impl DraState {
         for uid in gone {
             self.forget_assumed(&uid);
         }
+    }
+
+    /// Whether an allocation assumed holds devices of `node`'s pools: its view of the
+    /// node may be fuller than the scheduler's (the pod may have gone elsewhere).
+    pub fn holds_assumed_on(&self, node: &str) -> bool {
+        self.assumed.keys().any(|uid| {
+            self.claims.get(&assumed_key(uid)).is_some_and(|c| {
+                c.held.iter().any(|d| {
+                    self.pool_nodes
+                        .get(&(d.driver.clone(), d.pool.clone()))
+                        .is_some_and(|nodes| nodes.contains(node))
+                })
+            })
+        })
     }
 
     /// Allocations assumed now.

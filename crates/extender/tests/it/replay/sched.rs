@@ -23,11 +23,11 @@ use std::collections::BTreeSet;
 
 use topoalign_dra::DeviceId;
 use k8s_openapi::api::resource::v1::ResourceClaimSpec;
-use topoalign_extender::{DraNode, DraVerdict, Waiting, allocate, claim_need, priorities};
+use topoalign_extender::{DraNode, DraVerdict, Need, Waiting, allocate, claim_need, priorities};
 use topoalign_extender::{judge_foreign, judge_with_budget};
 use topoalign_rng::Rng;
 
-use super::cluster::{Cluster, Dev, claim, occupancy, stream};
+use super::cluster::{Cluster, Dev, PodShape, claim, occupancy, stream};
 
 const BUDGET: u64 = 200_000;
 /// The extender's weight in the scenario's scheduler configuration
@@ -58,6 +58,9 @@ pub(crate) struct Extender {
     /// How many of the batch's next pods it sees waiting (`None`: all of them: the
     /// batch is created before the scheduler is done with its first pods).
     pub(crate) lookahead: Option<usize>,
+    /// How many of the pods that left the queue last it remembers
+    /// ([`topoalign_extender::Waiting::expected`]).
+    pub(crate) recent: usize,
 }
 
 /// Which scheduler places the pods.
@@ -129,9 +132,15 @@ pub(crate) fn pass(c: &Cluster, seed: u64, load: Load, policy: Policy) -> (Count
         .and_then(|v| v["placed"].as_array().cloned())
         .map(|a| a.iter().map(|p| p[1].as_str().map(str::to_string)).collect())
         .unwrap_or_default();
+    // What the pods that left the queue needed, in the order they left (bound at once,
+    // unschedulable ones deleted at the end of their batch), as the extender's watch of
+    // waiting pods sees them go.
+    let mut gone: Vec<Need> = Vec::new();
+    let need = |s: &PodShape| claim_need(&[claim(c.mixed, *s)], c.mixed);
     for (b, chunk) in shapes.chunks(load.batch).enumerate() {
         // The devices of the pods placed in this batch, last first.
         let mut recent: Vec<BTreeSet<DeviceId>> = Vec::new();
+        let mut turned_away: Vec<Need> = Vec::new();
         for (j, shape) in chunk.iter().enumerate() {
             let index = b * load.batch + j;
             let spec = [claim(c.mixed, *shape)];
@@ -153,13 +162,8 @@ pub(crate) fn pass(c: &Cluster, seed: u64, load: Load, policy: Policy) -> (Count
                         held.iter().filter(|d| !unseen.contains(d)).cloned().collect();
                     let next = &chunk[j + 1..];
                     let seen = &next[..e.lookahead.unwrap_or(next.len()).min(next.len())];
-                    let hist: usize = std::env::var("REPLAY_HIST").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
-                    let past = &shapes[index.saturating_sub(hist)..index];
-                    let mut waiting = Waiting::new(
-                        seen.iter()
-                            .map(|s| claim_need(&[claim(c.mixed, *s)], c.mixed)),
-                    );
-                    waiting.expected = past.iter().map(|s| claim_need(&[claim(c.mixed, *s)], c.mixed)).collect();
+                    let mut waiting = Waiting::new(seen.iter().map(need));
+                    waiting.lately = gone[gone.len().saturating_sub(e.recent)..].to_vec();
                     let ask = Ask {
                         spec: &spec,
                         view: &view,
@@ -187,6 +191,7 @@ pub(crate) fn pass(c: &Cluster, seed: u64, load: Load, policy: Policy) -> (Count
                 None => chosen,
             };
             let Some(k) = chosen else {
+                turned_away.push(need(shape));
                 out.unschedulable += 1;
                 out.by_size[shape.size.max(1).ilog2().min(3) as usize] += 1;
                 out.by_size[4] += usize::from(shape.pxb);
@@ -199,8 +204,10 @@ pub(crate) fn pass(c: &Cluster, seed: u64, load: Load, policy: Policy) -> (Count
             pods_on[at] += 1;
             trace.push((index, Some(c.nodes[at].name.clone())));
             recent.push(devs.clone());
+            gone.push(need(shape));
             live.push((at, devs, b));
         }
+        gone.extend(turned_away);
         live.retain(|(at, devs, from)| {
             let stay = from + load.lifetime > b;
             if !stay {
