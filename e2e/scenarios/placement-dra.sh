@@ -23,7 +23,7 @@
 # devices (status.allocation.devices.results → the device's rank), mean rank. PASS when
 # the extender costs no pod: no more unschedulable pods than stock summed, never more than
 # stock's + 1 on any seed, pooled mean rank better; otherwise TARGET MISSED with the
-# numbers. More seeds run offline in the replay (16 seeds at both loads), which the real
+# numbers. More seeds run offline in the replay (seeds 11 … 20 at both loads), which the real
 # scheduler's counts here check.
 #
 # Mixed-driver variant (issue 21, seed 001's cluster): E2E_PLACEMENT_DRA_MIXED_NODES nodes

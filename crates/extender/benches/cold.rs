@@ -73,9 +73,14 @@ fn call(d: &Decider, st: &ClusterState, req: &PodRequest, body: &[u8], now: Syst
     black_box((f.finish(), p.finish()));
 }
 
-/// The DRA prioritize call (filter passes every candidate unjudged): every candidate
-/// judged, weighed against each other and the pods waiting.
+/// The DRA filter then prioritize: every candidate judged (the filter), then the
+/// verdicts read again and weighed against each other and the pods waiting.
 fn dra_call(shared: &DraShared, claims: &Resolved, names: &[String]) {
+    let mut passed = 0usize;
+    shared.visit(claims, names, None, |_, _, v| {
+        passed += usize::from(!matches!(v, topoalign_extender::DraNode::Reject(_)));
+    });
+    black_box(passed);
     let mut verdicts = Vec::with_capacity(names.len());
     shared.visit(claims, names, None, |_, _, v| verdicts.push(v.clone()));
     let refs: Vec<_> = verdicts.iter().map(Some).collect();

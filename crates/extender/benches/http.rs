@@ -45,11 +45,7 @@ fn rss_bytes() -> u64 {
         .map_or(0, |pages| pages * 4096)
 }
 
-async fn start(
-    state: Arc<RwLock<ClusterState>>,
-    dra: &DraState,
-    cache: usize,
-) -> SocketAddr {
+async fn start(state: Arc<RwLock<ClusterState>>, dra: &DraState, cache: usize) -> SocketAddr {
     let app = Arc::new(App::new(state, Decider::new(ResourceMap::default(), cache)));
     *app.dra.write() = dra.clone();
     add_waiting(&app.dra, 64);

@@ -16,12 +16,12 @@ use serde_json::Value;
 use crate::dra::room::Waiting;
 use crate::dra::shared::DraShared;
 use crate::dra::verdict::{DraNode, PodClaims, priorities};
-use crate::score::NEUTRAL_SCORE;
 use crate::metrics::{Metrics, label};
 use crate::plugin::decide::{Judged, Seen, Verdict};
 use crate::plugin::decider::{CacheStats, Decider, Fresh};
 use crate::plugin::podreq::{PodError, PodRequest, pod_request};
 use crate::plugin::state::ClusterState;
+use crate::score::NEUTRAL_SCORE;
 use crate::turns::Turns;
 
 /// What a judgement is for: the metrics label, and whether metrics and logs are written.
@@ -374,8 +374,8 @@ fn judge_dra<N: AsRef<str>>(
                     .into_iter()
                     .zip(names)
                     .map(|(v, n)| {
-                        let phantom = matches!(&*v, DraNode::Reject(_))
-                            && st.holds_assumed_on(n.as_ref());
+                        let phantom =
+                            matches!(&*v, DraNode::Reject(_)) && st.holds_assumed_on(n.as_ref());
                         (!phantom).then_some(v)
                     })
                     .collect()

@@ -28,11 +28,12 @@ use crate::dra::pairs::{DeviceKey, NodePairs};
 use crate::protocol::MAX_EXTENDER_PRIORITY;
 use crate::score::FRAGMENTATION_WEIGHT;
 
-/// Points a node loses, by default, for using up a capacity level that every candidate
-/// node has (`capacity_penalty`: the weight is divided by the number of candidates that
-/// have the level, so using up the last node that can hold 8 pairs costs 50 points, one
-/// of 10 such nodes 5). Chosen with the `placement-dra` end-to-end scenario's stream
-/// (weights 30 … 120 tried; `topoalign extender --dra-capacity-weight`).
+/// The default of `topoalign extender --dra-capacity-weight`: above 0, the priorities
+/// keep room for the pods waiting for a node and the shapes that came lately
+/// ([`crate::dra::room`], [`crate::dra::verdict::priorities`]); 0 turns that off (pair
+/// quality, then packing). The room kept is what the waiting pods ask for, so the value
+/// itself weighs nothing any more (it did weigh a fixed penalty for using up capacity
+/// levels, which this replaces); the flag stays for compatibility.
 pub const CAPACITY_WEIGHT: f64 = 50.0;
 
 /// Devices the allocator may try per claim before giving up (then the node passes with

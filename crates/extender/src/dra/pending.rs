@@ -178,8 +178,7 @@ mod tests {
             st.apply_class(&c);
         }
         for n in [1, 4, 8] {
-            let mut t: ResourceClaimTemplate =
-                claim_template(&ClaimSpec::pairs(n)).unwrap();
+            let mut t: ResourceClaimTemplate = claim_template(&ClaimSpec::pairs(n)).unwrap();
             t.metadata.name = Some(format!("pairs-{n}"));
             t.metadata.namespace = Some("ns".into());
             st.apply_template(&t);
@@ -211,17 +210,31 @@ mod tests {
         p.apply(&pod("b", "2026-01-01T00:00:02Z", "pairs-8", json!({})), &st);
         p.apply(&pod("a", "2026-01-01T00:00:01Z", "pairs-1", json!({})), &st);
         p.apply(
-            &pod("urgent", "2026-01-01T00:00:09Z", "pairs-4", json!({"priority": 100})),
+            &pod(
+                "urgent",
+                "2026-01-01T00:00:09Z",
+                "pairs-4",
+                json!({"priority": 100}),
+            ),
             &st,
         );
         // Not waiting: bound, gated; not judged: a template of no known class.
         p.apply(
-            &pod("bound", "2026-01-01T00:00:00Z", "pairs-1", json!({"nodeName": "n"})),
+            &pod(
+                "bound",
+                "2026-01-01T00:00:00Z",
+                "pairs-1",
+                json!({"nodeName": "n"}),
+            ),
             &st,
         );
         p.apply(
-            &pod("gated", "2026-01-01T00:00:00Z", "pairs-1",
-                 json!({"schedulingGates": [{"name": "g"}]})),
+            &pod(
+                "gated",
+                "2026-01-01T00:00:00Z",
+                "pairs-1",
+                json!({"schedulingGates": [{"name": "g"}]}),
+            ),
             &st,
         );
         assert_eq!(p.len(), 3);
@@ -229,7 +242,12 @@ mod tests {
         assert_eq!(pairs(&p.waiting(&st, "u-a")), [4, 8], "the pod scheduled");
         // Bound now: gone.
         p.apply(
-            &pod("a", "2026-01-01T00:00:01Z", "pairs-1", json!({"nodeName": "n"})),
+            &pod(
+                "a",
+                "2026-01-01T00:00:01Z",
+                "pairs-1",
+                json!({"nodeName": "n"}),
+            ),
             &st,
         );
         assert_eq!(pairs(&p.waiting(&st, "")), [4, 8]);
@@ -243,10 +261,17 @@ mod tests {
         assert_eq!(lately(&p.waiting(&st, "")), [1, 8]);
         for i in 0..RECENT {
             let name = format!("x{i}");
-            p.apply(&pod(&name, "2026-01-01T00:00:03Z", "pairs-4", json!({})), &st);
+            p.apply(
+                &pod(&name, "2026-01-01T00:00:03Z", "pairs-4", json!({})),
+                &st,
+            );
             p.delete(&pod(&name, "2026-01-01T00:00:03Z", "pairs-4", json!({})));
         }
-        assert_eq!(lately(&p.waiting(&st, "")), vec![4; RECENT], "the last RECENT only");
+        assert_eq!(
+            lately(&p.waiting(&st, "")),
+            vec![4; RECENT],
+            "the last RECENT only"
+        );
     }
 
     #[test]
@@ -255,7 +280,10 @@ mod tests {
         let mut p = PendingPods::default();
         p.apply(&pod("a", "2026-01-01T00:00:01Z", "pairs-4", json!({})), &st);
         assert_eq!(p.len(), 1);
-        assert!(p.waiting(&st, "").is_empty(), "unknown until the template is seen");
+        assert!(
+            p.waiting(&st, "").is_empty(),
+            "unknown until the template is seen"
+        );
         st = state();
         assert_eq!(pairs(&p.waiting(&st, "")), [4]);
     }

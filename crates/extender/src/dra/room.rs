@@ -112,8 +112,18 @@ pub fn claim_need(specs: &[ResourceClaimSpec], foreign: bool) -> Need {
         for r in requests.into_iter().flatten() {
             let (class, mode, count, selectors) =
                 match (&r.exactly, r.first_available.iter().flatten().next()) {
-                    (Some(e), _) => (&e.device_class_name, &e.allocation_mode, e.count, &e.selectors),
-                    (None, Some(s)) => (&s.device_class_name, &s.allocation_mode, s.count, &s.selectors),
+                    (Some(e), _) => (
+                        &e.device_class_name,
+                        &e.allocation_mode,
+                        e.count,
+                        &e.selectors,
+                    ),
+                    (None, Some(s)) => (
+                        &s.device_class_name,
+                        &s.allocation_mode,
+                        s.count,
+                        &s.selectors,
+                    ),
                     (None, None) => continue,
                 };
             if mode.as_deref() == Some("All") {
@@ -241,12 +251,18 @@ mod tests {
         assert_eq!(Room::of([(7, 0)]).unplaced(&halves), 1);
         assert_eq!(Room::default().unplaced(&Waiting::none()), 0);
         assert_eq!(Waiting::new([plain(0), plain(2)]).needs(), [plain(2)]);
-        assert_eq!(Waiting::new(vec![plain(1); 1000]).needs().len(), WAITING_LIMIT);
+        assert_eq!(
+            Waiting::new(vec![plain(1); 1000]).needs().len(),
+            WAITING_LIMIT
+        );
     }
 
     #[test]
     fn pods_that_need_good_pairs_find_them_or_not() {
-        let good = Need { pairs: 1, good: true };
+        let good = Need {
+            pairs: 1,
+            good: true,
+        };
         // Good pairs on the 4, none on the 2: a plain pod takes the 2, the good pod the 4.
         let room = Room::of([(4, 4), (2, 0)]);
         assert_eq!(room.unplaced(&Waiting::new([plain(1), good])), 0);
@@ -264,30 +280,50 @@ mod tests {
             c.max_rank = max_rank;
             claim_spec(&c).unwrap()
         };
-        assert_eq!(claim_need(&[pairs(4, ClaimShape::Pairs, None)], false), plain(4));
+        assert_eq!(
+            claim_need(&[pairs(4, ClaimShape::Pairs, None)], false),
+            plain(4)
+        );
         assert_eq!(
             claim_need(&[pairs(2, ClaimShape::Pairs, Some(1))], false),
-            Need { pairs: 2, good: true }
+            Need {
+                pairs: 2,
+                good: true
+            }
         );
-        assert_eq!(claim_need(&[pairs(2, ClaimShape::Pairs, Some(2))], false), plain(2));
-        assert_eq!(claim_need(&[pairs(3, ClaimShape::Ladder, None)], false), plain(3));
+        assert_eq!(
+            claim_need(&[pairs(2, ClaimShape::Pairs, Some(2))], false),
+            plain(2)
+        );
+        assert_eq!(
+            claim_need(&[pairs(3, ClaimShape::Ladder, None)], false),
+            plain(3)
+        );
         assert_eq!(
             claim_need(
-                &[pairs(1, ClaimShape::Pairs, None), pairs(2, ClaimShape::Pairs, None)],
+                &[
+                    pairs(1, ClaimShape::Pairs, None),
+                    pairs(2, ClaimShape::Pairs, None)
+                ],
                 false
             ),
             plain(3)
         );
-        let foreign: ResourceClaimSpec = serde_json::from_value(serde_json::json!({"devices": {"requests": [
+        let foreign: ResourceClaimSpec =
+            serde_json::from_value(serde_json::json!({"devices": {"requests": [
             {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}},
             {"name": "nic", "exactly": {"deviceClassName": "dranet.net", "count": 2}},
             {"name": "all", "exactly": {"deviceClassName": "x", "allocationMode": "All"}}]}}))
-        .unwrap();
+            .unwrap();
         assert_eq!(claim_need(std::slice::from_ref(&foreign), true), plain(2));
         assert_eq!(claim_need(&[foreign], false), plain(0));
         assert!(asks_good("device.attributes[\"topoalign.dev\"].rank < 2"));
         assert!(asks_good("device.attributes[\"topoalign.dev\"][\"gdr\"]"));
-        assert!(!asks_good("device.attributes[\"topoalign.dev\"][\"gdr\"] == false"));
-        assert!(!asks_good("device.attributes[\"topoalign.dev\"][\"rank\"] <= 3"));
+        assert!(!asks_good(
+            "device.attributes[\"topoalign.dev\"][\"gdr\"] == false"
+        ));
+        assert!(!asks_good(
+            "device.attributes[\"topoalign.dev\"][\"rank\"] <= 3"
+        ));
     }
 }

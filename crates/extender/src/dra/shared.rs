@@ -3,9 +3,9 @@
 //! judged with no lock held.
 
 use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
-use std::collections::HashSet;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;

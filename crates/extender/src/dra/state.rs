@@ -147,7 +147,7 @@ pub struct DraState {
     rev: u64,
     /// Devices the allocator's search may try per claim.
     pub budget: u64,
-    /// The weight of the capacity a placement uses up (`capacity_penalty`).
+    /// Above 0: room is kept for the pods waiting for a node ([`CAPACITY_WEIGHT`]).
     pub capacity_weight: f64,
 }
 
@@ -336,7 +336,10 @@ impl DraState {
             .map(|o| o.uid.clone())
             .collect();
         if !held.is_empty() {
-            let reserved = c.status.iter().flat_map(|s| s.reserved_for.iter().flatten());
+            let reserved = c
+                .status
+                .iter()
+                .flat_map(|s| s.reserved_for.iter().flatten());
             for uid in owners.iter().chain(reserved.map(|r| &r.uid)) {
                 self.forget_assumed(uid);
             }

@@ -176,8 +176,9 @@ impl Standing {
 /// The best candidate scores 10 (the top of its band for claims of other drivers: 10, 8
 /// or 4), alone, so that the scheduler, which adds its own smaller scores to the
 /// extender's times its weight times 10, takes it and the extender knows where the pod
-/// goes ([`crate::dra::shared::DraShared::assume`]); the others score one less per step
-/// down the order, at least the bottom of their band. A rejected node scores 0, a node
+/// goes ([`crate::dra::shared::DraShared::assume`]); candidates as good as it (after it by
+/// name) score one less, and each step down the order one less again, at least the
+/// bottom of their band. A rejected node scores 0, a node
 /// not judged the neutral score.
 pub fn priorities<N: AsRef<str>>(
     names: &[N],
@@ -242,7 +243,11 @@ pub fn priorities<N: AsRef<str>>(
         }
         prev = Some(s.key(full));
         let (hi, lo) = bands[s.band.min(bands.len() - 1)];
-        scores[*i] = if pos == 0 { hi } else { (hi - 1 - step).max(lo) };
+        scores[*i] = if pos == 0 {
+            hi
+        } else {
+            (hi - 1 - step).max(lo)
+        };
     }
     scores
 }
@@ -255,4 +260,100 @@ pub(crate) fn shareable(v: &DraNode) -> bool {
         v,
         DraNode::Fit(_) | DraNode::Reject(_) | DraNode::Neutral(DraNeutral::Budget(_))
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dra::room::Need;
+
+    /// A fit of `ranks` on a node going from `before` to `after` free pairs.
+    fn fit(ranks: &[i64], before: usize, after: usize) -> DraNode {
+        DraNode::Fit(DraFit {
+            ranks: ranks.to_vec(),
+            spoiled: 0,
+            gpus: before - after,
+            capacity_before: before,
+            capacity_after: after,
+            capacity_whole: 8,
+            good_before: 0,
+            good_after: 0,
+        })
+    }
+
+    fn plain(pairs: usize) -> Need {
+        Need { pairs, good: false }
+    }
+
+    fn scores(nodes: &[DraNode], foreign: bool, waiting: &Waiting) -> Vec<i64> {
+        let names: Vec<String> = (0..nodes.len()).map(|i| format!("n{i}")).collect();
+        let refs: Vec<Option<&DraNode>> = nodes.iter().map(Some).collect();
+        priorities(&names, &refs, foreign, waiting)
+    }
+
+    #[test]
+    fn the_best_candidate_alone_scores_ten() {
+        // PIX on a free node, PIX on a node half used (packs), NODE pairs, rejected.
+        let nodes = [
+            fit(&[0], 8, 7),
+            fit(&[0], 4, 3),
+            fit(&[3], 4, 3),
+            DraNode::Reject("no".into()),
+        ];
+        assert_eq!(scores(&nodes, false, &Waiting::none()), [8, 10, 7, 0]);
+        // Equal candidates: the first by name alone scores 10.
+        let twins = [fit(&[0], 8, 7), fit(&[0], 8, 7)];
+        assert_eq!(scores(&twins, false, &Waiting::none()), [10, 9]);
+        // Not judged: neutral.
+        let names = ["a", "b"];
+        let n = fit(&[0], 8, 7);
+        assert_eq!(
+            priorities(&names, &[None, Some(&n)], false, &Waiting::none()),
+            [NEUTRAL_SCORE, 10]
+        );
+    }
+
+    #[test]
+    fn room_is_kept_for_what_waits() {
+        // Two nodes: a whole one (8 free) with PIX pairs, a 4 with NODE pairs.
+        let nodes = [fit(&[0], 8, 7), fit(&[3], 4, 3)];
+        assert_eq!(scores(&nodes, false, &Waiting::none()), [10, 8]);
+        // An 8-pair pod waits: the whole node stays whole.
+        let big = Waiting::new([plain(8)]);
+        assert_eq!(scores(&nodes, false, &big), [8, 10]);
+        // Two 4-pair pods wait: either way both find room (the 8 keeps two halves, or a
+        // half and the 4 the other): quality decides.
+        let halves = Waiting::new([plain(4), plain(4)]);
+        assert_eq!(scores(&nodes, false, &halves), [10, 8]);
+    }
+
+    #[test]
+    fn a_cluster_full_for_the_shapes_that_came_lately_is_packed_by_name() {
+        // Lately an 8-pair pod came; neither node can hold one after this pod: quality
+        // is not weighed, the first by name goes first (the stock tie-break).
+        let nodes = [fit(&[3], 6, 5), fit(&[0], 6, 5)];
+        let mut w = Waiting::none();
+        w.lately = vec![plain(8)];
+        assert_eq!(scores(&nodes, false, &w), [10, 9]);
+        // While some candidate keeps room for it, quality again.
+        let roomy = [fit(&[3], 6, 5), fit(&[0], 6, 5), fit(&[0], 8, 7)];
+        assert_eq!(scores(&roomy, false, &w), [7, 10, 8]);
+        assert_eq!(scores(&nodes, false, &Waiting::none()), [8, 10]);
+    }
+
+    #[test]
+    fn claims_of_other_drivers_go_by_class_band_first() {
+        // NODE, SYS, PHB, no pairs.
+        let nodes = [
+            fit(&[3], 4, 3),
+            fit(&[4], 4, 3),
+            fit(&[2], 4, 3),
+            fit(&[], 4, 3),
+        ];
+        let s = scores(&nodes, true, &Waiting::none());
+        // The best (PHB or no pair, by name: n2) alone at 10; n3 in the same band 9;
+        // NODE 7 (its band's first, not the best candidate); SYS 3.
+        assert_eq!(s, [7, 3, 10, 9]);
+        assert!(s[0] > NEUTRAL_SCORE && s[1] < NEUTRAL_SCORE);
+    }
 }

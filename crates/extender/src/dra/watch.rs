@@ -114,7 +114,10 @@ pub(crate) async fn run(client: Client, dra: Arc<DraShared>) {
             Ev::Delete(p) => d.delete_pending(&p),
             Ev::Synced(all) => {
                 d.retain_pending(&all.iter().filter_map(|p| p.metadata.uid.clone()).collect());
-                tracing::info!(waiting = d.waiting_count(), "pods waiting for a node listed");
+                tracing::info!(
+                    waiting = d.waiting_count(),
+                    "pods waiting for a node listed"
+                );
             }
         },
     ));

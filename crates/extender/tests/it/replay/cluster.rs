@@ -249,7 +249,11 @@ fn the_script_draws_the_same_numbers() {
     let words: Vec<u64> = (0..3).map(|_| r.next_u64()).collect();
     assert_eq!(
         words,
-        [4178418447715145737, 4410739922618931473, 14034899209665866285]
+        [
+            4178418447715145737,
+            4410739922618931473,
+            14034899209665866285
+        ]
     );
     let mut r = Rng::derive(11, "stream");
     let idx: Vec<usize> = (0..10).map(|_| r.below(10)).collect();

@@ -21,8 +21,8 @@
 
 use std::collections::BTreeSet;
 
-use topoalign_dra::DeviceId;
 use k8s_openapi::api::resource::v1::ResourceClaimSpec;
+use topoalign_dra::DeviceId;
 use topoalign_extender::{DraNode, DraVerdict, Need, Waiting, allocate, claim_need, priorities};
 use topoalign_extender::{judge_foreign, judge_with_budget};
 use topoalign_rng::Rng;
@@ -115,10 +115,20 @@ pub(crate) type Trace = Vec<(usize, Option<String>)>;
 pub(crate) fn pass(c: &Cluster, seed: u64, load: Load, policy: Policy) -> (Counts, Trace) {
     let occupied = occupancy(c, seed);
     // Pods on each node (the occupancy pod where the node holds something).
-    let mut pods_on: Vec<usize> = occupied.iter().map(|d| usize::from(!d.is_empty())).collect();
+    let mut pods_on: Vec<usize> = occupied
+        .iter()
+        .map(|d| usize::from(!d.is_empty()))
+        .collect();
     let mut held: BTreeSet<DeviceId> = occupied.iter().flatten().cloned().collect();
-    let draw: u64 = std::env::var("REPLAY_DRAW").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
-    let mut pick = if draw == 0 { Rng::derive(seed, "pick") } else { Rng::derive(seed ^ (draw << 32), "pick") };
+    let draw: u64 = std::env::var("REPLAY_DRAW")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut pick = if draw == 0 {
+        Rng::derive(seed, "pick")
+    } else {
+        Rng::derive(seed ^ (draw << 32), "pick")
+    };
     let mut out = Counts::default();
     let mut trace = Trace::new();
     // (node, devices, batch) of the pods running.
@@ -130,7 +140,11 @@ pub(crate) fn pass(c: &Cluster, seed: u64, load: Load, policy: Policy) -> (Count
         .and_then(|f| std::fs::read_to_string(f).ok())
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         .and_then(|v| v["placed"].as_array().cloned())
-        .map(|a| a.iter().map(|p| p[1].as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .map(|p| p[1].as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default();
     // What the pods that left the queue needed, in the order they left (bound at once,
     // unschedulable ones deleted at the end of their batch), as the extender's watch of
@@ -158,8 +172,11 @@ pub(crate) fn pass(c: &Cluster, seed: u64, load: Load, policy: Policy) -> (Count
                 Policy::Extender(e) => {
                     let unseen: BTreeSet<&DeviceId> =
                         recent.iter().rev().take(e.lag).flatten().collect();
-                    let view: BTreeSet<DeviceId> =
-                        held.iter().filter(|d| !unseen.contains(d)).cloned().collect();
+                    let view: BTreeSet<DeviceId> = held
+                        .iter()
+                        .filter(|d| !unseen.contains(d))
+                        .cloned()
+                        .collect();
                     let next = &chunk[j + 1..];
                     let seen = &next[..e.lookahead.unwrap_or(next.len()).min(next.len())];
                     let mut waiting = Waiting::new(seen.iter().map(need));
@@ -173,19 +190,33 @@ pub(crate) fn pass(c: &Cluster, seed: u64, load: Load, policy: Policy) -> (Count
                 }
             };
             if std::env::var("REPLAY_DEBUG").is_ok() {
-                eprintln!("pod {index} {shape:?} -> {:?}", chosen.map(|k| &c.nodes[feasible[k].0].name));
+                eprintln!(
+                    "pod {index} {shape:?} -> {:?}",
+                    chosen.map(|k| &c.nodes[feasible[k].0].name)
+                );
             }
             let chosen = match follow.get(index) {
                 Some(real) => {
                     let mine = chosen.map(|k| c.nodes[feasible[k].0].name.clone());
                     if mine.as_deref() != real.as_deref() {
-                        let pos = real.as_ref().and_then(|r| feasible.iter().position(|(i, _)| &c.nodes[*i].name == r));
-                        eprintln!("follow: pod {index} {shape:?}: model {mine:?} real {real:?} (real feasible in model: {}; feasible order {:?})", pos.is_some(),
-                            feasible.iter().map(|(i, _)| c.nodes[*i].name[4..7].to_string()).collect::<Vec<_>>());
+                        let pos = real.as_ref().and_then(|r| {
+                            feasible.iter().position(|(i, _)| &c.nodes[*i].name == r)
+                        });
+                        eprintln!(
+                            "follow: pod {index} {shape:?}: model {mine:?} real {real:?} (real feasible in model: {}; feasible order {:?})",
+                            pos.is_some(),
+                            feasible
+                                .iter()
+                                .map(|(i, _)| c.nodes[*i].name[4..7].to_string())
+                                .collect::<Vec<_>>()
+                        );
                     }
                     match real {
                         None => None,
-                        Some(r) => feasible.iter().position(|(i, _)| &c.nodes[*i].name == r).or(chosen),
+                        Some(r) => feasible
+                            .iter()
+                            .position(|(i, _)| &c.nodes[*i].name == r)
+                            .or(chosen),
                     }
                 }
                 None => chosen,
@@ -292,7 +323,10 @@ fn choose(
             if extra.is_none() {
                 // The filter checks nodes in chunks on parallel goroutines and lists the
                 // feasible ones as they finish: in node order, a chunk now and then late.
-                let jitter: f64 = std::env::var("REPLAY_JITTER").ok().and_then(|v| v.parse().ok()).unwrap_or(0.0);
+                let jitter: f64 = std::env::var("REPLAY_JITTER")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0.0);
                 let mut order: Vec<(f64, usize)> = (0..feasible.len())
                     .map(|k| (feasible[k].0 as f64, k))
                     .collect();
@@ -300,7 +334,13 @@ fn choose(
                     let mut late = std::collections::BTreeMap::new();
                     for o in &mut order {
                         let chunk = o.0 as usize / 3;
-                        let d = *late.entry(chunk).or_insert_with(|| if pick.next_f64() < jitter { 1e3 * pick.next_f64() } else { 0.0 });
+                        let d = *late.entry(chunk).or_insert_with(|| {
+                            if pick.next_f64() < jitter {
+                                1e3 * pick.next_f64()
+                            } else {
+                                0.0
+                            }
+                        });
                         o.0 += d;
                     }
                     order.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -350,14 +390,33 @@ fn extender_choice(
             }
         })
         .collect();
-    let names: Vec<&str> = feasible.iter().map(|(i, _)| c.nodes[*i].name.as_str()).collect();
+    let names: Vec<&str> = feasible
+        .iter()
+        .map(|(i, _)| c.nodes[*i].name.as_str())
+        .collect();
     let refs: Vec<Option<&DraNode>> = verdicts.iter().map(Some).collect();
     let scores = priorities(&names, &refs, c.mixed, ask.waiting);
     if std::env::var("REPLAY_DEBUG").is_ok() {
-        eprintln!("  waiting {:?}", ask.waiting.needs().iter().map(|n| (n.pairs, n.good)).collect::<Vec<_>>());
+        eprintln!(
+            "  waiting {:?}",
+            ask.waiting
+                .needs()
+                .iter()
+                .map(|n| (n.pairs, n.good))
+                .collect::<Vec<_>>()
+        );
         for (k, v) in verdicts.iter().enumerate() {
             if let DraNode::Fit(f) = v {
-                eprintln!("    {:>22} {:2} cap {}->{} good {}->{} ranks {:?}", names[k], scores[k], f.capacity_before, f.capacity_after, f.good_before, f.good_after, f.ranks);
+                eprintln!(
+                    "    {:>22} {:2} cap {}->{} good {}->{} ranks {:?}",
+                    names[k],
+                    scores[k],
+                    f.capacity_before,
+                    f.capacity_after,
+                    f.good_before,
+                    f.good_after,
+                    f.ranks
+                );
             }
         }
     }
