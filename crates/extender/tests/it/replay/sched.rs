@@ -134,7 +134,13 @@ pub(crate) fn pass(c: &Cluster, seed: u64, load: Load, policy: Policy) -> (Count
     // (node, devices, batch) of the pods running.
     let mut live: Vec<(usize, BTreeSet<DeviceId>, usize)> = Vec::new();
     let shapes = stream(c.mixed, seed, load.pods);
-    // REPLAY_FOLLOW=result.json: the real pass's choices, followed (a tool for the search)
+    // Tools for comparing the model with the real scheduler (unset in the tests):
+    // REPLAY_FOLLOW=result.json (a pass's result from the scenario, with `placed`) follows
+    // the real scheduler's choices and prints where the model would have chosen otherwise;
+    // REPLAY_DRAW=N draws other random tie-breaks; REPLAY_JITTER=P lists a chunk of the
+    // stock filter's feasible nodes late with probability P (its goroutines finish in no
+    // fixed order): both give the run-to-run spread of the real scheduler; REPLAY_DEBUG
+    // prints each choice.
     let follow: Vec<Option<String>> = std::env::var("REPLAY_FOLLOW")
         .ok()
         .and_then(|f| std::fs::read_to_string(f).ok())
