@@ -145,7 +145,7 @@ impl Standing {
     }
 
     /// The order, best first: band, waiting pods left without a node, then (unless the
-    /// cluster is too full for the shapes that came lately, `full`) pair quality and
+    /// cluster runs full for the shapes that came lately, `full`) pair quality and
     /// packing; candidates equal on it go by name.
     fn key(&self, full: bool) -> (usize, usize, i64, usize) {
         if full {
@@ -164,12 +164,14 @@ impl Standing {
 ///   waits, a half for a 4-pair pod; nothing kept while nothing waits).
 /// - Then, while every candidate still leaves room for the shapes that came lately
 ///   ([`Waiting::lately`], after the waiting pods), pair quality ([`dra_points`]), then
-///   packing (the node left with the fewest pairs first). When no candidate does (the
-///   cluster runs full for those shapes), quality is not weighed: the candidates go by
-///   name, as the stock scheduler's tie-break takes nodes in its filter's order, packing
-///   the nodes it has started (measured on the `placement-dra` stream replayed offline,
-///   `crates/extender/tests/it/replay.rs`: steering for quality on a full cluster
-///   spreads small pods over the nodes the large ones need).
+///   packing (the node left with the fewest pairs first). When some candidate does not
+///   (the cluster runs full for those shapes: where the pod goes decides whether the next
+///   one like them finds a node), quality is not weighed: the candidates go by name, as
+///   the stock scheduler's tie-break takes nodes in its filter's order, packing the nodes
+///   it has started (measured on the `placement-dra` stream replayed offline,
+///   `crates/extender/tests/it/replay.rs`: steering for quality on a full cluster spreads
+///   small pods over the nodes the large ones need; weighing the shapes that came lately
+///   like the waiting pods turned away more pods than packing by name).
 /// - Claims of other drivers (`foreign`) go by the class band the stock allocator gives
 ///   first ([`FOREIGN_BANDS`]): the extender cannot change the devices, only the node.
 ///
@@ -213,7 +215,7 @@ pub fn priorities<N: AsRef<str>>(
             (*i, Standing::of(f, u, foreign))
         })
         .collect();
-    let full = standings.iter().map(|(_, s)| s.lately).min().unwrap_or(0) > 0;
+    let full = standings.iter().any(|(_, s)| s.lately > 0);
     let name = |i: usize| names.get(i).map_or("", |n| n.as_ref());
     let mut order = standings;
     order.sort_by(|(a, sa), (b, sb)| {
@@ -335,9 +337,13 @@ mod tests {
         let mut w = Waiting::none();
         w.lately = vec![plain(8)];
         assert_eq!(scores(&nodes, false, &w), [10, 9]);
-        // While some candidate keeps room for it, quality again.
+        // Full as long as one candidate would leave it without a node: here the whole
+        // node keeps it only if the pod goes elsewhere.
         let roomy = [fit(&[3], 6, 5), fit(&[0], 6, 5), fit(&[0], 8, 7)];
-        assert_eq!(scores(&roomy, false, &w), [7, 10, 8]);
+        assert_eq!(scores(&roomy, false, &w), [10, 9, 9]);
+        // Room for it wherever the pod goes (two whole nodes): quality again.
+        let spare = [fit(&[3], 8, 7), fit(&[0], 8, 7), fit(&[0], 8, 7)];
+        assert_eq!(scores(&spare, false, &w), [8, 10, 9]);
         assert_eq!(scores(&nodes, false, &Waiting::none()), [8, 10]);
     }
 
