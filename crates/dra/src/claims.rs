@@ -177,6 +177,17 @@ fn check(spec: &ClaimSpec) -> Result<(), DraError> {
         } else {
             0
         };
+    let cpu_devices = match &spec.cpus {
+        Some(c) if c.mode == crate::CpuMode::Individual => u64::from(c.count),
+        _ => 0,
+    };
+    if devices + cpu_devices > MAX_DEVICES_PER_CLAIM as u64 && cpu_devices > 0 {
+        return Err(DraError::BadClaim(format!(
+            "{devices} GPU and NIC devices and {cpu_devices} CPUs of individual mode (one device each) in one claim; \
+             the allocator hands out at most {MAX_DEVICES_PER_CLAIM} per claim: use dra-driver-cpu's grouped mode \
+             (--cpu-mode grouped, one device per NUMA node)"
+        )));
+    }
     if devices > MAX_DEVICES_PER_CLAIM as u64 {
         return Err(DraError::BadClaim(format!(
             "{devices} devices in one claim; the allocator hands out at most {MAX_DEVICES_PER_CLAIM} per claim"
