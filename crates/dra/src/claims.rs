@@ -336,6 +336,16 @@ fn cpu_requests(
     Ok(())
 }
 
+/// The group a result belongs to: requests `gpu-3`, `nic-3/switch`, `pair-3`, `cpus-3`
+/// form group 3; any other request (`pairs`) gives each device its own group.
+pub(crate) fn request_group(request: &str, index: usize) -> String {
+    let head = request.split('/').next().unwrap_or(request);
+    match head.rsplit_once('-') {
+        Some((_, n)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => n.to_string(),
+        _ => format!("{head}#{index}"),
+    }
+}
+
 fn meta(spec: &ClaimSpec) -> ObjectMeta {
     ObjectMeta {
         name: Some(spec.name.clone()),

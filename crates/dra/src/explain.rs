@@ -9,6 +9,7 @@ use topoalign_plan::{Planner, Request, Usage};
 use topoalign_topology::{Bdf, PcieClass, Topology};
 
 use crate::allocator::{NodeDevices, Outcome, first_fit};
+use crate::claims::request_group;
 use crate::explain_cpus::{CpuShare, cpu_shares};
 use crate::inventory::Inventory;
 use crate::prepare::AllocatedDevice;
@@ -74,16 +75,6 @@ pub struct Explanation {
     pub as_good: bool,
 }
 
-/// The group a result belongs to: requests `gpu-3`, `nic-3/switch`, `pair-3` form group
-/// 3; any other request (`pairs`) gives each device its own group.
-pub(crate) fn group_of(request: &str, index: usize) -> String {
-    let head = request.split('/').next().unwrap_or(request);
-    match head.rsplit_once('-') {
-        Some((_, n)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => n.to_string(),
-        _ => format!("{head}#{index}"),
-    }
-}
-
 /// The GPUs, NICs and device names of one group of results.
 type Group = (Vec<Bdf>, Vec<Bdf>, Vec<String>);
 
@@ -97,7 +88,7 @@ pub(crate) fn pairs_of(
     let mut groups: BTreeMap<String, Group> = BTreeMap::new();
     let mut order = Vec::new();
     for (i, a) in allocation.iter().enumerate() {
-        let key = group_of(&a.request, i);
+        let key = request_group(&a.request, i);
         if !groups.contains_key(&key) {
             order.push(key.clone());
         }
@@ -223,9 +214,10 @@ mod tests {
 
     #[test]
     fn groups() {
-        assert_eq!(group_of("gpu-3/switch", 0), "3");
-        assert_eq!(group_of("nic-3", 1), "3");
-        assert_eq!(group_of("pair-12", 1), "12");
-        assert_eq!(group_of("pairs", 4), "pairs#4");
+        assert_eq!(request_group("gpu-3/switch", 0), "3");
+        assert_eq!(request_group("nic-3", 1), "3");
+        assert_eq!(request_group("cpus-3", 1), "3");
+        assert_eq!(request_group("pair-12", 1), "12");
+        assert_eq!(request_group("pairs", 4), "pairs#4");
     }
 }

@@ -9,9 +9,10 @@ use serde::Serialize;
 use topoalign_topology::{Bdf, Topology};
 
 use crate::allocator::{DeviceId, NodeDevices, Outcome};
+use crate::attr;
+use crate::claims::request_group;
 use crate::cpus::{CPU_CAPACITY, CPU_DRIVER, CPU_NUMA_NODE_ID};
 use crate::prepare::AllocatedDevice;
-use crate::{attr, explain};
 
 /// The CPUs one CPU request got.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -65,7 +66,7 @@ pub(crate) fn cpu_shares(
         let (g, _) = resolve(a);
         all_gpus.extend(g.iter().copied());
         (gpus_by_group
-            .entry(explain::group_of(&a.request, i))
+            .entry(request_group(&a.request, i))
             .or_default())
         .extend(g);
     }
@@ -88,7 +89,7 @@ pub(crate) fn cpu_shares(
         let share = match shares.iter_mut().find(|s| s.request == a.request) {
             Some(s) => s,
             None => {
-                let group = explain::group_of(&a.request, i);
+                let group = request_group(&a.request, i);
                 let gpus = match gpus_by_group.get(&group) {
                     Some(g) if !g.is_empty() => g.clone(),
                     _ => all_gpus.clone(),
