@@ -18,8 +18,14 @@
 //! - `documents`: the JSON/YAML document reader.
 //! - `version`: a Kubernetes release ([`KubeVersion`]) and the defaults of its API server
 //!   that manifests lean on (`distinctAttribute` from 1.36).
+//! - [`webhook`]: the admission webhook's namespace label and pod annotation, and the
+//!   Multus names it reads.
+//! - [`device_plugins`]: the resource names device plugins register by default.
 
 mod admission;
+/// Public as a namespace: the default resource names of the NVIDIA and AMD GPU, SR-IOV
+/// network and RDMA shared device plugins (callers write `device_plugins::AMD_GPU`).
+pub mod device_plugins;
 mod documents;
 mod dra_attr;
 /// Public as a namespace: the kubelet's topology settings (`Policy`, `Scope`, `Settings`,
@@ -38,6 +44,9 @@ pub mod nrt;
 mod qos;
 mod quantity;
 mod version;
+/// Public as a namespace: the admission webhook's namespace label, its pod annotation and
+/// the Multus names it reads (callers write `webhook::NAMESPACE_LABEL`).
+pub mod webhook;
 
 pub use admission::{Admission, MergedHint, TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
 pub use documents::{DocumentError, read_document, yaml_error};
