@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use topoalign_kube_types::Quantity;
 
 use crate::names::{Class, Names, Source};
+use crate::pod::ContainerIn;
 
 /// Where a container sits in the pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,7 +81,7 @@ pub(crate) struct ContainerRef<'a> {
     pub(crate) kind: ContainerKind,
     pub(crate) index: usize,
     pub(crate) name: String,
-    pub(crate) json: &'a Map<String, Value>,
+    pub(crate) c: &'a ContainerIn,
 }
 
 /// An empty map, for containers without limits or requests.
@@ -90,26 +91,17 @@ static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new
 type LimitsRequests<'a> = (&'a Map<String, Value>, &'a Map<String, Value>);
 
 /// A container's `resources.limits` and `resources.requests` (empty when absent).
-fn resource_maps<'a>(c: &ContainerRef<'a>) -> Result<LimitsRequests<'a>, String> {
-    let resources = match c.json.get("resources") {
-        None | Some(Value::Null) => return Ok((&EMPTY, &EMPTY)),
-        Some(Value::Object(r)) => r,
-        Some(_) => return Err(format!("{}: resources is not an object", c.name)),
-    };
-    let map = |key: &str| match resources.get(key) {
-        None | Some(Value::Null) => Ok(&*EMPTY),
-        Some(Value::Object(m)) => Ok(m),
-        Some(_) => Err(format!("{}: resources.{key} is not an object", c.name)),
-    };
-    Ok((map("limits")?, map("requests")?))
+fn resource_maps<'a>(c: &ContainerRef<'a>) -> LimitsRequests<'a> {
+    let r = c.c.resources.as_ref();
+    (
+        r.and_then(|r| r.limits.as_ref()).unwrap_or(&EMPTY),
+        r.and_then(|r| r.requests.as_ref()).unwrap_or(&EMPTY),
+    )
 }
 
 /// What the webhook does with one container.
 pub(crate) fn plan_container(c: &ContainerRef<'_>, names: &Names) -> Planned {
-    let (limits, requests) = match resource_maps(c) {
-        Ok(m) => m,
-        Err(why) => return Planned::Cannot(vec![why]),
-    };
+    let (limits, requests) = resource_maps(c);
     let mut known: Vec<(&str, Source)> = Vec::new();
     let mut unknown: Vec<&str> = Vec::new();
     let mut targets_present: Vec<&str> = Vec::new();
@@ -128,6 +120,16 @@ pub(crate) fn plan_container(c: &ContainerRef<'_>, names: &Names) -> Planned {
         return Planned::Nothing;
     }
     let mut why = Vec::new();
+    let mut counts: Vec<(&str, Source, u64)> = Vec::new();
+    for (name, source) in known {
+        match count(c, name, limits, requests) {
+            Ok(n) => counts.push((name, source, n)),
+            Err(e) => why.push(e),
+        }
+    }
+    if why.is_empty() && counts.iter().all(|(_, _, n)| *n == 0) {
+        return Planned::Nothing;
+    }
     if !unknown.is_empty() {
         why.push(format!(
             "{}: {} is not a name the webhook knows (configure it as a GPU, NIC, shared RDMA or MIG resource)",
@@ -142,13 +144,6 @@ pub(crate) fn plan_container(c: &ContainerRef<'_>, names: &Names) -> Planned {
             targets_present.join(", ")
         ));
     }
-    let mut counts: Vec<(&str, Source, u64)> = Vec::new();
-    for (name, source) in known {
-        match count(c, name, limits, requests) {
-            Ok(n) => counts.push((name, source, n)),
-            Err(e) => why.push(e),
-        }
-    }
     for (name, source, _) in &counts {
         if let Source::Mig { suffix } = source
             && let Err(e) = known_profile(suffix)
@@ -158,9 +153,6 @@ pub(crate) fn plan_container(c: &ContainerRef<'_>, names: &Names) -> Planned {
     }
     if !why.is_empty() {
         return Planned::Cannot(why);
-    }
-    if counts.iter().all(|(_, _, n)| *n == 0) {
-        return Planned::Nothing;
     }
     match targets(c, names, &counts) {
         Ok((to, notes)) => Planned::Change(ContainerChange {

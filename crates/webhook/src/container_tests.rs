@@ -7,14 +7,18 @@ fn plan(resources: Value) -> Planned {
 }
 
 fn plan_kind(resources: Value, kind: ContainerKind) -> Planned {
-    let c = json!({"name": "c", "resources": resources});
-    let Value::Object(m) = &c else { unreachable!() };
+    let pod = json!({"spec": {"containers": [{"name": "c", "resources": resources}]}});
+    let pod = match crate::pod::from_value(&pod) {
+        Ok(p) => p,
+        Err(why) => return Planned::Cannot(vec![why]),
+    };
+    let c = &pod.spec.unwrap().containers.unwrap()[0];
     plan_container(
         &ContainerRef {
             kind,
             index: 3,
             name: "c".into(),
-            json: m,
+            c,
         },
         &Names::default(),
     )
@@ -148,9 +152,15 @@ fn bad_quantities_and_requests_without_limits_are_refused() {
     ));
     assert!(why.contains("differs from its limit"), "{why}");
     let why = cannot(plan(json!({"limits": ["amd.com/gpu"]})));
-    assert!(why.contains("resources.limits is not an object"), "{why}");
+    assert!(
+        why.contains("spec.containers[0].resources.limits: invalid type"),
+        "{why}"
+    );
     let why = cannot(plan(json!("4 GPUs")));
-    assert!(why.contains("resources is not an object"), "{why}");
+    assert!(
+        why.contains("spec.containers[0].resources: invalid type"),
+        "{why}"
+    );
 }
 
 #[test]

@@ -32,6 +32,7 @@ mod names;
 mod networks;
 mod offline;
 mod patch;
+mod pod;
 mod record;
 mod resource_name;
 mod review;

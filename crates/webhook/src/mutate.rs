@@ -14,6 +14,7 @@ use crate::container::{ContainerChange, ContainerKind, ContainerRef, Planned, pl
 use crate::names::Names;
 use crate::networks::{self, NetworkFeeds};
 use crate::patch::{PatchOp, Pointer};
+use crate::pod::PodIn;
 use crate::record::{NetworksRecord, Record};
 
 /// Every warning starts with this, so that a user reading `kubectl`'s output knows who
@@ -85,32 +86,25 @@ impl Decision {
 }
 
 /// The pod's containers, init containers first (as the scheduler indexes them).
-fn containers(pod: &Value) -> Result<Vec<ContainerRef<'_>>, String> {
-    let Some(spec) = pod.get("spec").and_then(Value::as_object) else {
-        return Err("the object is not a Pod: it has no spec object".into());
+fn containers(pod: &PodIn) -> Result<Vec<ContainerRef<'_>>, String> {
+    let Some(spec) = &pod.spec else {
+        return Err("the object is not a Pod: it has no spec".into());
     };
+    let Some(regular) = &spec.containers else {
+        return Err("the object is not a Pod: spec.containers is missing".into());
+    };
+    let lists = [
+        (
+            "initContainers",
+            spec.init_containers.as_deref().unwrap_or(&[]),
+        ),
+        ("containers", regular.as_slice()),
+    ];
     let mut out = Vec::new();
-    for (list, required) in [("initContainers", false), ("containers", true)] {
-        let items = match spec.get(list) {
-            Some(Value::Array(a)) => a,
-            None | Some(Value::Null) if !required => continue,
-            _ => {
-                return Err(format!(
-                    "the object is not a Pod: spec.{list} is not a list"
-                ));
-            }
-        };
+    for (list, items) in lists {
         for (index, c) in items.iter().enumerate() {
-            let Some(json) = c.as_object() else {
-                return Err(format!(
-                    "the object is not a Pod: spec.{list}[{index}] is not an object"
-                ));
-            };
-            let name = json
-                .get("name")
-                .and_then(Value::as_str)
-                .map_or_else(|| format!("{list}[{index}]"), str::to_string);
-            let always = json.get("restartPolicy").and_then(Value::as_str) == Some("Always");
+            let name = c.name.clone().unwrap_or_else(|| format!("{list}[{index}]"));
+            let always = c.restart_policy.as_deref() == Some("Always");
             let kind = match (list, always) {
                 ("containers", _) => ContainerKind::Container,
                 (_, true) => ContainerKind::Sidecar,
@@ -120,15 +114,45 @@ fn containers(pod: &Value) -> Result<Vec<ContainerRef<'_>>, String> {
                 kind,
                 index,
                 name,
-                json,
+                c,
             });
         }
     }
     Ok(out)
 }
 
-/// Decides what to do with `pod` (created in `namespace`).
+/// Decides what to do with `pod` (created in `namespace`; empty: the pod's own, else
+/// `default`).
 pub fn mutate_pod(pod: &Value, namespace: &str, names: &Names, feeds: &NetworkFeeds) -> Decision {
+    match crate::pod::from_value(pod) {
+        Ok(p) => decide(&p, namespace, names, feeds),
+        Err(why) => Decision::declined(vec![why]),
+    }
+}
+
+/// Decides what to do with a pod given as JSON text.
+pub(crate) fn mutate_pod_str(
+    pod: &str,
+    namespace: &str,
+    names: &Names,
+    feeds: &NetworkFeeds,
+) -> Decision {
+    match crate::pod::from_str(pod) {
+        Ok(p) => decide(&p, namespace, names, feeds),
+        Err(why) => Decision::declined(vec![why]),
+    }
+}
+
+/// The decision on a decoded pod; an empty `namespace` is the pod's own, else `default`.
+fn decide(pod: &PodIn, namespace: &str, names: &Names, feeds: &NetworkFeeds) -> Decision {
+    let namespace = match namespace {
+        "" => pod
+            .metadata
+            .as_ref()
+            .and_then(|m| m.namespace.as_deref())
+            .unwrap_or("default"),
+        ns => ns,
+    };
     let refs = match containers(pod) {
         Ok(r) => r,
         Err(why) => return Decision::declined(vec![why]),
@@ -149,10 +173,7 @@ pub fn mutate_pod(pod: &Value, namespace: &str, names: &Names, feeds: &NetworkFe
     if changes.is_empty() {
         return Decision::untouched();
     }
-    let annotations = pod
-        .get("metadata")
-        .and_then(|m| m.get("annotations"))
-        .and_then(Value::as_object);
+    let annotations = pod.metadata.as_ref().and_then(|m| m.annotations.as_ref());
     let mut warnings: Vec<String> = changes.iter().flat_map(|c| c.notes.clone()).collect();
     let mut record = Record {
         containers: changes.clone(),
@@ -283,14 +304,14 @@ fn container_ops(changes: &[ContainerChange]) -> Vec<PatchOp> {
 }
 
 /// The operation that writes the record annotation.
-fn record_op(pod: &Value, annotations: Option<&Map<String, Value>>, record: &Record) -> PatchOp {
+fn record_op(pod: &PodIn, annotations: Option<&Map<String, Value>>, record: &Record) -> PatchOp {
     let value = Value::String(record.to_annotation());
     match annotations {
         Some(_) => PatchOp::Add {
             path: Pointer::of(&["metadata", "annotations", REWRITE_ANNOTATION]).into_string(),
             value,
         },
-        None if pod.get("metadata").is_some_and(Value::is_object) => PatchOp::Add {
+        None if pod.metadata.is_some() => PatchOp::Add {
             path: "/metadata/annotations".into(),
             value: Value::Object(Map::from_iter([(REWRITE_ANNOTATION.to_string(), value)])),
         },

@@ -181,18 +181,20 @@ fn other_pods_get_nothing() {
 fn objects_that_are_no_pods_are_declined_with_the_reason() {
     for (pod, why) in [
         (json!({"metadata": {}}), "no spec"),
+        (json!({"spec": {}}), "spec.containers is missing"),
         (
             json!({"spec": {"containers": {}}}),
-            "spec.containers is not a list",
+            "spec.containers: invalid type: map",
         ),
         (
             json!({"spec": {"containers": [3]}}),
-            "spec.containers[0] is not an object",
+            "spec.containers[0]: invalid type",
         ),
         (
             json!({"spec": {"containers": [], "initContainers": "x"}}),
-            "spec.initContainers",
+            "spec.initContainers: invalid type",
         ),
+        (json!("pod"), "the object is not a Pod: .: invalid type"),
     ] {
         let d = mutate_pod(&pod, "ns", &Names::default(), &NetworkFeeds::default());
         assert_eq!(d.outcome, Outcome::Declined, "{pod}");

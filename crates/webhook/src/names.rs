@@ -15,7 +15,7 @@ use crate::resource_name::check_resource_name;
 /// topoalign's extended resources a rewritten pod asks for: the names the chart's
 /// DeviceClasses carry in `spec.extendedResourceName`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Targets {
     /// A GPU with its own NIC (class `gpu-nic-pair.topoalign.dev`).
     pub pair: String,

@@ -104,11 +104,7 @@ pub fn review_manifest(
         "Pod" => {
             let mut pod = doc.clone();
             default_requests(&mut pod);
-            let ns = namespace
-                .or_else(|| pod.pointer("/metadata/namespace").and_then(Value::as_str))
-                .unwrap_or("default")
-                .to_string();
-            let d = mutate_pod(&pod, &ns, names, feeds);
+            let d = mutate_pod(&pod, namespace.unwrap_or(""), names, feeds);
             apply(&mut pod, &d.patch)?;
             Ok(Offline {
                 outcome: d.outcome,

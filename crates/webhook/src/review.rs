@@ -7,10 +7,13 @@
 //! with no `request.uid` to answer to is refused ([`NotAReview`], the server's 400).
 
 use base64::Engine as _;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::error::Category;
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 use crate::error::NotAReview;
-use crate::mutate::{Decision, Outcome, WARNING_PREFIX, mutate_pod};
+use crate::mutate::{Decision, Outcome, WARNING_PREFIX, mutate_pod_str};
 use crate::names::Names;
 use crate::networks::NetworkFeeds;
 
@@ -28,17 +31,53 @@ pub struct Answer {
     pub decision: Option<Decision>,
 }
 
+/// The envelope and its request, the object kept as text (read as a pod afterwards, so
+/// that an object that is no pod is still answered under the request's uid).
+#[derive(Deserialize)]
+struct ReviewIn<'a> {
+    #[serde(default, rename = "apiVersion")]
+    api_version: Option<Value>,
+    #[serde(default)]
+    kind: Option<Value>,
+    #[serde(default, borrow)]
+    request: Option<RequestIn<'a>>,
+}
+
+/// The request: its small fields decoded, the object kept as text.
+#[derive(Deserialize)]
+struct RequestIn<'a> {
+    #[serde(default)]
+    uid: Option<Value>,
+    #[serde(default)]
+    kind: Option<Value>,
+    #[serde(default, rename = "subResource")]
+    sub_resource: Option<Value>,
+    #[serde(default)]
+    operation: Option<Value>,
+    #[serde(default)]
+    namespace: Option<Value>,
+    #[serde(default, borrow)]
+    object: Option<&'a RawValue>,
+}
+
+fn text(v: &Option<Value>) -> &str {
+    v.as_ref().and_then(Value::as_str).unwrap_or("")
+}
+
 /// Answers one AdmissionReview body.
 pub fn review(body: &[u8], names: &Names, feeds: &NetworkFeeds) -> Result<Answer, NotAReview> {
-    let v: Value = serde_json::from_slice(body).map_err(NotAReview::Json)?;
-    let Some(request) = v.get("request").and_then(Value::as_object) else {
+    let envelope: ReviewIn<'_> = serde_json::from_slice(body).map_err(|e| match e.classify() {
+        Category::Data => NotAReview::Shape("not an object with a request object"),
+        _ => NotAReview::Json(e),
+    })?;
+    let Some(request) = envelope.request else {
         return Err(NotAReview::Shape("no request object"));
     };
-    let Some(uid) = request.get("uid").and_then(Value::as_str) else {
+    let Some(uid) = request.uid.as_ref().and_then(Value::as_str) else {
         return Err(NotAReview::Shape("no request.uid"));
     };
-    let api_version = v.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
+    let api_version = text(&envelope.api_version);
+    let kind = text(&envelope.kind);
     // Answer in the review's own version when it is one the API server may send, so that
     // it can read the answer; anything else is answered in v1.
     let answer_version = match api_version {
@@ -61,37 +100,33 @@ pub fn review(body: &[u8], names: &Names, feeds: &NetworkFeeds) -> Result<Answer
             "{WARNING_PREFIX}cannot read a review of apiVersion {api_version:?}, kind {kind:?} (expected {ADMISSION_V1} AdmissionReview); the pod is left as written"
         ))));
     }
-    let field = |k: &str| request.get(k).and_then(Value::as_str).unwrap_or("");
-    let gvk = request.get("kind");
+    let gvk = request.kind.as_ref();
     let is_pod = gvk.and_then(|k| k.get("group")).and_then(Value::as_str) == Some("")
         && gvk.and_then(|k| k.get("kind")).and_then(Value::as_str) == Some("Pod");
-    if !is_pod || !field("subResource").is_empty() {
+    let sub = text(&request.sub_resource);
+    if !is_pod || !sub.is_empty() {
         let what = gvk.map_or_else(|| "nothing".to_string(), Value::to_string);
         return Ok(skip(Some(format!(
             "{WARNING_PREFIX}handles pods only, got {what}{}; nothing changed (check the webhook configuration's rules)",
-            match field("subResource") {
+            match sub {
                 "" => String::new(),
                 s => format!(" subresource {s}"),
             }
         ))));
     }
-    if field("operation") != "CREATE" {
+    if text(&request.operation) != "CREATE" {
         return Ok(skip(None));
     }
-    let Some(pod) = request.get("object").filter(|o| o.is_object()) else {
+    let Some(object) = request
+        .object
+        .map(RawValue::get)
+        .filter(|o| o.trim_start().starts_with('{'))
+    else {
         return Ok(skip(Some(format!(
             "{WARNING_PREFIX}request.object is not a Pod object; nothing changed"
         ))));
     };
-    let namespace = match field("namespace") {
-        "" => pod
-            .get("metadata")
-            .and_then(|m| m.get("namespace"))
-            .and_then(Value::as_str)
-            .unwrap_or("default"),
-        ns => ns,
-    };
-    let decision = mutate_pod(pod, namespace, names, feeds);
+    let decision = mutate_pod_str(object, text(&request.namespace), names, feeds);
     let patch = (!decision.patch.is_empty()).then(|| {
         let json = serde_json::to_vec(&decision.patch).unwrap_or_default();
         base64::engine::general_purpose::STANDARD.encode(json)
@@ -103,22 +138,43 @@ pub fn review(body: &[u8], names: &Names, feeds: &NetworkFeeds) -> Result<Answer
     })
 }
 
+/// The AdmissionReview response's `response`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ResponseOut<'a> {
+    uid: &'a str,
+    allowed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    warnings: &'a [String],
+}
+
+/// The AdmissionReview response.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReviewOut<'a> {
+    api_version: &'a str,
+    kind: &'static str,
+    response: ResponseOut<'a>,
+}
+
 /// The AdmissionReview response.
 fn response(api_version: &str, uid: &str, patch: Option<String>, warnings: Vec<String>) -> Vec<u8> {
-    let mut r = json!({"uid": uid, "allowed": true});
-    if let Some(p) = patch {
-        r["patchType"] = json!("JSONPatch");
-        r["patch"] = json!(p);
-    }
-    if !warnings.is_empty() {
-        r["warnings"] = json!(warnings);
-    }
-    serde_json::to_vec(&json!({
-        "apiVersion": api_version,
-        "kind": "AdmissionReview",
-        "response": r,
-    }))
-    .unwrap_or_default()
+    let out = ReviewOut {
+        api_version,
+        kind: "AdmissionReview",
+        response: ResponseOut {
+            uid,
+            allowed: true,
+            patch_type: patch.as_ref().map(|_| "JSONPatch"),
+            patch: patch.as_deref(),
+            warnings: &warnings,
+        },
+    };
+    serde_json::to_vec(&out).unwrap_or_default()
 }
 
 #[cfg(test)]

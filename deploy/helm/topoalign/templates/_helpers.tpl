@@ -34,3 +34,40 @@ true
 {{- end -}}
 {{ .Values.rails }}
 {{- end }}
+
+{{/* Selector labels of the webhook's pods. */}}
+{{- define "topoalign.webhookSelector" -}}
+app.kubernetes.io/name: topoalign
+app.kubernetes.io/component: webhook
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The webhook's name table (its --config file): the lists the values give. */}}
+{{- define "topoalign.webhookNames" -}}
+{{- $w := .Values.webhook -}}
+{{- $t := dict -}}
+{{- range $k, $v := ($w.targets | default dict) -}}
+{{- if not (has $k (list "pair" "gpu" "nic" "migPrefix")) -}}
+{{- fail (printf "webhook.targets.%s: expected pair, gpu, nic or migPrefix" $k) -}}
+{{- end -}}
+{{- $_ := set $t $k $v -}}
+{{- end -}}
+{{- $out := dict -}}
+{{- range $k := list "gpus" "nics" "sharedRdma" "migPrefixes" "sriovNetworks" -}}
+{{- $v := index $w $k -}}
+{{- if not (kindIs "slice" ($v | default list)) -}}
+{{- fail (printf "webhook.%s: give a list of names" $k) -}}
+{{- end -}}
+{{- if $v -}}
+{{- $_ := set $out $k $v -}}
+{{- end -}}
+{{- end -}}
+{{- if $t -}}
+{{- $_ := set $out "targets" $t -}}
+{{- end -}}
+{{- if $out -}}
+{{ toYaml $out }}
+{{- else -}}
+{}
+{{- end -}}
+{{- end }}
