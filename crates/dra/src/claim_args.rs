@@ -162,6 +162,7 @@ impl ClaimArgs {
                 true => ClaimShape::Ladder,
                 false => ClaimShape::Pairs,
             },
+            cpus: None,
         })
     }
 

@@ -214,6 +214,7 @@ mod tests {
         let e = Explanation {
             outcome: crate::allocator::Outcome {
                 allocation: None,
+                consumed: vec![],
                 steps: 7,
                 gave_up: false,
             },
