@@ -48,9 +48,7 @@ pub use container::{ContainerChange, ContainerKind};
 pub use error::{ConfigError, NamesError, NotAReview, ServeError, TlsError};
 pub use metrics::Metrics;
 pub use mutate::{Decision, Outcome, WARNING_PREFIX, mutate_pod};
-pub use names::{
-    GPU_RESOURCE, MIG_RESOURCE_PREFIX, NIC_RESOURCE, Names, PAIR_RESOURCE, Source, Targets,
-};
+pub use names::{Names, Source, Targets};
 pub use networks::NetworkFeeds;
 pub use offline::{Offline, OfflineError, default_requests, review_manifest};
 pub use patch::{PatchError, PatchOp, apply};

@@ -8,6 +8,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use topoalign_kube_types::device_plugins as dp;
+use topoalign_kube_types::extended;
 
 use crate::error::NamesError;
 use crate::resource_name::check_resource_name;
@@ -24,26 +25,18 @@ pub struct Targets {
     /// A NIC alone (class `nic.topoalign.dev`).
     pub nic: String,
     /// A MIG instance: this prefix and the device plugin's profile suffix
-    /// (`topoalign.dev/mig-` + `1g.10gb`).
+    /// (`topoalign.dev/mig-` + `1g.10gb`, `1g.10gb.me`: both spell `+` as `.`).
     pub mig_prefix: String,
 }
 
-/// The extended resource of pairs.
-pub const PAIR_RESOURCE: &str = "topoalign.dev/gpu-nic-pair";
-/// The extended resource of GPUs alone.
-pub const GPU_RESOURCE: &str = "topoalign.dev/gpu";
-/// The extended resource of NICs alone.
-pub const NIC_RESOURCE: &str = "topoalign.dev/nic";
-/// The prefix of the MIG instances' extended resources.
-pub const MIG_RESOURCE_PREFIX: &str = "topoalign.dev/mig-";
-
 impl Default for Targets {
+    /// The names the driver's DeviceClasses back (`topoalign_kube_types::extended`).
     fn default() -> Self {
         Targets {
-            pair: PAIR_RESOURCE.into(),
-            gpu: GPU_RESOURCE.into(),
-            nic: NIC_RESOURCE.into(),
-            mig_prefix: MIG_RESOURCE_PREFIX.into(),
+            pair: extended::PAIR.into(),
+            gpu: extended::GPU.into(),
+            nic: extended::NIC.into(),
+            mig_prefix: extended::MIG_PREFIX.into(),
         }
     }
 }

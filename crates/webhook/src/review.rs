@@ -8,9 +8,9 @@
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use serde_json::error::Category;
 use serde_json::value::RawValue;
-use serde_json::Value;
 
 use crate::error::NotAReview;
 use crate::mutate::{Decision, Outcome, WARNING_PREFIX, mutate_pod_str};

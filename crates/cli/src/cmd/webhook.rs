@@ -17,7 +17,7 @@ use crate::output::{exit, print, with_errors};
 #[derive(Debug, clap::Args)]
 #[command(
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  topoalign webhook --tls-cert /etc/topoalign/webhook-tls/tls.crt --tls-key /etc/topoalign/webhook-tls/tls.key\n  topoalign webhook --listen 127.0.0.1:8443 --tls-cert tls.crt --tls-key tls.key --sriov-network default/sriov-rdma-vf\n  topoalign webhook review pod.yaml --namespace dk\n  topoalign webhook review pod.yaml -o yaml      # the pod as the API server would store it\n  topoalign webhook config --nic-resource nvidia.com/sriov-rdma-vf -o yaml\n\nA namespace opts in with the label topoalign.dev/webhook=enabled (the chart's\nMutatingWebhookConfiguration selects it; deploy/README.md, Pods written for device plugins)."
+    after_help = "Examples:\n  topoalign webhook review pod.yaml --namespace dk\n  topoalign webhook review pod.yaml -o yaml\n  topoalign webhook config --nic-resource nvidia.com/sriov-rdma-vf,nvidia.com/hostdev -o yaml\n\nServing (HTTPS; the API server sends it the pods created in namespaces labelled\ntopoalign.dev/webhook=enabled, see deploy/README.md, Pods written for device plugins):\n  topoalign webhook --tls-cert /etc/topoalign/webhook-tls/tls.crt --tls-key /etc/topoalign/webhook-tls/tls.key\n  topoalign webhook --listen 127.0.0.1:8443 --tls-cert tls.crt --tls-key tls.key --sriov-network default/sriov-rdma-vf"
 )]
 pub(crate) struct Args {
     #[command(subcommand)]

@@ -42,16 +42,10 @@ app.kubernetes.io/component: webhook
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
-{{/* The webhook's name table (its --config file): the lists the values give. */}}
+{{/* The webhook's name table (its --config file): the lists the values give; the names it
+   writes are the ones the DeviceClasses above back (topoalign.dev/gpu-nic-pair, ...). */}}
 {{- define "topoalign.webhookNames" -}}
 {{- $w := .Values.webhook -}}
-{{- $t := dict -}}
-{{- range $k, $v := ($w.targets | default dict) -}}
-{{- if not (has $k (list "pair" "gpu" "nic" "migPrefix")) -}}
-{{- fail (printf "webhook.targets.%s: expected pair, gpu, nic or migPrefix" $k) -}}
-{{- end -}}
-{{- $_ := set $t $k $v -}}
-{{- end -}}
 {{- $out := dict -}}
 {{- range $k := list "gpus" "nics" "sharedRdma" "migPrefixes" "sriovNetworks" -}}
 {{- $v := index $w $k -}}
@@ -61,9 +55,6 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if $v -}}
 {{- $_ := set $out $k $v -}}
 {{- end -}}
-{{- end -}}
-{{- if $t -}}
-{{- $_ := set $out "targets" $t -}}
 {{- end -}}
 {{- if $out -}}
 {{ toYaml $out }}
