@@ -27,19 +27,7 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from placement import Api  # noqa: E402  (one API client for the scenarios)
-
-
-def stats(v):
-    """p50/p99/max in ms of a list of seconds (nearest rank)."""
-    if not v:
-        return {"n": 0}
-    s = sorted(v)
-
-    def at(p):
-        k = max(0, min(len(s) - 1, int(-(-p * len(s) // 1)) - 1))
-        return round(s[k] * 1000, 2)
-
-    return {"n": len(s), "p50": at(0.5), "p99": at(0.99), "max": round(s[-1] * 1000, 2)}
+from hold import stats  # noqa: E402  (p50/p99/max in ms, nearest rank)
 
 
 def burst(a):

@@ -291,3 +291,87 @@ async fn connections_past_the_cap_get_503() {
     r.stop.send(()).unwrap();
     r.server.await.unwrap().unwrap();
 }
+
+/// HTTP/2 without TLS (prior knowledge), standing in for a TLS handshake that agreed on
+/// `h2`.
+#[derive(Clone)]
+struct H2c;
+
+impl Handshake for H2c {
+    type Stream = TcpStream;
+    async fn handshake(&self, tcp: TcpStream) -> std::io::Result<TcpStream> {
+        Ok(tcp)
+    }
+    fn plain_refusal(&self) -> bool {
+        true
+    }
+    fn http2(&self, _: &TcpStream) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn http2_serves_requests_at_once_and_closes_only_when_idle() {
+    let l = limits(200, 1_000, 500, 16);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let stats = Arc::new(ConnStats::default());
+    let server = tokio::spawn(serve_with_handshake(
+        listener,
+        app(),
+        l,
+        stats.clone(),
+        H2c,
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    // The client pings every 100 ms, idle or not (as Go's HTTP/2 transport may): frames
+    // between requests must not start a head timer.
+    let (send, conn) =
+        hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .timer(hyper_util::rt::TokioTimer::new())
+            .keep_alive_interval(Duration::from_millis(100))
+            .keep_alive_while_idle(true)
+            .handshake(hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .unwrap();
+    let driver = tokio::spawn(conn);
+    let get = |path: &str| {
+        Request::get(format!("http://x{path}"))
+            .body(http_body_util::Empty::<Bytes>::new())
+            .unwrap()
+    };
+    // Ten 600 ms requests at once on one connection: answered together, not one by one.
+    let t0 = Instant::now();
+    let mut all = JoinSet::new();
+    for _ in 0..10 {
+        let mut s = send.clone();
+        let req = get("/slow");
+        all.spawn(async move { s.send_request(req).await.unwrap().status() });
+    }
+    while let Some(status) = all.join_next().await {
+        assert_eq!(status.unwrap(), 200);
+    }
+    assert!(
+        t0.elapsed() < Duration::from_millis(3_000),
+        "{:?}",
+        t0.elapsed()
+    );
+    // Quiet past the header timeout, within the idle one: the connection still serves.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut s = send.clone();
+    assert_eq!(s.send_request(get("/healthz")).await.unwrap().status(), 200);
+    assert_eq!(stats.open.load(Ordering::Relaxed), 1);
+    // Idle past the idle timeout: closed by the server.
+    drop((s, send));
+    tokio::time::timeout(Duration::from_secs(4), driver)
+        .await
+        .expect("closed when idle")
+        .unwrap()
+        .ok();
+    stop.send(()).unwrap();
+    server.await.unwrap().unwrap();
+}

@@ -103,3 +103,71 @@ async fn plain_http_on_the_tls_port_is_closed_and_counted() {
         Some(1.0)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http2_concurrent_reviews_share_one_connection() {
+    use std::sync::Arc;
+
+    use http_body_util::{BodyExt, Full};
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, ServerName};
+
+    let r = start(limits(64), 1 << 20, Duration::from_secs(60)).await;
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_file(crate::common::fixture("ca.crt")).unwrap())
+        .unwrap();
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let tcp = tokio::net::TcpStream::connect(r.addr).await.unwrap();
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(ServerName::try_from("127.0.0.1").unwrap(), tcp)
+        .await
+        .unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(b"h2".as_slice()));
+    let (send, conn) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(tls),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(conn);
+    let body = review_of(seed_pod());
+    let mut all = tokio::task::JoinSet::new();
+    for _ in 0..50 {
+        let mut s = send.clone();
+        let req = hyper::Request::post("https://127.0.0.1/mutate")
+            .header("content-type", "application/json")
+            .body(Full::new(bytes_of(&body)))
+            .unwrap();
+        all.spawn(async move {
+            let resp = s.send_request(req).await.unwrap();
+            let status = resp.status();
+            let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap())
+        });
+    }
+    while let Some(done) = all.join_next().await {
+        let (status, v) = done.unwrap();
+        assert_eq!(status, 200);
+        assert_eq!(v["response"]["patchType"], "JSONPatch");
+    }
+    assert_eq!(
+        metric(
+            r.addr,
+            "topoalign_webhook_admissions_total{outcome=\"rewritten\"}"
+        )
+        .await,
+        Some(50.0)
+    );
+}
+
+fn bytes_of(b: &[u8]) -> hyper::body::Bytes {
+    hyper::body::Bytes::copy_from_slice(b)
+}
