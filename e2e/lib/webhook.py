@@ -5,7 +5,8 @@ webhook. Every loop is bounded in count and time; standard library only.
 
   webhook.py burst --server URL --ca CA --cert CERT --key KEY --ns NS --pod FILE --count N --out r.json
       N creates of the pod in FILE (named <name>-<i>) at once: N threads, each its own
-      connection, released together; each create's status and latency.
+      connection, released together; each create's status and latency. With --sequential:
+      one after the other on one connection.
   webhook.py quantile --before F --after F --metric NAME [--match k=v ...] [--q 0.99]
       the calls between two scrapes of a histogram (label subset --match): their count,
       the share at or under each bucket bound, the bucket bound the q-quantile lies under
@@ -30,7 +31,27 @@ from placement import Api  # noqa: E402  (one API client for the scenarios)
 from hold import stats  # noqa: E402  (p50/p99/max in ms, nearest rank)
 
 
+def sequential(a):
+    pod = json.load(open(a.pod))
+    api = Api(a.server, a.ca, a.cert, a.key)
+    took, failed = [], []
+    t0 = time.monotonic()
+    for i in range(a.count):
+        p = json.loads(json.dumps(pod))
+        p["metadata"]["name"] = f"{pod['metadata']['name']}-{i}"
+        t = time.monotonic()
+        try:
+            api.call("POST", f"/api/v1/namespaces/{a.ns}/pods", p)
+        except RuntimeError as e:
+            failed.append(str(e)[:300])
+        took.append(time.monotonic() - t)
+    json.dump({"created": a.count - len(failed), "failed": failed[:5], "create_ms": stats(took),
+               "wall_s": round(time.monotonic() - t0, 2)}, open(a.out, "w"))
+
+
 def burst(a):
+    if a.sequential:
+        return sequential(a)
     pod = json.load(open(a.pod))
     n = a.count
     barrier = threading.Barrier(n)
@@ -138,6 +159,7 @@ def main():
     for f in ("server", "ca", "cert", "key", "ns", "pod", "out"):
         b.add_argument("--" + f, required=True)
     b.add_argument("--count", type=int, default=100)
+    b.add_argument("--sequential", action="store_true")
     q = sub.add_parser("quantile")
     q.add_argument("--before", required=True)
     q.add_argument("--after", required=True)

@@ -19,7 +19,8 @@
 #      webhook counts one untouched review, none for the unlabelled namespace).
 #   4. 100 concurrent creates of a 1 GPU + 1 VF pod: every one rewritten; the API server's
 #      apiserver_admission_webhook_admission_duration_seconds and the webhook's own
-#      histogram read before and after. Target: p99 < 10 ms.
+#      histogram read before and after. Target: p99 < 10 ms. For scale, figures of the same
+#      burst where no webhook is called and of 30 creates one at a time.
 #   5. SIGTERM with a half-sent review open: the webhook exits within its 5 s grace.
 #   6. The webhook down (connection refused), then a listener that never answers: a device
 #      pod is still created, as written, within the configuration's timeoutSeconds (2 s).
@@ -279,8 +280,18 @@ if [ "$api_n" -ge 100 ] && awk -v s="$share5" 'BEGIN{exit !(s >= 0.99)}'; then
 elif [ "$api_n" -ge 100 ] && awk -v m="$interp_ms" 'BEGIN{exit !(m < 10)}'; then
   pass "webhook: p99 of the API server's webhook latency under 100 concurrent creates < 10 ms by its histogram's interpolation ($(printf '%.1f' "$interp_ms") ms; $(awk -v s="$share5" 'BEGIN{printf "%.1f", s*100}')% of $api_n within 5 ms)"
 else
-  missed "webhook: p99 of the API server's webhook latency under 100 concurrent creates: $(printf '%.1f' "$interp_ms") ms interpolated, $(awk -v s="$share5" 'BEGIN{printf "%.1f", s*100}')% of $api_n within 5 ms (target < 10 ms)"
+  missed "webhook: p99 of the API server's webhook latency under 100 concurrent creates: $(printf '%.1f' "$interp_ms") ms interpolated, $(awk -v s="$share5" 'BEGIN{printf "%.1f", s*100}')% of $api_n within 5 ms (target < 10 ms; the webhook's own p99 $(jq -r '(.interpolated_s // 0) * 1000 * 1000 | round / 1000' "$D/q.hook.json") ms, the same creates without a webhook $(jq -r '.create_ms.p50_ms' "$D/burst.plain.json") ms p50: the API server saturates this machine's cores)"
 fi
+K -n "$NS" delete pods -l e2e=webhook --wait=false > /dev/null 2>&1
+# The same pod created one at a time: the webhook's latency where the API server is not
+# saturated by 100 creates on this machine's cores.
+device_pod seq > "$D/seq.json"
+scrape_api "$D/api.seq.before"
+python3 "$PY" burst "${API[@]}" --ns "$NS" --pod "$D/seq.json" --count 30 --sequential --out "$D/seq.out.json" 2> "$D/seq.err"
+scrape_api "$D/api.seq.after"
+python3 "$PY" quantile --before "$D/api.seq.before" --after "$D/api.seq.after" \
+  --metric apiserver_admission_webhook_admission_duration_seconds --match name=pods.webhook.topoalign.dev operation=CREATE > "$D/q.seq.json"
+figure "webhook: 30 creates one at a time: the API server's webhook latency $(jq -c '{count, share_at_or_under: {"0.005": .share_at_or_under["0.005"], "0.025": .share_at_or_under["0.025"]}, p99_interpolated_ms: (if .interpolated_s then (.interpolated_s * 1000 * 100 | round / 100) else null end)}' "$D/q.seq.json"), client create latency $(jq -c '.create_ms' "$D/seq.out.json" 2> /dev/null) ms"
 K -n "$NS" delete pods -l e2e=webhook --wait=false > /dev/null 2>&1
 
 # --------------------------------------------------------------- 5. SIGTERM with a review open

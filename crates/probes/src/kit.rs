@@ -13,9 +13,7 @@
 //!   idle ones close, requests in flight may finish for [`Limits::shutdown_grace`], then
 //!   every connection still open (a half-sent request, a slow reader) is dropped;
 //! - an optional **handshake** before HTTP ([`Handshake`]: TLS for the admission webhook),
-//!   bounded by the header-read timeout like a request head; where it negotiates HTTP/2
-//!   (ALPN `h2`), the connection serves HTTP/2 (many requests at once on one connection,
-//!   no head timeout between them: only the idle timeout).
+//!   bounded by the header-read timeout like a request head.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -107,10 +105,6 @@ pub trait Handshake: Clone + Send + Sync + 'static {
     /// Whether a connection over the cap may be answered with a plain-text `503` (not on
     /// a TLS port, where the client could not read it: it is closed instead).
     fn plain_refusal(&self) -> bool;
-    /// Whether the handshake agreed on HTTP/2 (ALPN `h2`); HTTP/1.1 otherwise.
-    fn http2(&self, _stream: &Self::Stream) -> bool {
-        false
-    }
 }
 
 /// No handshake: HTTP on the TCP stream.
@@ -168,10 +162,7 @@ pub async fn serve_with_handshake<H: Handshake>(
                             conns.spawn(async move {
                                 stats.open.fetch_add(1, Ordering::Relaxed);
                                 match tokio::time::timeout(limits.header_read_timeout, hs.handshake(stream)).await {
-                                    Ok(Ok(stream)) => {
-                                        let h2 = hs.http2(&stream);
-                                        connection(stream, h2, router, limits, &stats, stop).await;
-                                    }
+                                    Ok(Ok(stream)) => connection(stream, router, limits, &stats, stop).await,
                                     Ok(Err(e)) => {
                                         stats.handshakes_failed.fetch_add(1, Ordering::Relaxed);
                                         tracing::debug!(error = %e, "connection handshake failed");
@@ -254,9 +245,6 @@ struct Activity {
     /// Whether a request was ever served (a fresh connection gets the header timeout
     /// from its accept).
     served: AtomicBool,
-    /// HTTP/2: frames arrive between requests (window updates, pings), so bytes start no
-    /// head timer; only the idle timeout applies once a request was served.
-    h2: bool,
 }
 
 impl Activity {
@@ -266,7 +254,7 @@ impl Activity {
 
     /// Bytes arrived: when no request is being answered they begin a request head.
     fn read(&self) {
-        if !self.h2 && self.in_flight.load(Ordering::SeqCst) == 0 {
+        if self.in_flight.load(Ordering::SeqCst) == 0 {
             let now = self.now();
             let _ =
                 self.head_since
@@ -353,47 +341,14 @@ impl Drop for InFlight {
     }
 }
 
-/// A served connection that can be told to finish its requests and close.
-trait Graceful: Future<Output = Result<(), hyper::Error>> {
-    fn shutdown(self: Pin<&mut Self>);
-}
-
-impl<I, S> Graceful for hyper::server::conn::http1::Connection<I, S>
-where
-    S: hyper::service::HttpService<hyper::body::Incoming>,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    I: hyper::rt::Read + hyper::rt::Write + Unpin,
-    S::ResBody: hyper::body::Body + 'static,
-    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    fn shutdown(self: Pin<&mut Self>) {
-        self.graceful_shutdown();
-    }
-}
-
-impl<I, S, E> Graceful for hyper::server::conn::http2::Connection<I, S, E>
-where
-    S: hyper::service::HttpService<hyper::body::Incoming>,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    I: hyper::rt::Read + hyper::rt::Write + Unpin,
-    S::ResBody: hyper::body::Body + 'static,
-    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>,
-{
-    fn shutdown(self: Pin<&mut Self>) {
-        self.graceful_shutdown();
-    }
-}
-
-/// One connection: HTTP/1.1 with keep-alive (or HTTP/2 when `h2`), watched for the
-/// timeouts, shut down gracefully when `stop` turns true.
+/// One connection: HTTP/1.1 with keep-alive, watched for the timeouts, shut down
+/// gracefully when `stop` turns true.
 async fn connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     stream: S,
-    h2: bool,
     router: Router,
     limits: Limits,
     stats: &ConnStats,
-    stop: watch::Receiver<bool>,
+    mut stop: watch::Receiver<bool>,
 ) {
     let activity = Arc::new(Activity {
         start: Instant::now(),
@@ -401,7 +356,6 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
         idle_since: AtomicU64::new(0),
         head_since: AtomicU64::new(u64::MAX),
         served: AtomicBool::new(false),
-        h2,
     });
     let io = hyper_util::rt::TokioIo::new(Watched {
         inner: stream,
@@ -418,33 +372,15 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
             r
         }
     });
-    if h2 {
-        let conn = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
-            .serve_connection(io, service);
-        drive(conn, &activity, limits, stats, stop).await;
-    } else {
-        let conn = hyper::server::conn::http1::Builder::new()
-            .keep_alive(true)
-            .serve_connection(io, service);
-        drive(conn, &activity, limits, stats, stop).await;
-    }
-}
-
-/// Runs a connection to its end: closed by the client, by a timeout, or after a graceful
-/// shutdown once `stop` turns true.
-async fn drive(
-    conn: impl Graceful,
-    activity: &Activity,
-    limits: Limits,
-    stats: &ConnStats,
-    mut stop: watch::Receiver<bool>,
-) {
+    let conn = hyper::server::conn::http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(io, service);
     let mut conn = std::pin::pin!(conn);
     let tick = (limits.header_read_timeout.min(limits.idle_timeout) / 4)
         .clamp(Duration::from_millis(10), Duration::from_secs(1));
     let mut stopping = *stop.borrow();
     if stopping {
-        conn.as_mut().shutdown();
+        conn.as_mut().graceful_shutdown();
     }
     loop {
         tokio::select! {
@@ -457,7 +393,7 @@ async fn drive(
             changed = stop.changed(), if !stopping => {
                 stopping = true;
                 if changed.is_ok() {
-                    conn.as_mut().shutdown();
+                    conn.as_mut().graceful_shutdown();
                 }
             }
             () = tokio::time::sleep(tick) => {

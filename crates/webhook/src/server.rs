@@ -193,9 +193,6 @@ impl Handshake for Tls {
     fn plain_refusal(&self) -> bool {
         false
     }
-    fn http2(&self, stream: &Self::Stream) -> bool {
-        stream.get_ref().1.alpn_protocol() == Some(b"h2".as_slice())
-    }
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves, then for at most the limits'

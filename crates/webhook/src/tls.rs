@@ -161,9 +161,9 @@ impl Certificates {
         *self.loaded_at.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The rustls configuration that serves the current pair, offering HTTP/2 (the API
-    /// server's webhook client then multiplexes concurrent reviews on one connection) and
-    /// HTTP/1.1.
+    /// The rustls configuration that serves the current pair over HTTP/1.1 (the API
+    /// server's webhook client asks for nothing else: `pkg/util/webhook/client.go` sets
+    /// `NextProtos` to `http/1.1`, k8s#75791).
     pub fn server_config(self: &Arc<Self>) -> Result<rustls::ServerConfig, TlsError> {
         let resolver: Arc<dyn ResolvesServerCert> = self.clone();
         let mut c = rustls::ServerConfig::builder_with_provider(provider())
@@ -171,7 +171,7 @@ impl Certificates {
             .map_err(TlsError::Config)?
             .with_no_client_auth()
             .with_cert_resolver(resolver);
-        c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        c.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(c)
     }
 }
