@@ -10,11 +10,11 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use topoalign_kube_types::Quantity;
 
 use crate::names::{Class, Names, Source};
-use crate::pod::ContainerIn;
+use crate::pod::{ContainerIn, Fields};
 
 /// Where a container sits in the pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,10 +85,10 @@ pub(crate) struct ContainerRef<'a> {
 }
 
 /// An empty map, for containers without limits or requests.
-static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+static EMPTY: Fields = Fields::new();
 
 /// A container's `resources.limits` and `resources.requests`.
-type LimitsRequests<'a> = (&'a Map<String, Value>, &'a Map<String, Value>);
+type LimitsRequests<'a> = (&'a Fields, &'a Fields);
 
 /// A container's `resources.limits` and `resources.requests` (empty when absent).
 fn resource_maps<'a>(c: &ContainerRef<'a>) -> LimitsRequests<'a> {
@@ -187,8 +187,8 @@ fn is_target(names: &Names, name: &str) -> bool {
 fn count(
     c: &ContainerRef<'_>,
     name: &str,
-    limits: &Map<String, Value>,
-    requests: &Map<String, Value>,
+    limits: &Fields,
+    requests: &Fields,
 ) -> Result<u64, String> {
     let Some(limit) = limits.get(name) else {
         return Err(format!(

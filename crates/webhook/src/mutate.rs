@@ -14,7 +14,7 @@ use crate::container::{ContainerChange, ContainerKind, ContainerRef, Planned, pl
 use crate::names::Names;
 use crate::networks::{self, NetworkFeeds};
 use crate::patch::{PatchOp, Pointer};
-use crate::pod::PodIn;
+use crate::pod::{Fields, PodIn};
 use crate::record::{NetworksRecord, Record};
 
 /// Every warning starts with this, so that a user reading `kubectl`'s output knows who
@@ -304,7 +304,7 @@ fn container_ops(changes: &[ContainerChange]) -> Vec<PatchOp> {
 }
 
 /// The operation that writes the record annotation.
-fn record_op(pod: &PodIn, annotations: Option<&Map<String, Value>>, record: &Record) -> PatchOp {
+fn record_op(pod: &PodIn, annotations: Option<&Fields>, record: &Record) -> PatchOp {
     let value = Value::String(record.to_annotation());
     match annotations {
         Some(_) => PatchOp::Add {

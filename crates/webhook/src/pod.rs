@@ -4,8 +4,13 @@
 //! what keeps an admission cheap; a part of the wrong type is an error that names its
 //! path (`spec.containers[0].resources.limits`).
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+/// A map as the webhook reads it (a few keys: no hashing).
+pub(crate) type Fields = BTreeMap<String, Value>;
 
 /// A pod, as far as the webhook reads it.
 #[derive(Debug, Default, Deserialize)]
@@ -22,7 +27,7 @@ pub(crate) struct MetaIn {
     #[serde(default)]
     pub(crate) namespace: Option<String>,
     #[serde(default)]
-    pub(crate) annotations: Option<Map<String, Value>>,
+    pub(crate) annotations: Option<Fields>,
 }
 
 /// `spec`.
@@ -49,9 +54,9 @@ pub(crate) struct ContainerIn {
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct ResourcesIn {
     #[serde(default)]
-    pub(crate) limits: Option<Map<String, Value>>,
+    pub(crate) limits: Option<Fields>,
     #[serde(default)]
-    pub(crate) requests: Option<Map<String, Value>>,
+    pub(crate) requests: Option<Fields>,
 }
 
 /// Why an object is not a pod: the path and the decoder's message.
@@ -62,13 +67,18 @@ fn not_a_pod<E: std::fmt::Display>(e: serde_path_to_error::Error<E>) -> String {
 
 /// Reads a pod from a decoded document.
 pub(crate) fn from_value(pod: &Value) -> Result<PodIn, String> {
-    serde_path_to_error::deserialize(pod).map_err(not_a_pod)
+    PodIn::deserialize(pod).or_else(|_| {
+        // Read again, tracking the path, only to say where it is wrong.
+        serde_path_to_error::deserialize(pod).map_err(not_a_pod)
+    })
 }
 
 /// Reads a pod from its JSON text.
 pub(crate) fn from_str(pod: &str) -> Result<PodIn, String> {
-    let mut de = serde_json::Deserializer::from_str(pod);
-    serde_path_to_error::deserialize(&mut de).map_err(not_a_pod)
+    serde_json::from_str(pod).or_else(|_| {
+        let mut de = serde_json::Deserializer::from_str(pod);
+        serde_path_to_error::deserialize(&mut de).map_err(not_a_pod)
+    })
 }
 
 #[cfg(test)]
