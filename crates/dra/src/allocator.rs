@@ -240,6 +240,11 @@ impl NodeDevices {
         }
     }
 
+    /// A device as published, by identity.
+    pub fn device(&self, id: &DeviceId) -> Option<&Device> {
+        self.devices.iter().find(|c| c.id == *id).map(|c| &c.device)
+    }
+
     /// The devices considered, in the allocator's order (pool by pool, slice by slice).
     pub fn ids(&self) -> impl ExactSizeIterator<Item = &DeviceId> {
         self.devices.iter().map(|c| &c.id)

@@ -177,6 +177,17 @@ fn check(spec: &ClaimSpec) -> Result<(), DraError> {
         } else {
             0
         };
+    let cpu_devices = match &spec.cpus {
+        Some(c) if c.mode == crate::CpuMode::Individual => u64::from(c.count),
+        _ => 0,
+    };
+    if devices + cpu_devices > MAX_DEVICES_PER_CLAIM as u64 && cpu_devices > 0 {
+        return Err(DraError::BadClaim(format!(
+            "{devices} GPU and NIC devices and {cpu_devices} CPUs of individual mode (one device each) in one claim; \
+             the allocator hands out at most {MAX_DEVICES_PER_CLAIM} per claim: use dra-driver-cpu's grouped mode \
+             (--cpu-mode grouped, one device per NUMA node)"
+        )));
+    }
     if devices > MAX_DEVICES_PER_CLAIM as u64 {
         return Err(DraError::BadClaim(format!(
             "{devices} devices in one claim; the allocator hands out at most {MAX_DEVICES_PER_CLAIM} per claim"
@@ -323,6 +334,16 @@ fn cpu_requests(
         }
     }
     Ok(())
+}
+
+/// The group a result belongs to: requests `gpu-3`, `nic-3/switch`, `pair-3`, `cpus-3`
+/// form group 3; any other request (`pairs`) gives each device its own group.
+pub(crate) fn request_group(request: &str, index: usize) -> String {
+    let head = request.split('/').next().unwrap_or(request);
+    match head.rsplit_once('-') {
+        Some((_, n)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => n.to_string(),
+        _ => format!("{head}#{index}"),
+    }
 }
 
 fn meta(spec: &ClaimSpec) -> ObjectMeta {

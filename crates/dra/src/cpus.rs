@@ -222,6 +222,21 @@ impl CpuClaim {
     }
 }
 
+/// Whether `pairs` GPUs, each with a NIC of its own NUMA node, fit on one NUMA node of
+/// `topo` (what `--cpu-shape auto` asks of a topology).
+pub fn pairs_fit_one_numa_node(topo: &Topology, pairs: u32) -> bool {
+    let numa_of = |pci: usize| topo.pci[pci].numa_node;
+    topo.numa.iter().any(|n| {
+        let has_nic = topo.nics.iter().any(|x| numa_of(x.pci) == Some(n.id));
+        let gpus = topo
+            .gpus
+            .iter()
+            .filter(|g| numa_of(g.pci) == Some(n.id))
+            .count();
+        has_nic && gpus >= pairs as usize
+    })
+}
+
 /// The DeviceClass dra-driver-cpu's chart installs, named `name`.
 pub fn cpu_device_class(name: &str) -> DeviceClass {
     DeviceClass {

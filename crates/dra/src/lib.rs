@@ -100,6 +100,7 @@ mod cpus;
 mod entries;
 mod error;
 mod explain;
+mod explain_cpus;
 mod explain_node;
 mod explain_pod;
 mod inventory;
@@ -138,12 +139,13 @@ pub use classes::{
 };
 pub use cpus::{
     CPU_CAPACITY, CPU_CLASS, CPU_DRIVER, CpuClaim, CpuMode, CpuRelease, CpuShape, cpu_device_class,
-    cpu_slices,
+    cpu_slices, pairs_fit_one_numa_node,
 };
 pub use entries::{GpuEntry, NicFunction, PairEntry, PhysicalNic};
 pub use error::{AllocationError, DraError};
 pub use explain::{Explanation, explain};
 pub use explain::{mark_usage, resolve_with};
+pub use explain_cpus::CpuShare;
 pub use explain_node::{SimulatedNode, explain_mixed, own_request};
 pub use explain_pod::{
     ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,
