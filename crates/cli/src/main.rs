@@ -62,6 +62,8 @@ enum Command {
     Gang(cmd::gang::Args),
     /// Each NIC's neighbour switch (LLDP, InfiniBand), its rail, and the node's derived leaf.
     Rails(cmd::rails::Args),
+    /// The admission webhook: pods written for device plugins get topoalign's GPU+NIC pairs.
+    Webhook(Box<cmd::webhook::Args>),
 }
 
 fn main() -> ExitCode {
@@ -88,6 +90,7 @@ fn main() -> ExitCode {
         Command::Mig(a) => cmd::mig::run(a),
         Command::Gang(a) => cmd::gang::run(a),
         Command::Rails(a) => cmd::rails::run(a),
+        Command::Webhook(a) => cmd::webhook::run(*a),
     };
     match result {
         Ok(code) => code,
@@ -106,6 +109,7 @@ fn install_log_subscriber(command: &Command) {
     let (format, default) = match command {
         Command::Driver(a) if !a.dry_run => (Some(a.log_format), DEFAULT_FILTER),
         Command::Agent(a) => (Some(a.log_format), "warn"),
+        Command::Webhook(a) if a.is_server() => (Some(a.serve.log_format), DEFAULT_FILTER),
         _ => (None, "warn"),
     };
     install_logging(format, default);

@@ -19,7 +19,10 @@ mod logging;
 mod process;
 
 pub use interval::{IntervalError, parse_interval};
-pub use kit::{BodyError, ConnStats, Limits, Stopped, read_body, serve_with};
+pub use kit::{
+    BodyError, ConnStats, Handshake, Limits, Plain, Stopped, read_body, serve_with,
+    serve_with_handshake,
+};
 pub use logging::LogFormat;
 pub use logging::{DEFAULT_FILTER, install as install_logging};
 pub use process::{ClientError, Threads, kube_client, kube_config, runtime, shutdown_signals};
