@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use topoalign_gang::{DomainLabels, NicRails};
-use topoalign_node_facts::NodeLabels;
+use topoalign_fabric::{DomainLabels, NicRails};
+use topoalign_node_facts::ManagedLabels;
 
 use crate::labels::{Debouncer, wanted};
 use crate::metrics::Metrics;
@@ -23,7 +23,7 @@ async fn node_domains(cfg: &Config, client: &kube::Client) -> Option<DomainLabel
     let api: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
     match api.get(&cfg.node).await {
         Ok(node) => {
-            let seen = NodeLabels::of(&node, FIELD_MANAGER);
+            let seen = ManagedLabels::of(&node, FIELD_MANAGER);
             let d = cfg.facts.labels(&seen.labels, &seen.owned);
             for n in &d.notes {
                 tracing::info!(node = %cfg.node, "{n}");

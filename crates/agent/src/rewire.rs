@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use topoalign_gang::RailSource;
+use topoalign_fabric::RailSource;
 use topoalign_node_facts::{
     NodeFacts, REREAD_COMPONENT, Reread, Wiring, WiringFlags, read_wiring, reread,
 };

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::{Request, Response, Status};
-use topoalign_gang::{RailSource, parse_rail_source};
+use topoalign_fabric::{RailSource, parse_rail_source};
 use topoalign_kube_types::kubelet_settings::Settings;
 use topoalign_kube_types::labels::RAILS_ANNOTATION;
 use topoalign_node_facts::{NodeFacts, WiringFlags, read_wiring};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
-use topoalign_gang::DomainLabels;
+use topoalign_fabric::DomainLabels;
 use topoalign_kube_types::kubelet_settings::Settings;
 use topoalign_topology::Topology;
 

@@ -16,7 +16,7 @@ use crate::mig_dynamic::ModeSource;
 use crate::mig_source::MigSource;
 use crate::rails::Rails;
 use crate::runtime::DriverConfig;
-use topoalign_gang::RailSource;
+use topoalign_fabric::RailSource;
 use topoalign_node_facts::{FactSources, NodeFacts, WiringFlags, read_facts, read_rail_source};
 use topoalign_probes::LogFormat;
 use topoalign_topology::Topology;
@@ -421,7 +421,8 @@ mod tests {
         let wiring = facts.wiring.as_ref().unwrap();
         assert_eq!(rails_in.neighbours, wiring.neighbours);
         let resolved =
-            topoalign_gang::nic_rails_with(&topo, &rails_in.source, &rails_in.neighbours).unwrap();
+            topoalign_fabric::nic_rails_with(&topo, &rails_in.source, &rails_in.neighbours)
+                .unwrap();
         assert_eq!(facts.rails.as_ref(), Some(&resolved));
         assert!(facts.leaf.as_ref().unwrap().value.is_some(), "{facts:?}");
         // The inventory publishes those rails: 8 NICs, one on each rail.

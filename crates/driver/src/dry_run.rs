@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use serde::Serialize;
 use topoalign_dra::PublishOptions;
-use topoalign_gang::DomainLabels;
+use topoalign_fabric::DomainLabels;
 use topoalign_node_facts::NodeFacts;
 use topoalign_topology::Topology;
 

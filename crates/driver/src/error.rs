@@ -17,7 +17,7 @@ pub enum DriverError {
     /// The rail source does not fit this node's NICs on a discovered topology (the
     /// message names the file and the field, as at start).
     #[error("--rails {0}")]
-    Rails(#[from] topoalign_gang::GangError),
+    Rails(#[from] topoalign_fabric::FabricError),
     /// `--rails`, `--fabric-from`, `--domains` or a neighbour source could not be read or
     /// does not fit (the message names the flag, the file and the field, as the
     /// device-plugin agent's do).

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Map, Value, json};
-use topoalign_gang::parse_rail_source;
+use topoalign_fabric::parse_rail_source;
 use topoalign_node_facts::{NodeFacts, WiringFlags, read_wiring};
 
 use super::*;

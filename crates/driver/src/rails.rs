@@ -3,10 +3,10 @@
 //! every discovery's topology, so the one inventory the publisher and the kubelet plugin
 //! share carries each NIC's rail ([`topoalign_dra::attr::RAIL`]).
 //!
-//! The file's forms and checks belong to `topoalign_gang::rails`; here it is only applied.
+//! The file's forms and checks belong to `topoalign_fabric::rails`; here it is only applied.
 
 use topoalign_dra::{Inventory, PublishOptions};
-use topoalign_gang::{RailSource, nic_rails_with};
+use topoalign_fabric::{RailSource, nic_rails_with};
 use topoalign_topology::{Neighbours, Topology};
 
 /// The node's rail source and the NICs' neighbours read at start (`--lldp-from`,
@@ -54,7 +54,7 @@ mod tests {
 
     use super::*;
     use topoalign_dra::attr;
-    use topoalign_gang::parse_rail_source;
+    use topoalign_fabric::parse_rail_source;
 
     fn rails_on(inv: &Inventory, node: &str) -> Vec<(String, Option<i64>)> {
         topoalign_dra::slices_for(inv, node, 1)

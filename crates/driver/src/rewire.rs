@@ -5,7 +5,7 @@
 //! start a bad source stops the driver, as every bad input does.
 
 use tokio::sync::watch;
-use topoalign_gang::RailSource;
+use topoalign_fabric::RailSource;
 use topoalign_node_facts::{NodeFacts, Wiring, WiringFlags, read_wiring};
 use topoalign_topology::{Neighbours, Topology};
 

@@ -11,6 +11,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
+use topoalign_fabric::Level;
+
 use crate::Job;
 use crate::claim::{POD_CLAIM_NAME, template_name};
 
@@ -74,8 +76,9 @@ pub(crate) fn topology_name(job: &Job) -> String {
 /// label, then `kubernetes.io/hostname`, which both allow only as the lowest level.
 pub(crate) fn topology_object(job: &Job, api_version: &str) -> serde_json::Value {
     let mut levels = vec![serde_json::json!({"nodeLabel": job.key})];
-    if job.key != crate::labels::HOSTNAME {
-        levels.push(serde_json::json!({"nodeLabel": crate::labels::HOSTNAME}));
+    let hostname = Level::Node.key();
+    if job.key != hostname {
+        levels.push(serde_json::json!({"nodeLabel": hostname}));
     }
     serde_json::json!({
         "apiVersion": api_version,
