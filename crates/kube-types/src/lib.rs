@@ -41,7 +41,7 @@ mod version;
 
 pub use admission::{Admission, MergedHint, TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
 pub use documents::{DocumentError, read_document, yaml_error};
-pub use dra_attr::{NUMA_NODE_STD, PCI_BUS_ID, PCIE_ROOT};
+pub use dra_attr::{NUMA_NODE_COMPAT, NUMA_NODE_STD, PCI_BUS_ID, PCIE_ROOT};
 pub use qos::{
     CPU, MEMORY, NotGuaranteed, PodQos, QosClass, ResourceList, container_guaranteed, pod_qos,
 };
