@@ -12,12 +12,12 @@ use topoalign_kubelet_plugin::{FaultPoint, PluginArgs};
 use topoalign_render::Format;
 
 use crate::DriverError;
-use crate::mig_dynamic::ModeSource;
-use crate::mig_source::MigSource;
 use crate::rails::Rails;
 use crate::runtime::DriverConfig;
 use topoalign_fabric::RailSource;
-use topoalign_node_facts::{FactSources, NodeFacts, WiringFlags, read_facts, read_rail_source};
+use topoalign_node_facts::{
+    FactSources, MigSource, ModeSource, NodeFacts, WiringFlags, read_facts, read_rail_source,
+};
 use topoalign_probes::LogFormat;
 use topoalign_topology::Topology;
 

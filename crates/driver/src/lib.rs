@@ -7,8 +7,6 @@
 //!   check that the API server kept the counters pair devices rely on.
 //! * `claims`: the kubelet plugin's claim source, reading ResourceClaims with kube-rs.
 //! * [`dry_run`]: every object the driver would create, for `--dry-run`.
-//! * `mig_source`: static MIG instances from saved `nvidia-smi` output or a planned mix;
-//!   `mig_dynamic`: `--mig-dynamic`, every placement of the GPUs in MIG mode.
 //! * `rails`: the node's rails (`--rails FILE`) on the inventory; `rewire`: the NICs'
 //!   neighbours read again on every rediscovery, so the rails and the leaf follow a
 //!   recabled NIC.
@@ -36,10 +34,6 @@ pub mod dry_run;
 mod error;
 mod http;
 mod metrics;
-mod mig_dynamic;
-mod mig_live;
-mod mig_mode;
-mod mig_source;
 mod publisher;
 mod rails;
 mod readback;
@@ -52,7 +46,5 @@ pub use diff::{Memo, SyncPlan, Written, fingerprint, plan as sync_plan};
 pub use domain_labels::LABEL_MANAGER;
 pub use error::DriverError;
 pub use metrics::{Metrics, OpLabel};
-pub use mig_dynamic::ModeSource;
-pub use mig_source::{MigSource, attach_caps};
 pub use rails::Rails;
 pub use runtime::{DriverConfig, run_blocking};

@@ -12,7 +12,7 @@ use topoalign_discover::Source;
 use topoalign_dra::NodeMig;
 use topoalign_dra::PublishOptions;
 use topoalign_driver::dry_run;
-use topoalign_driver::{MigSource, attach_caps};
+use topoalign_node_facts::{MigSource, attach_caps};
 use topoalign_topology::Topology;
 
 use crate::output::{Format, print_structured, print_yaml_stream, with_errors, write_stdout};
@@ -28,7 +28,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let what = args.source().describe();
     let mut config = args.config();
-    let needs_mig = args.mig_source() != MigSource::None || profile_geometry(&args).is_some();
+    let needs_mig = args.mig_source() != MigSource::None
+        || matches!(args.source(), Source::Profile(p) if topoalign_profiles::mig_geometry(&p).is_some());
     // The MIG layout, the NICs' neighbours and the leaf are read on the topology once, at
     // start.
     let start = if needs_mig || args.reads_node_facts() {
@@ -76,29 +77,18 @@ fn dry(args: &Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The node's MIG layout; on a sysfs source, each instance gets its `/dev/nvidia-caps`
-/// nodes from the host's `mig-minors` table (warnings to stderr).
-/// Without a MIG flag, a built-in profile that carries a MIG geometry publishes it (as
-/// `discover` and `matrix` show it).
+/// The node's MIG layout (without a MIG flag, a built-in profile's geometry, as
+/// `discover` and `matrix` show it); on a sysfs source, each instance gets its
+/// `/dev/nvidia-caps` nodes from the host's `mig-minors` table (warnings to stderr).
 fn mig_layout(args: &Args, topo: &Topology) -> anyhow::Result<NodeMig> {
-    if args.mig_source() == MigSource::None
-        && let Some(geo) = profile_geometry(args)
-    {
-        return crate::mig_view::profile_layout(geo, topo)
-            .with_context(|| format!("MIG geometry of profile `{}`", topo.name));
-    }
-    let (mut mig, warnings) = args.mig_source().layout_checked(topo)?;
+    let profile = match args.source() {
+        Source::Profile(name) => Some(name),
+        _ => None,
+    };
+    let (mut mig, warnings) = args.mig_source().layout_on(topo, profile.as_deref())?;
     crate::output::warn(&warnings);
     if let Source::Sysfs { root, .. } = args.source() {
         crate::output::warn(&attach_caps(&mut mig, topo, &root));
     }
     Ok(mig)
-}
-
-/// The MIG geometry of the built-in profile the topology comes from, if it carries one.
-fn profile_geometry(args: &Args) -> Option<topoalign_profiles::MigGeometry> {
-    match args.source() {
-        Source::Profile(name) => topoalign_profiles::mig_geometry(&name),
-        _ => None,
-    }
 }
