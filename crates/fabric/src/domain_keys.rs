@@ -156,8 +156,16 @@ impl fmt::Display for Level {
     }
 }
 
+/// A domain level name that is not one ([`Level`] from text).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("unknown domain level {given:?}; known levels: {}", Level::NAMES_TEXT)]
+pub struct LevelError {
+    /// The name given.
+    pub given: String,
+}
+
 impl std::str::FromStr for Level {
-    type Err = String;
+    type Err = LevelError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Ok(match s {
@@ -170,10 +178,9 @@ impl std::str::FromStr for Level {
             other => match other.strip_prefix("tier-").and_then(tier_number) {
                 Some(n) => Level::Tier(n),
                 None => {
-                    return Err(format!(
-                        "unknown domain level {other:?}; known levels: {}",
-                        Level::NAMES_TEXT
-                    ));
+                    return Err(LevelError {
+                        given: other.to_string(),
+                    });
                 }
             },
         })
@@ -269,6 +276,7 @@ mod tests {
             "rack"
                 .parse::<Level>()
                 .unwrap_err()
+                .to_string()
                 .contains("known levels")
         );
         assert_eq!(Level::of_key("fabric.topograph.run/tier-01"), None);

@@ -30,7 +30,7 @@ mod nic_rails;
 mod rail_file;
 
 pub use document::{DocumentError, field_path, parse_document};
-pub use domain_keys::{KeyError, Level};
+pub use domain_keys::{KeyError, Level, LevelError};
 pub use domain_labels::{DerivedLabel, DomainFile, DomainInputs, DomainLabels};
 pub use domain_labels::{domain_labels, domain_labels_with, parse_domain_file};
 pub use error::FabricError;

@@ -22,6 +22,24 @@ pub enum GangError {
         /// What is wrong and what was expected.
         why: String,
     },
+    /// `class` is not a PCIe class.
+    #[error("{file}: class: {source}")]
+    Class {
+        /// The file.
+        file: String,
+        /// Why.
+        #[source]
+        source: topoalign_topology::ParseError,
+    },
+    /// `domain.level` is not a domain level.
+    #[error("{file}: domain.level: {source}")]
+    Level {
+        /// The file.
+        file: String,
+        /// Why.
+        #[source]
+        source: topoalign_fabric::LevelError,
+    },
     /// A domain label key that no known source writes.
     #[error("{file}: {field}: unknown domain label key {key:?}; known keys: {source}")]
     UnknownKey {

@@ -179,9 +179,10 @@ pub fn parse_job(text: &str, file: &str) -> Result<Job, GangError> {
     }
     let class = match raw.class.as_deref() {
         None => PcieClass::Pxb,
-        Some(c) => c
-            .parse::<PcieClass>()
-            .map_err(|e| field("class", e.to_string()))?,
+        Some(c) => c.parse::<PcieClass>().map_err(|source| GangError::Class {
+            file: file.to_string(),
+            source,
+        })?,
     };
     if class == PcieClass::Sys {
         return Err(field(
@@ -222,7 +223,10 @@ pub fn parse_job(text: &str, file: &str) -> Result<Job, GangError> {
         return Err(field("podsPerNode", "at least 1".into()));
     }
     let level = match raw.domain.level.as_deref() {
-        Some(l) => Some(l.parse::<Level>().map_err(|e| field("domain.level", e))?),
+        Some(l) => Some(l.parse::<Level>().map_err(|source| GangError::Level {
+            file: file.to_string(),
+            source,
+        })?),
         None => None,
     };
     let (level, key, key_given) = match (level, raw.domain.key) {
