@@ -4,7 +4,7 @@
 //! `managedFields` are read, the labels of every level no other tool labels are computed
 //! ([`topoalign_fabric::domain_labels`]) and applied by server-side apply under the
 //! driver's field manager [`LABEL_MANAGER`]. The same round runs again when a
-//! rediscovery finds the NICs recabled (a new leaf: `crate::rewire`). Labels the driver
+//! rediscovery finds the NICs recabled (a new leaf: `crate::follower`). Labels the driver
 //! wrote before are its own to change; a level labelled by Topograph, GFD or the cloud is
 //! left alone and said so in the log. Without the flag the driver never writes a Node.
 
@@ -86,7 +86,7 @@ pub(crate) async fn run(
             _ = stop.wait_for(|s| *s) => return,
         };
         if !changed {
-            // No new facts can come (the publisher ended): wait for the stop.
+            // No new facts can come (the follower ended): wait for the stop.
             let _ = stop.wait_for(|s| *s).await;
             return;
         }
@@ -102,7 +102,7 @@ async fn label_until_done(
     metrics: &Metrics,
     stop: &mut watch::Receiver<bool>,
 ) -> bool {
-    let mut backoff = crate::publisher::retry_backoff();
+    let mut backoff = crate::slices::retry_backoff();
     loop {
         match label_once(client, node, facts).await {
             Ok(out) => {

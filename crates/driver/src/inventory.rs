@@ -1,51 +1,82 @@
-//! The node's rails (`--rails FILE`): the rail source is read once, at start
-//! (`topoalign_node_facts::read_rail_source`, the one reader of the file), and resolved on
-//! every discovery's topology, so the one inventory the publisher and the kubelet plugin
-//! share carries each NIC's rail ([`topoalign_dra::attr::RAIL`]).
-//!
-//! The file's forms and checks belong to `topoalign_fabric::rails`; here it is only applied.
+//! The node's inventory: every device it publishes, each physical NIC on its rail
+//! (`--rails`, resolved by `topoalign_node_facts` on each discovery's topology and
+//! neighbours), built the one way the driver builds it, so the slice controller, the
+//! kubelet plugin and `--dry-run` agree; and the pool the follower hands the slice
+//! controller ([`NodePool`]), which also gives the same inventory without pair devices
+//! for an API server that drops their counters.
+
+use std::sync::{Arc, OnceLock};
 
 use topoalign_dra::{Inventory, PublishOptions};
-use topoalign_fabric::{RailSource, nic_rails_with};
-use topoalign_topology::{Neighbours, Topology};
-
-/// The node's rail source and the NICs' neighbours read at start (`--lldp-from`,
-/// `--ib-sysfs`, `--ibnetdiscover`), which the rules by switch and by InfiniBand subnet
-/// resolve against; empty without a neighbour source.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rails {
-    /// The rail file (`--rails`).
-    pub source: RailSource,
-    /// What the NICs are cabled to.
-    pub neighbours: Neighbours,
-}
-
-impl Rails {
-    /// A rail source whose rules need no neighbours (an operator map, `nearest-gpu`).
-    pub fn without_neighbours(source: RailSource) -> Self {
-        Self {
-            source,
-            neighbours: Neighbours::default(),
-        }
-    }
-}
-
-use crate::error::DriverError;
+use topoalign_fabric::NicRails;
+use topoalign_topology::Topology;
 
 /// The inventory of `topo` under `options`, each physical NIC on the rail `rails` gives
-/// it on this topology (no rail anywhere without a source). The one way the driver builds
-/// an inventory, so the publisher, the kubelet plugin and `--dry-run` agree.
+/// it (no rail anywhere without them).
 pub(crate) fn inventory(
     topo: &Topology,
     options: &PublishOptions,
-    rails: Option<&Rails>,
-) -> Result<Inventory, DriverError> {
+    rails: Option<&NicRails>,
+) -> Inventory {
     let mut inv = Inventory::new(topo, options);
     if let Some(r) = rails {
-        let resolved = nic_rails_with(topo, &r.source, &r.neighbours)?;
-        inv.set_rails(|bdf| resolved.rail_of(bdf));
+        inv.set_rails(|bdf| r.rail_of(bdf));
     }
-    Ok(inv)
+    inv
+}
+
+/// One discovery of the node as the slice controller publishes it: its inventory (the
+/// kubelet plugin's too) and what it was built from.
+#[derive(Debug)]
+pub(crate) struct NodePool {
+    topology: Topology,
+    options: PublishOptions,
+    rails: Option<NicRails>,
+    /// The devices published (pairs too, when the options ask for them).
+    pub(crate) inventory: Arc<Inventory>,
+    /// The same without pair devices, built when first asked for.
+    plain: OnceLock<Arc<Inventory>>,
+}
+
+impl NodePool {
+    /// The pool of `topology` under `options`, each NIC on the rail `rails` gives it.
+    pub(crate) fn new(
+        topology: Topology,
+        options: PublishOptions,
+        rails: Option<NicRails>,
+    ) -> Self {
+        let inventory = Arc::new(inventory(&topology, &options, rails.as_ref()));
+        NodePool {
+            topology,
+            options,
+            rails,
+            inventory,
+            plain: OnceLock::new(),
+        }
+    }
+
+    /// The pool generation the options give (the slice controller owns the real one).
+    pub(crate) fn generation(&self) -> i64 {
+        self.options.generation
+    }
+
+    /// The inventory without pair devices (plain GPUs and NICs, MIG instances): what is
+    /// published while the API server drops ResourceSlice counters. The inventory itself
+    /// where the options ask for no pairs.
+    pub(crate) fn plain(&self) -> Arc<Inventory> {
+        if !self.options.pair_devices {
+            return self.inventory.clone();
+        }
+        self.plain
+            .get_or_init(|| {
+                let plain = PublishOptions {
+                    pair_devices: false,
+                    ..self.options.clone()
+                };
+                Arc::new(inventory(&self.topology, &plain, self.rails.as_ref()))
+            })
+            .clone()
+    }
 }
 
 #[cfg(test)]
@@ -54,7 +85,7 @@ mod tests {
 
     use super::*;
     use topoalign_dra::attr;
-    use topoalign_fabric::parse_rail_source;
+    use topoalign_fabric::{nic_rails, nic_rails_with, parse_rail_source};
 
     fn rails_on(inv: &Inventory, node: &str) -> Vec<(String, Option<i64>)> {
         topoalign_dra::slices_for(inv, node, 1)
@@ -76,12 +107,8 @@ mod tests {
     fn the_rule_puts_every_nic_and_pair_of_dgx_h100_on_a_rail() {
         let topo = topoalign_profiles::get("dgx-h100").unwrap();
         let src = parse_rail_source("rule: nearest-gpu\n", "rails.yaml").unwrap();
-        let inv = inventory(
-            &topo,
-            &PublishOptions::default(),
-            Some(&Rails::without_neighbours(src)),
-        )
-        .unwrap();
+        let rails = nic_rails(&topo, &src).unwrap();
+        let inv = inventory(&topo, &PublishOptions::default(), Some(&rails));
         let devices = rails_on(&inv, "n1");
         let railed: Vec<_> = devices.iter().filter(|(_, r)| r.is_some()).collect();
         assert!(
@@ -102,25 +129,28 @@ mod tests {
                 .all(|(_, r)| r.is_none()),
             "a GPU has no rail of its own"
         );
-        let plain = inventory(&topo, &PublishOptions::default(), None).unwrap();
+        let plain = inventory(&topo, &PublishOptions::default(), None);
         assert!(rails_on(&plain, "n1").iter().all(|(_, r)| r.is_none()));
     }
 
     #[test]
-    fn a_map_naming_no_nic_of_the_node_is_an_error_naming_file_and_field() {
+    fn the_plain_pool_is_the_inventory_without_pairs_on_the_same_rails() {
         let topo = topoalign_profiles::get("dgx-h100").unwrap();
-        let src = parse_rail_source("rails: 2\nnics: {mlx5_99: 0}\n", "r.yaml").unwrap();
-        let e = inventory(
-            &topo,
-            &PublishOptions::default(),
-            Some(&Rails::without_neighbours(src)),
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.starts_with("--rails r.yaml: nics.mlx5_99: no such NIC"),
-            "{e}"
-        );
+        let src = parse_rail_source("rule: nearest-gpu\n", "rails.yaml").unwrap();
+        let rails = nic_rails(&topo, &src).unwrap();
+        let options = PublishOptions::default();
+        let pool = NodePool::new(topo.clone(), options.clone(), Some(rails.clone()));
+        assert!(!pool.inventory.pairs.is_empty());
+        let plain = pool.plain();
+        assert!(plain.pairs.is_empty() && plain.plain_devices);
+        let without = PublishOptions {
+            pair_devices: false,
+            ..options
+        };
+        assert_eq!(*plain, inventory(&topo, &without, Some(&rails)));
+        assert!(Arc::ptr_eq(&plain, &pool.plain()), "built once");
+        let unpaired = NodePool::new(topo, without, None);
+        assert!(Arc::ptr_eq(&unpaired.plain(), &unpaired.inventory));
     }
 
     #[test]
@@ -130,13 +160,8 @@ mod tests {
         let text = std::fs::read_to_string(format!("{root}rails-switch.yaml")).unwrap();
         let src = parse_rail_source(&text, "rails-switch.yaml").unwrap();
         // Without neighbours the rule cannot be resolved, and says so.
-        let e = inventory(
-            &topo,
-            &PublishOptions::default(),
-            Some(&Rails::without_neighbours(src.clone())),
-        )
-        .unwrap_err()
-        .to_string();
+        let none = topoalign_topology::Neighbours::default();
+        let e = nic_rails_with(&topo, &src, &none).unwrap_err().to_string();
         assert!(e.contains("has no neighbour switch"), "{e}");
         let sources = topoalign_discover::neighbours::NeighbourSources {
             lldp: Some(topoalign_discover::neighbours::LldpFrom::File(
@@ -146,11 +171,8 @@ mod tests {
         };
         let (neighbours, _) =
             topoalign_discover::neighbours::read_neighbours(&topo, &sources).unwrap();
-        let rails = Rails {
-            source: src,
-            neighbours,
-        };
-        let inv = inventory(&topo, &PublishOptions::default(), Some(&rails)).unwrap();
+        let rails = nic_rails_with(&topo, &src, &neighbours).unwrap();
+        let inv = inventory(&topo, &PublishOptions::default(), Some(&rails));
         let on: std::collections::BTreeSet<i64> = rails_on(&inv, "n1")
             .into_iter()
             .filter(|(n, _)| n.starts_with("nic-"))

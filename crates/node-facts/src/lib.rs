@@ -14,23 +14,24 @@
 //!   (`mig_modes`, which also warns of pending mode changes), or a built-in profile's
 //!   geometry; joined to the topology, with each instance's `/dev/nvidia-caps` nodes
 //!   ([`attach_caps`]).
-//! * `reread`: the one policy of the agents' reads of the NICs' neighbours after start.
+//! * `follow`: what both agents follow after start ([`Follower`]): the NICs' neighbours
+//!   read again and the rails resolved again on them, one policy.
 //! * `node`: the node's labels now and the keys a field manager owns (from
 //!   `managedFields`), and the server-side apply of a manager's labels.
 
 mod facts;
+mod follow;
 mod mig_live;
 mod mig_modes;
 mod mig_source;
 mod node;
-mod reread;
 
 pub use facts::{
     FactSources, FactsError, NodeFacts, RUN_LLDPCTL, RUN_TOOL, Wiring, WiringFlags, read_clique,
     read_domains, read_facts, read_rail_source, read_rails, read_wiring, resolve_rails,
 };
+pub use follow::{Follower, REREAD_COMPONENT, Reread};
 pub use mig_live::LiveError;
 pub use mig_modes::{ModeError, ModeSource};
 pub use mig_source::{MigSource, MigSourceError, attach_caps};
 pub use node::{ManagedLabels, apply_labels, label_patch, owned_labels, read_node_labels};
-pub use reread::{REREAD_COMPONENT, Reread, reread};

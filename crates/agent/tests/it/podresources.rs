@@ -127,7 +127,8 @@ fn config(socket: std::path::PathBuf) -> Config {
         label_hold: Duration::from_secs(120),
         timeout: Duration::from_secs(5),
         facts: NodeFacts::default(),
-        rewire: None,
+        follower: Default::default(),
+        rescan_interval: std::time::Duration::from_secs(60),
     }
 }
 
