@@ -88,6 +88,7 @@ mod allocator;
 /// `attr::RAIL`, ...), a namespace of constants read as such by the driver, gang and the
 /// extender.
 pub mod attr;
+mod capacity;
 mod cdi;
 mod cdi_netdev;
 mod cdi_vendor;
@@ -97,9 +98,11 @@ mod claim_args;
 mod claim_text;
 mod claims;
 mod classes;
+mod cpus;
 mod entries;
 mod error;
 mod explain;
+mod explain_cpus;
 mod explain_node;
 mod explain_pod;
 mod inventory;
@@ -116,6 +119,7 @@ mod slice_file;
 mod slices;
 
 pub use allocator::{DeviceId, Found, NodeDevices, Outcome, PreparedClaim, first_fit};
+pub use capacity::milli_text;
 pub use cdi::{
     CdiDevice, CdiPlan, CdiSpec, ComposedCdi, ContainerEdits, DeviceNode, NetDevice, cdi_device_id,
     compose_cdi,
@@ -132,12 +136,19 @@ pub use claim_args::ClaimArgs;
 pub use claim_text::{claim_object, claim_table};
 pub use claims::{ClaimShape, ClaimSpec, claim_spec, claim_template, resource_claim};
 pub use classes::{
-    CLASS_GPU, CLASS_MIG, CLASS_MIG_PAIR, CLASS_NIC, CLASS_PAIR, device_classes, mig_device_classes,
+    CLASS_GPU, CLASS_MIG, CLASS_MIG_PAIR, CLASS_NIC, CLASS_PAIR, ExtendedResources,
+    class_for_resource, device_classes, device_classes_with, mig_device_classes,
+    mig_device_classes_with, mig_profile_class, mig_profile_class_name,
+};
+pub use cpus::{
+    CPU_CAPACITY, CPU_CLASS, CPU_DRIVER, CpuClaim, CpuMode, CpuRelease, CpuShape, cpu_device_class,
+    cpu_slices, pairs_fit_one_numa_node,
 };
 pub use entries::{GpuEntry, NicFunction, PairEntry, PhysicalNic};
 pub use error::{AllocationError, DraError};
 pub use explain::{Explanation, explain};
 pub use explain::{mark_usage, resolve_with};
+pub use explain_cpus::CpuShare;
 pub use explain_node::{SimulatedNode, explain_mixed, own_request};
 pub use explain_pod::{
     ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,

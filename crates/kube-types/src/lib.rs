@@ -16,12 +16,18 @@
 //!   kubelet decodes them.
 //! - `admission`: the kubelet's admission verdict on a pod.
 //! - `documents`: the JSON/YAML document reader.
+//! - [`extended`]: the extended resource names topoalign's DeviceClasses back
+//!   (`topoalign.dev/gpu-nic-pair`, ...).
 //! - `version`: a Kubernetes release ([`KubeVersion`]) and the defaults of its API server
 //!   that manifests lean on (`distinctAttribute` from 1.36).
 
 mod admission;
 mod documents;
 mod dra_attr;
+/// Public as a namespace: the extended resource names topoalign's DeviceClasses back
+/// (`extended::PAIR`, `extended::mig_resource`), named as a group by the driver, the
+/// webhook, the lint and the extender.
+pub mod extended;
 /// Public as a namespace: the kubelet's topology settings (`Policy`, `Scope`, `Settings`,
 /// ...) and their KubeletConfiguration keys (`kubelet_settings::keys`), named as a group
 /// by every crate that reads or writes kubelet settings.
@@ -46,4 +52,6 @@ pub use qos::{
     CPU, MEMORY, NotGuaranteed, PodQos, QosClass, ResourceList, container_guaranteed, pod_qos,
 };
 pub use quantity::{Quantity, QuantityError};
-pub use version::{DISTINCT_ATTRIBUTE_ON, KubeVersion, OLDEST_SUPPORTED, VersionError};
+pub use version::{
+    DISTINCT_ATTRIBUTE_ON, EXTENDED_RESOURCE_ON, KubeVersion, OLDEST_SUPPORTED, VersionError,
+};

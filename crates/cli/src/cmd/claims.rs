@@ -14,7 +14,7 @@ use topoalign_dra::Explanation;
 use topoalign_dra::parse_slice_file;
 use topoalign_dra::{SimulatedNode, explain_mixed, own_request};
 use topoalign_dra::{claim_object, claim_table};
-use topoalign_dra::{claim_spec, mig_claim_spec, mixed_claim};
+use topoalign_dra::{claim_spec, mig_claim_spec, mixed_claim, pairs_fit_one_numa_node};
 
 use crate::cmd::plan::read_usage;
 use crate::output::{Format, print_structured, write_stdout};
@@ -23,7 +23,7 @@ use crate::source::{TopologyArgs, load};
 /// Arguments.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  topoalign claims --pairs 4 --max-class PXB\n  topoalign claims --pairs 2 --profile mi300x-8 --explain -o table\n  topoalign claims --pairs 1 --from-slices slices.yaml --node n1 --profile gb300-4\n  topoalign claims --mig 1g.10gb --count 7\n  topoalign claims --mig 3g.40gb --count 2 --with-nic\n\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
+    after_help = "Examples:\n  topoalign claims --pairs 4 --max-class PXB\n  topoalign claims --pairs 2 --profile mi300x-8 --explain -o table\n  topoalign claims --pairs 1 --from-slices slices.yaml --node n1 --profile gb300-4\n  topoalign claims --mig 1g.10gb --count 7\n  topoalign claims --mig 3g.40gb --count 2 --with-nic\n  topoalign claims --pairs 4 --cpus 32 --profile dgx-h100 --explain -o table\n  topoalign claims --pairs 8 --cpus 64 --cpu-mode individual\n\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
 )]
 pub(crate) struct Args {
     #[command(flatten)]
@@ -74,14 +74,21 @@ fn own(args: &Args) -> anyhow::Result<Claim> {
     if let Some(mig) = args.claim.mig_spec()? {
         return Ok((mig_claim_spec(&mig)?, None));
     }
-    let spec = args.claim.spec()?;
+    let mut spec = args.claim.spec()?;
+    // The topology, when one is given or the allocator's pick is explained on it.
+    let topo = match (args.claim.explain, args.topology.given()) {
+        (true, _) => Some(load(&args.topology, Source::host())?),
+        (false, Some(source)) => Some(load(&args.topology, source)?),
+        (false, None) => None,
+    };
+    let fits = (topo.as_ref()).map(|t| pairs_fit_one_numa_node(&t.topology, spec.pairs));
+    spec.cpus = args.claim.cpus.claim(fits)?;
     let claim = claim_spec(&spec)?;
-    if !args.claim.explain {
+    let Some(topo) = topo.filter(|_| args.claim.explain) else {
         return Ok((claim, None));
-    }
-    let topo = load(&args.topology, Source::host())?;
+    };
     let node = args.claim.node.as_deref().unwrap_or("node");
-    let node = SimulatedNode::new(&topo.topology, node)?;
+    let node = SimulatedNode::with_cpus(&topo.topology, node, spec.cpus.as_ref())?;
     let usage = read_usage(args.used.as_deref())?;
     let req = own_request(&spec);
     let e = node.explain(&claim, &req, &topo.topology, &usage, args.budget)?;
