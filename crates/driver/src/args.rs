@@ -18,7 +18,7 @@ use topoalign_probes::{ProcessArgs, ProcessDefaults, Threads};
 use topoalign_render::Format;
 use topoalign_topology::Topology;
 
-use crate::DriverError;
+use crate::error::DriverError;
 use crate::start::{DriverConfig, Start};
 
 /// The driver's defaults among the flags every process takes.

@@ -22,9 +22,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::FabricError;
 use crate::document::{child, parse_document};
 use crate::domain_keys::{GFD_CLIQUE, Level};
+use crate::error::FabricError;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use topoalign_topology::{LinkLayer, Neighbours, SubnetPrefix, Topology};
 
-use crate::FabricError;
+use crate::error::FabricError;
 use crate::neighbour_switch::switch_of;
 use crate::rail_file::{RAIL, RULE_IB_SUBNET, RULE_SWITCH, RailKind, RailSource};
 

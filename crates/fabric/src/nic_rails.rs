@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use topoalign_topology::{Bdf, Neighbours, Topology};
 
-use crate::FabricError;
 use crate::document::child;
+use crate::error::FabricError;
 use crate::neighbour_rules;
 use crate::rail_file::{NicKey, RULE_NEAREST_GPU, RailKind, RailSource};
 

@@ -70,8 +70,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Deserialize;
 use topoalign_topology::{Bdf, SubnetPrefix};
 
-use crate::FabricError;
 use crate::document::{child, parse_document};
+use crate::error::FabricError;
 
 /// The rule name of "the NIC nearest GPU i is rail i".
 pub(crate) const RULE_NEAREST_GPU: &str = "nearest-gpu";

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Node;
 
 use topoalign_fabric::{DocumentError, field_path};
 
-use crate::GangError;
+use crate::error::GangError;
 
 /// One node of a fleet: its name and labels.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -29,7 +29,8 @@ use topoalign_topology::PcieClass;
 
 use topoalign_fabric::{Level, parse_document};
 
-use crate::{FleetNode, GangError};
+use crate::error::GangError;
+use crate::fleet::FleetNode;
 
 /// The image a job gets when it names none: it starts and waits, which is enough to see
 /// where the gang lands.

@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use topoalign_fabric::Level;
 
-use crate::Job;
 use crate::claim::{POD_CLAIM_NAME, template_name};
+use crate::job::Job;
 
 /// The label every object of a gang carries: `topoalign.dev/gang: <job>`.
 pub(crate) const GANG_LABEL: &str = "topoalign.dev/gang";
