@@ -62,6 +62,8 @@ enum Command {
     Gang(cmd::gang::Args),
     /// Each NIC's neighbour switch (LLDP, InfiniBand), its rail, and the node's derived leaf.
     Rails(cmd::rails::Args),
+    /// The admission webhook: pods written for device plugins get topoalign's GPU+NIC pairs.
+    Webhook(Box<cmd::webhook::Args>),
 }
 
 fn main() -> ExitCode {
@@ -88,6 +90,7 @@ fn main() -> ExitCode {
         Command::Mig(a) => cmd::mig::run(a),
         Command::Gang(a) => cmd::gang::run(a),
         Command::Rails(a) => cmd::rails::run(a),
+        Command::Webhook(a) => cmd::webhook::run(*a),
     };
     match result {
         Ok(code) => code,
@@ -106,6 +109,11 @@ fn install_log_subscriber(command: &Command) {
         Command::Driver(a) if !a.dry_run => a.process.install_logging(),
         Command::Agent(a) => a.install_logging(),
         Command::Extender(a) => a.install_logging(),
+        // Until the webhook takes the process kit's flags (ProcessArgs): its own
+        // --log-format, at the filter it had.
+        Command::Webhook(a) if a.is_server() => {
+            topoalign_probes::install_logging(a.serve.log_format, None, "info,kube_client=off")
+        }
         _ => topoalign_probes::install_command_logging(),
     }
 }

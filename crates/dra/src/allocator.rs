@@ -209,16 +209,8 @@ impl NodeDevices {
         capacity: &str,
         quantity: &str,
     ) -> Result<(), DraError> {
-        let m = quantity.parse::<Quantity>().map_err(|e| {
-            DraError::BadClaim(format!(
-                "consumed capacity {capacity} of device {}: {e}",
-                id.device
-            ))
-        })?;
-        if let Some(d) = self.devices.iter().position(|c| c.id == *id)
-            && let Some(i) = self.devices[d].caps.index(capacity)
-        {
-            self.outside[d][i] += m.milli_value();
+        for (place, cap, m) in self.shared_held([(id, capacity, quantity)])?.0 {
+            self.outside[place][cap] += m;
         }
         Ok(())
     }
@@ -238,6 +230,32 @@ impl NodeDevices {
         {
             *avail -= i128::from(units) * 1000;
         }
+    }
+
+    /// What other claims hold of shared devices (devices that allow multiple allocations),
+    /// from their allocations' `consumedCapacity`: (device, capacity name, quantity).
+    /// Devices and capacities the node does not have are skipped (other claims' devices
+    /// may be gone); an amount that is no quantity is refused.
+    pub fn shared_held<'a>(
+        &self,
+        held: impl IntoIterator<Item = (&'a DeviceId, &'a str, &'a str)>,
+    ) -> Result<SharedHeld, DraError> {
+        let mut out = Vec::new();
+        for (id, capacity, quantity) in held {
+            let m = quantity.parse::<Quantity>().map_err(|e| {
+                DraError::BadClaim(format!(
+                    "consumed capacity {capacity} of device {}: {e}",
+                    id.device
+                ))
+            })?;
+            let Some(place) = self.devices.iter().position(|c| c.id == *id) else {
+                continue;
+            };
+            if let Some(i) = self.devices[place].caps.index(capacity) {
+                out.push((place, i, m.milli_value()));
+            }
+        }
+        Ok(SharedHeld(out))
     }
 
     /// A device as published, by identity.
@@ -263,6 +281,18 @@ impl NodeDevices {
     /// True when the node has no devices.
     pub fn is_empty(&self) -> bool {
         self.devices.is_empty()
+    }
+}
+
+/// What other claims hold of a node's shared devices ([`NodeDevices::shared_held`]), for
+/// [`PreparedClaim::search_held`]: (place, capacity, milli-units).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SharedHeld(Vec<(usize, usize, i128)>);
+
+impl SharedHeld {
+    /// True when other claims hold nothing shared.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
@@ -565,7 +595,13 @@ struct Search<'a> {
 impl<'a> Search<'a> {
     /// A search with the devices marked in `in_use` taken from the start and their
     /// counters consumed, as [`NodeDevices::mark_in_use`] would.
-    fn new(node: &'a NodeDevices, plan: &'a Plan, in_use: &[bool], budget: u64) -> Self {
+    fn new(
+        node: &'a NodeDevices,
+        plan: &'a Plan,
+        in_use: &[bool],
+        held: &SharedHeld,
+        budget: u64,
+    ) -> Self {
         let mut s = Search {
             node,
             plan,
@@ -576,6 +612,11 @@ impl<'a> Search<'a> {
             steps: 0,
             budget,
         };
+        for &(dev, cap, m) in &held.0 {
+            if let Some(u) = s.shares.get_mut(dev).and_then(|c| c.get_mut(cap)) {
+                *u += m;
+            }
+        }
         for (dev, _) in in_use.iter().enumerate().filter(|(_, used)| **used) {
             if dev < s.taken.len() && !node.devices[dev].multi {
                 s.taken[dev] = true;
@@ -710,7 +751,7 @@ pub fn first_fit(
 ) -> Result<Outcome, DraError> {
     let plan = Plan::new(claim, classes, node)?;
     plan.first_error(&[])?;
-    let mut s = Search::new(node, &plan, &[], budget);
+    let mut s = Search::new(node, &plan, &[], &SharedHeld::default(), budget);
     let found = s.fill(0, None, 0);
     let allocation = (found == Some(true)).then(|| {
         s.chosen
@@ -815,7 +856,13 @@ impl PreparedClaim {
     /// [`PreparedClaim::deferred`] is searched with [`PreparedClaim::try_search`] (here a
     /// device whose selector could not be evaluated is only passed over).
     pub fn search(&self, in_use: &[bool], budget: u64) -> Found {
-        let mut s = Search::new(&self.node, &self.plan, in_use, budget);
+        self.search_held(in_use, &SharedHeld::default(), budget)
+    }
+
+    /// [`PreparedClaim::search`] with what other claims hold of the node's shared devices
+    /// (dra-driver-cpu's CPU groups) besides the devices `in_use` marks.
+    pub fn search_held(&self, in_use: &[bool], held: &SharedHeld, budget: u64) -> Found {
+        let mut s = Search::new(&self.node, &self.plan, in_use, held, budget);
         let found = s.fill(0, None, 0);
         Found {
             devices: (found == Some(true)).then(|| s.chosen.iter().map(|c| c.2).collect()),

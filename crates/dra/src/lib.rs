@@ -118,7 +118,7 @@ mod rails;
 mod slice_file;
 mod slices;
 
-pub use allocator::{DeviceId, Found, NodeDevices, Outcome, PreparedClaim, first_fit};
+pub use allocator::{DeviceId, Found, NodeDevices, Outcome, PreparedClaim, SharedHeld, first_fit};
 pub use capacity::milli_text;
 pub use cdi::{
     CdiDevice, CdiPlan, CdiSpec, ComposedCdi, ContainerEdits, DeviceNode, NetDevice, cdi_device_id,

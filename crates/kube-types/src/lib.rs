@@ -20,8 +20,14 @@
 //!   (`topoalign.dev/gpu-nic-pair`, ...).
 //! - `version`: a Kubernetes release ([`KubeVersion`]) and the defaults of its API server
 //!   that manifests lean on (`distinctAttribute` from 1.36).
+//! - [`webhook`]: the admission webhook's namespace label and pod annotation, and the
+//!   Multus names it reads.
+//! - [`device_plugins`]: the resource names device plugins register by default.
 
 mod admission;
+/// Public as a namespace: the default resource names of the NVIDIA and AMD GPU, SR-IOV
+/// network and RDMA shared device plugins (callers write `device_plugins::AMD_GPU`).
+pub mod device_plugins;
 mod documents;
 mod dra_attr;
 /// Public as a namespace: the extended resource names topoalign's DeviceClasses back
@@ -44,6 +50,9 @@ pub mod nrt;
 mod qos;
 mod quantity;
 mod version;
+/// Public as a namespace: the admission webhook's namespace label, its pod annotation and
+/// the Multus names it reads (callers write `webhook::NAMESPACE_LABEL`).
+pub mod webhook;
 
 pub use admission::{Admission, MergedHint, TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
 pub use documents::{DocumentError, read_document, yaml_error};

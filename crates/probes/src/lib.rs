@@ -25,9 +25,12 @@ mod process;
 #[cfg(feature = "clap")]
 pub use args::{KubeArgs, ProcessArgs, ProcessDefaults};
 pub use interval::{IntervalError, parse_interval};
-pub use kit::{BodyError, ConnStats, Limits, Stopped, read_body, serve_with};
+pub use kit::{
+    BodyError, ConnStats, Handshake, Limits, Plain, Stopped, read_body, serve_with,
+    serve_with_handshake,
+};
 pub use logging::LogFormat;
-pub use logging::{COMMAND_FILTER, install_command_logging};
+pub use logging::{COMMAND_FILTER, install_command_logging, install_logging};
 pub use process::{ClientError, Threads, kube_client, kube_config, runtime, shutdown_signals};
 
 use std::future::Future;

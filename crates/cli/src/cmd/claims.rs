@@ -23,7 +23,7 @@ use crate::source::{TopologyArgs, load};
 /// Arguments.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  topoalign claims --pairs 4 --max-class PXB\n  topoalign claims --pairs 2 --profile mi300x-8 --explain -o table\n  topoalign claims --pairs 1 --from-slices slices.yaml --node n1 --profile gb300-4\n  topoalign claims --mig 1g.10gb --count 7\n  topoalign claims --mig 3g.40gb --count 2 --with-nic\n  topoalign claims --pairs 4 --cpus 32 --profile dgx-h100 --explain -o table\n  topoalign claims --pairs 8 --cpus 64 --cpu-mode individual\n\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
+    after_help = "Examples:\n  topoalign claims --pairs 4 --max-class PXB\n  topoalign claims --pairs 2 --profile mi300x-8 --explain -o table\n  topoalign claims --pairs 1 --from-slices slices.yaml --node n1 --profile gb300-4\n  topoalign claims --mig 1g.10gb --count 7\n  topoalign claims --mig 3g.40gb --count 2 --with-nic\n  topoalign claims --pairs 4 --cpus 32 --profile dgx-h100 --explain -o table\n  topoalign claims --pairs 2 --cpus 16 --cpu-mode individual\n\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
 )]
 pub(crate) struct Args {
     #[command(flatten)]

@@ -20,3 +20,4 @@ pub(crate) mod simulate;
 pub(crate) mod tm;
 pub(crate) mod verify;
 pub(crate) mod vm;
+pub(crate) mod webhook;

@@ -257,3 +257,59 @@ fn numa_cpus(profile: &str, numa: u32) -> u32 {
     let topo = profiles::get(profile).unwrap();
     topo.numa_node(numa).unwrap().cpus.len() as u32
 }
+
+#[test]
+fn a_prepared_claim_with_held_cpus_searches_as_first_fit_does() {
+    // PreparedClaim::search_held (the extender's path: one claim prepared per node kind,
+    // each node's held devices and CPU shares told per search) equals first_fit on the
+    // node's devices with the same devices held and the same CPUs consumed.
+    let mut rng = Rng::new(11);
+    for profile in ["mi300x-8", "dgx-h100"] {
+        let n = node(profile, CpuMode::Grouped, CpuRelease::Main);
+        let full = NodeDevices::gather(&n.slices, "n1").unwrap();
+        for round in 0..20 {
+            let shape = if round % 2 == 0 {
+                CpuShape::PerGpu
+            } else {
+                CpuShape::OneNode
+            };
+            let pairs = 1 + rng.below(4) as u32;
+            let spec = with_cpus(
+                pairs,
+                pairs * (1 + rng.below(20) as u32),
+                CpuMode::Grouped,
+                shape,
+            );
+            let claim = claim_spec(&spec).unwrap();
+            let prepared = topoalign_dra::PreparedClaim::new(&claim, &n.classes, &full).unwrap();
+            let ids: Vec<DeviceId> = full.ids().cloned().collect();
+            let in_use: Vec<bool> = ids
+                .iter()
+                .map(|i| i.device.starts_with("gpu-") && rng.below(3) == 0)
+                .collect();
+            let shares: Vec<(DeviceId, String)> = (ids.iter())
+                .filter(|i| i.driver == "dra.cpu")
+                .map(|i| (i.clone(), rng.below(60).to_string()))
+                .collect();
+            let held = full
+                .shared_held(shares.iter().map(|(i, q)| (i, "dra.cpu/cpu", q.as_str())))
+                .unwrap();
+            let found = prepared.search_held(&in_use, &held, BUDGET);
+            let mut alone = full.clone();
+            let busy: BTreeSet<DeviceId> = (ids.iter().zip(&in_use))
+                .filter(|(_, u)| **u)
+                .map(|(i, _)| i.clone())
+                .collect();
+            alone.mark_in_use(&busy);
+            for (i, q) in &shares {
+                alone.consume_capacity(i, "dra.cpu/cpu", q).unwrap();
+            }
+            let want = first_fit(&claim, &n.classes, &alone, BUDGET).unwrap();
+            let got: Option<Vec<String>> =
+                (found.devices).map(|d| d.iter().map(|p| ids[*p].device.clone()).collect());
+            let want: Option<Vec<String>> =
+                (want.allocation).map(|a| a.iter().map(|d| d.device.clone()).collect());
+            assert_eq!(got, want, "{profile} round {round}");
+        }
+    }
+}
