@@ -101,16 +101,19 @@ fn main() -> ExitCode {
     }
 }
 
-/// Installs the one log subscriber (stderr), once the arguments are known: the node
-/// agents' JSON or text lines as their `--log-format` asks (the driver at `TOPOALIGN_LOG`,
-/// default info), else text at `TOPOALIGN_LOG` (default warn).
+/// Installs the one log subscriber (stderr), once the arguments are known: a
+/// long-running process's as its flags ask (`--log-format`, `--log-filter`, the process's
+/// own defaults), a one-shot command's otherwise.
 fn install_log_subscriber(command: &Command) {
-    use topoalign_probes::{DEFAULT_FILTER, install_logging};
-    let (format, default) = match command {
-        Command::Driver(a) if !a.dry_run => (Some(a.log_format), DEFAULT_FILTER),
-        Command::Agent(a) => (Some(a.log_format), "warn"),
-        Command::Webhook(a) if a.is_server() => (Some(a.serve.log_format), DEFAULT_FILTER),
-        _ => (None, "warn"),
-    };
-    install_logging(format, default);
+    match command {
+        Command::Driver(a) if !a.dry_run => a.process.install_logging(),
+        Command::Agent(a) => a.install_logging(),
+        Command::Extender(a) => a.install_logging(),
+        // Until the webhook takes the process kit's flags (ProcessArgs): its own
+        // --log-format, at the filter it had.
+        Command::Webhook(a) if a.is_server() => {
+            topoalign_probes::install_logging(a.serve.log_format, None, "info,kube_client=off")
+        }
+        _ => topoalign_probes::install_command_logging(),
+    }
 }

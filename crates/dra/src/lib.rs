@@ -15,7 +15,9 @@
 //! - `mig`: static MIG: a node's MIG instances ([`NodeMig`]) published as MIG devices
 //!   and MIG×NIC pairs with per-GPU memory-slice counters; [`mig_claim_spec`] claims them.
 //!   `mig_dynamic`: dynamic MIG, every placement published ([`NodeMig::dynamic`]), the
-//!   instance created by the kubelet plugin at prepare.
+//!   instance created by the kubelet plugin at prepare. `mig_geometry`: a geometry
+//!   written down (a built-in profile's) published as its instances
+//!   ([`NodeMig::from_geometry`]).
 //! - [`claim_template`] / [`resource_claim`]: "N GPUs, each with its own NIC".
 //! - [`prepare_allocation`] and [`compose_cdi`]: what the kubelet plugin checks and writes;
 //!   [`vendor_gpu_ids`]: each allocated GPU's device in the vendor's CDI spec.
@@ -108,6 +110,7 @@ mod limits;
 mod mig;
 mod mig_claims;
 mod mig_dynamic;
+mod mig_geometry;
 mod mixed;
 mod names;
 mod prepare;
@@ -158,6 +161,7 @@ pub use limits::{
 };
 pub use mig::{MigEntry, MigGpuLayout, MigInstance, MigJoinError, MigPairEntry, NodeMig};
 pub use mig_claims::{MigClaimSpec, mig_claim_spec};
+pub use mig_geometry::MigGeometryError;
 pub use mixed::{
     DeviceRole, ForeignDevice, MixedClaim, MixedSpec, MixedStrategy, mixed_claim, node_devices,
     stand_in_classes, topology_of,

@@ -39,7 +39,7 @@ mod server;
 mod turns;
 
 #[cfg(feature = "clap")]
-pub use args::{DecideArgs, NodesArgs, ServeArgs};
+pub use args::{DecideArgs, ExtenderProcess, NodesArgs, ServeArgs};
 pub use dra::foreign::judge_foreign;
 pub use dra::judge::{
     CAPACITY_WEIGHT, DraFit, DraVerdict, allocate, judge as judge_claims, judge_with_budget,

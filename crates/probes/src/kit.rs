@@ -421,7 +421,7 @@ pub enum BodyError {
     TimedOut(Duration),
     /// The connection failed while reading.
     #[error("reading the request body: {0}")]
-    Read(String),
+    Read(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Reads a whole request body of at most `limit` bytes within `timeout`.
@@ -433,7 +433,7 @@ pub async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<By
         Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
             Err(BodyError::TooLarge { limit })
         }
-        Ok(Err(e)) => Err(BodyError::Read(e.to_string())),
+        Ok(Err(e)) => Err(BodyError::Read(e)),
     }
 }
 

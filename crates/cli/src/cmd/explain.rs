@@ -3,7 +3,6 @@
 //! why the two differ (`topoalign_dra::explain_pod`); for a device-plugin pod, what the
 //! API server can tell.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, anyhow, bail};
@@ -15,6 +14,7 @@ use topoalign_dra::{
     ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,
 };
 use topoalign_kube_types::labels as keys;
+use topoalign_probes::KubeArgs;
 use topoalign_render::Table;
 
 use crate::output::{Format, exit, print, with_errors};
@@ -41,9 +41,9 @@ struct PodArgs {
     /// The pod, as NAMESPACE/NAME.
     #[arg(value_name = "NS/NAME")]
     target: String,
-    /// Kubeconfig file (default: in-cluster, $KUBECONFIG, ~/.kube/config).
-    #[arg(long, value_name = "FILE")]
-    kubeconfig: Option<PathBuf>,
+    /// The API client (`--kubeconfig`).
+    #[command(flatten)]
+    kube: KubeArgs,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     output: Format,
@@ -56,7 +56,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         let (ns, name) = parse_target(&a.target)?;
         let rt = topoalign_probes::runtime(topoalign_probes::Threads::PerCpu)
             .context("starting the async runtime")?;
-        let e = rt.block_on(read_and_explain(a.kubeconfig.as_ref(), ns, name))?;
+        let e = rt.block_on(read_and_explain(&a.kube, ns, name))?;
         print(&e, a.output, || table(&e))?;
         Ok(exit(e.as_good))
     })
@@ -80,12 +80,8 @@ fn api_error(e: kube::Error, what: &str, server: &str) -> anyhow::Error {
     }
 }
 
-async fn read_and_explain(
-    kubeconfig: Option<&PathBuf>,
-    ns: &str,
-    name: &str,
-) -> anyhow::Result<PodExplanation> {
-    let config = topoalign_probes::kube_config(kubeconfig.map(PathBuf::as_path)).await?;
+async fn read_and_explain(kube: &KubeArgs, ns: &str, name: &str) -> anyhow::Result<PodExplanation> {
+    let config = kube.config().await?;
     let server = config.cluster_url.to_string();
     let client = kube::Client::try_from(config).context("building the API client")?;
     let key = format!("{ns}/{name}");

@@ -78,7 +78,7 @@ fn counters(name: &str, generation: i64, count: i64) -> ResourceSlice {
     s
 }
 
-/// The desired pool: a counter slice and a device slice (generation 0: the publisher's
+/// The desired pool: a counter slice and a device slice (generation 0: the controller's
 /// input carries none).
 fn desired() -> Vec<ResourceSlice> {
     vec![

@@ -1,9 +1,9 @@
 //! Rail sources resolved against the built-in profiles.
 
-use topoalign_gang::{nic_rails, parse_rail_source};
+use topoalign_fabric::{nic_rails, parse_rail_source};
 use topoalign_profiles as profiles;
 
-fn resolve(profile: &str, text: &str) -> Result<topoalign_gang::NicRails, String> {
+fn resolve(profile: &str, text: &str) -> Result<topoalign_fabric::NicRails, String> {
     let topo = profiles::get(profile).unwrap();
     let src = parse_rail_source(text, "rails.yaml").map_err(|e| e.to_string())?;
     nic_rails(&topo, &src).map_err(|e| e.to_string())

@@ -1,4 +1,4 @@
-//! What the publisher must write to make the API server hold the desired pool: which
+//! What the slice controller must write to make the API server hold the desired pool: which
 //! slices to apply, which to delete, and the pool generation. Pure (no I/O), so that the
 //! generation rules are tested without a cluster.
 //!

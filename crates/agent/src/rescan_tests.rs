@@ -13,10 +13,10 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::{Request, Response, Status};
-use topoalign_gang::{RailSource, parse_rail_source};
+use topoalign_fabric::{RailSource, parse_rail_source};
 use topoalign_kube_types::kubelet_settings::Settings;
 use topoalign_kube_types::labels::RAILS_ANNOTATION;
-use topoalign_node_facts::{NodeFacts, WiringFlags, read_wiring};
+use topoalign_node_facts::{Follower, NodeFacts, WiringFlags};
 use topoalign_topology::Topology;
 
 use super::*;
@@ -64,24 +64,24 @@ fn rail_source() -> RailSource {
     .unwrap()
 }
 
-/// A saved lldpctl output at `dir/lldp.json` with `switches`, followed every `every`.
-fn setup(dir: &Path, switches: &[String], every: Duration) -> (PathBuf, Rewire) {
+/// A saved lldpctl output at `dir/lldp.json` with `switches`, followed with the rail
+/// source.
+fn setup(dir: &Path, switches: &[String]) -> (PathBuf, Follower) {
     let file = dir.join("lldp.json");
     std::fs::write(&file, lldpctl_json(switches)).unwrap();
     let flags = WiringFlags {
         lldp_from: Some(file.display().to_string()),
         ..WiringFlags::default()
     };
-    let rw = Rewire::new(flags, Some(rail_source()), every).unwrap();
+    let rw = Follower::new(flags, Some(rail_source()));
+    assert!(rw.rereads());
     (file, rw)
 }
 
 /// The facts at start, as `AgentArgs::config` reads them.
-fn at_start(rw: &Rewire, topo: &Topology) -> NodeFacts {
-    let wiring = read_wiring(&rw.flags, topo).unwrap();
-    NodeFacts::default()
-        .with_wiring(topo, wiring, rw.rails.as_ref())
-        .unwrap()
+fn at_start(rw: &Follower, topo: &Topology) -> NodeFacts {
+    let wiring = rw.read(topo).unwrap();
+    rw.refresh(&NodeFacts::default(), topo, wiring).unwrap()
 }
 
 /// The rail of the NIC named `netdev`.
@@ -111,7 +111,7 @@ fn errors(m: &Metrics) -> u64 {
 async fn a_read_again_follows_a_recabled_node_and_keeps_the_last_good_on_a_bad_read() {
     let topo = topoalign_profiles::get("mi300x-8").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let (file, rw) = setup(dir.path(), &leaves(1), Duration::from_secs(60));
+    let (file, rw) = setup(dir.path(), &leaves(1));
     let facts = at_start(&rw, &topo);
     let leaf_su1 = facts.leaf.clone().unwrap().value.unwrap();
     assert_eq!(
@@ -121,13 +121,13 @@ async fn a_read_again_follows_a_recabled_node_and_keeps_the_last_good_on_a_bad_r
     let m = Metrics::new();
 
     // The same neighbours: nothing new.
-    assert_eq!(rw.rescan(&facts, &topo, &m).await, None);
+    assert_eq!(rescan(&rw, &facts, &topo, &m).await, None);
 
     // rdma0 and rdma1 swap cables, and the node moves to scalable unit 2.
     let mut su2 = leaves(2);
     su2.swap(0, 1);
     std::fs::write(&file, lldpctl_json(&su2)).unwrap();
-    let moved = rw.rescan(&facts, &topo, &m).await.unwrap();
+    let moved = rescan(&rw, &facts, &topo, &m).await.unwrap();
     assert_eq!(
         (rail(&moved, &topo, "rdma0"), rail(&moved, &topo, "rdma1")),
         (Some(1), Some(0))
@@ -138,14 +138,14 @@ async fn a_read_again_follows_a_recabled_node_and_keeps_the_last_good_on_a_bad_r
     assert_eq!(labels.write[LEAF], leaf_su2);
     assert_eq!(errors(&m), 0);
     // Read again, the new neighbours are the facts' own: nothing new.
-    assert_eq!(rw.rescan(&moved, &topo, &m).await, None);
+    assert_eq!(rescan(&rw, &moved, &topo, &m).await, None);
 
     // A file that no longer reads, then none at all: nothing new, each read counted.
     std::fs::write(&file, "{\"lldp\": {\"interface\": [").unwrap();
-    assert_eq!(rw.rescan(&moved, &topo, &m).await, None);
+    assert_eq!(rescan(&rw, &moved, &topo, &m).await, None);
     assert_eq!(errors(&m), 1);
     std::fs::remove_file(&file).unwrap();
-    assert_eq!(rw.rescan(&moved, &topo, &m).await, None);
+    assert_eq!(rescan(&rw, &moved, &topo, &m).await, None);
     assert_eq!(errors(&m), 2);
 
     // Neighbours the rail source cannot place (one NIC's switch gone): the last good
@@ -153,13 +153,13 @@ async fn a_read_again_follows_a_recabled_node_and_keeps_the_last_good_on_a_bad_r
     let mut short = leaves(3);
     short.truncate(7);
     std::fs::write(&file, lldpctl_json(&short)).unwrap();
-    let read = read_wiring(&rw.flags, &topo).map_err(Box::new);
+    let read = rw.read(&topo).map_err(Box::new);
     assert!(read.is_ok(), "{read:?}");
-    let kept = rw.follow(&moved, &topo, read, &m);
+    let kept = follow(&rw, &moved, &topo, read, &m);
     assert_eq!(kept, None);
     assert_eq!(errors(&m), 3);
     std::fs::write(&file, lldpctl_json(&leaves(3))).unwrap();
-    let su3 = rw.rescan(&moved, &topo, &m).await.unwrap();
+    let su3 = rescan(&rw, &moved, &topo, &m).await.unwrap();
     assert_ne!(su3.leaf, moved.leaf);
 }
 
@@ -259,7 +259,7 @@ async fn the_loop_republishes_rails_and_leaf_only_when_the_neighbours_change() {
     let topo = topoalign_profiles::get("mi300x-8").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let every = Duration::from_millis(40);
-    let (file, rw) = setup(dir.path(), &leaves(1), every);
+    let (file, rw) = setup(dir.path(), &leaves(1));
     let facts = at_start(&rw, &topo);
     let leaf_su1 = facts.leaf.clone().unwrap().value.unwrap();
     let socket = dir.path().join("kubelet.sock");
@@ -279,7 +279,8 @@ async fn the_loop_republishes_rails_and_leaf_only_when_the_neighbours_change() {
         label_hold: Duration::from_secs(3600),
         timeout: Duration::from_secs(5),
         facts,
-        rewire: Some(rw),
+        follower: rw,
+        rescan_interval: every,
     };
     let seen = Arc::new(Mutex::new(Seen::default()));
     let m = Arc::new(Metrics::new());

@@ -25,10 +25,10 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use topoalign_topology::{Neighbours, Topology};
 
-use crate::labels::TOPOGRAPH_TIER_PREFIX;
-use crate::node_domains::DerivedLabel;
-use crate::rail_rules::switch_of;
-use crate::rails::NicRails;
+use crate::domain_keys::TOPOGRAPH_TIER_PREFIX;
+use crate::domain_labels::DerivedLabel;
+use crate::neighbour_switch::switch_of;
+use crate::nic_rails::NicRails;
 
 /// The most characters of a label value.
 const MAX_VALUE: usize = 63;
@@ -265,7 +265,7 @@ mod tests {
         for s in odd {
             if let Some(v) = label_value(s) {
                 assert_eq!(
-                    crate::node_domains::label_value_problem(&v),
+                    crate::domain_labels::label_value_problem(&v),
                     None,
                     "{s:?} -> {v:?}"
                 );
@@ -276,7 +276,7 @@ mod tests {
             set.sort();
             let v = unit_value(&set);
             assert_eq!(
-                crate::node_domains::label_value_problem(&v),
+                crate::domain_labels::label_value_problem(&v),
                 None,
                 "{set:?} -> {v:?}"
             );

@@ -1,5 +1,7 @@
-//! Where the driver's MIG instances come from (`--mig-state DIR`, `--mig-want MIX`), and
-//! their layout on the node's topology ([`NodeMig`]).
+//! Where a node's MIG instances come from (`--mig-state DIR`, `--mig-from-host`,
+//! `--mig-want MIX`, `--mig-dynamic`; with none, the geometry a built-in profile
+//! carries), and their layout on the node's topology ([`NodeMig`]): what the driver
+//! publishes, and what `discover`, `matrix`, `draw` and `profile show` lay over it.
 //!
 //! `--mig-state DIR` reads the saved outputs of this node's `nvidia-smi` (any may be
 //! absent, at least one present): [`LIST_FILE`] (`nvidia-smi -L`), [`LGI_FILE`]
@@ -11,12 +13,14 @@
 use std::path::{Path, PathBuf};
 
 use topoalign_discover::sysfs::nvcaps::{MIG_MINORS, read_mig_minors};
-use topoalign_dra::{MigJoinError, NodeMig};
-use topoalign_mig::{
-    GeometryError, MigOutputs, MixError, Model, PlanError, ReadError, Request, SavedOutput, plan,
-    read_state, state_from_plan,
-};
+use topoalign_dra::NodeMig;
+use topoalign_mig::{MigOutputs, Model, Request, SavedOutput, plan, read_state, state_from_plan};
 use topoalign_topology::{GpuVendor, Topology};
+
+use topoalign_dra::{MigGeometryError, MigJoinError};
+use topoalign_mig::{GeometryError, MixError, PlanError, ReadError};
+
+use crate::mig_modes::{ModeError, ModeSource, enabled};
 
 /// `nvidia-smi -L` in a `--mig-state` directory.
 pub(crate) const LIST_FILE: &str = "list.txt";
@@ -39,9 +43,9 @@ pub enum MigSource {
     Want(String),
     /// This host's live `nvidia-smi` (`crate::mig_live`).
     Host,
-    /// Dynamic MIG (`--mig-dynamic`, `crate::mig_dynamic`): every placement of the GPUs
+    /// Dynamic MIG (`--mig-dynamic`): every placement of the GPUs
     /// in MIG mode, as the mode source says.
-    Dynamic(crate::mig_dynamic::ModeSource),
+    Dynamic(ModeSource),
 }
 
 /// Why the MIG instances cannot be had.
@@ -87,29 +91,70 @@ pub enum MigSourceError {
     /// The live tool could not be run or failed.
     #[error(transparent)]
     Live(#[from] crate::mig_live::LiveError),
-    /// Dynamic MIG has no GPU to publish, or cannot tell which.
+    /// Dynamic MIG has no GPU to publish.
     #[error("--mig-dynamic: {0}")]
     Dynamic(String),
+    /// The MIG geometry of a built-in profile does not publish.
+    #[error("MIG geometry of profile `{profile}`: {source}")]
+    Profile {
+        /// The profile (the topology's name).
+        profile: String,
+        /// Why.
+        #[source]
+        source: MigGeometryError,
+    },
+    /// Which GPUs are in MIG mode cannot be told (boxed: the variant would size every
+    /// error).
+    #[error(transparent)]
+    Modes(Box<ModeError>),
+}
+
+impl From<ModeError> for MigSourceError {
+    fn from(e: ModeError) -> Self {
+        MigSourceError::Modes(Box::new(e))
+    }
 }
 
 impl MigSource {
     /// The node's MIG layout on `topo` and warnings about it: GPUs whose MIG mode
-    /// change waits for a reset (`crate::mig_mode`, from `query.txt` in a state
+    /// change waits for a reset (`crate::mig_modes`, from `query.txt` in a state
     /// directory or the live `nvidia-smi -q`).
     pub fn layout_checked(
         &self,
         topo: &Topology,
     ) -> Result<(NodeMig, Vec<String>), MigSourceError> {
         if let MigSource::Dynamic(modes) = self {
-            return crate::mig_dynamic::layout(topo, modes);
+            return dynamic_layout(topo, modes);
         }
         let mig = self.layout(topo)?;
         let warnings = match self {
-            MigSource::State(dir) => crate::mig_mode::from_dir(dir)?,
-            MigSource::Host => crate::mig_mode::from_tool(&topoalign_discover::program_from_env()),
+            MigSource::State(dir) => crate::mig_modes::from_dir(dir)?,
+            MigSource::Host => crate::mig_modes::from_tool(&topoalign_discover::program_from_env()),
             MigSource::None | MigSource::Want(_) | MigSource::Dynamic(_) => Vec::new(),
         };
         Ok((mig, warnings))
+    }
+
+    /// [`Self::layout_checked`], or, with no source ([`MigSource::None`]), the MIG
+    /// geometry of the built-in profile `profile` where it carries one
+    /// ([`NodeMig::from_geometry`]): what a node of that profile publishes.
+    pub fn layout_on(
+        &self,
+        topo: &Topology,
+        profile: Option<&str>,
+    ) -> Result<(NodeMig, Vec<String>), MigSourceError> {
+        match profile.and_then(topoalign_profiles::mig_geometry) {
+            Some(geo) if *self == MigSource::None => {
+                let mig = NodeMig::from_geometry(topo, geo.model, geo.gpus).map_err(|source| {
+                    MigSourceError::Profile {
+                        profile: topo.name.clone(),
+                        source,
+                    }
+                })?;
+                Ok((mig, Vec::new()))
+            }
+            _ => self.layout_checked(topo),
+        }
     }
 
     /// The node's MIG layout on `topo`.
@@ -150,7 +195,7 @@ impl MigSource {
                 Ok(NodeMig::join(topo, &state)?)
             }
             MigSource::Host => live_layout(topo, None),
-            MigSource::Dynamic(modes) => Ok(crate::mig_dynamic::layout(topo, modes)?.0),
+            MigSource::Dynamic(modes) => Ok(dynamic_layout(topo, modes)?.0),
             MigSource::Want(text) => {
                 let model = node_model(topo).map_err(MigSourceError::Model)?;
                 let gpus = nvidia_count(topo);
@@ -228,6 +273,25 @@ fn node_model(topo: &Topology) -> Result<&'static Model, String> {
         }
     }
     found.ok_or_else(|| "the node has no NVIDIA GPU".to_string())
+}
+
+/// The dynamic layout of the node's GPUs in MIG mode, and warnings.
+fn dynamic_layout(
+    topo: &Topology,
+    modes: &ModeSource,
+) -> Result<(NodeMig, Vec<String>), MigSourceError> {
+    match enabled(modes)? {
+        None => Ok((NodeMig::dynamic(topo, None)?, Vec::new())),
+        Some((on, warnings)) if on.is_empty() => Err(MigSourceError::Dynamic(format!(
+            "no GPU is in MIG mode{}: enable it first (`nvidia-smi -i <gpu> -mig 1`)",
+            if warnings.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", warnings.join("; "))
+            }
+        ))),
+        Some((on, warnings)) => Ok((NodeMig::dynamic(topo, Some(&on))?, warnings)),
+    }
 }
 
 /// Gives every instance of `mig` with known GPU-instance (and compute-instance) IDs its
@@ -478,6 +542,44 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("cannot run `/nonexistent/nvidia-smi`"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_gpus_in_mig_mode_publish_their_placements() {
+        let topo = topoalign_profiles::get("dgx-h100").unwrap();
+        let (all, w) = dynamic_layout(&topo, &ModeSource::All).unwrap();
+        assert_eq!((all.gpus.len(), w.len()), (8, 0));
+        let dir = std::env::temp_dir().join(format!("topoalign-mig-dyn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let state = ModeSource::State(dir.clone());
+        assert_eq!(
+            dynamic_layout(&topo, &state).unwrap().0.gpus.len(),
+            8,
+            "no query.txt"
+        );
+        let gpu = |b: topoalign_topology::Bdf, cur: &str, pend: &str| {
+            format!(
+                "GPU 0000{}\n    MIG Mode\n        Current : {cur}\n        Pending : {pend}\n",
+                b.to_string().to_uppercase()
+            )
+        };
+        let (a, b) = (topo.gpu_bdf(0), topo.gpu_bdf(1));
+        let text = format!(
+            "{}{}",
+            gpu(a, "Enabled", "Enabled"),
+            gpu(b, "Disabled", "Enabled")
+        );
+        std::fs::write(dir.join("query.txt"), text).unwrap();
+        let (mig, w) = dynamic_layout(&topo, &state).unwrap();
+        assert_eq!(mig.gpus.iter().map(|g| g.bdf).collect::<Vec<_>>(), [a]);
+        assert_eq!(w.len(), 1, "{w:?}");
+        std::fs::write(dir.join("query.txt"), gpu(a, "Disabled", "Disabled")).unwrap();
+        let e = dynamic_layout(&topo, &state)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no GPU is in MIG mode"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

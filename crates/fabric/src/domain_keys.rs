@@ -36,7 +36,7 @@ pub(crate) const OLD_CORE: &str = "network.topology.nvidia.com/core";
 /// node agrees (GB200/GB300 NVL72).
 pub(crate) const GFD_CLIQUE: &str = "nvidia.com/gpu.clique";
 /// The node's own name, the lowest level Kueue accepts.
-pub(crate) const HOSTNAME: &str = "kubernetes.io/hostname";
+const HOSTNAME: &str = "kubernetes.io/hostname";
 
 /// A domain level a gang can be kept inside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -69,6 +69,15 @@ impl Level {
         Level::Node,
     ];
 
+    /// The level names accepted, for error messages.
+    pub const NAMES_TEXT: &'static str = "node, nvlink-sub, nvlink, leaf, spine, core, tier-N";
+
+    /// The level's key of highest precedence (`kubernetes.io/hostname` for a node): the
+    /// key a job names the level by when it gives none.
+    pub fn key(self) -> String {
+        self.keys().remove(0)
+    }
+
     /// The level's keys in order of precedence (highest first).
     pub fn keys(self) -> Vec<String> {
         let tier = |n: u32| format!("{TOPOGRAPH_TIER_PREFIX}{n}");
@@ -94,6 +103,24 @@ impl Level {
         match self {
             Level::Node | Level::NvlinkSub | Level::Nvlink => 1,
             Level::Tier(n) => n + 1,
+        }
+    }
+
+    /// Checks a key the user gave: known, and of `level` when a level is given; the
+    /// key's level. The error text lists the known keys (of the level, or all).
+    pub fn check_key(key: &str, level: Option<Level>) -> Result<Level, KeyError> {
+        let known = |l: Option<Level>| match l {
+            Some(l) => l.keys().join(", "),
+            None => known_keys().join(", ") + ", fabric.topograph.run/tier-N",
+        };
+        match (Level::of_key(key), level) {
+            (None, l) => Err(KeyError::Unknown { known: known(l) }),
+            (Some(found), Some(l)) if found != l => Err(KeyError::OtherLevel {
+                known: known(Some(l)),
+                found,
+                wanted: l,
+            }),
+            (Some(found), _) => Ok(found),
         }
     }
 
@@ -129,11 +156,16 @@ impl fmt::Display for Level {
     }
 }
 
-/// The level names accepted, for error messages.
-pub(crate) const LEVEL_NAMES: &str = "node, nvlink-sub, nvlink, leaf, spine, core, tier-N";
+/// A domain level name that is not one ([`Level`] from text).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("unknown domain level {given:?}; known levels: {}", Level::NAMES_TEXT)]
+pub struct LevelError {
+    /// The name given.
+    pub given: String,
+}
 
 impl std::str::FromStr for Level {
-    type Err = String;
+    type Err = LevelError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Ok(match s {
@@ -146,9 +178,9 @@ impl std::str::FromStr for Level {
             other => match other.strip_prefix("tier-").and_then(tier_number) {
                 Some(n) => Level::Tier(n),
                 None => {
-                    return Err(format!(
-                        "unknown domain level {other:?}; known levels: {LEVEL_NAMES}"
-                    ));
+                    return Err(LevelError {
+                        given: other.to_string(),
+                    });
                 }
             },
         })
@@ -193,24 +225,6 @@ pub(crate) fn lookup(
         .keys()
         .into_iter()
         .find_map(|k| labels.get(&k).map(|v| (k, v.as_str())))
-}
-
-/// Checks a key the user gave: known, and of `level` when a level is given. The error
-/// text lists the known keys (of the level, or all).
-pub(crate) fn check_key(key: &str, level: Option<Level>) -> Result<Level, KeyError> {
-    let known = |l: Option<Level>| match l {
-        Some(l) => l.keys().join(", "),
-        None => known_keys().join(", ") + ", fabric.topograph.run/tier-N",
-    };
-    match (Level::of_key(key), level) {
-        (None, l) => Err(KeyError::Unknown { known: known(l) }),
-        (Some(found), Some(l)) if found != l => Err(KeyError::OtherLevel {
-            known: known(Some(l)),
-            found,
-            wanted: l,
-        }),
-        (Some(found), _) => Ok(found),
-    }
 }
 
 #[cfg(test)]
@@ -262,6 +276,7 @@ mod tests {
             "rack"
                 .parse::<Level>()
                 .unwrap_err()
+                .to_string()
                 .contains("known levels")
         );
         assert_eq!(Level::of_key("fabric.topograph.run/tier-01"), None);
@@ -271,19 +286,19 @@ mod tests {
 
     #[test]
     fn unknown_and_mismatched_keys_are_refused_with_the_known_ones() {
-        let e = check_key("topology.kubernetes.io/rack", None)
+        let e = Level::check_key("topology.kubernetes.io/rack", None)
             .unwrap_err()
             .to_string();
         assert!(
             e.contains(TOPOGRAPH_DOMAIN) && e.contains(GFD_CLIQUE),
             "{e}"
         );
-        let e = check_key(OLD_SPINE, Some(Level::LEAF))
+        let e = Level::check_key(OLD_SPINE, Some(Level::LEAF))
             .unwrap_err()
             .to_string();
         assert!(e.contains("for level spine, not leaf"), "{e}");
         assert_eq!(
-            check_key(GFD_CLIQUE, Some(Level::Nvlink)),
+            Level::check_key(GFD_CLIQUE, Some(Level::Nvlink)),
             Ok(Level::Nvlink)
         );
     }

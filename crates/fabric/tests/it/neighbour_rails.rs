@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use topoalign_gang::{
+use topoalign_fabric::{
     DomainInputs, derive_leaf, domain_labels, domain_labels_with, nic_rails, nic_rails_with,
     parse_rail_source,
 };

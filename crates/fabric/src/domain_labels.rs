@@ -22,9 +22,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::GangError;
-use crate::input::{child, parse};
-use crate::labels::{GFD_CLIQUE, Level, check_key};
+use crate::document::{child, parse_document};
+use crate::domain_keys::{GFD_CLIQUE, Level};
+use crate::error::FabricError;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -67,17 +67,21 @@ pub(crate) fn label_value_problem(v: &str) -> Option<String> {
     })
 }
 
-fn check_labels(labels: &BTreeMap<String, String>, file: &str, at: &str) -> Result<(), GangError> {
+fn check_labels(
+    labels: &BTreeMap<String, String>,
+    file: &str,
+    at: &str,
+) -> Result<(), FabricError> {
     let mut by_level: BTreeMap<Level, (&str, &str)> = BTreeMap::new();
     for (key, value) in labels {
         let field = child(at, key);
-        let level = check_key(key, None).map_err(|source| GangError::UnknownKey {
+        let level = Level::check_key(key, None).map_err(|source| FabricError::UnknownKey {
             file: file.to_string(),
             field: field.clone(),
             key: key.clone(),
             source,
         })?;
-        let bad = |why: String| GangError::Field {
+        let bad = |why: String| FabricError::Field {
             file: file.to_string(),
             field: field.clone(),
             why,
@@ -105,10 +109,10 @@ fn check_labels(labels: &BTreeMap<String, String>, file: &str, at: &str) -> Resu
 }
 
 /// Reads and checks a domain file (YAML or JSON); `file` names it in errors.
-pub fn parse_domain_file(text: &str, file: &str) -> Result<DomainFile, GangError> {
-    let raw: RawDomainFile = parse(text, file)?;
+pub fn parse_domain_file(text: &str, file: &str) -> Result<DomainFile, FabricError> {
+    let raw: RawDomainFile = parse_document(text, file)?;
     if raw.labels.is_none() && raw.nodes.is_none() {
-        return Err(GangError::Field {
+        return Err(FabricError::Field {
             file: file.to_string(),
             field: ".".into(),
             why: "expected labels (this node's domain labels) or nodes (labels per node name)"
