@@ -7,8 +7,8 @@
 //!
 //! Devices are told apart by their attributes: topoalign's own carry `type`
 //! (`gpu`/`nic`/`pair`) and its pairs their `class`; other drivers' devices by
-//! [`ForeignDevice::role`](crate::mixed::ForeignDevice::role). The node's topology is
-//! rebuilt from the attributes ([`topology_of`](crate::mixed::topology_of): NUMA node and
+//! [`ForeignDevice::role`](crate::vendor::ForeignDevice::role). The node's topology is
+//! rebuilt from the attributes ([`topology_of`](crate::slice_topology::topology_of): NUMA node and
 //! host bridge); a class topoalign published on a pair device wins over the rebuilt
 //! topology's, which cannot see PCIe switches.
 

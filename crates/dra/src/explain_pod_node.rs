@@ -10,8 +10,9 @@ use topoalign_topology::{Bdf, PcieClass, Topology};
 use super::{Kind, PairReport};
 use crate::DRIVER_NAME;
 use crate::attr;
-use crate::mixed::{DeviceRole, ForeignDevice, node_devices, topology_of};
 use crate::prepare::AllocatedDevice;
+use crate::slice_topology::topology_of;
+use crate::vendor::{DeviceRole, ForeignDevice, node_devices};
 
 /// A device of the node with what it is.
 pub(super) struct Known {

@@ -110,7 +110,9 @@ mod names;
 mod prepare;
 mod rails;
 mod slice_file;
+mod slice_topology;
 mod slices;
+mod vendor;
 
 pub use allocator::{DeviceId, Found, NodeDevices, Outcome, PreparedClaim, first_fit};
 pub use cdi::{
@@ -147,17 +149,19 @@ pub use limits::{
 };
 pub use mig::{MigEntry, MigGpuLayout, MigInstance, MigJoinError, MigPairEntry, NodeMig};
 pub use mig_claims::{MigClaimSpec, mig_claim_spec};
-pub use mixed::{
-    DeviceRole, ForeignDevice, MixedClaim, MixedSpec, MixedStrategy, mixed_claim, node_devices,
-    stand_in_classes, topology_of,
-};
+pub use mixed::{MixedClaim, MixedSpec, MixedStrategy, mixed_claim, stand_in_classes};
 pub use names::{dns_label_problem, pair_device};
 pub use prepare::{
     AllocatedDevice, Holdings, PreparedDevice, PreparedGpu, PreparedMig, prepare_allocation,
 };
 pub use rails::{pin_rails, pin_rails_per_rail};
 pub use slice_file::parse_slice_file;
+pub use slice_topology::{SliceTopology, slice_topology, topology_of};
 pub use slices::{counter_sets, resource_slices, slices_for};
+pub use vendor::{
+    AMD_GPU_DRIVER, CPU_DRIVER, DRANET_DRIVER, DeviceRole, ForeignDevice, GpuForm,
+    NUMA_NODE_COMPAT, NVIDIA_GPU_DRIVER, SRIOV_DRIVER, node_devices, rdma_selector,
+};
 
 /// The driver's name, a DNS subdomain the project uses as its own domain.
 pub const DRIVER_NAME: &str = "topoalign.dev";
