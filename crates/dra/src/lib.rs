@@ -101,6 +101,7 @@ mod explain;
 mod explain_node;
 mod explain_pod;
 mod inventory;
+mod ladder;
 mod limits;
 mod mig;
 mod mig_claims;
@@ -142,6 +143,7 @@ pub use explain_pod::{
     ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,
 };
 pub use inventory::{CounterUse, DeviceKind, DeviceRef, Inventory, PairsPerGpu, PublishOptions};
+pub use ladder::{LadderSpec, Rung, ladder_claim};
 pub use limits::{
     MAX_ATTRIBUTES_AND_CAPACITIES, MAX_CONSUMES_COUNTERS_PER_DEVICE, MAX_COUNTER_SETS_PER_SLICE,
     MAX_COUNTERS_PER_SET, MAX_DEVICES_PER_CLAIM, MAX_DEVICES_PER_SLICE,
@@ -155,7 +157,7 @@ pub use prepare::{
     AllocatedDevice, Holdings, PreparedDevice, PreparedGpu, PreparedMig, prepare_allocation,
 };
 pub use rails::{pin_rails, pin_rails_per_rail};
-pub use slice_file::parse_slice_file;
+pub use slice_file::{SliceFile, SliceFileError, parse_slice_file};
 pub use slice_topology::{SliceTopology, slice_topology, topology_of};
 pub use slices::{counter_sets, resource_slices, slices_for};
 pub use vendor::{

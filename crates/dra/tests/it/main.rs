@@ -15,3 +15,4 @@ mod prepare;
 mod prepared;
 mod roce;
 mod slices;
+mod vendor;
