@@ -19,7 +19,7 @@ use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use serde::Serialize;
 use thiserror::Error;
 use topoalign_plan::Usage;
-use topoalign_topology::{Bdf, PcieClass, TopologyBuilder};
+use topoalign_topology::{Bdf, PcieClass, Topology, TopologyBuilder};
 
 use crate::allocator::{DeviceId, NodeDevices, first_fit};
 use crate::explain::pairs_of;
@@ -152,6 +152,10 @@ pub struct PodInput<'a> {
     /// What the node says about its devices (labels or annotations of topoalign's
     /// agent, name → value), shown for device-plugin pods.
     pub node_facts: &'a [(String, String)],
+    /// The node's machine (a profile, a saved sysfs …), used instead of the topology the
+    /// slices describe when it has every GPU and NIC the node publishes: it sees PCIe
+    /// switches and C2C links the slices do not.
+    pub topology: Option<&'a Topology>,
 }
 
 /// What a device is.
@@ -227,6 +231,9 @@ pub struct PairReport {
     pub nic_name: String,
     /// The class of the GPU→NIC path (`None` when the node's topology is unknown).
     pub class: Option<PcieClass>,
+    /// Whether NCCL uses GPUDirect RDMA on it by default (`None` when unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gdr: Option<bool>,
 }
 
 /// Pairs with their worst class and rank sum.
@@ -367,7 +374,7 @@ pub fn explain_pod(input: &PodInput<'_>) -> Result<PodExplanation, PodError> {
     if refs.is_empty() {
         return Ok(device_plugin(input, pod, node));
     }
-    let view = NodeView::new(input.slices, &node, &mut notes);
+    let view = NodeView::new(input.slices, &node, input.topology, &mut notes);
     if view.devices.is_empty() {
         notes.push(format!(
             "node {node} has no ResourceSlices: what its devices are is unknown"

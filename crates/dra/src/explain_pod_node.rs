@@ -55,7 +55,12 @@ fn own_bdf(d: &ForeignDevice, name: &str) -> Option<Bdf> {
 }
 
 impl NodeView {
-    pub(super) fn new(slices: &[ResourceSlice], node: &str, notes: &mut Vec<String>) -> NodeView {
+    pub(super) fn new(
+        slices: &[ResourceSlice],
+        node: &str,
+        given: Option<&Topology>,
+        notes: &mut Vec<String>,
+    ) -> NodeView {
         let mut devices = BTreeMap::new();
         for (pool, dev) in node_devices(slices, node) {
             let kind = kind_of(&dev);
@@ -88,8 +93,14 @@ impl NodeView {
                 published.insert((g, n), c);
             }
         }
+        let has_all = |t: &Topology| {
+            let mut addrs = gpus.iter().chain(&nics).filter_map(ForeignDevice::bdf);
+            addrs.all(|b| t.gpu_index(b).is_some() || t.nic_index(b).is_some())
+        };
         let topo = if gpus.is_empty() && nics.is_empty() {
             None
+        } else if let Some(t) = given.filter(|t| has_all(t)) {
+            Some(t.clone())
         } else {
             match topology_of(node, &gpus, &nics) {
                 Ok(t) => Some(t),
@@ -146,6 +157,21 @@ impl NodeView {
             nic,
             nic_name: self.nic_name(nic),
             class: self.class(gpu, nic),
+            gdr: self.gdr(gpu, nic),
+        }
+    }
+
+    /// Whether NCCL uses GPUDirect RDMA on the path by default: the topology's verdict
+    /// (which knows C2C links), else the published class's.
+    pub(super) fn gdr(&self, gpu: Bdf, nic: Bdf) -> Option<bool> {
+        let from_topo = self.topo.as_ref().and_then(|t| {
+            let (g, n) = (t.gpu_index(gpu)?, t.nic_index(nic)?);
+            Some(t.classifier().gpu_nic(g, n).gdr)
+        });
+        let published = self.published.get(&(gpu, nic));
+        match (published, from_topo) {
+            (Some(c), _) => Some(topoalign_topology::GpuNicPath::new(*c, false).gdr),
+            (None, g) => g,
         }
     }
 

@@ -98,10 +98,12 @@ mod classes;
 mod entries;
 mod error;
 mod explain;
+mod explain_all;
 mod explain_node;
 mod explain_pod;
 mod inventory;
 mod ladder;
+mod ladder_report;
 mod limits;
 mod mig;
 mod mig_claims;
@@ -138,12 +140,19 @@ pub use entries::{GpuEntry, NicFunction, PairEntry, PhysicalNic};
 pub use error::{AllocationError, DraError};
 pub use explain::{Explanation, explain};
 pub use explain::{mark_usage, resolve_with};
+pub use explain_all::{
+    AlignmentSummary, ClusterAlignment, ClusterInput, PodAlignment, alignment_of_claims,
+    explain_all,
+};
 pub use explain_node::{SimulatedNode, explain_mixed, own_request};
 pub use explain_pod::{
     ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,
 };
 pub use inventory::{CounterUse, DeviceKind, DeviceRef, Inventory, PairsPerGpu, PublishOptions};
 pub use ladder::{LadderSpec, Rung, ladder_claim};
+pub use ladder_report::{
+    LadderInput, LadderPair, NodeLadder, held_devices, ladder_nodes, ladder_report,
+};
 pub use limits::{
     MAX_ATTRIBUTES_AND_CAPACITIES, MAX_CONSUMES_COUNTERS_PER_DEVICE, MAX_COUNTER_SETS_PER_SLICE,
     MAX_COUNTERS_PER_SET, MAX_DEVICES_PER_CLAIM, MAX_DEVICES_PER_SLICE,

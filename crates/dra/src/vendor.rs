@@ -340,6 +340,39 @@ pub(crate) fn physical_gpus(gpus: Vec<ForeignDevice>) -> Vec<ForeignDevice> {
         .collect()
 }
 
+/// The driver a DeviceClass named `class` selects: a class among `classes` whose CEL
+/// says `device.driver == "…"`, else the driver behind a class name users know
+/// (`gpu.nvidia.com`, `gpu.amd.com`, `dranet.net`).
+pub(crate) fn driver_for(
+    class: &str,
+    classes: &[k8s_openapi::api::resource::v1::DeviceClass],
+) -> Option<String> {
+    let named = classes
+        .iter()
+        .find(|c| c.metadata.name.as_deref() == Some(class));
+    let exprs = named
+        .and_then(|c| c.spec.as_ref()?.selectors.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.cel.as_ref().map(|c| c.expression.clone()));
+    for e in exprs {
+        let e: String = e.split_whitespace().collect();
+        for quote in ['"', '\''] {
+            let head = format!("device.driver=={quote}");
+            if let Some(rest) = e.split(&head).nth(1)
+                && let Some(end) = rest.find(quote)
+            {
+                return Some(rest[..end].to_string());
+            }
+        }
+    }
+    match class {
+        NVIDIA_GPU_DRIVER | AMD_GPU_DRIVER => Some(class.to_string()),
+        "dranet.net" | "dranet" => Some(DRANET_DRIVER.to_string()),
+        _ => None,
+    }
+}
+
 /// A CEL selector keeping the RDMA functions of a NIC driver that says which do RDMA
 /// (dranet's `rdma`, the SR-IOV driver's `rdmaCapable`), guarded so that a device
 /// without the attribute is passed over rather than an evaluation error.
