@@ -7,14 +7,15 @@
 //! `status.reservedFor` pods), for a process that watches claims and slices but not
 //! pods (the extender's gauges).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use serde::Serialize;
 use topoalign_topology::{PcieClass, Topology};
 
-use crate::explain_pod::{Pairs, PodInput, explain_pod, pod_key};
+use crate::explain_pod::{NodePairs, Pairs, PodInput, explain_pod, pod_key};
+use crate::prepare::AllocatedDevice;
 
 /// What the cluster holds.
 #[derive(Debug, Clone, Copy)]
@@ -247,79 +248,55 @@ fn consumers(claims: &[ResourceClaim]) -> BTreeMap<String, Vec<&ResourceClaim>> 
 }
 
 /// [`explain_all`]'s summary from the allocated claims alone: each pod a claim is
-/// reserved for (`status.reservedFor`), placed on the node of its devices' pools. No
-/// better free choice is looked for (it needs the pods).
-pub fn alignment_of_claims(
-    claims: &[ResourceClaim],
-    slices: &[ResourceSlice],
-    classes: &[DeviceClass],
-) -> AlignmentSummary {
+/// reserved for (`status.reservedFor`), on the node of its devices' pools (`slices` of
+/// that node, read once per node). No better free choice is looked for (it needs the
+/// pods and a planner run per pod).
+pub fn alignment_of_claims(claims: &[ResourceClaim], slices: &[ResourceSlice]) -> AlignmentSummary {
     let pool_node: BTreeMap<(&str, &str), &str> = slices
         .iter()
         .filter_map(|s| {
-            Some((
-                (s.spec.driver.as_str(), s.spec.pool.name.as_str()),
-                s.spec.node_name.as_deref()?,
-            ))
+            let node = s.spec.node_name.as_deref()?;
+            Some(((s.spec.driver.as_str(), s.spec.pool.name.as_str()), node))
         })
         .collect();
-    let mut summary = AlignmentSummary::default();
-    for (uid, mine) in consumers(claims) {
-        let results = mine
+    // Per node, its pods' allocations.
+    let mut by_node: BTreeMap<&str, Vec<Vec<Vec<AllocatedDevice>>>> = BTreeMap::new();
+    for mine in consumers(claims).into_values() {
+        let allocs: Vec<Vec<AllocatedDevice>> = mine
             .iter()
             .filter_map(|c| c.status.as_ref()?.allocation.as_ref()?.devices.as_ref())
-            .flat_map(|d| d.results.iter().flatten());
-        let nodes: BTreeSet<&str> = results
-            .filter_map(|r| {
-                pool_node
-                    .get(&(r.driver.as_str(), r.pool.as_str()))
-                    .copied()
+            .map(|d| {
+                d.results
+                    .iter()
+                    .flatten()
+                    .map(AllocatedDevice::from)
+                    .collect()
             })
             .collect();
-        let Some(node) = nodes.iter().next().copied() else {
-            continue;
-        };
-        let pod = synthetic_pod(&uid, node, &mine);
-        let owned: Vec<ResourceClaim> = mine.iter().map(|c| (*c).clone()).collect();
+        let node = (allocs.iter().flatten()).find_map(|r| {
+            pool_node
+                .get(&(r.driver.as_str(), r.pool.as_str()))
+                .copied()
+        });
+        if let Some(node) = node {
+            by_node.entry(node).or_default().push(allocs);
+        }
+    }
+    let mut summary = AlignmentSummary::default();
+    for (node, pods) in by_node {
         let node_slices: Vec<ResourceSlice> = (slices.iter())
             .filter(|s| s.spec.node_name.as_deref() == Some(node))
             .cloned()
             .collect();
-        let Ok(e) = explain_pod(&PodInput {
-            pod: &pod,
-            claims: &owned,
-            slices: &node_slices,
-            others: &[],
-            classes,
-            node_facts: &[],
-            topology: None,
-        }) else {
-            continue;
-        };
-        if e.pairs.pairs.is_empty() {
-            continue;
+        let view = NodePairs::new(&node_slices, node, None);
+        for allocs in pods {
+            let pairs = view.pairs(allocs.iter().map(Vec::as_slice));
+            if !pairs.pairs.is_empty() {
+                summary.add(gdr_per_gpu(&pairs), &by_class(&pairs), false);
+            }
         }
-        summary.add(gdr_per_gpu(&e.pairs), &by_class(&e.pairs), false);
     }
     summary
-}
-
-/// A pod standing for a claims' consumer: its claims by name, on `node`.
-fn synthetic_pod(uid: &str, node: &str, claims: &[&ResourceClaim]) -> Pod {
-    let ns = claims
-        .first()
-        .and_then(|c| c.metadata.namespace.clone())
-        .unwrap_or_else(|| "default".into());
-    let entries: Vec<serde_json::Value> = claims
-        .iter()
-        .filter_map(|c| c.metadata.name.as_deref())
-        .map(|n| serde_json::json!({"name": n, "resourceClaimName": n}))
-        .collect();
-    serde_json::from_value(serde_json::json!({
-        "metadata": {"name": uid, "namespace": ns, "uid": uid},
-        "spec": {"nodeName": node, "containers": [], "resourceClaims": entries},
-    }))
-    .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -418,7 +395,7 @@ mod tests {
             "2 pods with GPU–NIC pairs: 0 with GPUDirect RDMA on every GPU, 2 without, 0 unknown; pairs PHB×1 SYS×1; 1 with a better free choice now"
         );
         // From the claims alone: the same pods and pairs.
-        let c = alignment_of_claims(&claims, &file.slices, &file.classes);
+        let c = alignment_of_claims(&claims, &file.slices);
         assert_eq!((c.pods, c.gdr_not_every_gpu), (2, 2));
         assert_eq!(c.pairs_by_class, s.pairs_by_class);
     }

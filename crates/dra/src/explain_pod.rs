@@ -467,30 +467,7 @@ pub fn explain_pod(input: &PodInput<'_>) -> Result<PodExplanation, PodError> {
             }
         };
         earlier.extend(alloc.iter().map(id_of));
-        // Pairs: grouped by request (`gpu-3` with `nic-3`, a pair device alone); when
-        // that leaves a GPU without NICs, the claim's GPUs and NICs form one group.
-        let topo = view.topo.as_ref().or(empty.as_ref());
-        if let Some(topo) = topo {
-            let resolve = |a: &AllocatedDevice| view.resolve(a);
-            let mut groups = pairs_of(topo, alloc, resolve);
-            let has_nics = devices.iter().any(|d| d.nic.is_some());
-            if has_nics && groups.iter().any(|p| p.nics.is_empty()) {
-                let one: Vec<AllocatedDevice> = alloc
-                    .iter()
-                    .map(|a| AllocatedDevice {
-                        // One numeric suffix: one group (see `pairs_of`).
-                        request: "claim-0".into(),
-                        ..a.clone()
-                    })
-                    .collect();
-                groups = pairs_of(topo, &one, |a: &AllocatedDevice| view.resolve(a));
-            }
-            for g in groups {
-                for n in g.nics {
-                    pod_pairs.push(view.pair(g.gpu, n));
-                }
-            }
-        }
+        pod_pairs.extend(claim_pairs(&view, empty.as_ref(), alloc));
         claims.push(ClaimReport {
             entry: r.entry.clone(),
             claim: key.clone(),
@@ -515,6 +492,71 @@ pub fn explain_pod(input: &PodInput<'_>) -> Result<PodExplanation, PodError> {
     };
     compare(&mut out, &view, &usage, &holders);
     Ok(out)
+}
+
+/// One claim's GPU–NIC pairs on the node: grouped by request (`gpu-3` with `nic-3`, a
+/// pair device alone); when that leaves a GPU without NICs, the claim's GPUs and NICs
+/// form one group.
+fn claim_pairs(
+    view: &NodeView,
+    empty: Option<&Topology>,
+    alloc: &[AllocatedDevice],
+) -> Vec<PairReport> {
+    let Some(topo) = view.topo.as_ref().or(empty) else {
+        return Vec::new();
+    };
+    let resolve = |a: &AllocatedDevice| view.resolve(a);
+    let mut groups = pairs_of(topo, alloc, resolve);
+    let has_nics = alloc.iter().any(|a| !view.resolve(a).1.is_empty());
+    if has_nics && groups.iter().any(|p| p.nics.is_empty()) {
+        let one: Vec<AllocatedDevice> = alloc
+            .iter()
+            .map(|a| AllocatedDevice {
+                // One numeric suffix: one group (see `pairs_of`).
+                request: "claim-0".into(),
+                ..a.clone()
+            })
+            .collect();
+        groups = pairs_of(topo, &one, |a: &AllocatedDevice| view.resolve(a));
+    }
+    let mut out = Vec::new();
+    for g in groups {
+        for n in g.nics {
+            out.push(view.pair(g.gpu, n));
+        }
+    }
+    out
+}
+
+/// A node's devices read once, for the pairs of many pods' claims (`explain --all`'s
+/// counts from the claims alone).
+pub(crate) struct NodePairs {
+    view: NodeView,
+    empty: Option<Topology>,
+}
+
+impl NodePairs {
+    /// Reads `node`'s devices from `slices` (a `topology` with all their addresses wins
+    /// over the one the slices describe).
+    pub(crate) fn new(slices: &[ResourceSlice], node: &str, topology: Option<&Topology>) -> Self {
+        let mut notes = Vec::new();
+        NodePairs {
+            view: NodeView::new(slices, node, topology, &mut notes),
+            empty: TopologyBuilder::new("none").build().ok(),
+        }
+    }
+
+    /// The pairs of a pod whose claims got `allocs`.
+    pub(crate) fn pairs<'a>(
+        &self,
+        allocs: impl IntoIterator<Item = &'a [AllocatedDevice]>,
+    ) -> Pairs {
+        let all = allocs
+            .into_iter()
+            .flat_map(|a| claim_pairs(&self.view, self.empty.as_ref(), a))
+            .collect();
+        Pairs::of(all)
+    }
 }
 
 /// Replays the stock allocator's first fit for claim `c` on the node's devices minus

@@ -343,6 +343,7 @@ pub(crate) fn physical_gpus(gpus: Vec<ForeignDevice>) -> Vec<ForeignDevice> {
 /// The driver a DeviceClass named `class` selects: a class among `classes` whose CEL
 /// says `device.driver == "…"`, else the driver behind a class name users know
 /// (`gpu.nvidia.com`, `gpu.amd.com`, `dranet.net`).
+#[cfg(feature = "clap")]
 pub(crate) fn driver_for(
     class: &str,
     classes: &[k8s_openapi::api::resource::v1::DeviceClass],
