@@ -63,6 +63,8 @@ pub(crate) struct Cluster {
     pub plain_gpu_nodes: BTreeSet<String>,
     /// The Nodes and NodeResourceTopologies the MIG state is read from.
     mig_sources: MigSources,
+    /// Who publishes each PCI device, per node (`slice_rules`).
+    pub published: crate::slice_rules::Published,
 }
 
 /// topoalign's classes named in a claim spec, in order, each once.
@@ -120,6 +122,7 @@ impl Cluster {
                     });
             }
             "ResourceSlice" => {
+                crate::slice_rules::record(&mut self.published, value);
                 let spec = value.get("spec");
                 if field(spec, "driver").as_deref() == Some(DRIVER_NAME)
                     && let Some(node) = field(spec, "nodeName")

@@ -8,7 +8,8 @@
 //! node without alignment (policy none), and DRA claims pairing a GPU and a NIC without a
 //! pcieRoot/NUMA `matchAttribute` (or with a pcieRoot match the machine cannot satisfy),
 //! pods whose topoalign claim gives RoCE NICs without a network for them, and Nodes where
-//! a device plugin still advertises the GPUs or RDMA NICs topoalign's driver hands out.
+//! a device plugin still advertises the GPUs or RDMA NICs topoalign's driver hands out,
+//! and PCI devices two DRA drivers publish on one node.
 //! [`lint_texts`] lints several files as one input: a pod's claim may be in another file.
 
 mod admission;
@@ -28,6 +29,7 @@ mod pod_rules;
 mod report;
 mod resources;
 mod roce_rules;
+mod slice_rules;
 mod typed;
 mod workloads;
 
@@ -199,7 +201,7 @@ fn lint_object(
             raws.extend(node_rules::lint_node(&node, cluster));
             raws.extend(mig_rules::lint_mig_node(&node, cluster));
         }
-        Workload::Slice => {}
+        Workload::Slice => raws.extend(slice_rules::lint_slice(value, &cluster.published)),
         Workload::Claim { path, spec, v1 } => {
             raws.extend(claim_rules::lint_claim(&path, &spec, ctx.topology));
             raws.extend(v1.and_then(|v1| claim_fit::lint_fit(&path, &v1, ctx.topology)));
