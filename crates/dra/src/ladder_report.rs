@@ -423,11 +423,15 @@ fn promises(
             .collect()
     };
     let (gk, nk) = (keys(&mut gpus.iter()), keys(&mut rdma.iter().copied()));
-    for (empty, what) in [(gk.is_empty(), "GPUs"), (nk.is_empty(), "RDMA NICs")] {
+    for (empty, what) in [
+        (
+            gk.is_empty(),
+            "GPUs publish no NUMA node (NVIDIA's GPU driver before v0.5)",
+        ),
+        (nk.is_empty(), "RDMA NICs publish no NUMA node"),
+    ] {
         if empty && !gpus.is_empty() && !rdma.is_empty() {
-            out.push(format!(
-                "the NUMA rungs never apply here: the {what} publish no NUMA node (NVIDIA's GPU driver before v0.5, dranet before it read sysfs)"
-            ));
+            out.push(format!("the NUMA rungs never apply here: the {what}"));
         }
     }
     if !gk.is_empty() && !nk.is_empty() && gk.is_disjoint(&nk) {
