@@ -9,7 +9,9 @@ use topoalign_topology::PcieClass;
 
 use crate::mixed::class_for;
 use crate::vendor::{DRANET_DRIVER, NVIDIA_GPU_DRIVER, driver_for};
-use crate::{ClaimShape, ClaimSpec, LadderSpec, MigClaimSpec, MixedSpec};
+use crate::{
+    ClaimShape, ClaimSpec, CpuClaim, CpuShape, DraError, LadderSpec, MigClaimSpec, MixedSpec,
+};
 
 /// The claim `topoalign claims` writes, as flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -107,6 +109,64 @@ pub struct ClaimArgs {
     /// devices, next to the planner's optimum (needs a topology source or --from-slices).
     #[arg(long)]
     pub explain: bool,
+    /// CPUs of dra-driver-cpu beside the GPUs (`--cpus` and its options).
+    #[command(flatten)]
+    pub cpus: CpuArgs,
+}
+
+/// CPUs of kubernetes-sigs/dra-driver-cpu in the same claim, each GPU's on its NUMA
+/// node (the kubelet aligns no CPU with DRA devices).
+#[derive(Debug, Clone, clap::Args)]
+pub struct CpuArgs {
+    /// N: CPUs for the pod in all, from dra-driver-cpu, split over the GPUs and each
+    /// share on its GPU's NUMA node.
+    #[arg(long, value_name = "N", conflicts_with_all = ["mig", "from_slices"])]
+    pub cpus: Option<u32>,
+    /// With --cpus: dra-driver-cpu's DeviceClass.
+    #[arg(long, value_name = "CLASS", default_value = crate::CPU_CLASS, requires = "cpus")]
+    pub cpu_class: String,
+    /// With --cpus: how dra-driver-cpu publishes CPUs on the nodes: grouped (its default:
+    /// one device per NUMA node with a dra.cpu/cpu capacity) or individual (one per CPU).
+    #[arg(
+        long,
+        value_name = "MODE",
+        default_value = "grouped",
+        requires = "cpus"
+    )]
+    pub cpu_mode: String,
+    /// With --cpus: per-gpu (one CPU request per GPU, on its NUMA node; the pairs may
+    /// span nodes), one-node (every pair and CPU on one NUMA node), or auto: one-node when
+    /// a topology source is given and the pairs fit one NUMA node of it, else per-gpu.
+    #[arg(long, value_name = "SHAPE", default_value = "auto", requires = "cpus")]
+    pub cpu_shape: String,
+    /// With --cpus: the NUMA attribute both drivers publish: the standard one, or
+    /// dra.net/numaNode for dra-driver-cpu v0.2.0 (which publishes only that one).
+    #[arg(long, value_name = "ATTRIBUTE", default_value = crate::attr::NUMA_NODE_STD, requires = "cpus")]
+    pub cpu_numa_attribute: String,
+}
+
+impl CpuArgs {
+    /// The CPUs asked, if any; `fits_one_node` says whether the pairs fit one NUMA node
+    /// of the topology given (`None`: no topology), for `--cpu-shape auto`.
+    pub fn claim(&self, fits_one_node: Option<bool>) -> Result<Option<CpuClaim>, DraError> {
+        let Some(count) = self.cpus else {
+            return Ok(None);
+        };
+        let shape = match self.cpu_shape.as_str() {
+            "auto" => match fits_one_node {
+                Some(true) => CpuShape::OneNode,
+                _ => CpuShape::PerGpu,
+            },
+            other => other.parse()?,
+        };
+        Ok(Some(CpuClaim {
+            count,
+            class: self.cpu_class.clone(),
+            mode: self.cpu_mode.parse()?,
+            numa_attribute: self.cpu_numa_attribute.clone(),
+            shape,
+        }))
+    }
 }
 
 /// A `--max-class` the claim cannot take.
@@ -176,6 +236,7 @@ impl ClaimArgs {
                 true => ClaimShape::Ladder,
                 false => ClaimShape::Pairs,
             },
+            cpus: None,
         })
     }
 

@@ -9,6 +9,7 @@ use topoalign_plan::{Planner, Request, Usage};
 use topoalign_topology::{Bdf, PcieClass, Topology};
 
 use crate::allocator::{NodeDevices, Outcome, first_fit};
+use crate::explain_cpus::{CpuShare, cpu_shares};
 use crate::inventory::Inventory;
 use crate::prepare::AllocatedDevice;
 use crate::{DRIVER_NAME, DraError};
@@ -64,6 +65,10 @@ pub struct Explanation {
     /// Why the planner found nothing, when it did not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub planner_error: Option<String>,
+    /// The CPUs of dra-driver-cpu the allocator gave, request by request, each with the
+    /// GPUs it was asked for (claims with `--cpus`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<CpuShare>,
     /// True when the allocator's pairs are as good as the planner's (same worst class
     /// and the same rank sum), or both found nothing.
     pub as_good: bool,
@@ -71,7 +76,7 @@ pub struct Explanation {
 
 /// The group a result belongs to: requests `gpu-3`, `nic-3/switch`, `pair-3` form group
 /// 3; any other request (`pairs`) gives each device its own group.
-fn group_of(request: &str, index: usize) -> String {
+pub(crate) fn group_of(request: &str, index: usize) -> String {
     let head = request.split('/').next().unwrap_or(request);
     match head.rsplit_once('-') {
         Some((_, n)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => n.to_string(),
@@ -160,6 +165,7 @@ pub fn explain(
         }
         Err(e) => (None, Some(e.to_string())),
     };
+    let cpus = cpu_shares(&outcome, node, topo, &resolve);
     let as_good = match (&allocator, &planner) {
         (Some(a), Some(p)) => a.worst == p.worst && a.rank_sum == p.rank_sum,
         (None, None) => true,
@@ -170,6 +176,7 @@ pub fn explain(
         allocator,
         planner,
         planner_error,
+        cpus,
         as_good,
     })
 }

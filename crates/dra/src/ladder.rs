@@ -44,9 +44,10 @@ use k8s_openapi::api::resource::v1::{
 };
 use serde::Serialize;
 
+use crate::attr::NUMA_NODE_COMPAT;
 use crate::claims::{match_attr, sub};
 use crate::limits::{MAX_CONSTRAINTS_PER_CLAIM, MAX_DEVICES_PER_CLAIM, MAX_REQUESTS_PER_CLAIM};
-use crate::vendor::{NUMA_NODE_COMPAT, rdma_selector};
+use crate::vendor::rdma_selector;
 use crate::{DraError, attr};
 
 /// The template's rungs, best first.

@@ -86,6 +86,7 @@ mod allocator;
 /// `attr::RAIL`, ...), a namespace of constants read as such by the driver, gang and the
 /// extender.
 pub mod attr;
+mod capacity;
 mod cdi;
 mod cdi_netdev;
 mod cdi_vendor;
@@ -95,10 +96,12 @@ mod claim_args;
 mod claim_text;
 mod claims;
 mod classes;
+mod cpus;
 mod entries;
 mod error;
 mod explain;
 mod explain_all;
+mod explain_cpus;
 mod explain_node;
 mod explain_pod;
 mod inventory;
@@ -118,6 +121,7 @@ mod slices;
 mod vendor;
 
 pub use allocator::{DeviceId, Found, NodeDevices, Outcome, PreparedClaim, first_fit};
+pub use capacity::milli_text;
 pub use cdi::{
     CdiDevice, CdiPlan, CdiSpec, ComposedCdi, ContainerEdits, DeviceNode, NetDevice, cdi_device_id,
     compose_cdi,
@@ -134,7 +138,13 @@ pub use claim_args::ClaimArgs;
 pub use claim_text::{claim_object, claim_table};
 pub use claims::{ClaimShape, ClaimSpec, claim_spec, claim_template, resource_claim};
 pub use classes::{
-    CLASS_GPU, CLASS_MIG, CLASS_MIG_PAIR, CLASS_NIC, CLASS_PAIR, device_classes, mig_device_classes,
+    CLASS_GPU, CLASS_MIG, CLASS_MIG_PAIR, CLASS_NIC, CLASS_PAIR, ExtendedResources,
+    class_for_resource, device_classes, device_classes_with, mig_device_classes,
+    mig_device_classes_with, mig_profile_class, mig_profile_class_name,
+};
+pub use cpus::{
+    CPU_CAPACITY, CPU_CLASS, CPU_DRIVER, CpuClaim, CpuMode, CpuRelease, CpuShape, cpu_device_class,
+    cpu_slices, pairs_fit_one_numa_node,
 };
 pub use entries::{GpuEntry, NicFunction, PairEntry, PhysicalNic};
 pub use error::{AllocationError, DraError};
@@ -144,6 +154,7 @@ pub use explain_all::{
     AlignmentSummary, ClusterAlignment, ClusterInput, PodAlignment, alignment_of_claims,
     explain_all,
 };
+pub use explain_cpus::CpuShare;
 pub use explain_node::{SimulatedNode, explain_mixed, own_request};
 pub use explain_pod::{
     ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,
@@ -170,8 +181,8 @@ pub use slice_file::{SliceFile, SliceFileError, parse_slice_file};
 pub use slice_topology::{SliceTopology, slice_topology, topology_of};
 pub use slices::{counter_sets, resource_slices, slices_for};
 pub use vendor::{
-    AMD_GPU_DRIVER, CPU_DRIVER, DRANET_DRIVER, DeviceRole, ForeignDevice, GpuForm,
-    NUMA_NODE_COMPAT, NVIDIA_GPU_DRIVER, SRIOV_DRIVER, node_devices, rdma_selector,
+    AMD_GPU_DRIVER, DRANET_DRIVER, DeviceRole, ForeignDevice, GpuForm, NVIDIA_GPU_DRIVER,
+    SRIOV_DRIVER, node_devices, rdma_selector,
 };
 
 /// The driver's name, a DNS subdomain the project uses as its own domain.

@@ -17,7 +17,8 @@ use topoalign_topology::parse_root_name;
 use topoalign_topology::pci::{class, vendor};
 use topoalign_topology::{CpuSet, Gpu, GpuVendor, Nic, PciParent, Topology, TopologyBuilder};
 
-use crate::vendor::{ForeignDevice, NUMA_NODE_COMPAT, OWN_NUMA};
+use crate::attr::NUMA_NODE_COMPAT;
+use crate::vendor::{ForeignDevice, OWN_NUMA};
 use crate::{DraError, attr};
 
 /// The topology sources that tell the planner what the slices leave out, as flags.

@@ -23,11 +23,8 @@ use serde::Serialize;
 use topoalign_topology::Bdf;
 
 use crate::attr;
+use crate::attr::NUMA_NODE_COMPAT;
 use crate::cel::lookup;
-
-/// The compat NUMA key (`dra.net/numaNode`), written by dranet, the SR-IOV driver and
-/// the CPU driver for devices of any driver domain.
-pub const NUMA_NODE_COMPAT: &str = "dra.net/numaNode";
 
 /// NVIDIA's DRA GPU driver.
 pub const NVIDIA_GPU_DRIVER: &str = "gpu.nvidia.com";
@@ -37,8 +34,6 @@ pub const AMD_GPU_DRIVER: &str = "gpu.amd.com";
 pub const DRANET_DRIVER: &str = "dra.net";
 /// The SR-IOV network DRA driver.
 pub const SRIOV_DRIVER: &str = "sriovnetwork.k8snetworkplumbingwg.io";
-/// The CPU DRA driver.
-pub const CPU_DRIVER: &str = "dra.cpu";
 
 /// One device of a foreign driver on the node.
 #[derive(Debug, Clone)]
@@ -516,7 +511,7 @@ mod tests {
     #[test]
     fn cpus_are_neither_gpus_nor_nics() {
         let cpu = dev(
-            CPU_DRIVER,
+            crate::CPU_DRIVER,
             "cpudev003",
             json!({"dra.cpu/numaNodeID": {"int": 0}, "dra.cpu/cpuID": {"int": 3},
                    "dra.net/numaNode": {"int": 0},

@@ -16,7 +16,7 @@ use topoalign_dra::{
 };
 use topoalign_dra::{SimulatedNode, explain_mixed, own_request};
 use topoalign_dra::{claim_object, claim_table};
-use topoalign_dra::{claim_spec, mig_claim_spec, mixed_claim};
+use topoalign_dra::{claim_spec, mig_claim_spec, mixed_claim, pairs_fit_one_numa_node};
 use topoalign_topology::Topology;
 
 use crate::cmd::cluster;
@@ -28,7 +28,7 @@ use crate::source::{TopologyArgs, load};
 /// Arguments.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  topoalign claims --pairs 4 --max-class PXB\n  topoalign claims --pairs 2 --profile mi300x-8 --explain -o table\n  topoalign claims --pairs 4 --gpu-class gpu.nvidia.com --nic-class dranet.net\n  topoalign claims --pairs 2 --gpu-class gpu.amd.com --nic-class sriov-rdma --nic-driver sriovnetwork.k8snetworkplumbingwg.io --aligned-only\n  topoalign claims --pairs 1 --gpu-class gpu.nvidia.com --from-slices slices.yaml --explain -o table\n  topoalign claims --pairs 1 --from-slices slices.yaml --node n1 --profile gb300-4\n  topoalign claims --mig 1g.10gb --count 7\n  topoalign claims --mig 3g.40gb --count 2 --with-nic\n\nWith --gpu-class/--nic-class (other drivers' GPUs and NICs) the claim names no device or node:\neach GPU with its own NIC(s), same pcieRoot, else same NUMA node, else (unless --aligned-only)\nwhatever is free. With the nodes' slices it says per node what the stock allocator gives each\npair (on stderr, or in the output with --explain): several files, `-` for stdin\n(`kubectl get resourceslices,deviceclasses -o yaml | topoalign claims --pairs 2 --from-slices -`),\nor the live cluster (--kubeconfig FILE).\n\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
+    after_help = "Examples:\n  topoalign claims --pairs 4 --max-class PXB\n  topoalign claims --pairs 2 --profile mi300x-8 --explain -o table\n  topoalign claims --pairs 4 --gpu-class gpu.nvidia.com --nic-class dranet.net\n  topoalign claims --pairs 2 --gpu-class gpu.amd.com --nic-class sriov-rdma --nic-driver sriovnetwork.k8snetworkplumbingwg.io --aligned-only\n  topoalign claims --pairs 1 --gpu-class gpu.nvidia.com --from-slices slices.yaml --explain -o table\n  topoalign claims --pairs 1 --from-slices slices.yaml --node n1 --profile gb300-4\n  topoalign claims --mig 1g.10gb --count 7\n  topoalign claims --mig 3g.40gb --count 2 --with-nic\n  topoalign claims --pairs 4 --cpus 32 --profile dgx-h100 --explain -o table\n  topoalign claims --pairs 8 --cpus 64 --cpu-mode individual\n\nWith --gpu-class/--nic-class (other drivers' GPUs and NICs) the claim names no device or node:\neach GPU with its own NIC(s), same pcieRoot, else same NUMA node, else (unless --aligned-only)\nwhatever is free. With the nodes' slices it says per node what the stock allocator gives each\npair (on stderr, or in the output with --explain): several files, `-` for stdin\n(`kubectl get resourceslices,deviceclasses -o yaml | topoalign claims --pairs 2 --from-slices -`),\nor the live cluster (--kubeconfig FILE).\n\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
 )]
 pub(crate) struct Args {
     #[command(flatten)]
@@ -114,14 +114,21 @@ fn own(args: &Args) -> anyhow::Result<Claim> {
     if let Some(mig) = args.claim.mig_spec()? {
         return Ok((mig_claim_spec(&mig)?, Extra::None));
     }
-    let spec = args.claim.spec()?;
+    let mut spec = args.claim.spec()?;
+    // The topology, when one is given or the allocator's pick is explained on it.
+    let topo = match (args.claim.explain, args.topology.given()) {
+        (true, _) => Some(load(&args.topology, Source::host())?),
+        (false, Some(source)) => Some(load(&args.topology, source)?),
+        (false, None) => None,
+    };
+    let fits = (topo.as_ref()).map(|t| pairs_fit_one_numa_node(&t.topology, spec.pairs));
+    spec.cpus = args.claim.cpus.claim(fits)?;
     let claim = claim_spec(&spec)?;
-    if !args.claim.explain {
+    let Some(topo) = topo.filter(|_| args.claim.explain) else {
         return Ok((claim, Extra::None));
-    }
-    let topo = load(&args.topology, Source::host())?;
+    };
     let node = args.claim.node.as_deref().unwrap_or("node");
-    let node = SimulatedNode::new(&topo.topology, node)?;
+    let node = SimulatedNode::with_cpus(&topo.topology, node, spec.cpus.as_ref())?;
     let usage = read_usage(args.used.as_deref())?;
     let req = own_request(&spec);
     let e = node.explain(&claim, &req, &topo.topology, &usage, args.budget)?;
@@ -158,6 +165,11 @@ fn node_topology(args: &Args) -> anyhow::Result<Option<Topology>> {
 /// The node-independent template for other drivers, and what it gets on each node.
 fn template(args: &Args) -> anyhow::Result<Claim> {
     args.claim.spec()?;
+    // The seam for CPUs beside other drivers' pairs: not written yet.
+    anyhow::ensure!(
+        args.claim.cpus.cpus.is_none(),
+        "--cpus with --gpu-class/--nic-class or slices: CPUs are claimed beside topoalign's pairs only for now; claim them in a claim of their own"
+    );
     let read = slices(args)?;
     let classes = read.as_ref().map_or(&[][..], |(f, _)| &f.classes[..]);
     let (spec, [gpu_driver, nic_driver]) = args.claim.ladder_spec(classes);

@@ -5,6 +5,7 @@
 mod cdi_vendor;
 mod claims;
 mod common;
+mod cpus;
 mod deploy;
 mod limits;
 mod mig;
