@@ -93,8 +93,11 @@ impl NodeView {
                 published.insert((g, n), c);
             }
         }
+        // A frontend Ethernet function (`rdma: false`) is no GPU–NIC pair's: a machine's
+        // topology need not list it.
         let has_all = |t: &Topology| {
-            let mut addrs = gpus.iter().chain(&nics).filter_map(ForeignDevice::bdf);
+            let rdma = nics.iter().filter(|d| d.rdma() != Some(false));
+            let mut addrs = gpus.iter().chain(rdma).filter_map(ForeignDevice::bdf);
             addrs.all(|b| t.gpu_index(b).is_some() || t.nic_index(b).is_some())
         };
         let topo = if gpus.is_empty() && nics.is_empty() {
