@@ -3,7 +3,7 @@
 # dranet (dra.net) or the SR-IOV DRA driver, in their own formats, on nodes shaped like the
 # built-in dgx-h100 (layouts full, half and sriov: lib/vendor.py), claimed through the
 # node-independent templates of `topoalign claims --gpu-class gpu.nvidia.com --nic-class …`
-# (no device or node named; a seeded stream of 1/2/4/8-pair pods, 3 in 4 on dranet's NICs,
+# (no device or node named; a seeded stream of 1/2/4-pair pods, 3 in 4 on dranet's NICs,
 # 1 in 4 on SR-IOV VFs). Per seed: the stock kube-scheduler, then a second scheduler wired to
 # `topoalign extender` (deploy/extender/scheduler-config-dra.yaml), then the same stream of
 # sizes on topoalign's own driver on dgx-h100 nodes (pair claims, with the extender); seeded

@@ -27,6 +27,14 @@
 //! cannot align every pair is no fit (and the scheduler tries the next), at the cost of
 //! a search over every ordering there, which the scheduler's Filter bounds at 10 s.
 //!
+//! The cost of a node the claim does not fit: the allocator has no count check and its
+//! requests `gpu-0` … are interchangeable, so it tries every ordering of the node's free
+//! GPUs (and, at the NUMA and fallback rungs, of their NICs) before it gives up (k/k
+//! #131730). In this crate's model 4 pairs on 3 free GPUs of a DGX H100 cost about 0.5
+//! million devices tried with the fallback and 11 thousand without; 8 pairs on 7 free
+//! GPUs more than 20 million, past the scheduler's 10 s Filter timeout. Keep such claims
+//! to a few pairs, or claim whole nodes with plain counts.
+//!
 //! Why rungs on both sides: a `matchAttribute` refuses any device of the requests it
 //! names that lacks the attribute, whichever rung the other side took; naming a whole
 //! `gpu-i` in a NUMA constraint would make every GPU without a NUMA node (AMD's, NVIDIA's

@@ -174,6 +174,12 @@ fn template(args: &Args) -> anyhow::Result<Claim> {
     let classes = read.as_ref().map_or(&[][..], |(f, _)| &f.classes[..]);
     let (spec, [gpu_driver, nic_driver]) = args.claim.ladder_spec(classes);
     let claim = ladder_claim(&spec)?;
+    if spec.pairs > 4 {
+        eprintln!(
+            "note: {} pairs: on a node with fewer free GPUs the stock allocator tries every ordering of them before it gives up (more than 20 million devices for 8 pairs on 7 free GPUs, past kube-scheduler's 10 s Filter timeout); keep ladders to a few pairs or claim whole nodes",
+            spec.pairs
+        );
+    }
     let Some((file, held)) = read else {
         if args.claim.explain {
             anyhow::bail!(
