@@ -270,6 +270,7 @@ class VendorPass:
         self.live = {}
         self.claim_of_pod = {}
         self.records = []
+        self.why = collections.Counter()
 
     def pod(self, name, labels, claims, sched, node=None):
         spec = {"schedulerName": sched, "terminationGracePeriodSeconds": 0, "resourceClaims": claims,
@@ -295,6 +296,7 @@ class VendorPass:
             else:
                 gpus = [d for d, v in n["devices"].items() if v["role"] == "gpu"]
                 taken = rng.sample(sorted(gpus), rng.randint(0, len(gpus) // 2))
+                near_held = set()
                 for i, g in enumerate(taken):
                     gb = n["devices"][g]["bdf"]
                     reqs.append({"name": f"gpu{i}", "exactly": {"deviceClassName": "gpu.nvidia.com", "selectors": [
@@ -303,11 +305,20 @@ class VendorPass:
                                   if v["role"] == "nic" and self.truth.get(f"{gb}|{v['truth']}") in GDR_CLASSES)
                     if near:
                         v = n["devices"][near[0]]
+                        near_held.add(near[0])
                         expr, cls = ((f'device.attributes["{STD}"].pciBusID == "{v["bdf"]}"', "sriov-rdma")
                                      if n["driver"] == SRIOV else
                                      (f'device.attributes["dra.net"].pciAddress == "{v["bdf"]}"', "dranet.net"))
                         reqs.append({"name": f"nic{i}", "exactly": {"deviceClassName": cls, "selectors": [
                             {"cel": {"expression": expr}}]}})
+            if not self.own and n["driver"] == DRANET:
+                # A NIC held without its GPU (dranet nodes only: there the NUMA rung can
+                # take over; an SR-IOV VF publishes its NUMA node only as the compat key, which
+                # no GPU driver writes, so there a GPU without its VF could only fall back).
+                lone = sorted(d for d, v in n["devices"].items() if v["role"] == "nic" and d not in near_held)
+                for j, d in enumerate(rng.sample(lone, min(len(lone), rng.randint(0, 2)))):
+                    reqs.append({"name": f"lone{j}", "exactly": {"deviceClassName": "dranet.net", "selectors": [
+                        {"cel": {"expression": f'device.attributes["dra.net"].pciAddress == "{n["devices"][d]["bdf"]}"'}}]}})
             if not reqs:
                 continue
             cname = f"occ-{name}"
@@ -371,6 +382,7 @@ class VendorPass:
             free = (set(node["devices"]) - held.get(node["name"], set())) | mine
             rec = {"pod": pod["metadata"]["name"], "node": node["name"], "classes": classes, "gdr": gdr, "cross": cross,
                    "aligned_choice": aligned_possible(node, free, spec["pairs"]) if cross else None,
+                   "pairs": spec["pairs"], "batch": int(pod["metadata"]["labels"]["vendor-batch"]),
                    "rungs": sorted({r["request"].split("/")[-1] for r in results if "/" in r["request"]})}
         for c in rec["classes"]:
             self.classes[c] += 1
@@ -427,6 +439,9 @@ class VendorPass:
                     drop.append(name)
                     if obj:
                         self.claim_of_pod[name] = self.claim_results(obj)[0]
+                        why = [c.get("message", "") for c in obj.get("status", {}).get("conditions", [])
+                               if c.get("type") == "PodScheduled"]
+                        self.why[f"{s['family']}-{s['pairs']}: {why[0][:160] if why else state}"] += 1
             leave = [n for n, at in self.live.items() if at <= b - self.a.lifetime]
             if b == nb - 1 and self.a.explain:
                 self.explain_check()
@@ -440,7 +455,8 @@ class VendorPass:
                 "stats": dict(self.stats), "classes": dict(self.classes),
                 "gdrPods": sum(r["gdr"] for r in recs), "crossPods": sum(r["cross"] for r in recs),
                 "crossWithChoice": sum(bool(r["aligned_choice"]) for r in recs),
-                "bound": len(recs), "seconds": round(time.time() - t0, 1), "explain": getattr(self, "explained", None)}
+                "bound": len(recs), "seconds": round(time.time() - t0, 1), "explain": getattr(self, "explained", None),
+                "unschedulableWhy": dict(self.why), "records": recs}
 
     def explain_check(self):
         """`explain --all` against the claims and the truth, on the pods bound now."""
@@ -511,6 +527,12 @@ def cmd_compare(a):
         print(f"FIGURE vendor sum of {len(rs)} seeds, {side} ({rs[0]['scheduler']}): bound {tot(rs, 'bound')}, "
               f"unschedulable {uns(rs)}, pods with GDR on every GPU {tot(rs, 'gdrPods')}, cross-NUMA pods "
               f"{tot(rs, 'crossPods')} ({tot(rs, 'crossWithChoice')} with an aligned choice); pairs {cls}")
+    for side, rs in (("stock", stock), ("extender", ext), ("own driver", own)):
+        why = collections.Counter()
+        for r in rs:
+            why.update(r.get("unschedulableWhy", {}))
+        for w, c in why.most_common(3):
+            print(f"INFO vendor {side} unschedulable ×{c}: {w}")
     gap = tot(own, "gdrPods") - tot(ext, "gdrPods")
     print(f"FIGURE vendor gap to topoalign's own driver: {gap} more pods with GDR on every GPU on the own driver "
           f"({tot(own, 'gdrPods')} of {tot(own, 'bound')} bound) than on NVIDIA's driver with dranet/SR-IOV and the "

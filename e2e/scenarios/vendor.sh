@@ -7,7 +7,7 @@
 # 1 in 4 on SR-IOV VFs). Per seed: the stock kube-scheduler, then a second scheduler wired to
 # `topoalign extender` (deploy/extender/scheduler-config-dra.yaml), then the same stream of
 # sizes on topoalign's own driver on dgx-h100 nodes (pair claims, with the extender); seeded
-# pre-occupancy of whole GPU+NIC pairs. Counted per seed and summed: pods with GPUDirect
+# pre-occupancy of whole GPU+NIC pairs, and on dranet nodes up to two NICs without their GPU. Counted per seed and summed: pods with GPUDirect
 # RDMA on every GPU (the truth: `topoalign matrix --profile dgx-h100`, PIX/PXB), pods with a
 # cross-NUMA pair and of those the ones whose node had an aligned choice, unschedulable pods.
 # Targets: with the extender no pod gets a cross-NUMA pair where its node had an aligned
@@ -17,8 +17,8 @@
 # with the classes `topoalign matrix`/`plan` give (VFs, which the profile lacks, by the
 # slices), and the extender's alignment gauges are read.
 #
-# Environment: E2E_VENDOR_NODES (12), E2E_VENDOR_OWN_NODES (8), E2E_VENDOR_PODS (40 per seed),
-# E2E_VENDOR_SEEDS ("21 22"), E2E_VENDOR_BATCH (10), E2E_VENDOR_LIFETIME (2).
+# Environment: E2E_VENDOR_NODES (12), E2E_VENDOR_OWN_NODES (12: as many GPUs), E2E_VENDOR_PODS (40
+# per seed), E2E_VENDOR_SEEDS ("21 22 23"), E2E_VENDOR_BATCH (10), E2E_VENDOR_LIFETIME (1).
 set -uo pipefail
 . "$E2E_DIR/lib/common.sh"
 . "$RUN/cluster.env"
@@ -33,11 +33,11 @@ need_topoalign_cmd explain
 D=$SCEN_DIR
 NS=vendor
 NODES=${E2E_VENDOR_NODES:-12}
-OWN=${E2E_VENDOR_OWN_NODES:-8}
+OWN=${E2E_VENDOR_OWN_NODES:-12}
 PODS=${E2E_VENDOR_PODS:-40}
-SEEDS=(${E2E_VENDOR_SEEDS:-21 22})
+SEEDS=(${E2E_VENDOR_SEEDS:-21 22 23})
 BATCH=${E2E_VENDOR_BATCH:-10}
-LIFETIME=${E2E_VENDOR_LIFETIME:-2}
+LIFETIME=${E2E_VENDOR_LIFETIME:-1}
 PY=$E2E_DIR/lib/vendor.py
 API=(--server "https://127.0.0.1:$P_API" --ca "$RUN/pki/ca.crt" --cert "$RUN/pki/admin.crt" --key "$RUN/pki/admin.key")
 export TOPOALIGN KUBECONFIG

@@ -101,9 +101,11 @@ pub struct ClaimArgs {
     /// of 3: at most 6 pairs).
     #[arg(long, conflicts_with_all = ["mig", "ladder"])]
     pub compat_numa: bool,
-    /// Template: no last rung: a node that cannot align every pair is no fit.
+    /// Template: a last rung `any` (whatever is free, SYS included) for pairs a node cannot
+    /// align; without it such a node is no fit. It makes a node the claim does not fit cost
+    /// the allocator far more (every ordering of its free GPUs with every NIC).
     #[arg(long, conflicts_with_all = ["mig", "ladder"])]
-    pub aligned_only: bool,
+    pub fallback: bool,
     // --- end of the other drivers' block ---
     /// Show what the stock first-fit allocator picks for the claim on the node's free
     /// devices, next to the planner's optimum (needs a topology source or --from-slices).
@@ -296,7 +298,7 @@ impl ClaimArgs {
             nic_class,
             nic_driver: Some(nic_driver.clone()),
             compat_numa: self.compat_numa,
-            fallback: !self.aligned_only,
+            fallback: self.fallback,
         };
         (spec, [gpu_driver, nic_driver])
     }

@@ -6,7 +6,7 @@
 //! Per pair `i`, the same rungs on both sides, best first:
 //! - `gpu-i`: `firstAvailable` [`root`, `numa` (a GPU that publishes the standard
 //!   `resource.kubernetes.io/numaNode`), `compat` (the compat `dra.net/numaNode`; with
-//!   [`LadderSpec::compat_numa`]), `any` (with [`LadderSpec::fallback`], the default)];
+//!   [`LadderSpec::compat_numa`]), `any` (with [`LadderSpec::fallback`])];
 //! - `nic-i`: `firstAvailable` [`root`, `numa`, `compat`, `any`] of K RDMA functions;
 //! - `matchAttribute: pcieRoot` over the GPU's aligned rungs, `nic-i/root` and
 //!   `nic-i/any`: the NICs of a GPU taken at an aligned rung share its root when they
@@ -23,17 +23,18 @@
 //! (with everything after it) before any GPU at the NUMA rung, and the fallback only
 //! when no aligned solution of the whole claim is left: a GPU with a NIC on its root
 //! wins over the first GPU in the slice. Same-root pairs are also same-NUMA pairs, so
-//! taking them first never costs a NUMA-aligned pair. Without the fallback a node that
-//! cannot align every pair is no fit (and the scheduler tries the next), at the cost of
-//! a search over every ordering there, which the scheduler's Filter bounds at 10 s.
+//! taking them first never costs a NUMA-aligned pair. Without the fallback (the default)
+//! a node that cannot align every pair is no fit, and the scheduler tries the next.
 //!
 //! The cost of a node the claim does not fit: the allocator has no count check and its
 //! requests `gpu-0` … are interchangeable, so it tries every ordering of the node's free
 //! GPUs (and, at the NUMA and fallback rungs, of their NICs) before it gives up (k/k
-//! #131730). In this crate's model 4 pairs on 3 free GPUs of a DGX H100 cost about 0.5
-//! million devices tried with the fallback and 11 thousand without; 8 pairs on 7 free
-//! GPUs more than 20 million, past the scheduler's 10 s Filter timeout. Keep such claims
-//! to a few pairs, or claim whole nodes with plain counts.
+//! #131730). In this crate's model 4 pairs on 3 free GPUs of a DGX H100 cost 11 thousand
+//! devices tried, on 3 free NICs of 8 GPUs 28 thousand; with the fallback 0.5 and 2.6
+//! million (kube-scheduler v1.37.2 timed out at its 10 s Filter on the latter in the
+//! `vendor` scenario, and a Filter error holds the pod back from every node); 8 pairs on
+//! 7 free GPUs more than 20 million either way. Keep ladders to a few pairs, or claim
+//! whole nodes with plain counts.
 //!
 //! Why rungs on both sides: a `matchAttribute` refuses any device of the requests it
 //! names that lacks the attribute, whichever rung the other side took; naming a whole
@@ -125,7 +126,7 @@ pub struct LadderSpec {
 }
 
 impl LadderSpec {
-    /// N pairs of `gpu_class` and `nic_class`, one NIC each, the standard rungs and the
+    /// N pairs of `gpu_class` and `nic_class`, one NIC each, the standard rungs, no
     /// fallback.
     pub fn new(pairs: u32, gpu_class: &str, nic_class: &str) -> LadderSpec {
         LadderSpec {
@@ -135,7 +136,7 @@ impl LadderSpec {
             nic_class: nic_class.to_string(),
             nic_driver: None,
             compat_numa: false,
-            fallback: true,
+            fallback: false,
         }
     }
 
@@ -299,7 +300,6 @@ mod tests {
     fn one_pair_has_the_rungs_and_the_guards() {
         let mut spec = LadderSpec::new(1, "gpu.nvidia.com", "dranet.net");
         spec.nic_driver = Some("dra.net".into());
-        spec.fallback = false;
         let c = ladder_claim(&spec).unwrap();
         let reqs = c.devices.as_ref().unwrap().requests.clone().unwrap();
         let names = |r: &DeviceRequest| -> Vec<String> {
@@ -338,6 +338,7 @@ mod tests {
     fn the_fallback_and_compat_rungs_and_the_limits() {
         let mut spec = LadderSpec::new(2, "gpu.amd.com", "sriov-rdma");
         spec.compat_numa = true;
+        spec.fallback = true;
         let c = ladder_claim(&spec).unwrap();
         let list = constraint_list(&c);
         assert_eq!(list.len(), 2 * 5 + 1);

@@ -50,11 +50,13 @@ impl SliceTopology {
 
 /// The keys a NUMA node is read from, for messages.
 fn numa_keys(driver: &str) -> String {
-    std::iter::once(attr::NUMA_NODE_STD.to_string())
+    let mut keys: Vec<String> = std::iter::once(attr::NUMA_NODE_STD.to_string())
         .chain(OWN_NUMA.iter().map(|a| format!("{driver}/{a}")))
         .chain(std::iter::once(NUMA_NODE_COMPAT.to_string()))
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    keys.retain(|k| seen.insert(k.clone()));
+    keys.join(", ")
 }
 
 /// Up to three names, then how many more.

@@ -182,6 +182,7 @@ fn one_physical_gpu_is_never_paired_twice() {
     ];
     let mut spec = LadderSpec::new(8, "gpu.amd.com", "sriov-rdma");
     spec.nic_driver = Some("sriovnetwork.k8snetworkplumbingwg.io".into());
+    spec.fallback = true;
     let claim = ladder_claim(&spec).unwrap();
     let got = allocate(&claim, &classes, &a.slices, "mi300x-a", &[]).unwrap();
     let devs = node_devices(&a.slices, "mi300x-a");

@@ -49,29 +49,79 @@ fn roles_on(slices: &[ResourceSlice], node: &str) -> BTreeMap<DeviceId, ForeignD
         .collect()
 }
 
-/// Pairs the node can still give: free physical GPUs or free RDMA NICs, whichever are
-/// fewer (a GPU is taken when any of its views is: whole, MIG, partition, twin).
+/// Where a free GPU or NIC sits: its `pcieRoot` and NUMA node, when published.
+type Place = (Option<String>, Option<u32>);
+
+/// How many of `v` fall on each key `f` gives.
+fn count_by(v: &[Place], f: impl Fn(&Place) -> Option<String>) -> BTreeMap<String, usize> {
+    let mut m: BTreeMap<String, usize> = BTreeMap::new();
+    for k in v.iter().filter_map(f) {
+        *m.entry(k).or_default() += 1;
+    }
+    m
+}
+
+/// Drops `n` entries of `list` on root `r`.
+fn drop_on_root(list: &mut Vec<Place>, r: &str, n: usize) {
+    let mut k = n;
+    list.retain(|x| {
+        let hit = k > 0 && x.0.as_deref() == Some(r);
+        k -= usize::from(hit);
+        !hit
+    });
+}
+
+/// Aligned pairs the node can still give: free physical GPUs matched to free RDMA NICs on
+/// their own `pcieRoot` first, then on their NUMA node (a GPU is taken when any of its
+/// views is: whole, MIG, partition, twin). What a ladder template can take; on a node
+/// whose devices say neither, free GPUs or free NICs, whichever are fewer.
 fn capacity(devices: &BTreeMap<DeviceId, ForeignDevice>, used: &BTreeSet<DeviceId>) -> usize {
     let taken: BTreeSet<Bdf> = (devices.iter())
         .filter(|(id, d)| used.contains(*id) && d.role() == Some(DeviceRole::Gpu))
         .filter_map(|(_, d)| d.bdf())
         .collect();
-    let gpus: BTreeSet<Bdf> = (devices.values())
-        .filter(|d| d.role() == Some(DeviceRole::Gpu))
-        .filter_map(ForeignDevice::bdf)
-        .filter(|b| !taken.contains(b))
-        .collect();
-    let unaddressed = (devices.iter())
-        .filter(|(id, d)| {
-            d.role() == Some(DeviceRole::Gpu) && d.bdf().is_none() && !used.contains(*id)
-        })
-        .count();
-    let nics = (devices.iter())
+    // One per physical GPU.
+    let mut gpus: BTreeMap<Bdf, Place> = BTreeMap::new();
+    let mut unaddressed = 0;
+    for (id, d) in devices {
+        if d.role() != Some(DeviceRole::Gpu) {
+            continue;
+        }
+        match d.bdf() {
+            Some(b) if !taken.contains(&b) => {
+                gpus.entry(b).or_insert((d.pcie_root(), d.numa()));
+            }
+            Some(_) => {}
+            None => unaddressed += usize::from(!used.contains(id)),
+        }
+    }
+    let nics: Vec<Place> = (devices.iter())
         .filter(|(id, d)| {
             d.role() == Some(DeviceRole::Nic) && d.rdma() != Some(false) && !used.contains(*id)
         })
-        .count();
-    (gpus.len() + unaddressed).min(nics)
+        .map(|(_, d)| (d.pcie_root(), d.numa()))
+        .collect();
+    let gpus: Vec<Place> = gpus.into_values().collect();
+    let located = |v: &[Place]| v.iter().any(|(r, n)| r.is_some() || n.is_some());
+    if !located(&gpus) || !located(&nics) {
+        return (gpus.len() + unaddressed).min(nics.len());
+    }
+    let root = |x: &Place| x.0.clone();
+    let (gr, nr) = (count_by(&gpus, root), count_by(&nics, root));
+    let (mut left_g, mut left_n) = (gpus.clone(), nics.clone());
+    let mut pairs = 0;
+    for (r, g) in &gr {
+        let m = (*g).min(nr.get(r).copied().unwrap_or(0));
+        pairs += m;
+        drop_on_root(&mut left_g, r, m);
+        drop_on_root(&mut left_n, r, m);
+    }
+    let numa = |x: &Place| x.1.map(|n| n.to_string());
+    let (gn, nn) = (count_by(&left_g, numa), count_by(&left_n, numa));
+    pairs
+        + (gn.iter())
+            .map(|(k, g)| (*g).min(nn.get(k).copied().unwrap_or(0)))
+            .sum::<usize>()
 }
 
 /// Judges `node` for a pod's claims of other drivers: the allocator's choice on the free
@@ -395,6 +445,7 @@ mod tests {
         .unwrap();
         let mut spec = topoalign_dra::LadderSpec::new(1, "gpu.nvidia.com", "dranet.net");
         spec.nic_driver = Some("dra.net".into());
+        spec.fallback = true;
         let claim = topoalign_dra::ladder_claim(&spec).unwrap();
         let held = |devs: &[(&str, &str)]| held("h100-a", devs);
         let verdict = |taken: &BTreeSet<DeviceId>| {
