@@ -536,7 +536,8 @@ def cmd_compare(a):
     gap = tot(own, "gdrPods") - tot(ext, "gdrPods")
     print(f"FIGURE vendor gap to topoalign's own driver: {gap} more pods with GDR on every GPU on the own driver "
           f"({tot(own, 'gdrPods')} of {tot(own, 'bound')} bound) than on NVIDIA's driver with dranet/SR-IOV and the "
-          f"extender ({tot(ext, 'gdrPods')} of {tot(ext, 'bound')})")
+          f"extender ({tot(ext, 'gdrPods')} of {tot(ext, 'bound')}); the own driver's nodes are whole dgx-h100s with pair "
+          f"devices down to NODE, a third of the vendor nodes carry half the NICs and the templates take aligned pairs only")
     print(f"VERDICT {'ok' if ok_cross else 'worse'} with the extender no pod got a cross-NUMA pair where its node had an "
           f"aligned choice: {[e['crossWithChoice'] for e in ext]} per seed")
     print(f"VERDICT {'ok' if ok_gdr else 'worse'} pods with GDR on every GPU, extender >= stock on every seed: "
