@@ -47,8 +47,8 @@ import zlib
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from placement import Api, poll, wait_decided  # noqa: E402  (the API client and wait loop of the placement scenarios)
-import placement_dra  # noqa: E402  (its own-driver nodes, Node objects and cleanup)
+from placement import poll, wait_decided  # noqa: E402  (the wait loops of the placement scenarios)
+import placement_dra  # noqa: E402  (its API client and flags, own-driver nodes, Node objects and cleanup)
 
 TOPOALIGN = os.environ.get("TOPOALIGN", "topoalign")
 PROFILE = "dgx-h100"
@@ -66,10 +66,6 @@ STD = "resource.kubernetes.io"
 
 def log(msg):
     print(f"[{time.strftime('%H:%M:%S')}] vendor: {msg}", file=sys.stderr, flush=True)
-
-
-def api_of(a):
-    return Api(a.server, a.ca, a.cert, a.key)
 
 
 def topoalign(*args):
@@ -169,7 +165,7 @@ def slice_obj(name, driver, node, devices):
 
 
 def cmd_setup(a):
-    api = api_of(a)
+    api = placement_dra.api_of(a)
     gpus, nics, truth = machine()
     ts = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     for cname, expr in (
@@ -225,7 +221,7 @@ def cmd_stream(a):
 
 
 def cmd_cleanup(a):
-    api = api_of(a)
+    api = placement_dra.api_of(a)
     names = {n["metadata"]["name"] for n in api.call("GET", "/api/v1/nodes" + api.q(labelSelector=LABEL))["items"]}
     for sl in api.call("GET", "/apis/resource.k8s.io/v1/resourceslices")["items"]:
         if sl["spec"].get("nodeName") in names:
@@ -255,7 +251,7 @@ def aligned_possible(node, free, k):
 class VendorPass:
     def __init__(self, a):
         self.a = a
-        self.api = api_of(a)
+        self.api = placement_dra.api_of(a)
         data = json.load(open(a.nodes))
         self.truth = data["truth"]
         self.own = a.mode == "own"
@@ -544,13 +540,6 @@ def cmd_compare(a):
           f"{[(s['gdrPods'], e['gdrPods']) for s, e in zip(stock, ext)]}")
 
 
-def add_api(p):
-    p.add_argument("--server", required=True)
-    p.add_argument("--ca", required=True)
-    p.add_argument("--cert", required=True)
-    p.add_argument("--key", required=True)
-
-
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -559,7 +548,7 @@ def main():
     s.add_argument("--own", type=int, default=8)
     s.add_argument("--ns", required=True)
     s.add_argument("--out", required=True)
-    add_api(s)
+    placement_dra.add_api(s)
     s = sub.add_parser("stream")
     s.add_argument("--count", type=int, default=40)
     s.add_argument("--seed", type=int, default=21)
@@ -576,13 +565,13 @@ def main():
     s.add_argument("--lifetime", type=int, default=2)
     s.add_argument("--decide-timeout", type=float, default=60)
     s.add_argument("--explain", help="check explain --all at the last batch, its result into this file")
-    add_api(s)
+    placement_dra.add_api(s)
     s = sub.add_parser("compare")
     s.add_argument("--stock", required=True)
     s.add_argument("--extender", required=True)
     s.add_argument("--own", required=True)
     s = sub.add_parser("cleanup")
-    add_api(s)
+    placement_dra.add_api(s)
     a = p.parse_args()
     {"setup": cmd_setup, "stream": cmd_stream, "run": cmd_run, "compare": cmd_compare, "cleanup": cmd_cleanup}[a.cmd](a)
 

@@ -5,11 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::resource::v1::{
-    CELDeviceSelector, DeviceClass, DeviceClassSpec, DeviceSelector, ResourceClaimSpec,
-    ResourceSlice,
-};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimSpec, ResourceSlice};
 use serde::Serialize;
 use topoalign_plan::{NicCount, Planner, Request, Usage};
 use topoalign_topology::{Bdf, PcieClass, Topology};
@@ -17,6 +13,7 @@ use topoalign_topology::{Bdf, PcieClass, Topology};
 use crate::DraError;
 use crate::allocator::{DeviceId, NodeDevices, first_fit};
 use crate::ladder::Rung;
+use crate::mixed::driver_class;
 use crate::slice_topology::slice_topology;
 use crate::vendor::{DeviceRole, ForeignDevice, pooled_devices_of};
 
@@ -101,20 +98,7 @@ fn with_stand_ins(classes: &[DeviceClass], wanted: [(&str, &str); 2]) -> Vec<Dev
     let mut out = classes.to_vec();
     for (driver, name) in wanted {
         if !out.iter().any(|c| c.metadata.name.as_deref() == Some(name)) {
-            out.push(DeviceClass {
-                metadata: ObjectMeta {
-                    name: Some(name.to_string()),
-                    ..Default::default()
-                },
-                spec: Some(DeviceClassSpec {
-                    selectors: Some(vec![DeviceSelector {
-                        cel: Some(CELDeviceSelector {
-                            expression: format!("device.driver == \"{driver}\""),
-                        }),
-                    }]),
-                    ..Default::default()
-                }),
-            });
+            out.push(driver_class(name, driver));
         }
     }
     out

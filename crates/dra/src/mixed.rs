@@ -132,14 +132,17 @@ pub(crate) fn class_for(driver: &str, classes: &[DeviceClass]) -> String {
 /// DeviceClasses standing in for the foreign drivers' own in a simulation: a class
 /// named like the driver's class that selects every device of the driver.
 pub fn stand_in_classes(spec: &MixedSpec) -> Vec<DeviceClass> {
-    [
-        (&spec.gpu_class, &spec.gpu_driver),
-        (&spec.nic_class, &spec.nic_driver),
+    vec![
+        driver_class(&spec.gpu_class, &spec.gpu_driver),
+        driver_class(&spec.nic_class, &spec.nic_driver),
     ]
-    .into_iter()
-    .map(|(class, driver)| DeviceClass {
+}
+
+/// A DeviceClass named `name` that selects every device of `driver`.
+pub(crate) fn driver_class(name: &str, driver: &str) -> DeviceClass {
+    DeviceClass {
         metadata: ObjectMeta {
-            name: Some(class.clone()),
+            name: Some(name.to_string()),
             ..Default::default()
         },
         spec: Some(DeviceClassSpec {
@@ -150,8 +153,7 @@ pub fn stand_in_classes(spec: &MixedSpec) -> Vec<DeviceClass> {
             }]),
             ..Default::default()
         }),
-    })
-    .collect()
+    }
 }
 
 /// How many GPUs can get K NICs each with the same value of `attribute`.
