@@ -56,7 +56,7 @@ need_tools() {
   fi
 }
 
-ALL_SCENARIOS=(objects alignment shapes kubelet tm-parity speed faults placement placement-dra podresources cdi image explain gate-off hold mig gang cpus extended webhook)
+ALL_SCENARIOS=(objects alignment shapes kubelet tm-parity speed faults placement placement-dra podresources cdi image explain gate-off hold mig gang cpus extended webhook vendor)
 # scenarios that run without the control plane
 NO_CLUSTER=" tm-parity image "
 

@@ -14,11 +14,11 @@ use crate::classes::device_classes;
 use crate::cpus::{CpuClaim, CpuRelease, cpu_device_class, cpu_slices};
 use crate::explain::{Explanation, explain, mark_usage, resolve_with};
 use crate::inventory::{Inventory, PublishOptions};
-use crate::mixed::{
-    ForeignDevice, MixedClaim, MixedSpec, devices_of, stand_in_classes, topology_of,
-};
+use crate::mixed::{MixedClaim, MixedSpec, stand_in_classes};
 use crate::prepare::AllocatedDevice;
+use crate::slice_topology::topology_of;
 use crate::slices::slices_for;
+use crate::vendor::{ForeignDevice, gpus_and_nics};
 use crate::{DraError, attr};
 
 /// Why a claim cannot be explained on a node.
@@ -143,8 +143,7 @@ pub fn explain_mixed(
     usage: &Usage,
     budget: u64,
 ) -> Result<Explanation, DraError> {
-    let gpus = devices_of(slices, &spec.node, &spec.gpu_driver);
-    let nics = devices_of(slices, &spec.node, &spec.nic_driver);
+    let (gpus, nics) = gpus_and_nics(slices, &spec.node, &spec.gpu_driver, &spec.nic_driver);
     let topo = match node_topology {
         Some(t) => t.clone(),
         None => topology_of(&spec.node, &gpus, &nics)?,

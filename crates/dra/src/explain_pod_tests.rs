@@ -82,6 +82,7 @@ fn run(
         others,
         classes,
         node_facts: &[],
+        topology: None,
     })
 }
 
@@ -314,6 +315,7 @@ fn a_device_plugin_pod_says_where_its_devices_come_from() {
         others: &[],
         classes: &[],
         node_facts: &facts,
+        topology: None,
     })
     .unwrap();
     assert_eq!(e.source, "device-plugin");

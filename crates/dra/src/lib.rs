@@ -102,10 +102,13 @@ mod cpus;
 mod entries;
 mod error;
 mod explain;
+mod explain_all;
 mod explain_cpus;
 mod explain_node;
 mod explain_pod;
 mod inventory;
+mod ladder;
+mod ladder_report;
 mod limits;
 mod mig;
 mod mig_claims;
@@ -116,7 +119,9 @@ mod names;
 mod prepare;
 mod rails;
 mod slice_file;
+mod slice_topology;
 mod slices;
+mod vendor;
 
 pub use allocator::{DeviceId, Found, NodeDevices, Outcome, PreparedClaim, SharedHeld, first_fit};
 pub use capacity::milli_text;
@@ -148,12 +153,20 @@ pub use entries::{GpuEntry, NicFunction, PairEntry, PhysicalNic};
 pub use error::{AllocationError, DraError};
 pub use explain::{Explanation, explain};
 pub use explain::{mark_usage, resolve_with};
+pub use explain_all::{
+    AlignmentSummary, ClusterAlignment, ClusterInput, PodAlignment, alignment_of_claims,
+    explain_all,
+};
 pub use explain_cpus::CpuShare;
 pub use explain_node::{SimulatedNode, explain_mixed, own_request};
 pub use explain_pod::{
     ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,
 };
 pub use inventory::{CounterUse, DeviceKind, DeviceRef, Inventory, PairsPerGpu, PublishOptions};
+pub use ladder::{LadderSpec, Rung, ladder_claim};
+pub use ladder_report::{
+    LadderInput, LadderPair, NodeLadder, held_devices, ladder_nodes, ladder_report,
+};
 pub use limits::{
     MAX_ATTRIBUTES_AND_CAPACITIES, MAX_CONSUMES_COUNTERS_PER_DEVICE, MAX_COUNTER_SETS_PER_SLICE,
     MAX_COUNTERS_PER_SET, MAX_DEVICES_PER_CLAIM, MAX_DEVICES_PER_SLICE,
@@ -162,17 +175,19 @@ pub use limits::{
 pub use mig::{MigEntry, MigGpuLayout, MigInstance, MigJoinError, MigPairEntry, NodeMig};
 pub use mig_claims::{MigClaimSpec, mig_claim_spec};
 pub use mig_geometry::MigGeometryError;
-pub use mixed::{
-    DeviceRole, ForeignDevice, MixedClaim, MixedSpec, MixedStrategy, mixed_claim, node_devices,
-    stand_in_classes, topology_of,
-};
+pub use mixed::{MixedClaim, MixedSpec, MixedStrategy, mixed_claim, stand_in_classes};
 pub use names::{dns_label_problem, pair_device};
 pub use prepare::{
     AllocatedDevice, Holdings, PreparedDevice, PreparedGpu, PreparedMig, prepare_allocation,
 };
 pub use rails::{pin_rails, pin_rails_per_rail};
-pub use slice_file::parse_slice_file;
+pub use slice_file::{SliceFile, SliceFileError, parse_slice_file};
+pub use slice_topology::{SliceTopology, slice_topology, topology_of};
 pub use slices::{counter_sets, resource_slices, slices_for};
+pub use vendor::{
+    AMD_GPU_DRIVER, DRANET_DRIVER, DeviceRole, ForeignDevice, GpuForm, NVIDIA_GPU_DRIVER,
+    SRIOV_DRIVER, node_devices, rdma_selector,
+};
 
 /// The driver's name, a DNS subdomain the project uses as its own domain.
 pub const DRIVER_NAME: &str = "topoalign.dev";

@@ -23,6 +23,7 @@
 #![deny(unreachable_pub)]
 #![deny(missing_docs)]
 
+mod alignment;
 #[cfg(feature = "clap")]
 mod args;
 mod dra;

@@ -81,6 +81,8 @@ pub(crate) struct Cluster {
     pub plain_gpu_nodes: BTreeSet<String>,
     /// The Nodes and NodeResourceTopologies the MIG state is read from.
     mig_sources: MigSources,
+    /// Who publishes each PCI device, per node (`slice_rules`).
+    pub published: crate::slice_rules::Published,
 }
 
 /// Whether a claim's namespace and a pod's are one: a namespace missing on either side
@@ -155,6 +157,7 @@ impl Cluster {
                     });
             }
             "ResourceSlice" => {
+                crate::slice_rules::record(&mut self.published, value);
                 let spec = value.get("spec");
                 let Some(node) = field(spec, "nodeName") else {
                     return;

@@ -11,7 +11,7 @@
 //! a device plugin still advertises the GPUs or RDMA NICs topoalign's driver hands out;
 //! Guaranteed containers whose GPUs come from DRA but whose exclusive CPUs do not (the
 //! kubelet aligns no CPU with DRA devices), and the static CPU manager where
-//! dra-driver-cpu must run.
+//! dra-driver-cpu must run; PCI devices two DRA drivers publish on one node.
 //! [`lint_texts`] lints several files as one input: a pod's claim may be in another file.
 
 mod admission;
@@ -32,6 +32,7 @@ mod pod_rules;
 mod report;
 mod resources;
 mod roce_rules;
+mod slice_rules;
 mod typed;
 mod workloads;
 
@@ -205,7 +206,7 @@ fn lint_object(
             raws.extend(cpu_rules::lint_node_cpus(&node, cluster, ctx));
             raws.extend(mig_rules::lint_mig_node(&node, cluster));
         }
-        Workload::Slice => {}
+        Workload::Slice => raws.extend(slice_rules::lint_slice(value, &cluster.published)),
         Workload::Claim { path, spec, v1 } => {
             raws.extend(claim_rules::lint_claim(&path, &spec, ctx.topology));
             raws.extend(cpu_rules::lint_claim_cpus(&path, &spec, ctx));

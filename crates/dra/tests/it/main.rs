@@ -16,3 +16,4 @@ mod prepare;
 mod prepared;
 mod roce;
 mod slices;
+mod vendor;
