@@ -27,7 +27,6 @@ pub fn install_command_logging() {
     install(None, None, COMMAND_FILTER);
 }
 
-
 /// Installs the one log subscriber on stderr, filtered by `filter` (else `FILTER_ENV`,
 /// else `default_filter`): lines as `format` asks, or, with no format (a one-shot
 /// command), text coloured only on a terminal. Does nothing when a subscriber is already
