@@ -488,10 +488,11 @@ fn extended_resources_are_judged_as_the_claim_the_scheduler_makes() {
     ));
 }
 
-#[test]
-fn cpus_of_dra_driver_cpu_beside_the_pairs_are_judged_with_them() {
+/// A dgx-h100 node `n1` with dra-driver-cpu's class and slices (grouped, main's keys) and
+/// the claim `ns/c` of 2 pairs with 16 CPUs (not allocated); its spec is returned.
+fn cpu_state(st: &mut DraState) -> ResourceClaimSpec {
     use topoalign_dra::{CpuClaim, CpuMode, CpuRelease, cpu_device_class, cpu_slices};
-    let mut st = state_with(&[("n1", "dgx-h100")]);
+    *st = state_with(&[("n1", "dgx-h100")]);
     st.apply_class(&cpu_device_class("dra.cpu"));
     let topo = topoalign_profiles::get("dgx-h100").unwrap();
     for s in cpu_slices(&topo, "n1", CpuMode::Grouped, CpuRelease::Main).unwrap() {
@@ -499,9 +500,16 @@ fn cpus_of_dra_driver_cpu_beside_the_pairs_are_judged_with_them() {
     }
     let mut spec = ClaimSpec::pairs(2);
     spec.cpus = Some(CpuClaim::new(16));
+    let spec = claim_spec(&spec).unwrap();
+    st.apply_claim(&claim("ns", "c", "u1", spec.clone(), "n1", &[]));
+    spec
+}
+
+#[test]
+fn cpus_of_dra_driver_cpu_beside_the_pairs_are_judged_with_them() {
     let claim_obj = claim;
-    let claim = claim_spec(&spec).unwrap();
-    st.apply_claim(&claim_obj("ns", "c", "u1", claim.clone(), "n1", &[]));
+    let mut st = DraState::default();
+    let claim = cpu_state(&mut st);
     let r = resolved(
         &st,
         &pod(json!([{"name": "c", "resourceClaimName": "c"}]), json!([])),
@@ -547,27 +555,8 @@ fn cpus_of_dra_driver_cpu_beside_the_pairs_are_judged_with_them() {
 /// with CPUs and a pod with extended resources: a fit, not a neutral pass.
 #[test]
 fn cpu_claims_and_extended_pods_are_judged_on_the_calls_path() {
-    use topoalign_dra::{CpuClaim, CpuMode, CpuRelease, cpu_device_class, cpu_slices};
     let shared = DraShared::new();
-    {
-        let mut st = shared.write();
-        *st = state_with(&[("n1", "dgx-h100")]);
-        st.apply_class(&cpu_device_class("dra.cpu"));
-        let topo = topoalign_profiles::get("dgx-h100").unwrap();
-        for s in cpu_slices(&topo, "n1", CpuMode::Grouped, CpuRelease::Main).unwrap() {
-            st.apply_slice(&s);
-        }
-        let mut spec = ClaimSpec::pairs(2);
-        spec.cpus = Some(CpuClaim::new(16));
-        st.apply_claim(&claim(
-            "ns",
-            "c",
-            "u1",
-            claim_spec(&spec).unwrap(),
-            "n1",
-            &[],
-        ));
-    }
+    cpu_state(&mut shared.write());
     for p in [
         pod(json!([{"name": "c", "resourceClaimName": "c"}]), json!([])),
         extended_pod("topoalign.dev/gpu-nic-pair", "2"),
