@@ -8,7 +8,8 @@
 #
 # Scenarios: objects (1), alignment (2), shapes (3), kubelet (4), tm-parity (5), speed (6),
 # faults (7), placement, placement-dra and podresources (issue 11), cdi, image, explain and
-# gate-off (issue 20), hold (issue 22), mig (issue 23), gang (issue 24). Each prints PASS/FAIL and FIGURE lines;
+# gate-off (issue 20), hold (issue 22), mig (issue 23), gang (issue 24), cpus, extended and webhook (issue 33).
+# Each prints PASS/FAIL and FIGURE lines;
 # the last line of the run is exactly "N passed, N failed"; non-zero exit on any failure.
 #
 # Environment:
@@ -55,7 +56,7 @@ need_tools() {
   fi
 }
 
-ALL_SCENARIOS=(objects alignment shapes kubelet tm-parity speed faults placement placement-dra podresources cdi image explain gate-off hold mig gang)
+ALL_SCENARIOS=(objects alignment shapes kubelet tm-parity speed faults placement placement-dra podresources cdi image explain gate-off hold mig gang cpus extended webhook vendor)
 # scenarios that run without the control plane
 NO_CLUSTER=" tm-parity image "
 

@@ -2,13 +2,13 @@
 //! NodeResourceTopology object when its content changed or the heartbeat is due, and
 //! labels the node (the pair and fabric labels with hysteresis, the domain labels as soon
 //! as they change); every `--rescan-interval` it reads the NICs' neighbours again
-//! ([`crate::rewire`]) and publishes at once when they changed.
+//! (`crate::rescan`) and publishes at once when they changed.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use topoalign_gang::{DomainLabels, NicRails};
-use topoalign_node_facts::NodeLabels;
+use topoalign_fabric::{DomainLabels, NicRails};
+use topoalign_node_facts::ManagedLabels;
 
 use crate::labels::{Debouncer, wanted};
 use crate::metrics::Metrics;
@@ -23,7 +23,7 @@ async fn node_domains(cfg: &Config, client: &kube::Client) -> Option<DomainLabel
     let api: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
     match api.get(&cfg.node).await {
         Ok(node) => {
-            let seen = NodeLabels::of(&node, FIELD_MANAGER);
+            let seen = ManagedLabels::of(&node, FIELD_MANAGER);
             let d = cfg.facts.labels(&seen.labels, &seen.owned);
             for n in &d.notes {
                 tracing::info!(node = %cfg.node, "{n}");
@@ -94,7 +94,7 @@ async fn next(rescan: &mut Option<tokio::time::Interval>) {
 }
 
 /// Runs until `shutdown` resolves: read, publish on change or heartbeat, label; the
-/// NICs' neighbours read again every `cfg.rewire` interval. Kubelet and API errors are
+/// NICs' neighbours read again every `cfg.rescan_interval`. Kubelet and API errors are
 /// logged and retried next interval. Every round is counted in `metrics`, which also
 /// says whether the agent is ready (the last round read the kubelet and the API server
 /// holds its report).
@@ -111,9 +111,9 @@ pub(crate) async fn run(
     let mut kubelet: Option<PodResourcesClient> = None;
     let mut tick = tokio::time::interval(cfg.interval);
     // The neighbours were read at start: the first read again is one interval later.
-    let mut rescan = cfg.rewire.as_ref().map(|r| {
-        let start = tokio::time::Instant::now() + r.interval;
-        let mut i = tokio::time::interval_at(start, r.interval);
+    let mut rescan = cfg.follower.rereads().then(|| {
+        let start = tokio::time::Instant::now() + cfg.rescan_interval;
+        let mut i = tokio::time::interval_at(start, cfg.rescan_interval);
         i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         i
     });
@@ -129,10 +129,10 @@ pub(crate) async fn run(
             _ = tick.tick() => Wake::Round,
             _ = next(&mut rescan) => Wake::Rescan,
         };
-        if let (Wake::Rescan, Some(rw)) = (wake, &cfg.rewire) {
+        if let Wake::Rescan = wake {
             // Unchanged neighbours (or a failed read) wait for the next interval; new ones
             // are published now.
-            match rw.rescan(&cfg.facts, &cfg.topology, &metrics).await {
+            match crate::rescan::rescan(&cfg.follower, &cfg.facts, &cfg.topology, &metrics).await {
                 Some(facts) => {
                     cfg.facts = facts;
                     domains_stale = true;

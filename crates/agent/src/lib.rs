@@ -7,7 +7,8 @@
 //! `--once` ([`run::once`]) prints what it would publish and exits. The node's place in
 //! the fabric (its NVLink clique, the operator's domain file, each NIC's rail: read by
 //! `topoalign_node_facts`, shared with the DRA driver) is read at start; the NICs'
-//! neighbours are read again every `--rescan-interval` (`rewire`), and a recabled NIC's
+//! neighbours are read again every `--rescan-interval` (`rescan`, by the follower both
+//! node agents share), and a recabled NIC's
 //! rail and the leaf derived from the neighbours follow without a restart. Domain labels
 //! are written only where no other tool wrote the level, rails go into the
 //! NodeResourceTopology object.
@@ -19,7 +20,7 @@ mod nrt;
 mod podresources;
 mod publish;
 mod report;
-mod rewire;
+mod rescan;
 mod run;
 pub use daemon::run_serving;
 pub use metrics::{Component, Kind, Metrics};
@@ -29,8 +30,7 @@ pub use nrt::nrt_object;
 pub use podresources::v1 as pod_resources_api;
 pub use podresources::{Devices, KubeletView, PodDevices};
 pub use report::build as build_report;
-pub use rewire::Rewire;
 #[cfg(feature = "clap")]
-pub use run::AgentArgs;
+pub use run::{AgentArgs, AgentArgsError, AgentProcess};
 pub use run::{Config, once as run_once};
 pub use topoalign_node_facts::{FactsError, NodeFacts};

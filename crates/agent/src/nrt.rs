@@ -134,7 +134,7 @@ pub fn nrt_object(
 
 /// The rails as the NodeResourceTopology annotation holds them: each physical NIC's PCI
 /// address to its rail, and how they were found.
-pub(crate) fn rails_json(rails: &topoalign_gang::NicRails) -> Value {
+pub(crate) fn rails_json(rails: &topoalign_fabric::NicRails) -> Value {
     #[derive(serde::Serialize)]
     struct Rails<'a> {
         rails: u32,
@@ -158,7 +158,7 @@ pub(crate) fn rails_json(rails: &topoalign_gang::NicRails) -> Value {
 pub(crate) fn add_facts(
     object: &mut Value,
     domains: &std::collections::BTreeMap<String, String>,
-    rails: Option<&topoalign_gang::NicRails>,
+    rails: Option<&topoalign_fabric::NicRails>,
 ) {
     if let Some(a) = object.get_mut("attributes").and_then(Value::as_array_mut) {
         for (k, v) in domains {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
-use topoalign_gang::DomainLabels;
+use topoalign_fabric::DomainLabels;
 use topoalign_kube_types::kubelet_settings::Settings;
 use topoalign_topology::Topology;
 
@@ -17,7 +17,7 @@ use crate::publish::PublishError;
 use crate::report::{Report, build};
 #[cfg(feature = "clap")]
 use topoalign_node_facts::FactsError;
-use topoalign_node_facts::NodeFacts;
+use topoalign_node_facts::{Follower, NodeFacts};
 
 /// How the agent runs.
 #[derive(Debug, Clone)]
@@ -39,15 +39,31 @@ pub struct Config {
     /// Timeout of each kubelet call.
     pub timeout: Duration,
     /// The node's clique, operator domain labels, rails, NICs' neighbours and leaf (read
-    /// at start; the neighbours, rails and leaf again through `rewire`).
+    /// at start; the neighbours, rails and leaf again through `follower`).
     pub facts: NodeFacts,
-    /// Where and how often the NICs' neighbours are read again (`None`: no neighbour
-    /// source, or not followed).
-    pub rewire: Option<crate::rewire::Rewire>,
+    /// Where the NICs' neighbours are read again (none without a neighbour source), and
+    /// the rail source resolved again on them.
+    pub follower: Follower,
+    /// How often the NICs' neighbours are read again.
+    pub rescan_interval: Duration,
 }
 
-/// The flags of `topoalign agent` besides the topology source, `-o` and `--log-format`
-/// (the `clap` feature), turned into a [`Config`] by [`AgentArgs::config`].
+/// The agent's defaults among the flags every process takes.
+#[cfg(feature = "clap")]
+#[derive(Debug, Clone)]
+pub struct AgentProcess;
+
+#[cfg(feature = "clap")]
+impl topoalign_probes::ProcessDefaults for AgentProcess {
+    /// Probes on loopback (the chart sets `0.0.0.0`).
+    const LISTEN: &'static str = "127.0.0.1:9478";
+    /// Warnings and errors: each round that works is said by the metrics, not the log.
+    const LOG_FILTER: &'static str = "warn";
+    const THREADS: topoalign_probes::Threads = topoalign_probes::Threads::PerCpu;
+}
+
+/// The flags of `topoalign agent` besides the topology source and `-o` (the `clap`
+/// feature), turned into a [`Config`] by [`AgentArgs::config`].
 #[cfg(feature = "clap")]
 #[derive(Debug, Clone, clap::Args)]
 pub struct AgentArgs {
@@ -66,9 +82,6 @@ pub struct AgentArgs {
     /// topologyManagerScope (overrides --kubelet-config).
     #[arg(long)]
     pub scope: Option<String>,
-    /// A kubeconfig file (default: in-cluster config, then $KUBECONFIG / ~/.kube/config).
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
     /// Seconds between kubelet reads.
     #[arg(long, default_value_t = 10)]
     pub interval: u64,
@@ -85,9 +98,10 @@ pub struct AgentArgs {
     /// Read the kubelet once, print what would be published, and exit.
     #[arg(long)]
     pub once: bool,
-    /// Address of /healthz, /readyz and /metrics.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9478")]
-    pub metrics_addr: std::net::SocketAddr,
+    /// The flags every process takes: `--kubeconfig`, `--listen` (/healthz, /readyz and
+    /// /metrics), `--log-format`, `--log-filter`.
+    #[command(flatten)]
+    pub process: topoalign_probes::ProcessArgs<AgentProcess>,
     /// The NVLink clique: `nvidia-smi` runs `nvidia-smi -q` ($TOPOALIGN_NVIDIA_SMI names
     /// another binary), a path reads its saved output. Written as nvidia.com/gpu.clique
     /// where the node has no NVLink-domain label from another tool.
@@ -170,7 +184,7 @@ impl AgentArgs {
             },
         )
         .map_err(Box::new)?;
-        let rewire = crate::rewire::Rewire::new(self.wiring.clone(), rails, self.rescan_interval);
+        let follower = Follower::new(self.wiring.clone(), rails);
         Ok(Config {
             node,
             topology,
@@ -181,7 +195,8 @@ impl AgentArgs {
             label_hold: Duration::from_secs(self.label_hold),
             timeout: Duration::from_secs(self.timeout.max(1)),
             facts,
-            rewire,
+            follower,
+            rescan_interval: self.rescan_interval,
         })
     }
 }
@@ -190,7 +205,7 @@ impl AgentArgs {
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
     /// The metrics address cannot be listened on, or its server failed.
-    #[error("--metrics-addr {addr}: {source}")]
+    #[error("--listen/--metrics-addr {addr}: {source}")]
     Serve {
         /// The address.
         addr: std::net::SocketAddr,
@@ -329,7 +344,8 @@ mod tests {
             label_hold: Duration::from_secs(120),
             timeout: Duration::from_secs(5),
             facts: NodeFacts::default(),
-            rewire: None,
+            follower: Follower::default(),
+            rescan_interval: Duration::from_secs(60),
         };
         let gpus = |ids: Vec<String>| Devices {
             resource: "amd.com/gpu".into(),

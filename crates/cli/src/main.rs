@@ -62,6 +62,8 @@ enum Command {
     Gang(cmd::gang::Args),
     /// Each NIC's neighbour switch (LLDP, InfiniBand), its rail, and the node's derived leaf.
     Rails(cmd::rails::Args),
+    /// The admission webhook: pods written for device plugins get topoalign's GPU+NIC pairs.
+    Webhook(Box<cmd::webhook::Args>),
 }
 
 fn main() -> ExitCode {
@@ -88,6 +90,7 @@ fn main() -> ExitCode {
         Command::Mig(a) => cmd::mig::run(a),
         Command::Gang(a) => cmd::gang::run(a),
         Command::Rails(a) => cmd::rails::run(a),
+        Command::Webhook(a) => cmd::webhook::run(*a),
     };
     match result {
         Ok(code) => code,
@@ -98,15 +101,15 @@ fn main() -> ExitCode {
     }
 }
 
-/// Installs the one log subscriber (stderr), once the arguments are known: the node
-/// agents' JSON or text lines as their `--log-format` asks (the driver at `TOPOALIGN_LOG`,
-/// default info), else text at `TOPOALIGN_LOG` (default warn).
+/// Installs the one log subscriber (stderr), once the arguments are known: a
+/// long-running process's as its flags ask (`--log-format`, `--log-filter`, the process's
+/// own defaults), a one-shot command's otherwise.
 fn install_log_subscriber(command: &Command) {
-    use topoalign_probes::{DEFAULT_FILTER, install_logging};
-    let (format, default) = match command {
-        Command::Driver(a) if !a.dry_run => (Some(a.log_format), DEFAULT_FILTER),
-        Command::Agent(a) => (Some(a.log_format), "warn"),
-        _ => (None, "warn"),
-    };
-    install_logging(format, default);
+    match command {
+        Command::Driver(a) if !a.dry_run => a.process.install_logging(),
+        Command::Agent(a) => a.install_logging(),
+        Command::Extender(a) => a.install_logging(),
+        Command::Webhook(a) if a.is_server() => a.serve.process.install_logging(),
+        _ => topoalign_probes::install_command_logging(),
+    }
 }

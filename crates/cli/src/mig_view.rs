@@ -1,14 +1,12 @@
 //! The MIG instances `discover`, `matrix`, `draw` and `profile show` lay over a topology:
 //! from the driver's sources (`--mig-state DIR`, `--mig-from-host`, `--mig-want MIX`,
-//! read and joined by `topoalign_driver::MigSource` exactly as the driver publishes
+//! read and joined by `topoalign_node_facts::MigSource` exactly as the driver publishes
 //! them) or, with none of those, from the MIG geometry a built-in profile carries.
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use topoalign_dra::NodeMig;
-use topoalign_driver::MigSource;
-use topoalign_mig::{Placement, lookup, state_from_placements};
+use topoalign_node_facts::MigSource;
 use topoalign_render::{MigGpuView, MigInstanceView, MigOverlay};
 use topoalign_topology::Topology;
 
@@ -52,43 +50,9 @@ pub(crate) fn overlay(
     profile: Option<&str>,
     topo: &Topology,
 ) -> anyhow::Result<MigOverlay> {
-    let layout = match args.source() {
-        MigSource::None => match profile.and_then(topoalign_profiles::mig_geometry) {
-            Some(geo) => profile_layout(geo, topo)
-                .with_context(|| format!("MIG geometry of profile `{}`", topo.name))?,
-            None => return Ok(MigOverlay::default()),
-        },
-        source => {
-            let (layout, warnings) = source.layout_checked(topo)?;
-            crate::output::warn(&warnings);
-            layout
-        }
-    };
+    let (layout, warnings) = args.source().layout_on(topo, profile)?;
+    crate::output::warn(&warnings);
     Ok(from_layout(&layout, topo))
-}
-
-/// A profile's geometry, checked by the placement rules and joined to its topology.
-pub(crate) fn profile_layout(
-    geo: topoalign_profiles::MigGeometry,
-    topo: &Topology,
-) -> anyhow::Result<NodeMig> {
-    let model = lookup(geo.model)?;
-    let gpus: Vec<(u32, Vec<Placement>)> = geo
-        .gpus
-        .iter()
-        .map(|(index, instances)| {
-            let placements = instances
-                .iter()
-                .map(|(profile, start)| Placement {
-                    profile: (*profile).to_string(),
-                    start: *start,
-                })
-                .collect();
-            (*index, placements)
-        })
-        .collect();
-    let state = state_from_placements(model, &gpus)?;
-    Ok(NodeMig::join(topo, &state)?)
 }
 
 /// The drawing's view of a joined layout (GPUs by topology index).

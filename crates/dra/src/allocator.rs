@@ -15,7 +15,10 @@
 //! claim is worked out once, each search is told which devices are held.
 //!
 //! Selectors are evaluated with [`crate::cel`] (the CEL subset device selectors here
-//! use); an expression outside it is an error, never a guess.
+//! use); an expression outside it is an error, never a guess. Capacities are counted as
+//! [`crate::capacity`] says: a device with `allowMultipleAllocations` (a dra-driver-cpu
+//! CPU group) serves several requests and claims, each taking its share of the
+//! capacities, and is never held whole; any other device is taken by one request.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -28,6 +31,7 @@ use serde::Serialize;
 use topoalign_kube_types::Quantity;
 
 use crate::DraError;
+use crate::capacity::{Capacities, milli_text, requested};
 use crate::cel::{Selector, lookup};
 use crate::limits::MAX_DEVICES_PER_CLAIM;
 use crate::prepare::AllocatedDevice;
@@ -51,6 +55,9 @@ pub struct NodeDevices {
     counter_index: BTreeMap<(String, String, String, String), usize>,
     /// Available milli-units per counter.
     available: Vec<i128>,
+    /// Per device, per capacity: milli-units other claims hold of a device that allows
+    /// multiple allocations ([`NodeDevices::consume_capacity`]).
+    outside: Vec<Vec<i128>>,
 }
 
 #[derive(Debug, Clone)]
@@ -60,6 +67,11 @@ struct Cand {
     /// (counter index, milli-units); `None` for a counter the pool does not define,
     /// which makes the device unallocatable.
     consumes: Vec<(Option<usize>, i128)>,
+    /// `allowMultipleAllocations`: shared between requests by capacity, never taken
+    /// whole.
+    multi: bool,
+    /// Its capacities.
+    caps: Capacities,
 }
 
 fn milli(q: &str, slice: &str, what: &str) -> Result<i128, DraError> {
@@ -140,6 +152,10 @@ impl NodeDevices {
                             ));
                         }
                     }
+                    let caps = Capacities::of(
+                        d.capacity.as_ref(),
+                        &format!("{sname}, device {}", d.name),
+                    )?;
                     devices.push(Cand {
                         id: DeviceId {
                             driver: driver.clone(),
@@ -148,28 +164,55 @@ impl NodeDevices {
                         },
                         device: d.clone(),
                         consumes,
+                        multi: d.allow_multiple_allocations == Some(true),
+                        caps,
                     });
                 }
             }
         }
+        let outside = devices.iter().map(|c| vec![0; c.caps.len()]).collect();
         Ok(NodeDevices {
             devices,
             counter_index,
             available,
+            outside,
         })
     }
 
     /// Marks devices as allocated to other claims: they are skipped and their counters
-    /// consumed. Unknown ids are ignored.
+    /// consumed. Unknown ids are ignored, and so are devices that allow multiple
+    /// allocations: other claims hold shares of those, told with
+    /// [`NodeDevices::consume_capacity`].
     pub fn mark_in_use(&mut self, ids: &BTreeSet<DeviceId>) {
-        for c in self.devices.iter().filter(|c| ids.contains(&c.id)) {
+        let held = |c: &Cand| !c.multi && ids.contains(&c.id);
+        for c in self.devices.iter().filter(|c| held(c)) {
             for (i, v) in &c.consumes {
                 if let Some(avail) = i.and_then(|i| self.available.get_mut(i)) {
                     *avail -= v;
                 }
             }
         }
-        self.devices.retain(|d| !ids.contains(&d.id));
+        let keep: Vec<bool> = self.devices.iter().map(|c| !held(c)).collect();
+        let mut k = keep.iter();
+        self.devices.retain(|_| k.next().copied().unwrap_or(true));
+        let mut k = keep.iter();
+        self.outside.retain(|_| k.next().copied().unwrap_or(true));
+    }
+
+    /// Records that another claim holds `quantity` of capacity `capacity` of device
+    /// `id` (a `consumedCapacity` entry of its allocation), for a device that allows
+    /// multiple allocations. Refused: an amount that is no quantity. Unknown devices
+    /// and capacities are ignored, as other claims' devices may be gone.
+    pub fn consume_capacity(
+        &mut self,
+        id: &DeviceId,
+        capacity: &str,
+        quantity: &str,
+    ) -> Result<(), DraError> {
+        for (place, cap, m) in self.shared_held([(id, capacity, quantity)])?.0 {
+            self.outside[place][cap] += m;
+        }
+        Ok(())
     }
 
     /// Consumes `units` of a counter, as an allocation outside the claim would.
@@ -187,6 +230,37 @@ impl NodeDevices {
         {
             *avail -= i128::from(units) * 1000;
         }
+    }
+
+    /// What other claims hold of shared devices (devices that allow multiple allocations),
+    /// from their allocations' `consumedCapacity`: (device, capacity name, quantity).
+    /// Devices and capacities the node does not have are skipped (other claims' devices
+    /// may be gone); an amount that is no quantity is refused.
+    pub fn shared_held<'a>(
+        &self,
+        held: impl IntoIterator<Item = (&'a DeviceId, &'a str, &'a str)>,
+    ) -> Result<SharedHeld, DraError> {
+        let mut out = Vec::new();
+        for (id, capacity, quantity) in held {
+            let m = quantity.parse::<Quantity>().map_err(|e| {
+                DraError::BadClaim(format!(
+                    "consumed capacity {capacity} of device {}: {e}",
+                    id.device
+                ))
+            })?;
+            let Some(place) = self.devices.iter().position(|c| c.id == *id) else {
+                continue;
+            };
+            if let Some(i) = self.devices[place].caps.index(capacity) {
+                out.push((place, i, m.milli_value()));
+            }
+        }
+        Ok(SharedHeld(out))
+    }
+
+    /// A device as published, by identity.
+    pub fn device(&self, id: &DeviceId) -> Option<&Device> {
+        self.devices.iter().find(|c| c.id == *id).map(|c| &c.device)
     }
 
     /// The devices considered, in the allocator's order (pool by pool, slice by slice).
@@ -210,6 +284,18 @@ impl NodeDevices {
     }
 }
 
+/// What other claims hold of a node's shared devices ([`NodeDevices::shared_held`]), for
+/// [`PreparedClaim::search_held`]: (place, capacity, milli-units).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SharedHeld(Vec<(usize, usize, i128)>);
+
+impl SharedHeld {
+    /// True when other claims hold nothing shared.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// What the search found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -217,6 +303,10 @@ pub struct Outcome {
     /// The first full solution, in request order; `None` when there is none (or the
     /// budget ran out first).
     pub allocation: Option<Vec<AllocatedDevice>>,
+    /// Per device of `allocation`, the capacities its request took of it (capacity name
+    /// → quantity, `10`, `1500m`), as the allocation's `consumedCapacity`: empty for a
+    /// device taken whole (one that does not allow multiple allocations).
+    pub consumed: Vec<BTreeMap<String, String>>,
     /// Devices tried.
     pub steps: u64,
     /// True when the search stopped at the budget without an answer.
@@ -235,6 +325,8 @@ struct ReqAlt {
     result_name: String,
     count: usize,
     selectors: Vec<Selector>,
+    /// `capacity.requests`, milli-units by capacity name.
+    capacity: BTreeMap<String, i128>,
 }
 
 /// One way to fill a request, worked out against the node's devices.
@@ -243,8 +335,12 @@ struct Alt {
     /// The name results carry (`req` or `req/sub`).
     result_name: String,
     count: usize,
-    /// The devices that pass the class and request selectors, in the allocator's order.
+    /// The devices that pass the class and request selectors and can serve its
+    /// capacity requests, in the allocator's order.
     eligible: Vec<usize>,
+    /// Per device of `eligible` that allows multiple allocations, what one device of
+    /// this alternative takes of its capacities; empty for any other device.
+    takes: Vec<Vec<i128>>,
     /// The constraints that apply to it, in claim order.
     cons: Vec<usize>,
     /// Per constraint: whether it applies.
@@ -310,14 +406,23 @@ fn build_req(r: &DeviceRequest, classes: &[DeviceClass]) -> Result<Req, DraError
             result_name: r.name.clone(),
             count: e.count.unwrap_or(1).max(0) as usize,
             selectors,
+            capacity: requested(
+                e.capacity.as_ref().and_then(|c| c.requests.as_ref()),
+                &r.name,
+            )?,
         });
     }
     for s in r.first_available.iter().flatten() {
         mode_ok(&s.allocation_mode, &format!("{}/{}", r.name, s.name))?;
         let mut selectors = class_selectors(classes, &s.device_class_name)?;
         selectors.extend(parse_selectors(s.selectors.as_ref())?);
+        let result_name = format!("{}/{}", r.name, s.name);
         alts.push(ReqAlt {
-            result_name: format!("{}/{}", r.name, s.name),
+            capacity: requested(
+                s.capacity.as_ref().and_then(|c| c.requests.as_ref()),
+                &result_name,
+            )?,
+            result_name,
             count: s.count.unwrap_or(1).max(0) as usize,
             selectors,
         });
@@ -382,6 +487,7 @@ impl Plan {
             let mut alts = Vec::with_capacity(r.alts.len());
             for a in &r.alts {
                 let mut eligible = Vec::with_capacity(node.devices.len());
+                let mut takes = Vec::new();
                 for (i, c) in node.devices.iter().enumerate() {
                     let mut pass = true;
                     for s in &a.selectors {
@@ -398,9 +504,18 @@ impl Plan {
                             }
                         }
                     }
-                    if pass {
-                        eligible.push(i);
+                    if !pass {
+                        continue;
                     }
+                    // What the device gives this alternative: a device that cannot serve
+                    // its capacity requests (or taken whole, more than it holds) is no
+                    // candidate; a shared one is checked against its other shares as the
+                    // search goes.
+                    let Some(take) = c.caps.consumption(&a.capacity) else {
+                        continue;
+                    };
+                    eligible.push(i);
+                    takes.push(if c.multi { take } else { Vec::new() });
                 }
                 let applies: Vec<bool> = stated
                     .iter()
@@ -413,6 +528,7 @@ impl Plan {
                     result_name: a.result_name.clone(),
                     count: a.count,
                     eligible,
+                    takes,
                     cons: (0..applies.len()).filter(|&i| applies[i]).collect(),
                     applies,
                 });
@@ -467,8 +583,11 @@ struct Search<'a> {
     plan: &'a Plan,
     counters: Vec<i128>,
     taken: Vec<bool>,
-    /// (request, alternative, device index)
-    chosen: Vec<(usize, usize, usize)>,
+    /// Per device, per capacity: milli-units held by other claims and this one so far
+    /// (devices that allow multiple allocations).
+    shares: Vec<Vec<i128>>,
+    /// (request, alternative, device index, place in the alternative's eligible list)
+    chosen: Vec<(usize, usize, usize, usize)>,
     steps: u64,
     budget: u64,
 }
@@ -476,18 +595,30 @@ struct Search<'a> {
 impl<'a> Search<'a> {
     /// A search with the devices marked in `in_use` taken from the start and their
     /// counters consumed, as [`NodeDevices::mark_in_use`] would.
-    fn new(node: &'a NodeDevices, plan: &'a Plan, in_use: &[bool], budget: u64) -> Self {
+    fn new(
+        node: &'a NodeDevices,
+        plan: &'a Plan,
+        in_use: &[bool],
+        held: &SharedHeld,
+        budget: u64,
+    ) -> Self {
         let mut s = Search {
             node,
             plan,
             counters: node.available.clone(),
             taken: vec![false; node.devices.len()],
+            shares: node.outside.clone(),
             chosen: Vec::new(),
             steps: 0,
             budget,
         };
+        for &(dev, cap, m) in &held.0 {
+            if let Some(u) = s.shares.get_mut(dev).and_then(|c| c.get_mut(cap)) {
+                *u += m;
+            }
+        }
         for (dev, _) in in_use.iter().enumerate().filter(|(_, used)| **used) {
-            if dev < s.taken.len() {
+            if dev < s.taken.len() && !node.devices[dev].multi {
                 s.taken[dev] = true;
                 s.consume(dev, 1);
             }
@@ -501,7 +632,7 @@ impl<'a> Search<'a> {
             let Some(v) = con.value[dev] else {
                 return false;
             };
-            for &(r2, a2, d2) in &self.chosen {
+            for &(r2, a2, d2, _) in &self.chosen {
                 if !self.plan.reqs[r2][a2].applies[ci] {
                     continue;
                 }
@@ -531,6 +662,37 @@ impl<'a> Search<'a> {
         }
     }
 
+    /// Takes (`sign` 1) or gives back (-1) device `dev` for one device of a request: a
+    /// whole device is marked taken, a shared one takes `take` of its capacities; the
+    /// counters are charged unless a share of it already charged them.
+    fn hold(&mut self, dev: usize, take: &[i128], multi: bool, charged: bool, sign: i128) {
+        if multi {
+            for (u, t) in self.shares[dev].iter_mut().zip(take) {
+                *u += sign * t;
+            }
+        } else {
+            self.taken[dev] = sign > 0;
+        }
+        if !charged {
+            self.consume(dev, sign);
+        }
+    }
+
+    /// What each chosen device took of its capacities, by name (empty for a whole
+    /// device).
+    fn consumed(&self) -> Vec<BTreeMap<String, String>> {
+        self.chosen
+            .iter()
+            .map(|&(ri, ai, dev, place)| {
+                let caps = &self.node.devices[dev].caps;
+                let take = &self.plan.reqs[ri][ai].takes[place];
+                (take.iter().enumerate())
+                    .map(|(i, m)| (caps.name(i).to_string(), milli_text(*m)))
+                    .collect()
+            })
+            .collect()
+    }
+
     /// Fills request `ri` with alternative `ai` from its `k`-th device on.
     fn fill(&mut self, ri: usize, ai: Option<usize>, k: usize) -> Option<bool> {
         let plan = self.plan;
@@ -549,7 +711,7 @@ impl<'a> Search<'a> {
         if k == alt.count {
             return self.fill(ri + 1, None, 0);
         }
-        for &dev in &alt.eligible {
+        for (place, &dev) in alt.eligible.iter().enumerate() {
             if self.taken[dev] {
                 continue;
             }
@@ -557,18 +719,23 @@ impl<'a> Search<'a> {
             if self.steps > self.budget {
                 return None;
             }
-            if !self.counters_ok(dev) || !self.constraints_ok(alt, dev) {
+            let multi = self.node.devices[dev].multi;
+            let take = &alt.takes[place];
+            if multi && !self.node.devices[dev].caps.fits(&self.shares[dev], take) {
                 continue;
             }
-            self.taken[dev] = true;
-            self.consume(dev, 1);
-            self.chosen.push((ri, ai, dev));
+            // A shared device already shared in this search has its counters charged.
+            let charged = multi && self.chosen.iter().any(|c| c.2 == dev);
+            if (!charged && !self.counters_ok(dev)) || !self.constraints_ok(alt, dev) {
+                continue;
+            }
+            self.hold(dev, take, multi, charged, 1);
+            self.chosen.push((ri, ai, dev, place));
             if self.fill(ri, Some(ai), k + 1)? {
                 return Some(true);
             }
             self.chosen.pop();
-            self.consume(dev, -1);
-            self.taken[dev] = false;
+            self.hold(dev, take, multi, charged, -1);
         }
         Some(false)
     }
@@ -584,12 +751,12 @@ pub fn first_fit(
 ) -> Result<Outcome, DraError> {
     let plan = Plan::new(claim, classes, node)?;
     plan.first_error(&[])?;
-    let mut s = Search::new(node, &plan, &[], budget);
+    let mut s = Search::new(node, &plan, &[], &SharedHeld::default(), budget);
     let found = s.fill(0, None, 0);
     let allocation = (found == Some(true)).then(|| {
         s.chosen
             .iter()
-            .map(|&(ri, ai, d)| {
+            .map(|&(ri, ai, d, _)| {
                 let id = &node.devices[d].id;
                 AllocatedDevice {
                     request: plan.reqs[ri][ai].result_name.clone(),
@@ -600,8 +767,13 @@ pub fn first_fit(
             })
             .collect()
     });
+    let consumed = match allocation {
+        Some(_) => s.consumed(),
+        None => Vec::new(),
+    };
     Ok(Outcome {
         allocation,
+        consumed,
         steps: s.steps,
         gave_up: found.is_none(),
     })
@@ -684,7 +856,13 @@ impl PreparedClaim {
     /// [`PreparedClaim::deferred`] is searched with [`PreparedClaim::try_search`] (here a
     /// device whose selector could not be evaluated is only passed over).
     pub fn search(&self, in_use: &[bool], budget: u64) -> Found {
-        let mut s = Search::new(&self.node, &self.plan, in_use, budget);
+        self.search_held(in_use, &SharedHeld::default(), budget)
+    }
+
+    /// [`PreparedClaim::search`] with what other claims hold of the node's shared devices
+    /// (dra-driver-cpu's CPU groups) besides the devices `in_use` marks.
+    pub fn search_held(&self, in_use: &[bool], held: &SharedHeld, budget: u64) -> Found {
+        let mut s = Search::new(&self.node, &self.plan, in_use, held, budget);
         let found = s.fill(0, None, 0);
         Found {
             devices: (found == Some(true)).then(|| s.chosen.iter().map(|c| c.2).collect()),

@@ -6,9 +6,12 @@
 //! `device.attributes["topoalign.dev"]["rank"]`, and in a `matchAttribute` constraint they
 //! must be qualified: use [`qualified`].
 
-/// The standard names, whose one home is the shared vocabulary (the lint and the fleet
-/// simulation's stand-in drivers speak them too).
-pub use topoalign_kube_types::{NUMA_NODE_STD, PCI_BUS_ID, PCIE_ROOT};
+/// The standard names, and the cross-driver NUMA key, whose one home is the shared
+/// vocabulary (the lint and the fleet simulation's stand-in drivers speak them too).
+/// Every device on one NUMA node carries both [`NUMA_NODE_STD`] and [`NUMA_NODE_COMPAT`],
+/// so a claim can align it with CPUs of dra-driver-cpu (whose v0.2.0 publishes only the
+/// compatibility key) or NICs of dranet and the SR-IOV DRA driver.
+pub use topoalign_kube_types::{NUMA_NODE_COMPAT, NUMA_NODE_STD, PCI_BUS_ID, PCIE_ROOT};
 
 /// Driver domain: `gpu`, `nic` or `pair` (string).
 pub const TYPE: &str = "type";
@@ -16,8 +19,10 @@ pub const TYPE: &str = "type";
 pub const VENDOR: &str = "vendor";
 /// Driver domain: model when known (string).
 pub const MODEL: &str = "model";
-/// Driver domain: NUMA node (int), the same value as [`NUMA_NODE_STD`]; present because
-/// the standard one is alpha. A pair carries its GPU's.
+/// Driver domain: NUMA node (int), the same value as [`NUMA_NODE_STD`] where the device
+/// sits on one NUMA node; kept for the claims written against it before the standard
+/// attribute was stable (1.37). A pair carries its GPU's, also when its NIC sits on
+/// another node (the standard one it then does not carry).
 pub const NUMA_NODE: &str = "numaNode";
 /// Driver domain: CPU socket (physical package) of the device's NUMA node (int).
 pub const SOCKET: &str = "socket";

@@ -8,7 +8,10 @@ use k8s_openapi::api::resource::v1::DeviceClass;
 use topoalign_topology::PcieClass;
 
 use crate::mixed::class_for;
-use crate::{ClaimShape, ClaimSpec, MigClaimSpec, MixedSpec};
+use crate::vendor::{DRANET_DRIVER, NVIDIA_GPU_DRIVER, driver_for};
+use crate::{
+    ClaimShape, ClaimSpec, CpuClaim, CpuShape, DraError, LadderSpec, MigClaimSpec, MixedSpec,
+};
 
 /// The claim `topoalign claims` writes, as flags.
 #[derive(Debug, Clone, clap::Args)]
@@ -28,7 +31,7 @@ pub struct ClaimArgs {
         long,
         value_name = "PROFILE",
         requires = "count",
-        conflicts_with_all = ["ladder", "require_gdr", "distinct_nics", "from_slices", "explain"]
+        conflicts_with_all = ["ladder", "require_gdr", "distinct_nics", "from_slices", "kubeconfig", "explain"]
     )]
     pub mig: Option<String>,
     /// With --mig: how many instances.
@@ -62,37 +65,110 @@ pub struct ClaimArgs {
     /// Every GPU gets a different physical NIC (no two pairs share one through VFs).
     #[arg(long)]
     pub distinct_nics: bool,
-    /// Other drivers' ResourceSlices (YAML stream, a List, or JSON): write a claim for
-    /// their GPUs and NICs on `--node` instead of for topoalign's driver.
-    #[arg(
-        long,
-        value_name = "FILE",
-        requires = "node",
-        conflicts_with = "ladder"
-    )]
-    pub from_slices: Option<PathBuf>,
-    /// The node whose slices are read (with --from-slices), or the node name used for
-    /// the simulated slices (with --explain).
+    // --- Other drivers' devices (issue 34): one block. ---
+    /// Other drivers' ResourceSlices (and DeviceClasses) saved with `kubectl get
+    /// resourceslices,deviceclasses -o yaml` (a YAML stream, a List or JSON; repeat or
+    /// list several files, `-` for stdin): with --node, a claim for that node; without,
+    /// the node-independent template and what it gets on every node.
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with = "ladder")]
+    pub from_slices: Vec<PathBuf>,
+    /// Read other drivers' ResourceSlices, DeviceClasses and allocated claims from the
+    /// live cluster (this kubeconfig; `-` for in-cluster, $KUBECONFIG, ~/.kube/config),
+    /// as --from-slices would.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["from_slices", "ladder"])]
+    pub kubeconfig: Option<PathBuf>,
+    /// The node whose slices are read (with --from-slices or --kubeconfig: a claim pinned
+    /// for that node), or the node name used for the simulated slices (with --explain).
     #[arg(long)]
     pub node: Option<String>,
-    /// With --from-slices: the GPU driver.
-    #[arg(long, default_value = "gpu.nvidia.com")]
-    pub gpu_driver: String,
-    /// With --from-slices: the DeviceClass of its GPUs (default: a DeviceClass in the file
-    /// that selects the driver, else the driver name).
+    /// The GPU driver (default: the one --gpu-class selects, else `gpu.nvidia.com`).
+    #[arg(long)]
+    pub gpu_driver: Option<String>,
+    /// The DeviceClass of the GPUs (`gpu.nvidia.com`, `gpu.amd.com`): writes the
+    /// node-independent template for other drivers' GPUs and NICs (default with slices:
+    /// a DeviceClass beside them that selects the driver, else the driver's name).
     #[arg(long)]
     pub gpu_class: Option<String>,
-    /// With --from-slices: the NIC driver.
-    #[arg(long, default_value = "dra.net")]
-    pub nic_driver: String,
-    /// With --from-slices: the DeviceClass of its NICs (default: a DeviceClass in the file
-    /// that selects the driver, else `dranet.net` for dra.net, else the driver name).
+    /// The NIC driver (default: the one --nic-class selects, else `dra.net`).
+    #[arg(long)]
+    pub nic_driver: Option<String>,
+    /// The DeviceClass of the NICs (`dranet.net`, an SR-IOV driver's class; default with
+    /// slices: a DeviceClass beside them that selects the driver, else `dranet.net` for
+    /// dra.net, else the driver's name).
     #[arg(long)]
     pub nic_class: Option<String>,
+    /// Template: also the compat `dra.net/numaNode` rung (5 constraints per pair instead
+    /// of 3: at most 6 pairs).
+    #[arg(long, conflicts_with_all = ["mig", "ladder"])]
+    pub compat_numa: bool,
+    /// Template: a last rung `any` (whatever is free, SYS included) for pairs a node cannot
+    /// align; without it such a node is no fit. It makes a node the claim does not fit cost
+    /// the allocator far more (every ordering of its free GPUs with every NIC).
+    #[arg(long, conflicts_with_all = ["mig", "ladder"])]
+    pub fallback: bool,
+    // --- end of the other drivers' block ---
     /// Show what the stock first-fit allocator picks for the claim on the node's free
     /// devices, next to the planner's optimum (needs a topology source or --from-slices).
     #[arg(long)]
     pub explain: bool,
+    /// CPUs of dra-driver-cpu beside the GPUs (`--cpus` and its options).
+    #[command(flatten)]
+    pub cpus: CpuArgs,
+}
+
+/// CPUs of kubernetes-sigs/dra-driver-cpu in the same claim, each GPU's on its NUMA
+/// node (the kubelet aligns no CPU with DRA devices).
+#[derive(Debug, Clone, clap::Args)]
+pub struct CpuArgs {
+    /// N: CPUs for the pod in all, from dra-driver-cpu, split over the GPUs and each
+    /// share on its GPU's NUMA node.
+    #[arg(long, value_name = "N", conflicts_with = "mig")]
+    pub cpus: Option<u32>,
+    /// With --cpus: dra-driver-cpu's DeviceClass.
+    #[arg(long, value_name = "CLASS", default_value = crate::CPU_CLASS, requires = "cpus")]
+    pub cpu_class: String,
+    /// With --cpus: how dra-driver-cpu publishes CPUs on the nodes: grouped (its default:
+    /// one device per NUMA node with a dra.cpu/cpu capacity) or individual (one per CPU).
+    #[arg(
+        long,
+        value_name = "MODE",
+        default_value = "grouped",
+        requires = "cpus"
+    )]
+    pub cpu_mode: String,
+    /// With --cpus: per-gpu (one CPU request per GPU, on its NUMA node; the pairs may
+    /// span nodes), one-node (every pair and CPU on one NUMA node), or auto: one-node when
+    /// a topology source is given and the pairs fit one NUMA node of it, else per-gpu.
+    #[arg(long, value_name = "SHAPE", default_value = "auto", requires = "cpus")]
+    pub cpu_shape: String,
+    /// With --cpus: the NUMA attribute both drivers publish: the standard one, or
+    /// dra.net/numaNode for dra-driver-cpu v0.2.0 (which publishes only that one).
+    #[arg(long, value_name = "ATTRIBUTE", default_value = crate::attr::NUMA_NODE_STD, requires = "cpus")]
+    pub cpu_numa_attribute: String,
+}
+
+impl CpuArgs {
+    /// The CPUs asked, if any; `fits_one_node` says whether the pairs fit one NUMA node
+    /// of the topology given (`None`: no topology), for `--cpu-shape auto`.
+    pub fn claim(&self, fits_one_node: Option<bool>) -> Result<Option<CpuClaim>, DraError> {
+        let Some(count) = self.cpus else {
+            return Ok(None);
+        };
+        let shape = match self.cpu_shape.as_str() {
+            "auto" => match fits_one_node {
+                Some(true) => CpuShape::OneNode,
+                _ => CpuShape::PerGpu,
+            },
+            other => other.parse()?,
+        };
+        Ok(Some(CpuClaim {
+            count,
+            class: self.cpu_class.clone(),
+            mode: self.cpu_mode.parse()?,
+            numa_attribute: self.cpu_numa_attribute.clone(),
+            shape,
+        }))
+    }
 }
 
 /// A `--max-class` the claim cannot take.
@@ -162,23 +238,75 @@ impl ClaimArgs {
                 true => ClaimShape::Ladder,
                 false => ClaimShape::Pairs,
             },
+            cpus: None,
         })
+    }
+
+    /// Whether the claim is for other drivers' devices: GPU or NIC classes or drivers
+    /// named, or slices given (no MIG, no own-driver ladder).
+    pub fn foreign(&self) -> bool {
+        self.mig.is_none()
+            && !self.ladder
+            && (self.gpu_class.is_some()
+                || self.nic_class.is_some()
+                || self.gpu_driver.is_some()
+                || self.nic_driver.is_some()
+                || !self.from_slices.is_empty()
+                || self.kubeconfig.is_some())
+    }
+
+    /// The GPU and NIC drivers and classes: a flag, else what the other names (a class
+    /// among `classes` that selects the driver, a known class name), else NVIDIA's GPU
+    /// driver and dranet.
+    fn drivers(&self, classes: &[DeviceClass]) -> [(String, String); 2] {
+        let side = |driver: &Option<String>, class: &Option<String>, default: &str| {
+            let driver = (driver.clone())
+                .or_else(|| class.as_deref().and_then(|c| driver_for(c, classes)))
+                .unwrap_or_else(|| default.to_string());
+            let class = class.clone().unwrap_or_else(|| class_for(&driver, classes));
+            (driver, class)
+        };
+        [
+            side(&self.gpu_driver, &self.gpu_class, NVIDIA_GPU_DRIVER),
+            side(&self.nic_driver, &self.nic_class, DRANET_DRIVER),
+        ]
     }
 
     /// The claim on two foreign drivers' slices of `--node`; classes not named come from
     /// `classes` (the DeviceClasses saved with the slices), else [`class_for`]'s defaults.
     pub fn mixed_spec(&self, classes: &[DeviceClass]) -> MixedSpec {
+        let [(gpu_driver, gpu_class), (nic_driver, nic_class)] = self.drivers(classes);
         MixedSpec {
             node: self.node.clone().unwrap_or_default(),
             pairs: self.pairs.unwrap_or(0),
             nics_per_gpu: self.nics_per_gpu,
-            gpu_class: (self.gpu_class.clone())
-                .unwrap_or_else(|| class_for(&self.gpu_driver, classes)),
-            gpu_driver: self.gpu_driver.clone(),
-            nic_class: (self.nic_class.clone())
-                .unwrap_or_else(|| class_for(&self.nic_driver, classes)),
-            nic_driver: self.nic_driver.clone(),
+            gpu_class,
+            gpu_driver,
+            nic_class,
+            nic_driver,
         }
+    }
+
+    /// The node-independent template for other drivers' devices, with the GPU and NIC
+    /// drivers it is for.
+    pub fn ladder_spec(
+        &self,
+        classes: &[DeviceClass],
+    ) -> Result<(LadderSpec, [String; 2]), DraError> {
+        let [(gpu_driver, gpu_class), (nic_driver, nic_class)] = self.drivers(classes);
+        // No topology to tell whether the pairs fit one NUMA node: `auto` is per GPU.
+        let cpus = self.cpus.claim(None)?;
+        let spec = LadderSpec {
+            pairs: self.pairs.unwrap_or(0),
+            nics_per_gpu: self.nics_per_gpu,
+            gpu_class,
+            nic_class,
+            nic_driver: Some(nic_driver.clone()),
+            compat_numa: self.compat_numa,
+            fallback: self.fallback,
+            cpus,
+        };
+        Ok((spec, [gpu_driver, nic_driver]))
     }
 }
 

@@ -57,12 +57,17 @@ pub fn claim_table(object: &Value) -> String {
         "REQUEST", "CLASS", "COUNT"
     );
     let mut show = |name: &str, r: &Value| {
-        let sel: Vec<&str> = r["selectors"]
+        let mut sel: Vec<String> = r["selectors"]
             .as_array()
             .into_iter()
             .flatten()
             .filter_map(|s| s["cel"]["expression"].as_str())
+            .map(str::to_string)
             .collect();
+        // Capacity asked of a shared device (dra-driver-cpu's CPUs of a NUMA node).
+        for (cap, q) in r["capacity"]["requests"].as_object().into_iter().flatten() {
+            sel.push(format!("{cap} = {}", q.as_str().unwrap_or_default()));
+        }
         out += &format!(
             "{:<10} {:<28} {:<6} {}\n",
             name,
@@ -145,6 +150,10 @@ impl Explanation {
             (None, Some(err)) => format!("topoalign plan: {err}\n"),
             (None, None) => "topoalign plan: no answer\n".to_string(),
         };
+        if !self.cpus.is_empty() {
+            out += "CPUs (dra-driver-cpu):\n";
+            out += &crate::explain_cpus::cpu_text(&self.cpus);
+        }
         let verdict = if self.as_good {
             "the allocator's choice is as good as the optimum"
         } else {
@@ -214,12 +223,14 @@ mod tests {
         let e = Explanation {
             outcome: crate::allocator::Outcome {
                 allocation: None,
+                consumed: vec![],
                 steps: 7,
                 gave_up: false,
             },
             allocator: Some(side(PcieClass::Node)),
             planner: Some(side(PcieClass::Pix)),
             planner_error: None,
+            cpus: vec![],
             as_good: false,
         };
         assert_eq!(

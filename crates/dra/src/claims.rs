@@ -9,6 +9,14 @@
 //! - [`ClaimShape::Ladder`]: plain devices. `gpu-i` as `firstAvailable [switch, numa]`,
 //!   `nic-i` (K NICs), with `matchAttribute` on `pcieSwitch` for `[gpu-i/switch, nic-i]`
 //!   and on `numaNode` for `[gpu-i/numa, nic-i]`.
+//!
+//! With CPUs of dra-driver-cpu ([`CpuClaim`], `--cpus`): per GPU (the default,
+//! [`CpuShape::PerGpu`]) the pairs become `pair-i` (one each, the same order) and each
+//! gets `cpus-i` with its share of the CPUs, `matchAttribute` on the NUMA attribute for
+//! `[pair-i, cpus-i]` (`[gpu-i, cpus-i]` on the ladder), so every GPU's CPUs sit on its
+//! NUMA node while the pairs may span nodes; on one node ([`CpuShape::OneNode`]) one
+//! `cpus` request is matched with every pair, which puts the whole pod on one NUMA
+//! node.
 
 use k8s_openapi::api::resource::v1::{
     CELDeviceSelector, DeviceClaim, DeviceConstraint, DeviceRequest, DeviceSelector,
@@ -18,6 +26,7 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::classes::{CLASS_GPU, CLASS_NIC, CLASS_PAIR};
+use crate::cpus::{CpuClaim, CpuShape};
 use crate::limits::{MAX_CONSTRAINTS_PER_CLAIM, MAX_DEVICES_PER_CLAIM, MAX_REQUESTS_PER_CLAIM};
 use crate::{DraError, attr, names};
 
@@ -51,6 +60,8 @@ pub struct ClaimSpec {
     pub distinct_nics: bool,
     /// The shape.
     pub shape: ClaimShape,
+    /// CPUs of dra-driver-cpu aligned with the GPUs (`--cpus`), if any.
+    pub cpus: Option<CpuClaim>,
 }
 
 impl ClaimSpec {
@@ -65,6 +76,7 @@ impl ClaimSpec {
             require_gdr: false,
             distinct_nics: false,
             shape: ClaimShape::Pairs,
+            cpus: None,
         }
     }
 }
@@ -155,12 +167,27 @@ fn check(spec: &ClaimSpec) -> Result<(), DraError> {
             "rank {r} is not published: pair ranks are 0 (PIX) to 3 (NODE)"
         )));
     }
+    if let Some(c) = &spec.cpus {
+        c.check()?;
+        c.shares(spec.pairs)?;
+    }
     let devices = u64::from(spec.pairs) * u64::from(spec.nics_per_gpu.max(1))
         + if spec.shape == ClaimShape::Ladder {
             u64::from(spec.pairs)
         } else {
             0
         };
+    let cpu_devices = match &spec.cpus {
+        Some(c) if c.mode == crate::CpuMode::Individual => u64::from(c.count),
+        _ => 0,
+    };
+    if devices + cpu_devices > MAX_DEVICES_PER_CLAIM as u64 && cpu_devices > 0 {
+        return Err(DraError::BadClaim(format!(
+            "{devices} GPU and NIC devices and {cpu_devices} CPUs of individual mode (one device each) in one claim; \
+             the allocator hands out at most {MAX_DEVICES_PER_CLAIM} per claim: use dra-driver-cpu's grouped mode \
+             (--cpu-mode grouped, one device per NUMA node)"
+        )));
+    }
     if devices > MAX_DEVICES_PER_CLAIM as u64 {
         return Err(DraError::BadClaim(format!(
             "{devices} devices in one claim; the allocator hands out at most {MAX_DEVICES_PER_CLAIM} per claim"
@@ -178,8 +205,29 @@ pub fn claim_spec(spec: &ClaimSpec) -> Result<ResourceClaimSpec, DraError> {
     let mut constraints = Vec::new();
     let switch = attr::qualified(attr::PCIE_SWITCH);
     let numa = attr::qualified(attr::NUMA_NODE);
+    // Per-GPU CPUs need one pair request per GPU to match each with.
+    let per_gpu = spec
+        .cpus
+        .as_ref()
+        .is_some_and(|c| c.shape == CpuShape::PerGpu);
+    let mut gpu_requests: Vec<String> = Vec::new();
     match spec.shape {
+        ClaimShape::Pairs if k == 1 && per_gpu => {
+            for i in 0..n {
+                let p = format!("pair-{i}");
+                requests.push(exactly(&p, CLASS_PAIR, 1, pair_selectors(spec)));
+                gpu_requests.push(p);
+            }
+            if spec.distinct_nics {
+                constraints.push(DeviceConstraint {
+                    distinct_attribute: Some(attr::qualified(attr::NIC)),
+                    requests: Some(gpu_requests.clone()),
+                    match_attribute: None,
+                });
+            }
+        }
         ClaimShape::Pairs if k == 1 => {
+            gpu_requests.push("pairs".into());
             requests.push(exactly("pairs", CLASS_PAIR, n, pair_selectors(spec)));
             if spec.distinct_nics {
                 constraints.push(DeviceConstraint {
@@ -205,7 +253,8 @@ pub fn claim_spec(spec: &ClaimSpec) -> Result<ResourceClaimSpec, DraError> {
                     &switch,
                     vec![p.clone(), format!("{nic}/switch")],
                 ));
-                constraints.push(match_attr(&numa, vec![p, format!("{nic}/numa")]));
+                constraints.push(match_attr(&numa, vec![p.clone(), format!("{nic}/numa")]));
+                gpu_requests.push(p);
             }
             // Every NIC of the claim is a different physical NIC.
             constraints.push(DeviceConstraint {
@@ -231,8 +280,12 @@ pub fn claim_spec(spec: &ClaimSpec) -> Result<ResourceClaimSpec, DraError> {
                     vec![format!("{g}/switch"), nic.clone()],
                 ));
                 constraints.push(match_attr(&numa, vec![format!("{g}/numa"), nic]));
+                gpu_requests.push(g);
             }
         }
+    }
+    if let Some(c) = &spec.cpus {
+        cpu_requests(c, n, &gpu_requests, &mut requests, &mut constraints)?;
     }
     if requests.len() > MAX_REQUESTS_PER_CLAIM {
         return Err(DraError::BadClaim(format!(
@@ -253,6 +306,44 @@ pub fn claim_spec(spec: &ClaimSpec) -> Result<ResourceClaimSpec, DraError> {
             config: None,
         }),
     })
+}
+
+/// The CPU requests of `cpus` for the claim's GPUs (`gpu_requests`: one per GPU, or one
+/// `pairs` request for all), each matched on the NUMA attribute with its GPUs.
+pub(crate) fn cpu_requests(
+    cpus: &CpuClaim,
+    gpus: u32,
+    gpu_requests: &[String],
+    requests: &mut Vec<DeviceRequest>,
+    constraints: &mut Vec<DeviceConstraint>,
+) -> Result<(), DraError> {
+    let shares = cpus.shares(gpus)?;
+    match cpus.shape {
+        CpuShape::OneNode => {
+            requests.push(cpus.request("cpus", shares.iter().sum()));
+            let mut on = gpu_requests.to_vec();
+            on.push("cpus".into());
+            constraints.push(match_attr(&cpus.numa_attribute, on));
+        }
+        CpuShape::PerGpu => {
+            for (i, (gpu, share)) in gpu_requests.iter().zip(&shares).enumerate() {
+                let name = format!("cpus-{i}");
+                requests.push(cpus.request(&name, *share));
+                constraints.push(match_attr(&cpus.numa_attribute, vec![gpu.clone(), name]));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The group a result belongs to: requests `gpu-3`, `nic-3/switch`, `pair-3`, `cpus-3`
+/// form group 3; any other request (`pairs`) gives each device its own group.
+pub(crate) fn request_group(request: &str, index: usize) -> String {
+    let head = request.split('/').next().unwrap_or(request);
+    match head.rsplit_once('-') {
+        Some((_, n)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => n.to_string(),
+        _ => format!("{head}#{index}"),
+    }
 }
 
 fn meta(spec: &ClaimSpec) -> ObjectMeta {

@@ -44,7 +44,7 @@ pub enum DraError {
     /// published), so any pairing would be a guess.
     #[error(
         "node {node}: cannot tell which NICs are near which GPUs from the slices alone: {why}; give the node's topology with {}",
-        crate::mixed::TOPOLOGY_FLAGS
+        crate::slice_topology::TOPOLOGY_FLAGS
     )]
     Blind {
         /// The node.

@@ -9,6 +9,8 @@ use topoalign_plan::{Planner, Request, Usage};
 use topoalign_topology::{Bdf, PcieClass, Topology};
 
 use crate::allocator::{NodeDevices, Outcome, first_fit};
+use crate::claims::request_group;
+use crate::explain_cpus::{CpuShare, cpu_shares};
 use crate::inventory::Inventory;
 use crate::prepare::AllocatedDevice;
 use crate::{DRIVER_NAME, DraError};
@@ -64,19 +66,13 @@ pub struct Explanation {
     /// Why the planner found nothing, when it did not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub planner_error: Option<String>,
+    /// The CPUs of dra-driver-cpu the allocator gave, request by request, each with the
+    /// GPUs it was asked for (claims with `--cpus`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<CpuShare>,
     /// True when the allocator's pairs are as good as the planner's (same worst class
     /// and the same rank sum), or both found nothing.
     pub as_good: bool,
-}
-
-/// The group a result belongs to: requests `gpu-3`, `nic-3/switch`, `pair-3` form group
-/// 3; any other request (`pairs`) gives each device its own group.
-fn group_of(request: &str, index: usize) -> String {
-    let head = request.split('/').next().unwrap_or(request);
-    match head.rsplit_once('-') {
-        Some((_, n)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => n.to_string(),
-        _ => format!("{head}#{index}"),
-    }
 }
 
 /// The GPUs, NICs and device names of one group of results.
@@ -92,7 +88,7 @@ pub(crate) fn pairs_of(
     let mut groups: BTreeMap<String, Group> = BTreeMap::new();
     let mut order = Vec::new();
     for (i, a) in allocation.iter().enumerate() {
-        let key = group_of(&a.request, i);
+        let key = request_group(&a.request, i);
         if !groups.contains_key(&key) {
             order.push(key.clone());
         }
@@ -160,6 +156,7 @@ pub fn explain(
         }
         Err(e) => (None, Some(e.to_string())),
     };
+    let cpus = cpu_shares(&outcome, node, topo, &resolve);
     let as_good = match (&allocator, &planner) {
         (Some(a), Some(p)) => a.worst == p.worst && a.rank_sum == p.rank_sum,
         (None, None) => true,
@@ -170,6 +167,7 @@ pub fn explain(
         allocator,
         planner,
         planner_error,
+        cpus,
         as_good,
     })
 }
@@ -216,9 +214,10 @@ mod tests {
 
     #[test]
     fn groups() {
-        assert_eq!(group_of("gpu-3/switch", 0), "3");
-        assert_eq!(group_of("nic-3", 1), "3");
-        assert_eq!(group_of("pair-12", 1), "12");
-        assert_eq!(group_of("pairs", 4), "pairs#4");
+        assert_eq!(request_group("gpu-3/switch", 0), "3");
+        assert_eq!(request_group("nic-3", 1), "3");
+        assert_eq!(request_group("cpus-3", 1), "3");
+        assert_eq!(request_group("pair-12", 1), "12");
+        assert_eq!(request_group("pairs", 4), "pairs#4");
     }
 }

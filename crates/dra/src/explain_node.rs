@@ -3,22 +3,23 @@
 //! already in use taken out, and the planner's request that matches the claim; then
 //! [`explain`] compares the two.
 
-use k8s_openapi::api::resource::v1::{ResourceClaimSpec, ResourceSlice};
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimSpec, ResourceSlice};
 use thiserror::Error;
 use topoalign_plan::{NicCount, NicRole, Request, Usage};
 use topoalign_topology::{Bdf, PcieClass, Topology};
 
-use crate::DraError;
 use crate::allocator::NodeDevices;
 use crate::claims::{ClaimShape, ClaimSpec};
 use crate::classes::device_classes;
+use crate::cpus::{CpuClaim, CpuRelease, cpu_device_class, cpu_slices};
 use crate::explain::{Explanation, explain, mark_usage, resolve_with};
 use crate::inventory::{Inventory, PublishOptions};
-use crate::mixed::{
-    ForeignDevice, MixedClaim, MixedSpec, devices_of, stand_in_classes, topology_of,
-};
+use crate::mixed::{MixedClaim, MixedSpec, stand_in_classes};
 use crate::prepare::AllocatedDevice;
+use crate::slice_topology::topology_of;
 use crate::slices::slices_for;
+use crate::vendor::{ForeignDevice, gpus_and_nics};
+use crate::{DraError, attr};
 
 /// Why a claim cannot be explained on a node.
 #[derive(Debug, Error)]
@@ -42,19 +43,41 @@ pub struct SimulatedNode {
     name: String,
     inventory: Inventory,
     devices: NodeDevices,
+    classes: Vec<DeviceClass>,
 }
 
 impl SimulatedNode {
     /// Publishes `topo` as node `name` (checked to be a valid node name) and gathers its
     /// devices as the allocator sees them.
     pub fn new(topo: &Topology, name: &str) -> Result<SimulatedNode, DraError> {
+        SimulatedNode::with_cpus(topo, name, None)
+    }
+
+    /// [`SimulatedNode::new`], with the node's CPUs published by dra-driver-cpu as
+    /// `cpus` expects them (its device mode; v0.2.0's NUMA keys when it matches on
+    /// `dra.net/numaNode`, else the newest's) and its DeviceClass.
+    pub fn with_cpus(
+        topo: &Topology,
+        name: &str,
+        cpus: Option<&CpuClaim>,
+    ) -> Result<SimulatedNode, DraError> {
         let inventory = Inventory::new(topo, &PublishOptions::default());
-        let slices = slices_for(&inventory, name, 1)?;
+        let mut slices = slices_for(&inventory, name, 1)?;
+        let mut classes = device_classes();
+        if let Some(c) = cpus {
+            let release = match c.numa_attribute.as_str() {
+                attr::NUMA_NODE_COMPAT => CpuRelease::V0_2,
+                _ => CpuRelease::Main,
+            };
+            slices.extend(cpu_slices(topo, name, c.mode, release)?);
+            classes.push(cpu_device_class(&c.class));
+        }
         let devices = NodeDevices::gather(&slices, name)?;
         Ok(SimulatedNode {
             name: name.to_string(),
             inventory,
             devices,
+            classes,
         })
     }
 
@@ -75,9 +98,15 @@ impl SimulatedNode {
             return Err(ExplainError::UnknownUsage(unknown));
         }
         let resolve = resolve_with(&self.inventory);
-        let classes = device_classes();
         let e = explain(
-            claim, &classes, &devices, budget, topo, request, usage, resolve,
+            claim,
+            &self.classes,
+            &devices,
+            budget,
+            topo,
+            request,
+            usage,
+            resolve,
         )?;
         Ok(e)
     }
@@ -99,6 +128,7 @@ pub fn own_request(spec: &ClaimSpec) -> Request {
             .max_rank
             .and_then(|r| PcieClass::ALL.into_iter().find(|c| c.rank() == r)),
     };
+    req.cpus = spec.cpus.as_ref().map_or(0, |c| c.count as usize);
     req
 }
 
@@ -113,8 +143,7 @@ pub fn explain_mixed(
     usage: &Usage,
     budget: u64,
 ) -> Result<Explanation, DraError> {
-    let gpus = devices_of(slices, &spec.node, &spec.gpu_driver);
-    let nics = devices_of(slices, &spec.node, &spec.nic_driver);
+    let (gpus, nics) = gpus_and_nics(slices, &spec.node, &spec.gpu_driver, &spec.nic_driver);
     let topo = match node_topology {
         Some(t) => t.clone(),
         None => topology_of(&spec.node, &gpus, &nics)?,

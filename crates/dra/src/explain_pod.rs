@@ -7,8 +7,8 @@
 //!
 //! Devices are told apart by their attributes: topoalign's own carry `type`
 //! (`gpu`/`nic`/`pair`) and its pairs their `class`; other drivers' devices by
-//! [`ForeignDevice::role`](crate::mixed::ForeignDevice::role). The node's topology is
-//! rebuilt from the attributes ([`topology_of`](crate::mixed::topology_of): NUMA node and
+//! [`ForeignDevice::role`](crate::vendor::ForeignDevice::role). The node's topology is
+//! rebuilt from the attributes ([`topology_of`](crate::slice_topology::topology_of): NUMA node and
 //! host bridge); a class topoalign published on a pair device wins over the rebuilt
 //! topology's, which cannot see PCIe switches.
 
@@ -19,7 +19,7 @@ use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use serde::Serialize;
 use thiserror::Error;
 use topoalign_plan::Usage;
-use topoalign_topology::{Bdf, PcieClass, TopologyBuilder};
+use topoalign_topology::{Bdf, PcieClass, Topology, TopologyBuilder};
 
 use crate::allocator::{DeviceId, NodeDevices, first_fit};
 use crate::explain::pairs_of;
@@ -133,6 +133,15 @@ pub fn claim_refs(pod: &Pod) -> Result<Vec<ClaimRef>, PodError> {
             }
         }
     }
+    // The claim the scheduler made for the pod's extended resources (a DeviceClass with
+    // `extendedResourceName`, DRAExtendedResource): `status.extendedResourceClaimStatus`.
+    let extended = pod.status.as_ref();
+    if let Some(x) = extended.and_then(|s| s.extended_resource_claim_status.as_ref()) {
+        out.push(ClaimRef {
+            entry: "(extended resources)".to_string(),
+            claim: x.resource_claim_name.clone(),
+        });
+    }
     Ok(out)
 }
 
@@ -152,6 +161,10 @@ pub struct PodInput<'a> {
     /// What the node says about its devices (labels or annotations of topoalign's
     /// agent, name → value), shown for device-plugin pods.
     pub node_facts: &'a [(String, String)],
+    /// The node's machine (a profile, a saved sysfs …), used instead of the topology the
+    /// slices describe when it has every GPU and NIC the node publishes: it sees PCIe
+    /// switches and C2C links the slices do not.
+    pub topology: Option<&'a Topology>,
 }
 
 /// What a device is.
@@ -227,6 +240,9 @@ pub struct PairReport {
     pub nic_name: String,
     /// The class of the GPU→NIC path (`None` when the node's topology is unknown).
     pub class: Option<PcieClass>,
+    /// Whether NCCL uses GPUDirect RDMA on it by default (`None` when unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gdr: Option<bool>,
 }
 
 /// Pairs with their worst class and rank sum.
@@ -367,7 +383,7 @@ pub fn explain_pod(input: &PodInput<'_>) -> Result<PodExplanation, PodError> {
     if refs.is_empty() {
         return Ok(device_plugin(input, pod, node));
     }
-    let view = NodeView::new(input.slices, &node, &mut notes);
+    let view = NodeView::new(input.slices, &node, input.topology, &mut notes);
     if view.devices.is_empty() {
         notes.push(format!(
             "node {node} has no ResourceSlices: what its devices are is unknown"
@@ -460,30 +476,7 @@ pub fn explain_pod(input: &PodInput<'_>) -> Result<PodExplanation, PodError> {
             }
         };
         earlier.extend(alloc.iter().map(id_of));
-        // Pairs: grouped by request (`gpu-3` with `nic-3`, a pair device alone); when
-        // that leaves a GPU without NICs, the claim's GPUs and NICs form one group.
-        let topo = view.topo.as_ref().or(empty.as_ref());
-        if let Some(topo) = topo {
-            let resolve = |a: &AllocatedDevice| view.resolve(a);
-            let mut groups = pairs_of(topo, alloc, resolve);
-            let has_nics = devices.iter().any(|d| d.nic.is_some());
-            if has_nics && groups.iter().any(|p| p.nics.is_empty()) {
-                let one: Vec<AllocatedDevice> = alloc
-                    .iter()
-                    .map(|a| AllocatedDevice {
-                        // One numeric suffix: one group (see `pairs_of`).
-                        request: "claim-0".into(),
-                        ..a.clone()
-                    })
-                    .collect();
-                groups = pairs_of(topo, &one, |a: &AllocatedDevice| view.resolve(a));
-            }
-            for g in groups {
-                for n in g.nics {
-                    pod_pairs.push(view.pair(g.gpu, n));
-                }
-            }
-        }
+        pod_pairs.extend(claim_pairs(&view, empty.as_ref(), alloc));
         claims.push(ClaimReport {
             entry: r.entry.clone(),
             claim: key.clone(),
@@ -508,6 +501,71 @@ pub fn explain_pod(input: &PodInput<'_>) -> Result<PodExplanation, PodError> {
     };
     compare(&mut out, &view, &usage, &holders);
     Ok(out)
+}
+
+/// One claim's GPU–NIC pairs on the node: grouped by request (`gpu-3` with `nic-3`, a
+/// pair device alone); when that leaves a GPU without NICs, the claim's GPUs and NICs
+/// form one group.
+fn claim_pairs(
+    view: &NodeView,
+    empty: Option<&Topology>,
+    alloc: &[AllocatedDevice],
+) -> Vec<PairReport> {
+    let Some(topo) = view.topo.as_ref().or(empty) else {
+        return Vec::new();
+    };
+    let resolve = |a: &AllocatedDevice| view.resolve(a);
+    let mut groups = pairs_of(topo, alloc, resolve);
+    let has_nics = alloc.iter().any(|a| !view.resolve(a).1.is_empty());
+    if has_nics && groups.iter().any(|p| p.nics.is_empty()) {
+        let one: Vec<AllocatedDevice> = alloc
+            .iter()
+            .map(|a| AllocatedDevice {
+                // One numeric suffix: one group (see `pairs_of`).
+                request: "claim-0".into(),
+                ..a.clone()
+            })
+            .collect();
+        groups = pairs_of(topo, &one, |a: &AllocatedDevice| view.resolve(a));
+    }
+    let mut out = Vec::new();
+    for g in groups {
+        for n in g.nics {
+            out.push(view.pair(g.gpu, n));
+        }
+    }
+    out
+}
+
+/// A node's devices read once, for the pairs of many pods' claims (`explain --all`'s
+/// counts from the claims alone).
+pub(crate) struct NodePairs {
+    view: NodeView,
+    empty: Option<Topology>,
+}
+
+impl NodePairs {
+    /// Reads `node`'s devices from `slices` (a `topology` with all their addresses wins
+    /// over the one the slices describe).
+    pub(crate) fn new(slices: &[ResourceSlice], node: &str, topology: Option<&Topology>) -> Self {
+        let mut notes = Vec::new();
+        NodePairs {
+            view: NodeView::new(slices, node, topology, &mut notes),
+            empty: TopologyBuilder::new("none").build().ok(),
+        }
+    }
+
+    /// The pairs of a pod whose claims got `allocs`.
+    pub(crate) fn pairs<'a>(
+        &self,
+        allocs: impl IntoIterator<Item = &'a [AllocatedDevice]>,
+    ) -> Pairs {
+        let all = allocs
+            .into_iter()
+            .flat_map(|a| claim_pairs(&self.view, self.empty.as_ref(), a))
+            .collect();
+        Pairs::of(all)
+    }
 }
 
 /// Replays the stock allocator's first fit for claim `c` on the node's devices minus

@@ -10,8 +10,9 @@ use topoalign_topology::{Bdf, PcieClass, Topology};
 use super::{Kind, PairReport};
 use crate::DRIVER_NAME;
 use crate::attr;
-use crate::mixed::{DeviceRole, ForeignDevice, node_devices, topology_of};
 use crate::prepare::AllocatedDevice;
+use crate::slice_topology::topology_of;
+use crate::vendor::{DeviceRole, ForeignDevice, node_devices};
 
 /// A device of the node with what it is.
 pub(super) struct Known {
@@ -54,7 +55,12 @@ fn own_bdf(d: &ForeignDevice, name: &str) -> Option<Bdf> {
 }
 
 impl NodeView {
-    pub(super) fn new(slices: &[ResourceSlice], node: &str, notes: &mut Vec<String>) -> NodeView {
+    pub(super) fn new(
+        slices: &[ResourceSlice],
+        node: &str,
+        given: Option<&Topology>,
+        notes: &mut Vec<String>,
+    ) -> NodeView {
         let mut devices = BTreeMap::new();
         for (pool, dev) in node_devices(slices, node) {
             let kind = kind_of(&dev);
@@ -87,8 +93,17 @@ impl NodeView {
                 published.insert((g, n), c);
             }
         }
+        // A frontend Ethernet function (`rdma: false`) is no GPU–NIC pair's: a machine's
+        // topology need not list it.
+        let has_all = |t: &Topology| {
+            let rdma = nics.iter().filter(|d| d.rdma() != Some(false));
+            let mut addrs = gpus.iter().chain(rdma).filter_map(ForeignDevice::bdf);
+            addrs.all(|b| t.gpu_index(b).is_some() || t.nic_index(b).is_some())
+        };
         let topo = if gpus.is_empty() && nics.is_empty() {
             None
+        } else if let Some(t) = given.filter(|t| has_all(t)) {
+            Some(t.clone())
         } else {
             match topology_of(node, &gpus, &nics) {
                 Ok(t) => Some(t),
@@ -145,6 +160,21 @@ impl NodeView {
             nic,
             nic_name: self.nic_name(nic),
             class: self.class(gpu, nic),
+            gdr: self.gdr(gpu, nic),
+        }
+    }
+
+    /// Whether NCCL uses GPUDirect RDMA on the path by default: the topology's verdict
+    /// (which knows C2C links), else the published class's.
+    pub(super) fn gdr(&self, gpu: Bdf, nic: Bdf) -> Option<bool> {
+        let from_topo = self.topo.as_ref().and_then(|t| {
+            let (g, n) = (t.gpu_index(gpu)?, t.nic_index(nic)?);
+            Some(t.classifier().gpu_nic(g, n).gdr)
+        });
+        let published = self.published.get(&(gpu, nic));
+        match (published, from_topo) {
+            (Some(c), _) => Some(topoalign_topology::GpuNicPath::new(*c, false).gdr),
+            (None, g) => g,
         }
     }
 

@@ -82,6 +82,7 @@ fn run(
         others,
         classes,
         node_facts: &[],
+        topology: None,
     })
 }
 
@@ -314,6 +315,7 @@ fn a_device_plugin_pod_says_where_its_devices_come_from() {
         others: &[],
         classes: &[],
         node_facts: &facts,
+        topology: None,
     })
     .unwrap();
     assert_eq!(e.source, "device-plugin");
@@ -428,4 +430,33 @@ fn a_claim_whose_own_selector_asks_for_a_worse_pair_is_first_fit_and_says_so() {
         "{:?}",
         e.reasons
     );
+}
+
+#[test]
+fn a_pod_asking_an_extended_resource_is_explained_by_the_claim_the_scheduler_made() {
+    let slices = own_slices();
+    let pairs = pairs_of_one_gpu(&slices);
+    let p: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "ext", "namespace": "ml"},
+        "spec": {"nodeName": NODE, "containers": [{"name": "c", "image": "x",
+            "resources": {"limits": {"topoalign.dev/gpu-nic-pair": "1"}}}]},
+        "status": {"extendedResourceClaimStatus": {
+            "resourceClaimName": "ext-extended-resources-x7k2p",
+            "requestMappings": [{"containerName": "c", "resourceName": "topoalign.dev/gpu-nic-pair",
+                                 "requestName": "container-0-request-0"}]}}}))
+    .unwrap();
+    let refs = claim_refs(&p).unwrap();
+    assert_eq!(refs.len(), 1);
+    assert_eq!(refs[0].claim, "ext-extended-resources-x7k2p");
+    let c = claim(
+        "ml",
+        "ext-extended-resources-x7k2p",
+        json!({"devices": {"requests": [{"name": "container-0-request-0",
+            "exactly": {"deviceClassName": "gpu-nic-pair.topoalign.dev", "count": 1}}]}}),
+        &[("container-0-request-0", DRIVER_NAME, &pairs[0].0)],
+    );
+    let e = run(&p, &[c], &slices, &[], &device_classes()).unwrap();
+    assert_eq!(e.source, "claims");
+    assert_eq!(e.claims[0].devices[0].kind, Kind::Pair);
+    assert_eq!(e.pairs.pairs.len(), 1);
 }

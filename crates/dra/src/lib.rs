@@ -15,7 +15,9 @@
 //! - `mig`: static MIG: a node's MIG instances ([`NodeMig`]) published as MIG devices
 //!   and MIG×NIC pairs with per-GPU memory-slice counters; [`mig_claim_spec`] claims them.
 //!   `mig_dynamic`: dynamic MIG, every placement published ([`NodeMig::dynamic`]), the
-//!   instance created by the kubelet plugin at prepare.
+//!   instance created by the kubelet plugin at prepare. `mig_geometry`: a geometry
+//!   written down (a built-in profile's) published as its instances
+//!   ([`NodeMig::from_geometry`]).
 //! - [`claim_template`] / [`resource_claim`]: "N GPUs, each with its own NIC".
 //! - [`prepare_allocation`] and [`compose_cdi`]: what the kubelet plugin checks and writes;
 //!   [`vendor_gpu_ids`]: each allocated GPU's device in the vendor's CDI spec.
@@ -86,6 +88,7 @@ mod allocator;
 /// `attr::RAIL`, ...), a namespace of constants read as such by the driver, gang and the
 /// extender.
 pub mod attr;
+mod capacity;
 mod cdi;
 mod cdi_netdev;
 mod cdi_vendor;
@@ -95,24 +98,33 @@ mod claim_args;
 mod claim_text;
 mod claims;
 mod classes;
+mod cpus;
 mod entries;
 mod error;
 mod explain;
+mod explain_all;
+mod explain_cpus;
 mod explain_node;
 mod explain_pod;
 mod inventory;
+mod ladder;
+mod ladder_report;
 mod limits;
 mod mig;
 mod mig_claims;
 mod mig_dynamic;
+mod mig_geometry;
 mod mixed;
 mod names;
 mod prepare;
 mod rails;
 mod slice_file;
+mod slice_topology;
 mod slices;
+mod vendor;
 
-pub use allocator::{DeviceId, Found, NodeDevices, Outcome, PreparedClaim, first_fit};
+pub use allocator::{DeviceId, Found, NodeDevices, Outcome, PreparedClaim, SharedHeld, first_fit};
+pub use capacity::milli_text;
 pub use cdi::{
     CdiDevice, CdiPlan, CdiSpec, ComposedCdi, ContainerEdits, DeviceNode, NetDevice, cdi_device_id,
     compose_cdi,
@@ -129,17 +141,32 @@ pub use claim_args::ClaimArgs;
 pub use claim_text::{claim_object, claim_table};
 pub use claims::{ClaimShape, ClaimSpec, claim_spec, claim_template, resource_claim};
 pub use classes::{
-    CLASS_GPU, CLASS_MIG, CLASS_MIG_PAIR, CLASS_NIC, CLASS_PAIR, device_classes, mig_device_classes,
+    CLASS_GPU, CLASS_MIG, CLASS_MIG_PAIR, CLASS_NIC, CLASS_PAIR, ExtendedResources,
+    class_for_resource, device_classes, device_classes_with, mig_device_classes,
+    mig_device_classes_with, mig_profile_class, mig_profile_class_name,
+};
+pub use cpus::{
+    CPU_CAPACITY, CPU_CLASS, CPU_DRIVER, CpuClaim, CpuMode, CpuRelease, CpuShape, cpu_device_class,
+    cpu_slices, pairs_fit_one_numa_node,
 };
 pub use entries::{GpuEntry, NicFunction, PairEntry, PhysicalNic};
 pub use error::{AllocationError, DraError};
 pub use explain::{Explanation, explain};
 pub use explain::{mark_usage, resolve_with};
+pub use explain_all::{
+    AlignmentSummary, ClusterAlignment, ClusterInput, PodAlignment, alignment_of_claims,
+    explain_all,
+};
+pub use explain_cpus::CpuShare;
 pub use explain_node::{SimulatedNode, explain_mixed, own_request};
 pub use explain_pod::{
     ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,
 };
 pub use inventory::{CounterUse, DeviceKind, DeviceRef, Inventory, PairsPerGpu, PublishOptions};
+pub use ladder::{LadderSpec, Rung, ladder_claim};
+pub use ladder_report::{
+    LadderInput, LadderPair, NodeLadder, held_devices, ladder_nodes, ladder_report,
+};
 pub use limits::{
     MAX_ATTRIBUTES_AND_CAPACITIES, MAX_CONSUMES_COUNTERS_PER_DEVICE, MAX_COUNTER_SETS_PER_SLICE,
     MAX_COUNTERS_PER_SET, MAX_DEVICES_PER_CLAIM, MAX_DEVICES_PER_SLICE,
@@ -147,17 +174,20 @@ pub use limits::{
 };
 pub use mig::{MigEntry, MigGpuLayout, MigInstance, MigJoinError, MigPairEntry, NodeMig};
 pub use mig_claims::{MigClaimSpec, mig_claim_spec};
-pub use mixed::{
-    DeviceRole, ForeignDevice, MixedClaim, MixedSpec, MixedStrategy, mixed_claim, node_devices,
-    stand_in_classes, topology_of,
-};
+pub use mig_geometry::MigGeometryError;
+pub use mixed::{MixedClaim, MixedSpec, MixedStrategy, mixed_claim, stand_in_classes};
 pub use names::{dns_label_problem, pair_device};
 pub use prepare::{
     AllocatedDevice, Holdings, PreparedDevice, PreparedGpu, PreparedMig, prepare_allocation,
 };
 pub use rails::{pin_rails, pin_rails_per_rail};
-pub use slice_file::parse_slice_file;
+pub use slice_file::{SliceFile, SliceFileError, parse_slice_file};
+pub use slice_topology::{SliceTopology, slice_topology, topology_of};
 pub use slices::{counter_sets, resource_slices, slices_for};
+pub use vendor::{
+    AMD_GPU_DRIVER, DRANET_DRIVER, DeviceRole, ForeignDevice, GpuForm, NVIDIA_GPU_DRIVER,
+    SRIOV_DRIVER, node_devices, rdma_selector,
+};
 
 /// The driver's name, a DNS subdomain the project uses as its own domain.
 pub const DRIVER_NAME: &str = "topoalign.dev";

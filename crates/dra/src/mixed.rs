@@ -11,19 +11,18 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::resource::v1::{
-    CELDeviceSelector, Device, DeviceAttribute, DeviceClaim, DeviceClass, DeviceClassSpec,
-    DeviceSelector, ResourceClaimSpec, ResourceSlice,
+    CELDeviceSelector, DeviceClaim, DeviceClass, DeviceClassSpec, DeviceSelector,
+    ResourceClaimSpec, ResourceSlice,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 use topoalign_plan::{NicCount, Planner, Request, Usage};
-use topoalign_topology::parse_root_name;
-use topoalign_topology::pci::{class, vendor};
-use topoalign_topology::{Bdf, CpuSet, Gpu, GpuVendor, Nic, PciParent, Topology, TopologyBuilder};
+use topoalign_topology::{Bdf, Topology};
 
-use crate::cel::lookup;
 use crate::claims::{exactly, match_attr};
 use crate::limits::MAX_REQUESTS_PER_CLAIM;
+use crate::slice_topology::topology_of;
+use crate::vendor::{DeviceRole, ForeignDevice, devices_of, gpus_and_nics, rdma_selector};
 use crate::{DraError, attr};
 
 /// Which drivers and classes to combine.
@@ -130,214 +129,20 @@ pub(crate) fn class_for(driver: &str, classes: &[DeviceClass]) -> String {
     }
 }
 
-/// One device of a foreign driver on the node.
-#[derive(Debug, Clone)]
-pub struct ForeignDevice {
-    /// Driver.
-    pub driver: String,
-    /// Device.
-    pub device: Device,
-}
-
-impl ForeignDevice {
-    pub(crate) fn attr(&self, qualified: &str) -> Option<&DeviceAttribute> {
-        let (d, n) = qualified.split_once('/')?;
-        lookup(self.device.attributes.as_ref()?, &self.driver, d, n)
-    }
-
-    pub(crate) fn string(&self, qualified: &str) -> Option<String> {
-        let a = self.attr(qualified)?;
-        a.string
-            .clone()
-            .or_else(|| a.int.map(|i| i.to_string()))
-            .or_else(|| a.bool.map(|b| b.to_string()))
-    }
-
-    /// The PCI address: the standard `pciBusID`, else the driver's own (`pciAddress` as
-    /// dranet writes it, `pcieBusID` as NVIDIA's GPU driver writes it, `pciBusID`).
-    pub fn bdf(&self) -> Option<Bdf> {
-        std::iter::once(attr::PCI_BUS_ID.to_string())
-            .chain(
-                OWN_PCI_ADDRESS
-                    .iter()
-                    .map(|a| format!("{}/{a}", self.driver)),
-            )
-            .find_map(|a| self.string(&a))
-            .and_then(|s| s.trim().parse().ok())
-    }
-
-    /// The NUMA node: the standard attribute, else the driver's own `numaNode` (dranet),
-    /// read as an integer or a decimal string; negative values (the kernel's `-1`) are
-    /// no NUMA node.
-    pub fn numa(&self) -> Option<u32> {
-        std::iter::once(attr::NUMA_NODE_STD.to_string())
-            .chain(OWN_NUMA.iter().map(|a| format!("{}/{a}", self.driver)))
-            .find_map(|a| self.attr(&a))
-            .and_then(|a| a.int.or_else(|| a.string.as_deref()?.trim().parse().ok()))
-            .and_then(|i| u32::try_from(i).ok())
-    }
-}
-
-/// What a device of a foreign driver is to GPU–NIC pairing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum DeviceRole {
-    /// A GPU (or a MIG slice of one).
-    Gpu,
-    /// A network device (an RDMA function, a netdev).
-    Nic,
-}
-
-/// Driver-domain attributes that make a device a NIC (dranet: `rdma`, `rdmaDevice`,
-/// `ifName`, `ibOnly`).
-pub(crate) const NIC_MARKS: [&str; 4] = ["rdmaDevice", "rdma", "ifName", "ibOnly"];
-/// Driver-domain attributes that make a device a GPU when it is no NIC (NVIDIA's GPU
-/// driver: `type` `gpu` or `mig`, `productName`, `uuid`).
-pub(crate) const GPU_MARKS: [&str; 2] = ["productName", "uuid"];
-
-impl ForeignDevice {
-    /// Whether the device is a GPU or a NIC, from its driver's own attributes
-    /// ([`NIC_MARKS`] first, then `type` `gpu`/`mig` or [`GPU_MARKS`]); `None` for
-    /// anything else (a channel, an IMEX daemon …).
-    pub fn role(&self) -> Option<DeviceRole> {
-        let own = |n: &str| self.attr(&format!("{}/{n}", self.driver));
-        if NIC_MARKS.iter().any(|n| own(n).is_some()) {
-            return Some(DeviceRole::Nic);
-        }
-        let typed = own("type").and_then(|a| a.string.as_deref());
-        if matches!(typed, Some("gpu" | "mig")) || GPU_MARKS.iter().any(|n| own(n).is_some()) {
-            return Some(DeviceRole::Gpu);
-        }
-        None
-    }
-}
-
-/// The drivers' own names for a device's PCI address (dranet: `pciAddress`; NVIDIA's GPU
-/// driver: `pcieBusID`), read after the standard `resource.kubernetes.io/pciBusID`.
-pub(crate) const OWN_PCI_ADDRESS: [&str; 3] = ["pciAddress", "pcieBusID", "pciBusID"];
-/// The drivers' own names for a device's NUMA node (dranet: `numaNode`), read after the
-/// standard `resource.kubernetes.io/numaNode`.
-pub(crate) const OWN_NUMA: [&str; 2] = ["numaNode", "numa"];
-
-/// The topology sources that tell the planner what the slices leave out, as flags.
-pub(crate) const TOPOLOGY_FLAGS: &str =
-    "--profile NAME, --sysfs-root DIR, --from-nvidia-smi FILE or --from-nccl-xml FILE";
-
-/// Why the slices alone cannot tell which NIC is near which GPU: devices with an address
-/// but no NUMA node (a planner on such a topology would pair at random and call it
-/// optimal). `None` when every GPU and NIC with an address publishes its NUMA node.
-pub(crate) fn blind_reason(gpus: &[ForeignDevice], nics: &[ForeignDevice]) -> Option<String> {
-    let side = |devs: &[ForeignDevice], what: &str| {
-        let placed: Vec<&ForeignDevice> = devs.iter().filter(|d| d.bdf().is_some()).collect();
-        let missing: Vec<&str> = placed
-            .iter()
-            .filter(|d| d.numa().is_none())
-            .map(|d| d.device.name.as_str())
-            .collect();
-        let driver = devs.first().map_or("?", |d| d.driver.as_str());
-        (!missing.is_empty()).then(|| {
-            format!(
-                "{} of {} {what} of {driver} ({}) publish no NUMA node (read: {}, {})",
-                missing.len(),
-                placed.len(),
-                sample(&missing),
-                attr::NUMA_NODE_STD,
-                OWN_NUMA
-                    .iter()
-                    .map(|a| format!("{driver}/{a}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })
-    };
-    let parts: Vec<String> = [side(gpus, "GPUs"), side(nics, "NICs")]
-        .into_iter()
-        .flatten()
-        .collect();
-    (!parts.is_empty()).then(|| parts.join("; "))
-}
-
-/// Up to three names, then how many more.
-fn sample(names: &[&str]) -> String {
-    let head = names.iter().take(3).copied().collect::<Vec<_>>().join(", ");
-    match names.len() {
-        n if n > 3 => format!("{head} and {} more", n - 3),
-        _ => head,
-    }
-}
-
-/// The devices of `driver` on `node` (highest pool generation only).
-pub(crate) fn devices_of(slices: &[ResourceSlice], node: &str, driver: &str) -> Vec<ForeignDevice> {
-    pooled_devices_of(slices, node, driver)
-        .into_iter()
-        .map(|(_, d)| d)
-        .collect()
-}
-
-/// [`pooled_devices_of`] for every driver that publishes slices for `node`, drivers in
-/// name order.
-pub fn node_devices(slices: &[ResourceSlice], node: &str) -> Vec<(String, ForeignDevice)> {
-    let drivers: BTreeSet<&str> = slices
-        .iter()
-        .filter(|s| s.spec.node_name.as_deref() == Some(node))
-        .map(|s| s.spec.driver.as_str())
-        .collect();
-    drivers
-        .into_iter()
-        .flat_map(|driver| pooled_devices_of(slices, node, driver))
-        .collect()
-}
-
-/// [`devices_of`], each device with the name of its pool (a device's identity in an
-/// allocation is driver, pool and name).
-pub(crate) fn pooled_devices_of(
-    slices: &[ResourceSlice],
-    node: &str,
-    driver: &str,
-) -> Vec<(String, ForeignDevice)> {
-    let mut best: BTreeMap<String, i64> = BTreeMap::new();
-    for s in slices {
-        if s.spec.driver == driver && s.spec.node_name.as_deref() == Some(node) {
-            let g = best.entry(s.spec.pool.name.clone()).or_insert(i64::MIN);
-            *g = (*g).max(s.spec.pool.generation);
-        }
-    }
-    slices
-        .iter()
-        .filter(|s| {
-            s.spec.driver == driver
-                && s.spec.node_name.as_deref() == Some(node)
-                && best.get(&s.spec.pool.name) == Some(&s.spec.pool.generation)
-        })
-        .flat_map(|s| {
-            s.spec
-                .devices
-                .iter()
-                .flatten()
-                .map(|d| (s.spec.pool.name.clone(), d))
-        })
-        .map(|(pool, d)| {
-            (
-                pool,
-                ForeignDevice {
-                    driver: driver.to_string(),
-                    device: d.clone(),
-                },
-            )
-        })
-        .collect()
-}
-
 /// DeviceClasses standing in for the foreign drivers' own in a simulation: a class
 /// named like the driver's class that selects every device of the driver.
 pub fn stand_in_classes(spec: &MixedSpec) -> Vec<DeviceClass> {
-    [
-        (&spec.gpu_class, &spec.gpu_driver),
-        (&spec.nic_class, &spec.nic_driver),
+    vec![
+        driver_class(&spec.gpu_class, &spec.gpu_driver),
+        driver_class(&spec.nic_class, &spec.nic_driver),
     ]
-    .into_iter()
-    .map(|(class, driver)| DeviceClass {
+}
+
+/// A DeviceClass named `name` that selects every device of `driver`.
+pub(crate) fn driver_class(name: &str, driver: &str) -> DeviceClass {
+    DeviceClass {
         metadata: ObjectMeta {
-            name: Some(class.clone()),
+            name: Some(name.to_string()),
             ..Default::default()
         },
         spec: Some(DeviceClassSpec {
@@ -348,8 +153,7 @@ pub fn stand_in_classes(spec: &MixedSpec) -> Vec<DeviceClass> {
             }]),
             ..Default::default()
         }),
-    })
-    .collect()
+    }
 }
 
 /// How many GPUs can get K NICs each with the same value of `attribute`.
@@ -401,77 +205,6 @@ fn pin(d: &ForeignDevice, devs: &[ForeignDevice]) -> Option<String> {
     None
 }
 
-/// A topology of the node made from the foreign devices' attributes: NUMA nodes from
-/// `numaNode`, host bridges from `pcieRoot`, devices at their addresses directly below
-/// their host bridge (the drivers publish no switches, so PIX/PXB cannot be told apart
-/// from PHB). Devices without an address are left out.
-///
-/// Refused ([`DraError::Blind`]) when a GPU or NIC publishes no NUMA node: which NIC is
-/// near which GPU is then unknown, and the node's topology must be given.
-pub fn topology_of(
-    node: &str,
-    gpus: &[ForeignDevice],
-    nics: &[ForeignDevice],
-) -> Result<Topology, DraError> {
-    if let Some(why) = blind_reason(gpus, nics) {
-        return Err(DraError::Blind {
-            node: node.to_string(),
-            why,
-        });
-    }
-    let mut b = TopologyBuilder::new("from-slices");
-    let numas: BTreeSet<u32> = gpus
-        .iter()
-        .chain(nics)
-        .filter_map(ForeignDevice::numa)
-        .collect();
-    for n in &numas {
-        let d = numas.iter().map(|m| if m == n { 10 } else { 20 }).collect();
-        b.numa_node(*n, CpuSet::new(), None, d, None);
-    }
-    let mut hosts: BTreeMap<(u16, u8), PciParent> = BTreeMap::new();
-    let mut host_for = |b: &mut TopologyBuilder, d: &ForeignDevice, bdf: Bdf| {
-        let (dom, bus) = d
-            .string(attr::PCIE_ROOT)
-            .and_then(|r| parse_root_name(&r).ok())
-            .unwrap_or((bdf.domain, bdf.bus));
-        *hosts
-            .entry((dom, bus))
-            .or_insert_with(|| b.host_bridge(dom, bus))
-    };
-    let mut seen = BTreeSet::new();
-    for d in gpus {
-        let Some(bdf) = d.bdf() else { continue };
-        if !seen.insert(bdf) {
-            continue;
-        }
-        let p = host_for(&mut b, d, bdf);
-        let pci = b.endpoint(p, bdf, vendor::NVIDIA, 0, class::DISPLAY_3D, d.numa(), None);
-        b.gpu(Gpu::on(pci, GpuVendor::Other));
-    }
-    for d in nics {
-        let Some(bdf) = d.bdf() else { continue };
-        if !seen.insert(bdf) {
-            continue;
-        }
-        let p = host_for(&mut b, d, bdf);
-        let pci = b.endpoint(
-            p,
-            bdf,
-            vendor::MELLANOX,
-            0,
-            class::INFINIBAND,
-            d.numa(),
-            None,
-        );
-        let mut nic = Nic::on(pci);
-        nic.rdma = d.string(&format!("{}/rdmaDevice", d.driver));
-        b.nic(nic);
-    }
-    b.build()
-        .map_err(|e| DraError::Plan(format!("the devices do not form a valid topology: {e}")))
-}
-
 /// Writes the best claim the stock scheduler can satisfy for N GPUs with K NICs each.
 /// `node_topology` is the node's discovered topology when known (a profile, its sysfs):
 /// the planner then sees switches and NUMA nodes the drivers do not publish; without
@@ -487,8 +220,25 @@ pub fn mixed_claim(
             "--pairs and --nics-per-gpu must be at least 1".into(),
         ));
     }
-    let gpus = devices_of(slices, &spec.node, &spec.gpu_driver);
-    let nics = devices_of(slices, &spec.node, &spec.nic_driver);
+    let (gpus, nics) = gpus_and_nics(slices, &spec.node, &spec.gpu_driver, &spec.nic_driver);
+    // Every GPU view (MIG instances, twins) for the uniqueness of a pin.
+    let all_gpus: Vec<ForeignDevice> = devices_of(slices, &spec.node, &spec.gpu_driver)
+        .into_iter()
+        .filter(|d| d.role() == Some(DeviceRole::Gpu))
+        .collect();
+    // Only RDMA functions where the driver says which do RDMA (a p4d's ENA shares its
+    // root with the EFA).
+    let rdma_sel =
+        rdma_selector(&spec.nic_driver).filter(|_| nics.iter().any(|d| d.rdma() == Some(true)));
+    let all_nics = nics.clone();
+    let nics: Vec<ForeignDevice> = match &rdma_sel {
+        Some(_) => nics
+            .into_iter()
+            .filter(|d| d.rdma() == Some(true))
+            .collect(),
+        None => nics,
+    };
+    let nic_sel: Vec<String> = rdma_sel.iter().cloned().collect();
     if gpus.is_empty() || nics.is_empty() {
         return Err(DraError::BadSlice {
             slice: format!("node {}", spec.node),
@@ -524,7 +274,7 @@ pub fn mixed_claim(
         for i in 0..n {
             let (g, nic) = (format!("gpu-{i}"), format!("nic-{i}"));
             requests.push(exactly(&g, &spec.gpu_class, 1, vec![]));
-            requests.push(exactly(&nic, &spec.nic_class, k, vec![]));
+            requests.push(exactly(&nic, &spec.nic_class, k, nic_sel.clone()));
             constraints.push(match_attr(attribute, vec![g, nic]));
         }
         return finish(
@@ -554,7 +304,7 @@ pub fn mixed_claim(
     let mut pinned = Vec::new();
     for (i, g) in plan.gpus.iter().enumerate() {
         let gd = by_bdf(&gpus, *g).ok_or_else(|| DraError::Plan(format!("GPU {g} vanished")))?;
-        let gsel = pin(&gd, &gpus).ok_or_else(|| DraError::BadSlice {
+        let gsel = pin(&gd, &all_gpus).ok_or_else(|| DraError::BadSlice {
             slice: format!("node {}", spec.node),
             what: format!(
                 "GPU {:?} has no attribute unique on the node to pin it by",
@@ -568,7 +318,7 @@ pub fn mixed_claim(
         for (j, p) in mine.iter().enumerate() {
             let nd = by_bdf(&nics, p.nic)
                 .ok_or_else(|| DraError::Plan(format!("NIC {} vanished", p.nic)))?;
-            let nsel = pin(&nd, &nics).ok_or_else(|| DraError::BadSlice {
+            let nsel = pin(&nd, &all_nics).ok_or_else(|| DraError::BadSlice {
                 slice: format!("node {}", spec.node),
                 what: format!(
                     "NIC {:?} has no attribute unique on the node to pin it by",
@@ -668,60 +418,4 @@ fn finish(
         strategy,
         notes,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn dev(driver: &str, name: &str, attrs: serde_json::Value) -> ForeignDevice {
-        ForeignDevice {
-            driver: driver.into(),
-            device: serde_json::from_value(json!({"name": name, "attributes": attrs})).unwrap(),
-        }
-    }
-
-    #[test]
-    fn roles_and_blindness_from_the_drivers_formats() {
-        // NVIDIA's GPU driver: unqualified `type`, `uuid`, `productName`, `pcieBusID`.
-        let gpu = dev(
-            "gpu.nvidia.com",
-            "gpu-0",
-            json!({"type": {"string": "gpu"}, "uuid": {"string": "GPU-1"},
-                   "pcieBusID": {"string": "0008:06:00.0"},
-                   "resource.kubernetes.io/pcieRoot": {"string": "pci0008:00"}}),
-        );
-        let channel = dev(
-            "gpu.nvidia.com",
-            "channel-0",
-            json!({"type": {"string": "channel"}}),
-        );
-        // dranet: qualified `dra.net/…`; an IB function and an Ethernet one.
-        let ib = dev(
-            "dra.net",
-            "pci-0101-00-00-0",
-            json!({"dra.net/rdma": {"bool": true}, "dra.net/numaNode": {"int": 0},
-                   "dra.net/pciAddress": {"string": "0101:00:00.0"}}),
-        );
-        let eth = dev(
-            "dra.net",
-            "pci-7870-00-00-0",
-            json!({"dra.net/ifName": {"string": "eth0"}, "dra.net/pciAddress": {"string": "7870:00:00.0"}}),
-        );
-        assert_eq!(gpu.role(), Some(DeviceRole::Gpu));
-        assert_eq!(channel.role(), None);
-        assert_eq!(
-            (ib.role(), eth.role()),
-            (Some(DeviceRole::Nic), Some(DeviceRole::Nic))
-        );
-        assert_eq!(gpu.bdf(), Some("0008:06:00.0".parse().unwrap()));
-        assert_eq!((gpu.numa(), ib.numa(), eth.numa()), (None, Some(0), None));
-        let why = blind_reason(&[gpu], &[ib, eth]).unwrap();
-        assert_eq!(
-            why,
-            "1 of 1 GPUs of gpu.nvidia.com (gpu-0) publish no NUMA node (read: resource.kubernetes.io/numaNode, gpu.nvidia.com/numaNode, gpu.nvidia.com/numa); \
-             1 of 2 NICs of dra.net (pci-7870-00-00-0) publish no NUMA node (read: resource.kubernetes.io/numaNode, dra.net/numaNode, dra.net/numa)"
-        );
-    }
 }

@@ -51,6 +51,19 @@ pub enum SliceFileError {
         /// The file.
         file: String,
     },
+    /// One slice name in two files with different content (two saves of a cluster at
+    /// different times, or two clusters).
+    #[error(
+        "ResourceSlice {slice:?} is in {first} and in {second} with different content: give one save of the cluster"
+    )]
+    Conflict {
+        /// The slice's name.
+        slice: String,
+        /// The file read first.
+        first: String,
+        /// The file that disagrees.
+        second: String,
+    },
 }
 
 /// What a slices file holds.
@@ -60,6 +73,55 @@ pub struct SliceFile {
     pub slices: Vec<ResourceSlice>,
     /// The DeviceClasses saved beside them, in file order.
     pub classes: Vec<DeviceClass>,
+}
+
+impl SliceFile {
+    /// Adds what `other` (read from `file`) holds: a slice already read (by name) is
+    /// kept once when both are equal and refused when they differ; classes already read
+    /// are kept once. `seen` remembers which file each slice came from.
+    pub fn merge(
+        &mut self,
+        other: SliceFile,
+        file: &str,
+        seen: &mut Vec<(String, String)>,
+    ) -> Result<(), SliceFileError> {
+        for s in other.slices {
+            let name = s.metadata.name.clone().unwrap_or_default();
+            let earlier = (!name.is_empty())
+                .then(|| {
+                    self.slices
+                        .iter()
+                        .position(|o| o.metadata.name.as_deref() == Some(&name))
+                })
+                .flatten();
+            match earlier {
+                Some(i) if self.slices[i] == s => {}
+                Some(_) => {
+                    let first = (seen.iter().find(|(n, _)| *n == name))
+                        .map_or_else(String::new, |(_, f)| f.clone());
+                    return Err(SliceFileError::Conflict {
+                        slice: name,
+                        first,
+                        second: file.to_string(),
+                    });
+                }
+                None => {
+                    seen.push((name, file.to_string()));
+                    self.slices.push(s);
+                }
+            }
+        }
+        for c in other.classes {
+            if !self
+                .classes
+                .iter()
+                .any(|o| o.metadata.name == c.metadata.name)
+            {
+                self.classes.push(c);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Parses `text` (the content of `file`): a YAML stream, a `kind: *List`, a JSON object
@@ -175,6 +237,45 @@ mod tests {
         assert_eq!(
             e.unwrap_err().to_string(),
             "c.yaml: object 2 is not a valid resource.k8s.io/v1 DeviceClass"
+        );
+    }
+
+    #[test]
+    fn files_merge_and_a_slice_that_differs_is_refused() {
+        let other = SLICE.replace("\"name\": \"s\"", "\"name\": \"t\"");
+        let mut all = SliceFile::default();
+        let mut seen = Vec::new();
+        all.merge(
+            parse_slice_file(SLICE, "gpu.yaml").unwrap(),
+            "gpu.yaml",
+            &mut seen,
+        )
+        .unwrap();
+        all.merge(
+            parse_slice_file(&other, "nic.yaml").unwrap(),
+            "nic.yaml",
+            &mut seen,
+        )
+        .unwrap();
+        // The same save twice is one.
+        all.merge(
+            parse_slice_file(SLICE, "again.yaml").unwrap(),
+            "again.yaml",
+            &mut seen,
+        )
+        .unwrap();
+        assert_eq!(all.slices.len(), 2);
+        let changed = SLICE.replace("\"generation\": 1", "\"generation\": 2");
+        let e = all
+            .merge(
+                parse_slice_file(&changed, "late.yaml").unwrap(),
+                "late.yaml",
+                &mut seen,
+            )
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "ResourceSlice \"s\" is in gpu.yaml and in late.yaml with different content: give one save of the cluster"
         );
     }
 

@@ -209,6 +209,12 @@ impl Attrs {
             self.int(k, v);
         }
     }
+    /// The NUMA node a device sits on, under the standard and the compatibility key;
+    /// none for a device the kernel puts on no node, or a pair across two nodes.
+    fn numa(&mut self, v: Option<u32>) {
+        self.opt_int(attr::NUMA_NODE_STD, v);
+        self.opt_int(attr::NUMA_NODE_COMPAT, v);
+    }
     fn bool(&mut self, k: &str, v: bool) {
         self.map.insert(
             k.to_string(),
@@ -271,6 +277,12 @@ fn bandwidth(n: &PhysicalNic) -> Option<Quantity> {
     })
 }
 
+/// The NUMA node a GPU and a NIC share, if they share one: a pair across two nodes
+/// sits on none (a claim aligning CPUs by NUMA node must never take it).
+fn same_node(gpu: Option<u32>, nic: Option<u32>) -> Option<u32> {
+    gpu.filter(|g| Some(*g) == nic)
+}
+
 /// One published device as the API object.
 pub(crate) fn device(d: &DeviceRef<'_>) -> Result<Device, DraError> {
     let mut a = Attrs::new(d.name());
@@ -292,7 +304,7 @@ pub(crate) fn device(d: &DeviceRef<'_>) -> Result<Device, DraError> {
             gpu_attrs(&mut a, g)?;
             a.string(attr::PCI_BUS_ID, g.bdf.to_string())?;
             a.opt_string(attr::PCIE_ROOT, g.pcie_root.clone())?;
-            a.opt_int(attr::NUMA_NODE_STD, g.numa_node);
+            a.numa(g.numa_node);
             put_cap(attr::CAP_MEMORY, memory(g));
         }
         DeviceRef::Nic(n) => {
@@ -306,7 +318,7 @@ pub(crate) fn device(d: &DeviceRef<'_>) -> Result<Device, DraError> {
             a.int(attr::PF_VF_COUNT, n.functions.len() as i64);
             a.string(attr::PCI_BUS_ID, n.bdf.to_string())?;
             a.opt_string(attr::PCIE_ROOT, n.pcie_root.clone())?;
-            a.opt_int(attr::NUMA_NODE_STD, n.numa_node);
+            a.numa(n.numa_node);
             put_cap(attr::CAP_BANDWIDTH, bandwidth(n));
         }
         DeviceRef::Pair { pair, gpu, nic } => {
@@ -318,6 +330,7 @@ pub(crate) fn device(d: &DeviceRef<'_>) -> Result<Device, DraError> {
             a.bool(attr::GDR, pair.path.gdr);
             a.string(attr::GPU_PCI_BUS_ID, gpu.bdf.to_string())?;
             a.string(attr::NIC_PCI_BUS_ID, nic.bdf.to_string())?;
+            a.numa(same_node(gpu.numa_node, nic.numa_node));
             put_cap(attr::CAP_MEMORY, memory(gpu));
             put_cap(attr::CAP_BANDWIDTH, bandwidth(nic));
         }
@@ -327,7 +340,7 @@ pub(crate) fn device(d: &DeviceRef<'_>) -> Result<Device, DraError> {
             mig_attrs(&mut a, mig, gpu)?;
             a.string(attr::PCI_BUS_ID, gpu.bdf.to_string())?;
             a.opt_string(attr::PCIE_ROOT, gpu.pcie_root.clone())?;
-            a.opt_int(attr::NUMA_NODE_STD, gpu.numa_node);
+            a.numa(gpu.numa_node);
         }
         DeviceRef::MigPair {
             mig,
@@ -344,6 +357,7 @@ pub(crate) fn device(d: &DeviceRef<'_>) -> Result<Device, DraError> {
             a.bool(attr::GDR, parent_pair.path.gdr);
             a.string(attr::GPU_PCI_BUS_ID, gpu.bdf.to_string())?;
             a.string(attr::NIC_PCI_BUS_ID, nic.bdf.to_string())?;
+            a.numa(same_node(gpu.numa_node, nic.numa_node));
             put_cap(attr::CAP_BANDWIDTH, bandwidth(nic));
         }
     }

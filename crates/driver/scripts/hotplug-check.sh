@@ -37,7 +37,7 @@ TREE=$RUN/tree
 "$TOPOALIGN" profile write pcie-2socket "$TREE" > /dev/null || { bad "profile write"; exit 1; }
 read -r port < <(free_ports 1)
 "$TOPOALIGN" driver --sysfs-root "$TREE" --node-name "$NODE" --kubeconfig "$KUBECONFIG" --no-plugin \
-  --metrics-addr "127.0.0.1:$port" --rescan-interval 1s > "$RUN/logs/driver.log" 2>&1 &
+  --listen "127.0.0.1:$port" --rescan-interval 1s > "$RUN/logs/driver.log" 2>&1 &
 register_pid driver $!
 
 # state : "<slices> <devices> <generations...>" of the node's slices

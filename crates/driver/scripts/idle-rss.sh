@@ -42,7 +42,7 @@ for p in "${PROFILES[@]}"; do
   read -r port < <(free_ports 1)
   "$TOPOALIGN" driver --profile "$p" --node-name "$node" --kubeconfig "$KUBECONFIG" \
     --plugin-registry-dir "$d/registry" --plugin-dir "$d/plugins" --cdi-dir "$d/cdi" --state-dir "$d/state" \
-    --metrics-addr "127.0.0.1:$port" --rescan-interval 2s > "$RUN/logs/driver-$p.log" 2>&1 &
+    --listen "127.0.0.1:$port" --rescan-interval 2s > "$RUN/logs/driver-$p.log" 2>&1 &
   pid=$!
   register_pid "driver-$p" "$pid"
   if ! wait_until 60 "driver $p ready" curl -sf "http://127.0.0.1:$port/readyz"; then

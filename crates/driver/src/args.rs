@@ -1,25 +1,38 @@
-//! `topoalign driver`'s flags (the `clap` feature): every flag defined once, here, and
-//! turned into a [`DriverConfig`] by [`DriverArgs::config`].
+//! `topoalign driver`'s flags (the `clap` feature): every flag defined once, here (those
+//! every process takes in the process kit's group), and read once at start into a
+//! [`Start`] by [`DriverArgs::start`].
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use topoalign_discover::Source;
 use topoalign_discover::TopologyArgs;
 use topoalign_dra::{PairsPerGpu, PublishOptions};
+use topoalign_fabric::RailSource;
 use topoalign_kubelet_plugin::{FaultPoint, PluginArgs};
+use topoalign_node_facts::{
+    FactSources, Follower, MigSource, ModeSource, NodeFacts, WiringFlags, attach_caps, read_facts,
+    read_rail_source,
+};
+use topoalign_probes::{ProcessArgs, ProcessDefaults, Threads};
 use topoalign_render::Format;
-
-use crate::DriverError;
-use crate::mig_dynamic::ModeSource;
-use crate::mig_source::MigSource;
-use crate::rails::Rails;
-use crate::runtime::DriverConfig;
-use topoalign_gang::RailSource;
-use topoalign_node_facts::{FactSources, NodeFacts, WiringFlags, read_facts, read_rail_source};
-use topoalign_probes::LogFormat;
 use topoalign_topology::Topology;
+
+use crate::error::DriverError;
+use crate::start::{DriverConfig, Start};
+
+/// The driver's defaults among the flags every process takes.
+#[derive(Debug, Clone)]
+pub struct DriverProcess;
+
+impl ProcessDefaults for DriverProcess {
+    /// Probes on loopback (the chart sets `0.0.0.0`).
+    const LISTEN: &'static str = "127.0.0.1:9477";
+    /// `info`, without kube-client's own error lines (every failed call is logged by the
+    /// driver with what it was doing).
+    const LOG_FILTER: &'static str = "info,kube_client=off";
+    const THREADS: Threads = crate::run::THREADS;
+}
 
 /// Arguments of `topoalign driver`.
 #[derive(Debug, clap::Args)]
@@ -109,21 +122,16 @@ pub struct DriverArgs {
     /// Output format of `--dry-run`.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Kubeconfig file (default: KUBECONFIG, ~/.kube/config, or the pod's service account).
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
+    /// The flags every process takes: `--kubeconfig`, `--listen` (/healthz, /readyz and
+    /// /metrics), `--log-format`, `--log-filter`.
+    #[command(flatten)]
+    pub process: ProcessArgs<DriverProcess>,
     /// The kubelet plugin's directories.
     #[command(flatten)]
     pub plugin: PluginArgs,
     /// Publish only; do not serve the kubelet plugin.
     #[arg(long)]
     pub no_plugin: bool,
-    /// Address of /healthz, /readyz and /metrics.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9477")]
-    pub metrics_addr: SocketAddr,
-    /// Log line format (stderr); the level comes from TOPOALIGN_LOG (default info).
-    #[arg(long, value_enum, default_value_t = LogFormat::Json)]
-    pub log_format: LogFormat,
     /// How often the topology is rediscovered and the published pool checked
     /// (e.g. `60s`, `5m`, `500ms`).
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = topoalign_probes::parse_interval)]
@@ -165,46 +173,55 @@ impl DriverArgs {
         }
     }
 
-    /// Whether the driver reads the node's facts at start (domain labels to write, or
-    /// neighbours to read): the caller then reads the topology at start and hands it to
-    /// [`Self::start_inputs`].
-    pub fn reads_node_facts(&self) -> bool {
-        self.write_domain_labels || self.wiring.any()
+    /// The node read once at start: discovered from [`Self::source`] (as every rescan
+    /// discovers it; warnings logged), then [`Self::start_on`].
+    pub fn start(&self) -> Result<Start, DriverError> {
+        let found = topoalign_discover::load(&self.source())?;
+        for w in &found.warnings {
+            tracing::warn!(warning = %w, "discovery");
+        }
+        self.start_on(found.topology)
     }
 
-    /// What the driver reads at start besides the topology: the rail file of `--rails`,
-    /// read once, and, on `topo` (the topology at start; given where
-    /// [`Self::reads_node_facts`]), the node's facts: the clique of `--fabric-from`, this
-    /// node's labels in the file of `--domains`, the NICs' neighbours and the leaf they
-    /// give on the rails of that one rail source. Errors name the flag, the file and the
-    /// field.
-    pub fn start_inputs(&self, topo: Option<&Topology>) -> Result<StartInputs, DriverError> {
-        self.start_inputs_with(topo, |p| Ok(read_rail_source(p)?))
+    /// The driver on `topology`: its MIG layout (the flags' source, else a built-in
+    /// profile's geometry; on a sysfs source each instance with its `/dev/nvidia-caps`
+    /// nodes), the rail file of `--rails` read once, and the node's facts: the NICs'
+    /// neighbours, the rails resolved on them and the leaf they give, and with
+    /// `--write-domain-labels` the clique of `--fabric-from` and this node's labels in
+    /// the file of `--domains`. Errors name the flag, the file and the field; the node's
+    /// slices are checked as every publishing round builds them.
+    pub fn start_on(&self, topology: Topology) -> Result<Start, DriverError> {
+        self.start_with(topology, |p| Ok(read_rail_source(p)?))
     }
 
-    /// [`Self::start_inputs`] with the rail file read by `read` (at most once: tests
-    /// count it).
-    fn start_inputs_with(
+    /// [`Self::start_on`] with the rail file read by `read` (at most once: tests count
+    /// it).
+    fn start_with(
         &self,
-        topo: Option<&Topology>,
+        topology: Topology,
         read: impl FnOnce(&Path) -> Result<RailSource, DriverError>,
-    ) -> Result<StartInputs, DriverError> {
-        let source = self.rails.as_deref().map(read).transpose()?;
-        let facts = match topo.filter(|_| self.reads_node_facts()) {
-            Some(topo) => Some(self.node_facts(topo, source.as_ref())?),
-            None => None,
+    ) -> Result<Start, DriverError> {
+        let mut config = self.config();
+        let profile = match &config.source {
+            Source::Profile(name) => Some(name.as_str()),
+            _ => None,
         };
-        let rails = source.map(|source| Rails {
-            source,
-            neighbours: (facts.as_ref())
-                .and_then(|f| f.wiring.as_ref())
-                .map(|w| w.neighbours.clone())
-                .unwrap_or_default(),
-        });
-        Ok(StartInputs {
-            rails,
-            domain_labels: facts.filter(|_| self.write_domain_labels),
-        })
+        let (mut mig, mut warnings) = self.mig_source().layout_on(&topology, profile)?;
+        if let Source::Sysfs { root, .. } = &config.source {
+            warnings.extend(attach_caps(&mut mig, &topology, root));
+        }
+        config.options.mig = mig;
+        let rails = self.rails.as_deref().map(read).transpose()?;
+        let facts = self.node_facts(&topology, rails.as_ref())?;
+        let start = Start {
+            config,
+            topology,
+            facts,
+            follower: Follower::new(self.wiring.clone(), rails),
+            warnings,
+        };
+        start.check()?;
+        Ok(start)
     }
 
     /// The node's facts on `topo` with the rail source `rails` (already read).
@@ -227,17 +244,14 @@ impl DriverArgs {
         )?)
     }
 
-    /// The node agent's configuration (the rails and the domain facts aside:
-    /// [`Self::start_inputs`] reads them).
+    /// The node agent's configuration (the MIG layout aside: [`Self::start_on`] reads it
+    /// on the topology).
     pub fn config(&self) -> DriverConfig {
         DriverConfig {
-            kubeconfig: self.kubeconfig.clone(),
             node_name: self.node_name.clone(),
             source: self.source(),
             options: self.publish_options(),
-            rails: None,
-            domain_labels: None,
-            wiring: self.wiring.clone(),
+            write_domain_labels: self.write_domain_labels,
             rescan_interval: self.rescan_interval,
             removal_timeout: self.shutdown_timeout,
             plugin: (!self.no_plugin).then(|| {
@@ -249,22 +263,10 @@ impl DriverArgs {
                 }
                 p
             }),
-            metrics_addr: self.metrics_addr,
+            listen: self.process.listen,
             crash_at: self.crash_at,
         }
     }
-}
-
-/// What `topoalign driver` reads at start besides the topology ([`DriverArgs::start_inputs`]):
-/// the one rail source, with the neighbours read at start, and the domain facts.
-#[derive(Debug, Clone)]
-pub struct StartInputs {
-    /// The rail source of `--rails` and the NICs' neighbours at start (`None` without
-    /// the flag): [`DriverConfig::rails`].
-    pub rails: Option<Rails>,
-    /// The node's domain facts, when `--write-domain-labels` is given (their rails
-    /// resolved from the same source): [`DriverConfig::domain_labels`].
-    pub domain_labels: Option<NodeFacts>,
 }
 
 #[cfg(test)]
@@ -338,8 +340,10 @@ mod tests {
             "{e}"
         );
         // Without the flag no fact is read and no label written.
-        assert!(!with(&[]).unwrap().reads_node_facts());
         let topo = topoalign_profiles::get("dgx-h100").unwrap();
+        let plain = with(&[]).unwrap().start_on(topo.clone()).unwrap();
+        assert!(!plain.config.write_domain_labels);
+        assert_eq!(plain.facts, NodeFacts::default());
 
         let dir = std::env::temp_dir().join(format!("ta-drv-facts-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -350,12 +354,9 @@ mod tests {
         )
         .unwrap();
         let args = with(&["--write-domain-labels", "--domains", d.to_str().unwrap()]).unwrap();
-        assert!(args.reads_node_facts());
-        let facts = args
-            .start_inputs(Some(&topo))
-            .unwrap()
-            .domain_labels
-            .unwrap();
+        let start = args.start_on(topo.clone()).unwrap();
+        assert!(start.config.write_domain_labels);
+        let facts = start.facts;
         let (labels, file) = facts.operator.unwrap();
         assert_eq!(file, d.display().to_string());
         assert_eq!(labels["fabric.topograph.run/tier-0"], "leaf-7");
@@ -365,7 +366,7 @@ mod tests {
         std::fs::write(&d, "labels: {example.com/rack: r1}\n").unwrap();
         let e = with(&["--write-domain-labels", "--domains", d.to_str().unwrap()])
             .unwrap()
-            .start_inputs(Some(&topo))
+            .start_on(topo.clone())
             .unwrap_err()
             .to_string();
         assert!(e.contains("d.yaml: labels.\"example.com/rack\""), "{e}");
@@ -376,7 +377,7 @@ mod tests {
             absent.to_str().unwrap(),
         ])
         .unwrap()
-        .start_inputs(Some(&topo))
+        .start_on(topo)
         .unwrap_err()
         .to_string();
         assert!(
@@ -413,21 +414,22 @@ mod tests {
             reads.set(reads.get() + 1);
             Ok(read_rail_source(p)?)
         };
-        let inputs = args.start_inputs_with(Some(&topo), counted).unwrap();
+        let start = args.start_with(topo.clone(), counted).unwrap();
         assert_eq!(reads.get(), 1);
-        let rails_in = inputs.rails.unwrap();
-        assert_eq!(rails_in.source.file, rails);
-        let facts = inputs.domain_labels.unwrap();
+        let source = read_rail_source(Path::new(&rails)).unwrap();
+        assert_eq!(source.file, rails);
+        assert_eq!(
+            start.follower,
+            Follower::new(args.wiring.clone(), Some(source.clone()))
+        );
+        let facts = &start.facts;
         let wiring = facts.wiring.as_ref().unwrap();
-        assert_eq!(rails_in.neighbours, wiring.neighbours);
         let resolved =
-            topoalign_gang::nic_rails_with(&topo, &rails_in.source, &rails_in.neighbours).unwrap();
+            topoalign_fabric::nic_rails_with(&topo, &source, &wiring.neighbours).unwrap();
         assert_eq!(facts.rails.as_ref(), Some(&resolved));
         assert!(facts.leaf.as_ref().unwrap().value.is_some(), "{facts:?}");
         // The inventory publishes those rails: 8 NICs, one on each rail.
-        let inv =
-            crate::rails::inventory(&topo, &PublishOptions::default(), Some(&rails_in)).unwrap();
-        assert_eq!(inv, {
+        assert_eq!(start.inventory(), {
             let mut plain = topoalign_dra::Inventory::new(&topo, &PublishOptions::default());
             plain.set_rails(|bdf| resolved.rail_of(bdf));
             plain
@@ -435,20 +437,45 @@ mod tests {
         // Neighbours without labels: still one read, and the neighbours reach the rails.
         reads.set(0);
         let args = with(&["--rails", &rails, "--lldp-from", &lldp]);
-        let inputs = args.start_inputs_with(Some(&topo), counted).unwrap();
+        let start = args.start_with(topo.clone(), counted).unwrap();
         assert_eq!(reads.get(), 1);
-        assert!(inputs.domain_labels.is_none());
-        assert_eq!(inputs.rails.unwrap().neighbours, wiring.neighbours);
+        assert!(!start.config.write_domain_labels);
+        assert_eq!(start.facts.wiring.unwrap().neighbours, wiring.neighbours);
+        assert_eq!(start.facts.rails, Some(resolved));
         // No rail file: nothing read.
         reads.set(0);
-        let inputs = with(&[]).start_inputs_with(Some(&topo), counted).unwrap();
+        let start = with(&[]).start_with(topo.clone(), counted).unwrap();
         assert_eq!(reads.get(), 0);
-        assert!(inputs.rails.is_none() && inputs.domain_labels.is_none());
+        assert!(start.facts.rails.is_none());
         // A missing file is named with its flag.
         let e = with(&["--rails", "/nonexistent/rails.yaml"])
-            .start_inputs(None)
+            .start_on(topo)
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("--rails /nonexistent/rails.yaml: "), "{e}");
+    }
+
+    #[test]
+    fn a_map_naming_no_nic_of_the_node_is_an_error_naming_file_and_field() {
+        let topo = topoalign_profiles::get("dgx-h100").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("r.yaml");
+        std::fs::write(&file, "rails: 2\nnics: {mlx5_99: 0}\n").unwrap();
+        let e = parse_args(&[
+            "driver",
+            "--node-name",
+            "n1",
+            "--rails",
+            file.to_str().unwrap(),
+        ])
+        .unwrap()
+        .start_on(topo)
+        .unwrap_err()
+        .to_string();
+        let name = file.display();
+        assert!(
+            e.starts_with(&format!("--rails {name}: nics.mlx5_99: no such NIC")),
+            "{e}"
+        );
     }
 }

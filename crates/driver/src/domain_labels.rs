@@ -2,9 +2,9 @@
 //! `--domains` and the NICs' neighbours are read at start (`topoalign_node_facts`, shared
 //! with the device-plugin agent); once the API server answers, the Node and its
 //! `managedFields` are read, the labels of every level no other tool labels are computed
-//! ([`topoalign_gang::domain_labels`]) and applied by server-side apply under the
+//! ([`topoalign_fabric::domain_labels`]) and applied by server-side apply under the
 //! driver's field manager [`LABEL_MANAGER`]. The same round runs again when a
-//! rediscovery finds the NICs recabled (a new leaf: `crate::rewire`). Labels the driver
+//! rediscovery finds the NICs recabled (a new leaf: `crate::follower`). Labels the driver
 //! wrote before are its own to change; a level labelled by Topograph, GFD or the cloud is
 //! left alone and said so in the log. Without the flag the driver never writes a Node.
 
@@ -14,8 +14,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 use tokio::sync::watch;
-use topoalign_gang::DomainLabels;
-use topoalign_node_facts::{NodeFacts, NodeLabels, apply_labels, read_node_labels};
+use topoalign_fabric::DomainLabels;
+use topoalign_node_facts::{ManagedLabels, NodeFacts, apply_labels, read_node_labels};
 
 use crate::error::DriverError;
 use crate::metrics::Metrics;
@@ -34,14 +34,14 @@ pub(crate) struct Labelled {
 
 /// Whether the node already carries exactly `write` as this manager's labels: every key
 /// owned with the value wanted, and no other key owned.
-fn unchanged(seen: &NodeLabels, write: &BTreeMap<String, String>) -> bool {
+fn unchanged(seen: &ManagedLabels, write: &BTreeMap<String, String>) -> bool {
     let owned: BTreeSet<&String> = seen.owned.iter().collect();
     let wanted: BTreeSet<&String> = write.keys().collect();
     owned == wanted && write.iter().all(|(k, v)| seen.labels.get(k) == Some(v))
 }
 
 /// The labels for a node seen as `seen`: the decision alone (no I/O).
-pub(crate) fn decide(facts: &NodeFacts, seen: &NodeLabels) -> Labelled {
+pub(crate) fn decide(facts: &NodeFacts, seen: &ManagedLabels) -> Labelled {
     let domains = facts.labels(&seen.labels, &seen.owned);
     let applied = !unchanged(seen, &domains.write);
     Labelled { domains, applied }
@@ -86,7 +86,7 @@ pub(crate) async fn run(
             _ = stop.wait_for(|s| *s) => return,
         };
         if !changed {
-            // No new facts can come (the publisher ended): wait for the stop.
+            // No new facts can come (the follower ended): wait for the stop.
             let _ = stop.wait_for(|s| *s).await;
             return;
         }
@@ -102,7 +102,7 @@ async fn label_until_done(
     metrics: &Metrics,
     stop: &mut watch::Receiver<bool>,
 ) -> bool {
-    let mut backoff = crate::publisher::retry_backoff();
+    let mut backoff = crate::slices::retry_backoff();
     loop {
         match label_once(client, node, facts).await {
             Ok(out) => {
@@ -189,7 +189,7 @@ mod tests {
 
     #[test]
     fn a_bare_node_gets_both_levels_and_a_labelled_one_keeps_its_own() {
-        let bare = NodeLabels {
+        let bare = ManagedLabels {
             labels: map(&[("kubernetes.io/hostname", "n1")]),
             owned: BTreeSet::new(),
         };
@@ -207,7 +207,7 @@ mod tests {
             "fabric.topograph.run/tier-0=leaf-7 (d.yaml), nvidia.com/gpu.clique=uuid.7 (nvidia-smi -q)"
         );
         // GFD already wrote the clique and Topograph the leaf: nothing of ours.
-        let labelled = NodeLabels {
+        let labelled = ManagedLabels {
             labels: map(&[
                 ("nvidia.com/gpu.clique", "gfd.1"),
                 ("network.topology.nvidia.com/leaf", "sw-3"),
@@ -223,7 +223,7 @@ mod tests {
 
     #[test]
     fn labels_already_ours_are_not_written_again_and_stale_ones_are() {
-        let ours = NodeLabels {
+        let ours = ManagedLabels {
             labels: map(&[
                 ("fabric.topograph.run/tier-0", "leaf-7"),
                 ("nvidia.com/gpu.clique", "uuid.7"),
@@ -260,7 +260,7 @@ mod tests {
     /// list, tiers by pattern, no hostname.
     #[test]
     fn the_charts_policy_allows_exactly_the_domain_label_keys() {
-        use topoalign_gang::Level;
+        use topoalign_fabric::Level;
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../deploy/helm/topoalign/templates/admission-policy.yaml"
@@ -364,7 +364,7 @@ mod tests {
             ])
         );
         let recabled = NodeFacts {
-            leaf: Some(topoalign_gang::LeafDecision {
+            leaf: Some(topoalign_fabric::LeafDecision {
                 value: Some("su2-leaves".into()),
                 switches: vec!["leaf-r0-su2".into()],
                 why: "all railed NICs on switch leaf-r0-su2".into(),

@@ -1,6 +1,6 @@
 //! Every object the driver would create for a node, for `topoalign driver --dry-run`:
 //! the DeviceClasses it ships, then the node's ResourceSlices at generation 1, exactly as
-//! the publisher computes them (without the owner reference to the Node, which needs a
+//! the slice controller computes them (without the owner reference to the Node, which needs a
 //! cluster), and with `--write-domain-labels` the Node patch of its domain labels
 //! ([`domain_labels`]), as on a node that carries no domain label yet.
 
@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use serde::Serialize;
 use topoalign_dra::PublishOptions;
-use topoalign_gang::DomainLabels;
+use topoalign_fabric::{DomainLabels, NicRails};
 use topoalign_node_facts::NodeFacts;
 use topoalign_topology::Topology;
 
@@ -49,13 +49,13 @@ pub fn objects(
     topo: &Topology,
     node_name: &str,
     options: &PublishOptions,
-    rails: Option<&crate::Rails>,
+    rails: Option<&NicRails>,
 ) -> Result<Vec<DriverObject>, DriverError> {
     let opts = PublishOptions {
         generation: 1,
         ..options.clone()
     };
-    let inventory = crate::rails::inventory(topo, &opts, rails)?;
+    let inventory = crate::inventory::inventory(topo, &opts, rails);
     let slices = topoalign_dra::slices_for(&inventory, node_name, opts.generation)?;
     let mig_classes = if opts.mig.is_empty() {
         Vec::new()

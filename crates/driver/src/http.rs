@@ -12,7 +12,7 @@ use topoalign_probes::Probe;
 use crate::error::DriverError;
 use crate::metrics::Metrics;
 
-/// What `/readyz` reports on, updated by the publisher and the plugin.
+/// What `/readyz` reports on, updated by the slice controller and the plugin.
 #[derive(Debug)]
 pub(crate) struct Health {
     published: AtomicBool,

@@ -1,25 +1,30 @@
-//! The topoalign node agent (`topoalign driver`).
+//! The topoalign node agent (`topoalign driver`), in the shape of the upstream DRA
+//! helpers (`resourceslice.Controller` beside the kubelet plugin).
 //!
-//! * `publisher`: publishes this node's pool of GPUs, NICs and GPU+NIC pairs as
-//!   `resource.k8s.io/v1` ResourceSlices with server-side apply, keeps it published
-//!   (rescans, a watch that repairs deletions and edits, retries with backoff) and
-//!   removes it on shutdown; `diff` holds its generation rules, `readback` its
-//!   check that the API server kept the counters pair devices rely on.
+//! * `args` (feature `clap`): `topoalign driver`'s flags, each defined once; read once at
+//!   start into a [`Start`] (`start`: the configuration, the node's topology and facts,
+//!   its MIG layout, its first inventory).
+//! * `run`: the whole agent on a running runtime ([`run()`]): the follower, the slice
+//!   controller, the kubelet plugin, the labelling task and the HTTP endpoints, with a
+//!   graceful stop; the caller brings the runtime, the API client and the shutdown
+//!   future from the process kit (`topoalign_probes`), as for the agent and the extender.
+//! * `follower`: rediscovers the node and reads its NICs' neighbours again
+//!   (`topoalign_node_facts::Follower`, the agent's policy too), and hands each new node
+//!   over on watch channels: the pool to the slice controller, the inventory to the
+//!   kubelet plugin, the domain facts to the labelling task.
+//! * `slices`: the slice controller: publishes the pool as `resource.k8s.io/v1`
+//!   ResourceSlices with server-side apply and keeps it published (`round`: apply and the
+//!   readback of the counters pair devices rely on; `drift`: a watch that repairs
+//!   deletions and edits; `diff`: the generation rules; `removal`: every slice removed
+//!   on shutdown), retrying with backoff while the API server is away.
+//! * `inventory`: the one way the driver builds an inventory (each NIC on its rail).
 //! * `claims`: the kubelet plugin's claim source, reading ResourceClaims with kube-rs.
 //! * [`dry_run`]: every object the driver would create, for `--dry-run`.
-//! * `mig_source`: static MIG instances from saved `nvidia-smi` output or a planned mix;
-//!   `mig_dynamic`: `--mig-dynamic`, every placement of the GPUs in MIG mode.
-//! * `rails`: the node's rails (`--rails FILE`) on the inventory; `rewire`: the NICs'
-//!   neighbours read again on every rediscovery, so the rails and the leaf follow a
-//!   recabled NIC.
 //! * `domain_labels`: the node's domain labels (`--write-domain-labels`, from
-//!   `--fabric-from` and `--domains`, read by `topoalign_node_facts` as the device-plugin
-//!   agent reads them), applied once to the Node only for levels no other tool labels.
+//!   `--fabric-from`, `--domains` and the NICs' neighbours, read by `topoalign_node_facts`
+//!   as the device-plugin agent reads them), applied to the Node only for levels no
+//!   other tool labels, again when the follower finds the NICs recabled.
 //! * `http`: `/healthz`, `/readyz`, `/metrics`; `metrics`: the Prometheus metrics.
-//! * `args` (feature `clap`): `topoalign driver`'s flags, each defined once.
-//! * `runtime`: the whole agent: publisher, kubelet plugin and HTTP server, with
-//!   graceful shutdown on SIGTERM/SIGINT, assembled from the process kit
-//!   (`topoalign_probes`: client, signals, runtime, log format).
 //!
 //! `scripts/idle-rss.sh` measures the agent's memory while idle after publishing and
 //! `scripts/hotplug-check.sh` checks rescans and generations, both against a real
@@ -28,31 +33,24 @@
 #[cfg(feature = "clap")]
 mod args;
 mod claims;
-mod diff;
 mod domain_labels;
 /// The objects `topoalign driver --dry-run` prints instead of publishing (`objects`, then
 /// `list` or `table`): a separate sub-API of its own, named as a namespace by its callers.
 pub mod dry_run;
 mod error;
+mod follower;
 mod http;
+mod inventory;
 mod metrics;
-mod mig_dynamic;
-mod mig_live;
-mod mig_mode;
-mod mig_source;
-mod publisher;
-mod rails;
-mod readback;
-mod rewire;
-mod runtime;
+mod run;
+mod slices;
+mod start;
 
 #[cfg(feature = "clap")]
-pub use args::{DriverArgs, StartInputs};
-pub use diff::{Memo, SyncPlan, Written, fingerprint, plan as sync_plan};
+pub use args::{DriverArgs, DriverProcess};
 pub use domain_labels::LABEL_MANAGER;
 pub use error::DriverError;
 pub use metrics::{Metrics, OpLabel};
-pub use mig_dynamic::ModeSource;
-pub use mig_source::{MigSource, attach_caps};
-pub use rails::Rails;
-pub use runtime::{DriverConfig, run_blocking};
+pub use run::{THREADS, run};
+pub use slices::{Memo, SyncPlan, Written, fingerprint, plan as sync_plan};
+pub use start::{DriverConfig, Start};

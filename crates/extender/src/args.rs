@@ -1,7 +1,6 @@
 //! `topoalign extender`'s flags (the `clap` feature): the serving flags turned into a
 //! [`ServeConfig`], and those of `extender nodes` and `extender decide`.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -10,20 +9,30 @@ use topoalign_render::Format;
 use topoalign_tm::InputError;
 use topoalign_tm::ResourceMap;
 
-use topoalign_probes::Limits;
+use topoalign_probes::{Limits, ProcessArgs, ProcessDefaults, Threads};
 
 use crate::gate::CallLimits;
 use crate::runtime::ServeConfig;
 
+/// The extender's defaults among the flags every process takes.
+#[derive(Debug, Clone)]
+pub struct ExtenderProcess;
+
+impl ProcessDefaults for ExtenderProcess {
+    /// The scheduler's calls, health and metrics, on every address.
+    const LISTEN: &'static str = "0.0.0.0:8888";
+    /// Warnings and errors: calls are counted by the metrics, not logged one by one.
+    const LOG_FILTER: &'static str = "warn";
+    const THREADS: Threads = Threads::PerCpu;
+}
+
 /// Serving flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
-    /// A kubeconfig file (default: in-cluster config, then $KUBECONFIG / ~/.kube/config).
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-    /// Address to serve the extender, health and metrics on.
-    #[arg(long, default_value = "0.0.0.0:8888")]
-    pub listen: SocketAddr,
+    /// The flags every process takes: `--kubeconfig`, `--listen` (the scheduler's calls,
+    /// /healthz, /readyz and /metrics), `--log-format`, `--log-filter`.
+    #[command(flatten)]
+    pub process: ProcessArgs<ExtenderProcess>,
     /// Agent data older than this many seconds is stale (neutral score, never filtered).
     #[arg(long, default_value_t = 300)]
     pub stale_after: u64,
@@ -180,7 +189,7 @@ impl ServeArgs {
     /// The serving configuration.
     pub fn config(&self) -> Result<ServeConfig, InputError> {
         Ok(ServeConfig {
-            listen: self.listen,
+            listen: self.process.listen,
             stale_after: Duration::from_secs(self.stale_after),
             assume_ttl: Duration::from_secs(self.assume_ttl),
             cache_size: self.cache_size,

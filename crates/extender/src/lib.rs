@@ -23,6 +23,7 @@
 #![deny(unreachable_pub)]
 #![deny(missing_docs)]
 
+mod alignment;
 #[cfg(feature = "clap")]
 mod args;
 mod dra;
@@ -39,7 +40,7 @@ mod server;
 mod turns;
 
 #[cfg(feature = "clap")]
-pub use args::{DecideArgs, NodesArgs, ServeArgs};
+pub use args::{DecideArgs, ExtenderProcess, NodesArgs, ServeArgs};
 pub use dra::foreign::judge_foreign;
 pub use dra::judge::{
     CAPACITY_WEIGHT, DraFit, DraVerdict, allocate, judge as judge_claims, judge_with_budget,

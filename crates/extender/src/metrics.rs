@@ -53,6 +53,10 @@ pub struct Metrics {
     pub in_flight: Gauge,
     /// Verdicts computed by background warming.
     pub warmed: Counter,
+    /// Pods with GPU–NIC pairs by GPUDirect RDMA on every GPU (`crate::alignment`).
+    pub alignment_pods: Family<Labels, Gauge>,
+    /// Their pairs by class (`crate::alignment`).
+    pub alignment_pairs: Family<Labels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -80,6 +84,18 @@ impl Metrics {
         let refused = Family::<Labels, Counter>::default();
         let in_flight = Gauge::default();
         let warmed = Counter::default();
+        let alignment_pods = Family::<Labels, Gauge>::default();
+        let alignment_pairs = Family::<Labels, Gauge>::default();
+        registry.register(
+            "alignment_pods",
+            "Pods with GPU-NIC pairs from allocated claims (any driver), by whether NCCL uses GPUDirect RDMA on every GPU (every_gpu, not_every_gpu, unknown)",
+            alignment_pods.clone(),
+        );
+        registry.register(
+            "alignment_pairs",
+            "GPU-NIC pairs of those pods by class (PIX, PXB, PHB, NODE, SYS, ? unknown)",
+            alignment_pairs.clone(),
+        );
         registry.register(
             "budget_spent",
             "Calls whose work budget ran out before every node was judged (those passed with a neutral score), by verb",
@@ -154,6 +170,8 @@ impl Metrics {
             refused,
             in_flight,
             warmed,
+            alignment_pods,
+            alignment_pairs,
         }
     }
 

@@ -99,6 +99,11 @@ pub async fn run(
     }
     app.dra.expect_lists();
     let dra_watch = tokio::spawn(crate::dra::watch::run(client.clone(), app.dra.clone()));
+    let alignment = tokio::spawn(crate::alignment::run(
+        client.clone(),
+        app.dra.clone(),
+        app.metrics.clone(),
+    ));
     let kueue = cfg.kueue_check.clone().map(|name| {
         tokio::spawn(crate::kueue::controller::run(
             client.clone(),
@@ -120,6 +125,7 @@ pub async fn run(
         },
     };
     dra_watch.abort();
+    alignment.abort();
     warmer.abort();
     if let Some(k) = kueue {
         k.abort();

@@ -45,10 +45,14 @@ pub enum FleetError {
     /// drives it).
     #[error("DRA allocator model: {0}")]
     Dra(#[from] topoalign_dra::DraError),
-    /// The gang model refused the gang or a node's rails (`simulate --gangs`): a gang
-    /// larger than every domain, a rail source that does not fit a node type.
+    /// The gang model refused the gang (`simulate --gangs`): a gang larger than every
+    /// domain.
     #[error(transparent)]
     Gang(#[from] topoalign_gang::GangError),
+    /// A node type's rails do not resolve (`simulate --gangs`): a rail source that does
+    /// not fit it.
+    #[error(transparent)]
+    Rails(#[from] topoalign_fabric::FabricError),
     /// `--mig-model` names no GPU model with a MIG profile table (`simulate --mig`).
     #[error("--mig-model: {0}")]
     MigModel(#[from] topoalign_mig::ModelError),

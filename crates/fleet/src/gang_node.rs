@@ -1,5 +1,5 @@
 //! A node type as `simulate --gangs` sees it: its rails (from the gang model,
-//! [`topoalign_gang::nic_rails`]) and the two claims a gang's pod can make there, both
+//! [`topoalign_fabric::nic_rails`]) and the two claims a gang's pod can make there, both
 //! searched by the one allocator model ([`PreparedClaim`]):
 //!
 //! - `stock`: the stock drivers' GPUs and NICs ([`crate::dra::publish`]), a claim of K
@@ -15,8 +15,8 @@ use topoalign_dra::pin_rails;
 use topoalign_dra::{
     ClaimSpec, DeviceRef, Inventory, PreparedClaim, claim_spec, device_classes, slices_for,
 };
-use topoalign_gang::{NicKey, RailKind};
-use topoalign_gang::{NicRails, RailSource, nic_rails};
+use topoalign_fabric::{NicKey, RailKind};
+use topoalign_fabric::{NicRails, RailSource, nic_rails};
 use topoalign_topology::PcieClass;
 
 use crate::dra::{Allocation, DraNode};

@@ -3,7 +3,7 @@
 //! the simulation (`crate::gangs`), its report (`crate::gang_report`) and the flags.
 
 use serde::Serialize;
-use topoalign_gang::Level;
+use topoalign_fabric::Level;
 use topoalign_topology::PcieClass;
 
 use crate::engine::NodeGroup;

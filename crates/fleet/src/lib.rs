@@ -38,6 +38,8 @@ mod metrics;
 mod mig_report;
 mod mig_sim;
 #[cfg(test)]
+mod mig_sim_oracle_tests;
+#[cfg(test)]
 mod mig_sim_tests;
 mod mig_spec;
 mod node;

@@ -268,7 +268,8 @@ enum Outcome {
     },
 }
 
-fn place(fleet: &mut Fleet, placer: MigPlacer, shapes: &[Shape]) -> Outcome {
+/// The memory and SM slices `shapes[k..]` need, for every `k` (and 0 past the end).
+fn remaining(shapes: &[Shape]) -> Vec<(u32, u32)> {
     let mut rest = vec![(0u32, 0u32); shapes.len() + 1];
     for k in (0..shapes.len()).rev() {
         rest[k] = (
@@ -276,6 +277,11 @@ fn place(fleet: &mut Fleet, placer: MigPlacer, shapes: &[Shape]) -> Outcome {
             rest[k + 1].1 + u32::from(shapes[k].sm_slices()),
         );
     }
+    rest
+}
+
+fn place(fleet: &mut Fleet, placer: MigPlacer, shapes: &[Shape]) -> Outcome {
+    let rest = remaining(shapes);
     let need = rest[0];
     let mut fragmented = false;
     let mut cut = false;
@@ -298,6 +304,38 @@ fn place(fleet: &mut Fleet, placer: MigPlacer, shapes: &[Shape]) -> Outcome {
         cut |= s.budget == 0;
     }
     Outcome::Refused { fragmented, cut }
+}
+
+/// The search of [`place`] on one node of `gpus` GPUs that holds `held`: the instances
+/// `shapes` take (in request order), or `None`, trying at most `budget` devices; and
+/// whether the budget cut the search. The MIG oracle test holds it against the DRA
+/// allocator model.
+#[cfg(test)]
+pub(crate) fn place_on_node(
+    placer: MigPlacer,
+    gpus: usize,
+    held: &[PlacedInstance],
+    shapes: &[Shape],
+    budget: u64,
+) -> (Option<Vec<PlacedInstance>>, bool) {
+    let mut fleet = Fleet::new(1, gpus);
+    for p in held {
+        fleet.add(*p);
+    }
+    let rest = remaining(shapes);
+    let f = fleet.free[0];
+    if f.0 < rest[0].0 || f.1 < rest[0].1 {
+        return (None, false);
+    }
+    let mut s = Search {
+        placer,
+        shapes,
+        rest,
+        budget,
+        out: Vec::with_capacity(shapes.len()),
+    };
+    let found = s.run(&mut fleet, 0, 0, 0);
+    (found.then_some(s.out), s.budget == 0)
 }
 
 /// Called after each step's arrivals with the placer, the step and every live instance.

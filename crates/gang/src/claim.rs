@@ -8,7 +8,8 @@ use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
 use topoalign_dra::{ClaimSpec, claim_template};
 use topoalign_dra::{pin_rails, pin_rails_per_rail};
 
-use crate::{GangError, Job};
+use crate::error::GangError;
+use crate::job::Job;
 
 /// The name of a job's claim template: `<job>-pairs`.
 pub(crate) fn template_name(job: &Job) -> String {

@@ -3,32 +3,15 @@
 
 use thiserror::Error;
 
-use crate::labels::KeyError;
+use topoalign_fabric::{DocumentError, KeyError};
 
-/// Everything that can go wrong reading a rail source, a job description or a node list,
-/// or turning a job into manifests.
+/// Everything that can go wrong reading a job description or a node list, or turning a
+/// job into manifests.
 #[derive(Debug, Error)]
 pub enum GangError {
-    /// The text is not YAML or JSON at all.
-    #[error("{file}: not YAML or JSON: {source}")]
-    Syntax {
-        /// The file (or `-`).
-        file: String,
-        /// The parser's error.
-        #[source]
-        source: Box<serde_saphyr::Error>,
-    },
-    /// A field with the wrong type, an unknown field or a missing one.
-    #[error("{file}: {path}: {source}")]
-    Shape {
-        /// The file.
-        file: String,
-        /// The field path (`domain.level`, `nics."0000:0c:00.0"`); `.` for the root.
-        path: String,
-        /// The reader's complaint.
-        #[source]
-        source: serde_json::Error,
-    },
+    /// The file is not YAML or JSON, or a field does not read.
+    #[error(transparent)]
+    Document(#[from] DocumentError),
     /// A field that reads but whose value cannot be used.
     #[error("{file}: {field}: {why}")]
     Field {
@@ -38,6 +21,24 @@ pub enum GangError {
         field: String,
         /// What is wrong and what was expected.
         why: String,
+    },
+    /// `class` is not a PCIe class.
+    #[error("{file}: class: {source}")]
+    Class {
+        /// The file.
+        file: String,
+        /// Why.
+        #[source]
+        source: topoalign_topology::ParseError,
+    },
+    /// `domain.level` is not a domain level.
+    #[error("{file}: domain.level: {source}")]
+    Level {
+        /// The file.
+        file: String,
+        /// Why.
+        #[source]
+        source: topoalign_fabric::LevelError,
     },
     /// A domain label key that no known source writes.
     #[error("{file}: {field}: unknown domain label key {key:?}; known keys: {source}")]
@@ -51,16 +52,6 @@ pub enum GangError {
         /// Why it is refused: the known keys (for the level, when one is given).
         #[source]
         source: KeyError,
-    },
-    /// A rail source that does not fit the node's NICs.
-    #[error("{file}: {field}: {why}")]
-    Rails {
-        /// The rail source file.
-        file: String,
-        /// The field path (`nics.mlx5_0`, `rule`).
-        field: String,
-        /// What conflicts.
-        why: String,
     },
     /// The gang needs more nodes than any domain has.
     #[error(

@@ -5,11 +5,13 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Node;
 
-use crate::GangError;
+use topoalign_fabric::{DocumentError, field_path};
 
-/// One node's name and labels.
+use crate::error::GangError;
+
+/// One node of a fleet: its name and labels.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeLabels {
+pub struct FleetNode {
     /// Node name.
     pub name: String,
     /// Its labels.
@@ -18,9 +20,9 @@ pub struct NodeLabels {
 
 /// Reads the nodes of `text`; `file` names it in errors. Objects of other kinds in a
 /// stream are skipped; a Node without a name is an error.
-pub fn parse_nodes(text: &str, file: &str) -> Result<Vec<NodeLabels>, GangError> {
+pub fn parse_nodes(text: &str, file: &str) -> Result<Vec<FleetNode>, GangError> {
     let docs: Vec<serde_json::Value> =
-        serde_saphyr::from_multiple(text).map_err(|source| GangError::Syntax {
+        serde_saphyr::from_multiple(text).map_err(|source| DocumentError::Syntax {
             file: file.to_string(),
             source: Box::new(source),
         })?;
@@ -39,9 +41,9 @@ pub fn parse_nodes(text: &str, file: &str) -> Result<Vec<NodeLabels>, GangError>
                 continue;
             }
             let node: Node =
-                serde_path_to_error::deserialize(item).map_err(|e| GangError::Shape {
+                serde_path_to_error::deserialize(item).map_err(|e| DocumentError::Shape {
                     file: file.to_string(),
-                    path: format!("{path}.{}", crate::input::field_path(e.path())),
+                    path: format!("{path}.{}", field_path(e.path())),
                     source: e.into_inner(),
                 })?;
             let Some(name) = node.metadata.name else {
@@ -51,7 +53,7 @@ pub fn parse_nodes(text: &str, file: &str) -> Result<Vec<NodeLabels>, GangError>
                     why: "a Node without a name".into(),
                 });
             };
-            out.push(NodeLabels {
+            out.push(FleetNode {
                 name,
                 labels: node.metadata.labels.unwrap_or_default(),
             });

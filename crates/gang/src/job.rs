@@ -27,9 +27,10 @@ use topoalign_dra::dns_label_problem;
 use topoalign_kube_types::KubeVersion;
 use topoalign_topology::PcieClass;
 
-use crate::input::parse;
-use crate::labels::{self, Level};
-use crate::{GangError, NodeLabels};
+use topoalign_fabric::{Level, parse_document};
+
+use crate::error::GangError;
+use crate::fleet::FleetNode;
 
 /// The image a job gets when it names none: it starts and waits, which is enough to see
 /// where the gang lands.
@@ -146,7 +147,7 @@ impl Job {
 
 /// Reads and checks a job description (YAML or JSON); `file` names it in errors.
 pub fn parse_job(text: &str, file: &str) -> Result<Job, GangError> {
-    let raw: RawJob = parse(text, file)?;
+    let raw: RawJob = parse_document(text, file)?;
     let field = |field: &str, why: String| GangError::Field {
         file: file.to_string(),
         field: field.to_string(),
@@ -179,9 +180,10 @@ pub fn parse_job(text: &str, file: &str) -> Result<Job, GangError> {
     }
     let class = match raw.class.as_deref() {
         None => PcieClass::Pxb,
-        Some(c) => c
-            .parse::<PcieClass>()
-            .map_err(|e| field("class", e.to_string()))?,
+        Some(c) => c.parse::<PcieClass>().map_err(|source| GangError::Class {
+            file: file.to_string(),
+            source,
+        })?,
     };
     if class == PcieClass::Sys {
         return Err(field(
@@ -222,19 +224,22 @@ pub fn parse_job(text: &str, file: &str) -> Result<Job, GangError> {
         return Err(field("podsPerNode", "at least 1".into()));
     }
     let level = match raw.domain.level.as_deref() {
-        Some(l) => Some(l.parse::<Level>().map_err(|e| field("domain.level", e))?),
+        Some(l) => Some(l.parse::<Level>().map_err(|source| GangError::Level {
+            file: file.to_string(),
+            source,
+        })?),
         None => None,
     };
     let (level, key, key_given) = match (level, raw.domain.key) {
         (None, None) => {
             return Err(field(
                 "domain",
-                format!("give a level ({}) or a key", labels::LEVEL_NAMES),
+                format!("give a level ({}) or a key", Level::NAMES_TEXT),
             ));
         }
-        (Some(l), None) => (l, l.keys().remove(0), false),
+        (Some(l), None) => (l, l.key(), false),
         (l, Some(key)) => {
-            let level = labels::check_key(&key, l).map_err(|source| GangError::UnknownKey {
+            let level = Level::check_key(&key, l).map_err(|source| GangError::UnknownKey {
                 file: file.to_string(),
                 field: "domain.key".into(),
                 key: key.clone(),
@@ -293,7 +298,7 @@ pub fn check_fits(job: &Job, sizes: &BTreeMap<String, u32>) -> Result<(), GangEr
 /// the level's keys (in precedence order) that some node carries; the domain sizes become
 /// the number of nodes per value of that key (nodes without it are left out), and a
 /// required gang larger than every domain is refused.
-pub fn fit_fleet(job: &mut Job, nodes: &[NodeLabels], file: &str) -> Result<(), GangError> {
+pub fn fit_fleet(job: &mut Job, nodes: &[FleetNode], file: &str) -> Result<(), GangError> {
     let candidates = if job.key_given {
         vec![job.key.clone()]
     } else {

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::json;
 
-use crate::Job;
+use crate::job::Job;
 use crate::job::Mode;
 use crate::manifest_parts::{meta, pod_spec, topology_name, topology_object, value};
 

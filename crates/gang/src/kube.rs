@@ -10,9 +10,10 @@ use k8s_openapi::api::scheduling::v1beta1::{
     PodGroupSpec, PodGroupTemplate, TopologyConstraint, Workload, WorkloadReference, WorkloadSpec,
 };
 
+use crate::error::GangError;
+use crate::job::Job;
 use crate::job::Mode;
 use crate::manifest_parts::{meta, pod_spec, value};
-use crate::{GangError, Job};
 
 /// The name of the job's one PodGroupTemplate.
 pub(crate) const TEMPLATE: &str = "workers";

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::{Job as BatchJob, JobSpec};
 
-use crate::Job;
+use crate::job::Job;
 use crate::job::Mode;
 use crate::manifest_parts::{meta, pod_template, topology_name, topology_object, value};
 

@@ -7,9 +7,11 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::claim::gang_claim_template;
+use crate::error::GangError;
+use crate::job::Job;
 use crate::job::Mode;
 use crate::manifest_parts::value;
-use crate::{GangError, Job, kai, kube, kueue, volcano};
+use crate::{kai, kube, kueue, volcano};
 
 /// The engine whose objects are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -11,8 +11,10 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 
-use crate::Job;
+use topoalign_fabric::Level;
+
 use crate::claim::{POD_CLAIM_NAME, template_name};
+use crate::job::Job;
 
 /// The label every object of a gang carries: `topoalign.dev/gang: <job>`.
 pub(crate) const GANG_LABEL: &str = "topoalign.dev/gang";
@@ -74,8 +76,9 @@ pub(crate) fn topology_name(job: &Job) -> String {
 /// label, then `kubernetes.io/hostname`, which both allow only as the lowest level.
 pub(crate) fn topology_object(job: &Job, api_version: &str) -> serde_json::Value {
     let mut levels = vec![serde_json::json!({"nodeLabel": job.key})];
-    if job.key != crate::labels::HOSTNAME {
-        levels.push(serde_json::json!({"nodeLabel": crate::labels::HOSTNAME}));
+    let hostname = Level::Node.key();
+    if job.key != hostname {
+        levels.push(serde_json::json!({"nodeLabel": hostname}));
     }
     serde_json::json!({
         "apiVersion": api_version,

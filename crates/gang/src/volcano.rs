@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::Job;
+use crate::job::Job;
 use crate::job::Mode;
 use crate::manifest_parts::{meta, pod_template, value};
 

@@ -16,12 +16,24 @@
 //!   kubelet decodes them.
 //! - `admission`: the kubelet's admission verdict on a pod.
 //! - `documents`: the JSON/YAML document reader.
+//! - [`extended`]: the extended resource names topoalign's DeviceClasses back
+//!   (`topoalign.dev/gpu-nic-pair`, ...).
 //! - `version`: a Kubernetes release ([`KubeVersion`]) and the defaults of its API server
 //!   that manifests lean on (`distinctAttribute` from 1.36).
+//! - [`webhook`]: the admission webhook's namespace label and pod annotation, and the
+//!   Multus names it reads.
+//! - [`device_plugins`]: the resource names device plugins register by default.
 
 mod admission;
+/// Public as a namespace: the default resource names of the NVIDIA and AMD GPU, SR-IOV
+/// network and RDMA shared device plugins (callers write `device_plugins::AMD_GPU`).
+pub mod device_plugins;
 mod documents;
 mod dra_attr;
+/// Public as a namespace: the extended resource names topoalign's DeviceClasses back
+/// (`extended::PAIR`, `extended::mig_resource`), named as a group by the driver, the
+/// webhook, the lint and the extender.
+pub mod extended;
 /// Public as a namespace: the kubelet's topology settings (`Policy`, `Scope`, `Settings`,
 /// ...) and their KubeletConfiguration keys (`kubelet_settings::keys`), named as a group
 /// by every crate that reads or writes kubelet settings.
@@ -38,12 +50,17 @@ pub mod nrt;
 mod qos;
 mod quantity;
 mod version;
+/// Public as a namespace: the admission webhook's namespace label, its pod annotation and
+/// the Multus names it reads (callers write `webhook::NAMESPACE_LABEL`).
+pub mod webhook;
 
 pub use admission::{Admission, MergedHint, TOPOLOGY_AFFINITY_ERROR, UNEXPECTED_ADMISSION_ERROR};
 pub use documents::{DocumentError, read_document, yaml_error};
-pub use dra_attr::{NUMA_NODE_STD, PCI_BUS_ID, PCIE_ROOT};
+pub use dra_attr::{NUMA_NODE_COMPAT, NUMA_NODE_STD, PCI_BUS_ID, PCIE_ROOT};
 pub use qos::{
     CPU, MEMORY, NotGuaranteed, PodQos, QosClass, ResourceList, container_guaranteed, pod_qos,
 };
 pub use quantity::{Quantity, QuantityError};
-pub use version::{DISTINCT_ATTRIBUTE_ON, KubeVersion, OLDEST_SUPPORTED, VersionError};
+pub use version::{
+    DISTINCT_ATTRIBUTE_ON, EXTENDED_RESOURCE_ON, KubeVersion, OLDEST_SUPPORTED, VersionError,
+};

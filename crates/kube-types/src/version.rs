@@ -28,6 +28,15 @@ pub const DISTINCT_ATTRIBUTE_ON: KubeVersion = KubeVersion {
     minor: 36,
 };
 
+/// The first release whose scheduler backs extended resources with DeviceClasses by
+/// default: `DRAExtendedResource` (KEP-5004), alpha and off in 1.34–1.35 (the API server
+/// then drops a DeviceClass's `extendedResourceName` silently), beta and on in 1.36, GA
+/// in 1.37.
+pub const EXTENDED_RESOURCE_ON: KubeVersion = KubeVersion {
+    major: 1,
+    minor: 36,
+};
+
 /// Why a version string was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VersionError {
@@ -46,6 +55,14 @@ impl KubeVersion {
     /// default feature gates ([`DISTINCT_ATTRIBUTE_ON`]).
     pub fn keeps_distinct_attribute(self) -> bool {
         self >= DISTINCT_ATTRIBUTE_ON
+    }
+}
+
+impl KubeVersion {
+    /// Whether a DeviceClass's `extendedResourceName` is kept and served with the
+    /// release's default feature gates ([`EXTENDED_RESOURCE_ON`]).
+    pub fn backs_extended_resources(self) -> bool {
+        self >= EXTENDED_RESOURCE_ON
     }
 }
 

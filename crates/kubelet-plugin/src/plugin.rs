@@ -137,8 +137,8 @@ impl Plugin {
         }
     }
 
-    /// Takes a new inventory after the node's devices changed (the publisher's rescan
-    /// found a device added or removed): later prepares resolve against it and the
+    /// Takes a new inventory after the node's devices changed (a rescan found a device
+    /// added or removed, or a NIC recabled): later prepares resolve against it and the
     /// health list follows it. Prepared claims are untouched.
     pub fn set_inventory(&self, inventory: impl Into<Arc<Inventory>>) {
         let inventory = inventory.into();
@@ -147,6 +147,16 @@ impl Plugin {
         }
         if let Ok(mut h) = self.inner.health.lock() {
             h.set_inventory(&inventory);
+        }
+    }
+
+    /// Takes every inventory published on `inventories` ([`Plugin::set_inventory`]): the
+    /// driver's follower sends one each time a rescan finds a device added or removed or
+    /// a NIC recabled. Returns when the sender is gone.
+    pub async fn follow(self, mut inventories: watch::Receiver<Arc<Inventory>>) {
+        while inventories.changed().await.is_ok() {
+            let inventory = inventories.borrow_and_update().clone();
+            self.set_inventory(inventory);
         }
     }
 

@@ -21,6 +21,9 @@ pub(crate) struct RequestInfo {
     pub gpu: bool,
     /// Looks like a NIC request.
     pub nic: bool,
+    /// Looks like a CPU request (dra-driver-cpu's `dra.cpu` class, or any class or
+    /// selector naming CPUs).
+    pub cpu: bool,
     /// The device class names and CEL expressions, concatenated (for pin detection).
     pub text: String,
 }
@@ -66,6 +69,7 @@ fn request_info(name: &str, index: usize, parts: Vec<&str>) -> RequestInfo {
         nic: ["dranet", "dra.net", "rdma", "sriov", "nic"]
             .iter()
             .any(|k| lower.contains(k)),
+        cpu: lower.contains("cpu"),
         text,
     }
 }

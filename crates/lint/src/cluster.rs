@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
-use topoalign_dra::{CLASS_GPU, CLASS_NIC, CLASS_PAIR, DRIVER_NAME};
+use topoalign_dra::{CLASS_GPU, CLASS_NIC, CLASS_PAIR, CPU_DRIVER, DRIVER_NAME};
 use topoalign_mig::{DevicePluginError, NodeMig};
 
 use crate::claim_rules::ClaimSpec;
@@ -49,6 +49,17 @@ impl TopoalignClaim {
     }
 }
 
+/// A claim or template of any driver, as the rules on CPUs read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DraClaim {
+    /// Its namespace, when the manifest says.
+    pub namespace: Option<String>,
+    /// True when a request asks for GPUs (or GPU+NIC pairs, or MIG devices).
+    pub gpus: bool,
+    /// The first request that asks for CPUs (dra-driver-cpu), by index.
+    pub cpus: Option<usize>,
+}
+
 /// The cross-object facts of an input.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Cluster {
@@ -56,6 +67,13 @@ pub(crate) struct Cluster {
     pub claims: BTreeMap<(ClaimRef, String), Vec<TopoalignClaim>>,
     /// Nodes named by a ResourceSlice of topoalign's driver (`spec.nodeName`).
     pub driver_nodes: BTreeSet<String>,
+    /// Claims and templates of any driver, by kind and name.
+    pub dra_claims: BTreeMap<(ClaimRef, String), Vec<DraClaim>>,
+    /// Extended resources the input's DeviceClasses back, with the class (besides
+    /// topoalign's own names, which `resources::classify` knows).
+    pub extended: BTreeMap<String, String>,
+    /// Nodes named by a ResourceSlice of dra-driver-cpu (`dra.cpu`).
+    pub cpu_driver_nodes: BTreeSet<String>,
     /// Nodes whose GFD labels or allocatable resources show MIG devices, by name, as read
     /// (a label that cannot be read is the error).
     pub mig_nodes: BTreeMap<String, Result<NodeMig, DevicePluginError>>,
@@ -63,6 +81,17 @@ pub(crate) struct Cluster {
     pub plain_gpu_nodes: BTreeSet<String>,
     /// The Nodes and NodeResourceTopologies the MIG state is read from.
     mig_sources: MigSources,
+    /// Who publishes each PCI device, per node (`slice_rules`).
+    pub published: crate::slice_rules::Published,
+}
+
+/// Whether a claim's namespace and a pod's are one: a namespace missing on either side
+/// matches (both go to kubectl's current one).
+fn same_namespace(claim: Option<&str>, pod: Option<&str>) -> bool {
+    match (claim, pod) {
+        (Some(a), Some(b)) => a == b,
+        _ => true,
+    }
 }
 
 /// topoalign's classes named in a claim spec, in order, each once.
@@ -102,15 +131,23 @@ impl Cluster {
                 let Some(spec) = ClaimSpec::read(kind, api, value).0 else {
                     return;
                 };
-                let classes = classes_of(&spec);
-                if classes.is_empty() {
-                    return;
-                }
                 let by = if kind == "ResourceClaim" {
                     ClaimRef::Claim
                 } else {
                     ClaimRef::Template
                 };
+                self.dra_claims
+                    .entry((by, name.clone()))
+                    .or_default()
+                    .push(DraClaim {
+                        namespace: field(meta, "namespace"),
+                        gpus: spec.requests.iter().any(|r| r.gpu),
+                        cpus: spec.requests.iter().find(|r| r.cpu).map(|r| r.index),
+                    });
+                let classes = classes_of(&spec);
+                if classes.is_empty() {
+                    return;
+                }
                 self.claims
                     .entry((by, name))
                     .or_default()
@@ -120,11 +157,23 @@ impl Cluster {
                     });
             }
             "ResourceSlice" => {
+                crate::slice_rules::record(&mut self.published, value);
                 let spec = value.get("spec");
-                if field(spec, "driver").as_deref() == Some(DRIVER_NAME)
-                    && let Some(node) = field(spec, "nodeName")
+                let Some(node) = field(spec, "nodeName") else {
+                    return;
+                };
+                match field(spec, "driver").as_deref() {
+                    Some(DRIVER_NAME) => self.driver_nodes.insert(node),
+                    Some(CPU_DRIVER) => self.cpu_driver_nodes.insert(node),
+                    _ => false,
+                };
+            }
+            "DeviceClass" => {
+                let spec = value.get("spec");
+                if let (Some(class), Some(resource)) =
+                    (field(meta, "name"), field(spec, "extendedResourceName"))
                 {
-                    self.driver_nodes.insert(node);
+                    self.extended.insert(resource, class);
                 }
             }
             _ => {
@@ -141,6 +190,18 @@ impl Cluster {
         }
     }
 
+    /// The claim of any driver a pod in `namespace` refers to, when the input holds it
+    /// (namespaces match as in [`Cluster::claim`]).
+    pub(crate) fn dra_claim(
+        &self,
+        by: ClaimRef,
+        name: &str,
+        namespace: Option<&str>,
+    ) -> Option<&DraClaim> {
+        (self.dra_claims.get(&(by, name.to_string()))?.iter())
+            .find(|c| same_namespace(c.namespace.as_deref(), namespace))
+    }
+
     /// The topoalign claim a pod in `namespace` refers to, when the input holds it. A
     /// namespace missing on either side matches (both go to kubectl's current one).
     pub(crate) fn claim(
@@ -149,12 +210,8 @@ impl Cluster {
         name: &str,
         namespace: Option<&str>,
     ) -> Option<&TopoalignClaim> {
-        self.claims.get(&(by, name.to_string()))?.iter().find(|c| {
-            match (c.namespace.as_deref(), namespace) {
-                (Some(a), Some(b)) => a == b,
-                _ => true,
-            }
-        })
+        (self.claims.get(&(by, name.to_string()))?.iter())
+            .find(|c| same_namespace(c.namespace.as_deref(), namespace))
     }
 }
 

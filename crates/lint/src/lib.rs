@@ -8,7 +8,10 @@
 //! node without alignment (policy none), and DRA claims pairing a GPU and a NIC without a
 //! pcieRoot/NUMA `matchAttribute` (or with a pcieRoot match the machine cannot satisfy),
 //! pods whose topoalign claim gives RoCE NICs without a network for them, and Nodes where
-//! a device plugin still advertises the GPUs or RDMA NICs topoalign's driver hands out.
+//! a device plugin still advertises the GPUs or RDMA NICs topoalign's driver hands out;
+//! Guaranteed containers whose GPUs come from DRA but whose exclusive CPUs do not (the
+//! kubelet aligns no CPU with DRA devices), and the static CPU manager where
+//! dra-driver-cpu must run; PCI devices two DRA drivers publish on one node.
 //! [`lint_texts`] lints several files as one input: a pod's claim may be in another file.
 
 mod admission;
@@ -18,6 +21,7 @@ mod capacity;
 mod claim_fit;
 mod claim_rules;
 mod cluster;
+mod cpu_rules;
 mod documents;
 mod finding;
 mod located;
@@ -28,6 +32,7 @@ mod pod_rules;
 mod report;
 mod resources;
 mod roce_rules;
+mod slice_rules;
 mod typed;
 mod workloads;
 
@@ -194,14 +199,17 @@ fn lint_object(
             }));
             let ns = meta("namespace");
             raws.extend((pods.iter()).flat_map(|p| roce_rules::lint_roce(p, ns, cluster, ctx)));
+            raws.extend((pods.iter()).flat_map(|p| cpu_rules::lint_pod_cpus(p, ns, cluster)));
         }
         Workload::Node(node) => {
             raws.extend(node_rules::lint_node(&node, cluster));
+            raws.extend(cpu_rules::lint_node_cpus(&node, cluster, ctx));
             raws.extend(mig_rules::lint_mig_node(&node, cluster));
         }
-        Workload::Slice => {}
+        Workload::Slice => raws.extend(slice_rules::lint_slice(value, &cluster.published)),
         Workload::Claim { path, spec, v1 } => {
             raws.extend(claim_rules::lint_claim(&path, &spec, ctx.topology));
+            raws.extend(cpu_rules::lint_claim_cpus(&path, &spec, ctx));
             raws.extend(v1.and_then(|v1| claim_fit::lint_fit(&path, &v1, ctx.topology)));
         }
         Workload::Unknown => raws.push(RawFinding {

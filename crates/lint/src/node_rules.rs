@@ -74,7 +74,10 @@ pub(crate) fn lint_node(node: &Node, cluster: &Cluster) -> Vec<RawFinding> {
     let mut seen: Vec<&str> = Vec::new();
     for (field, list) in lists {
         for (resource, q) in list {
-            if classify(resource) == ResourceKind::Other || seen.contains(&resource.as_str()) {
+            let kind = classify(resource);
+            if matches!(kind, ResourceKind::Other | ResourceKind::Dra)
+                || seen.contains(&resource.as_str())
+            {
                 continue;
             }
             // A count of 0 is a plugin already gone (the kubelet keeps the name); an

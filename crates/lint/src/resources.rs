@@ -21,6 +21,11 @@ pub(crate) enum ResourceKind {
     Mig,
     /// An SR-IOV VF or RDMA device.
     Nic,
+    /// An extended resource a DeviceClass backs (DRAExtendedResource): topoalign's
+    /// (`topoalign.dev/gpu-nic-pair`, ...) or a class's implicit name
+    /// (`deviceclass.resource.kubernetes.io/<class>`). The scheduler makes a claim for it;
+    /// no device plugin and no Topology Manager hint is involved.
+    Dra,
     /// Anything else.
     Other,
 }
@@ -28,7 +33,9 @@ pub(crate) enum ResourceKind {
 /// Classifies an extended resource name.
 pub(crate) fn classify(name: &str) -> ResourceKind {
     let lower = name.to_ascii_lowercase();
-    if lower.starts_with("nvidia.com/mig-") {
+    if dra_backed(&lower) {
+        ResourceKind::Dra
+    } else if lower.starts_with("nvidia.com/mig-") {
         ResourceKind::Mig
     } else if lower.ends_with("/gpu")
         || lower == "gpu.intel.com/i915"
@@ -40,6 +47,15 @@ pub(crate) fn classify(name: &str) -> ResourceKind {
     } else {
         ResourceKind::Other
     }
+}
+
+/// True for the extended resources topoalign's DeviceClasses back and for every class's
+/// implicit name.
+pub(crate) fn dra_backed(lower: &str) -> bool {
+    use topoalign_kube_types::extended;
+    [extended::PAIR, extended::GPU, extended::NIC].contains(&lower)
+        || lower.starts_with(extended::MIG_PREFIX)
+        || lower.starts_with(extended::IMPLICIT_PREFIX)
 }
 
 /// True when a NIC resource name denotes SR-IOV virtual functions.
@@ -109,7 +125,10 @@ impl ContainerResources {
     pub(crate) fn devices(&self) -> Vec<(String, u64)> {
         let mut out: Vec<(String, u64)> = Vec::new();
         for (name, v) in self.limits.iter().chain(self.requests.iter()) {
-            if classify(name) == ResourceKind::Other || out.iter().any(|(n, _)| n == name) {
+            let kind = classify(name);
+            if matches!(kind, ResourceKind::Other | ResourceKind::Dra)
+                || out.iter().any(|(n, _)| n == name)
+            {
                 continue;
             }
             if let Some(c) = count(v) {
@@ -202,6 +221,13 @@ mod tests {
         assert_eq!(classify("rdma/hca_shared_devices_a"), ResourceKind::Nic);
         assert_eq!(classify("openshift.io/mlnx_sriov_rdma"), ResourceKind::Nic);
         assert_eq!(classify("memory"), ResourceKind::Other);
+        assert_eq!(classify("topoalign.dev/gpu-nic-pair"), ResourceKind::Dra);
+        assert_eq!(classify("topoalign.dev/gpu"), ResourceKind::Dra);
+        assert_eq!(classify("topoalign.dev/mig-1g.10gb"), ResourceKind::Dra);
+        assert_eq!(
+            classify("deviceclass.resource.kubernetes.io/gpu.nvidia.com"),
+            ResourceKind::Dra
+        );
         assert!(is_vf_resource("nvidia.com/sriov-rdma-vf"));
         assert!(!is_vf_resource("rdma/hca_shared_devices_a"));
     }

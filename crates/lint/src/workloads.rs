@@ -44,10 +44,9 @@ pub(crate) enum Workload {
     },
     /// A Node (`kubectl get nodes -o yaml`): what its device plugins advertise.
     Node(Box<Node>),
-    /// A ResourceSlice or NodeResourceTopology: read for the whole input (a
-    /// NodeResourceTopology for its MIG resources), no findings of its own. A ResourceSlice:
-    /// read for the whole input (which nodes run topoalign's driver), no
-    /// rules of its own.
+    /// A ResourceSlice, NodeResourceTopology or DeviceClass: read for the whole input
+    /// (which nodes run topoalign's driver or dra-driver-cpu, a NodeResourceTopology's MIG
+    /// resources, the extended resources a class backs), no findings of its own.
     Slice,
     /// A kind this linter does not check.
     Unknown,
@@ -123,7 +122,7 @@ pub(crate) fn workload_of(kind: &str, doc: &Value) -> Read {
         "MPIJob" | "PyTorchJob" | "TFJob" => training_job(kind, doc),
         "ResourceClaimTemplate" | "ResourceClaim" => claim(kind, doc),
         "Node" => typed(doc, |n: Node| Workload::Node(Box::new(n))),
-        "ResourceSlice" | "NodeResourceTopology" => (Workload::Slice, Vec::new()),
+        "ResourceSlice" | "NodeResourceTopology" | "DeviceClass" => (Workload::Slice, Vec::new()),
         _ => (Workload::Unknown, Vec::new()),
     };
     Read { workload, problems }

@@ -184,6 +184,20 @@ pub fn model_for_name(name: &str) -> Option<&'static Model> {
     lookup(model).ok()
 }
 
+/// Whether a product name `-L` gives belongs to `model`'s family (`NVIDIA H100 96GB HBM3`
+/// is an H100 without a table of its own, read with the node's `h100-80gb`); an RTX PRO
+/// 6000 is not.
+fn same_family(model: &Model, name: &str) -> bool {
+    let family = model
+        .name
+        .split('-')
+        .next()
+        .unwrap_or(model.name)
+        .to_ascii_uppercase();
+    let upper = name.to_ascii_uppercase();
+    upper.split([' ', '-', '_']).any(|t| t == family)
+}
+
 /// The GPU-instance profile a MIG device's profile belongs to: `1c.3g.40gb` → `3g.40gb`.
 fn gi_profile(profile: &str) -> &str {
     match profile.split_once('.') {
@@ -211,7 +225,26 @@ pub fn read_state(out: &MigOutputs<'_>) -> Result<MigState, ReadError> {
             return Err(field("a GPU index not listed before"));
         }
         let mut gpu = MigGpu::new(g.index);
-        gpu.model = model_for_name(&g.name).or(out.model);
+        gpu.model = match (model_for_name(&g.name), out.model) {
+            (Some(m), Some(node)) if m.name != node.name => None,
+            (named, node) if named.is_some() || node.is_none_or(|n| same_family(n, &g.name)) => {
+                named.or(node)
+            }
+            _ => None,
+        };
+        if let Some(node) = out.model
+            && gpu.model.is_none()
+        {
+            return Err(ReadError::OtherGpus {
+                input: out.list.map_or_else(String::new, |l| l.name.to_string()),
+                line: g.line,
+                gpu: g.index,
+                uuid: g.uuid,
+                name: g.name,
+                model: node.name,
+                product: node.product,
+            });
+        }
         gpu.name = Some(g.name);
         gpu.uuid = Some(g.uuid);
         devices.insert(g.index, g.mig_devices);

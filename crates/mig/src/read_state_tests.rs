@@ -484,3 +484,62 @@ fn cut_and_damaged_outputs_never_panic() {
         }
     }
 }
+
+/// A capture of other GPUs (RTX PRO 6000) read for an H100 node: said so, naming the GPU
+/// and both models, instead of judging its profiles by the H100 table; without the
+/// node's model the capture is read as it is (its GPUs have no table here).
+#[test]
+fn a_capture_of_other_gpus_is_not_the_nodes() {
+    let list = include_str!("../tests/data/rtx-pro-6000/list.txt");
+    let lgi = include_str!("../tests/data/rtx-pro-6000/lgi.txt");
+    let h100 = lookup("h100-80gb").unwrap();
+    let out = |model| MigOutputs {
+        list: Some(SavedOutput::new("list.txt", list)),
+        lgi: Some(SavedOutput::new("lgi.txt", lgi)),
+        model,
+        ..MigOutputs::default()
+    };
+    let e = read_state(&out(Some(h100))).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ReadError::OtherGpus {
+                gpu: 0,
+                line: 1,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string().starts_with(
+            "list.txt:1: GPU 0 (GPU-7c2e9a14-5b3d-4e6f-8a21-0d9c4b7e1f35) is `NVIDIA RTX PRO 6000 Blackwell Server Edition`, not the node's h100-80gb"
+        ),
+        "{e}"
+    );
+    let state = read_state(&out(None)).unwrap();
+    assert_eq!(state.gpus.len(), 2);
+    assert!(state.gpus.iter().all(|g| g.model.is_none()));
+    // An A100 capture on an H100 node: other GPUs too.
+    let a100 = H100_LIST.replace("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB");
+    let e = read_state(&MigOutputs {
+        list: Some(SavedOutput::new("L.txt", &a100)),
+        model: Some(h100),
+        ..MigOutputs::default()
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("not the node's h100-80gb"), "{e}");
+    // An H100 the table has no row for is read with the node's H100 table.
+    let h100_96 = H100_LIST.replace("NVIDIA H100 80GB HBM3", "NVIDIA H100 96GB HBM3");
+    let state = read_state(&MigOutputs {
+        list: Some(SavedOutput::new("L.txt", &h100_96)),
+        lgi: Some(SavedOutput::new("lgi.txt", H100_LGI)),
+        model: Some(h100),
+        ..MigOutputs::default()
+    })
+    .unwrap();
+    assert_eq!(
+        state.gpu(0).unwrap().model.map(|m| m.name),
+        Some("h100-80gb")
+    );
+}

@@ -85,6 +85,27 @@ pub enum ReadError {
         /// The model's profiles, comma-separated.
         known: String,
     },
+    /// `-L` names a GPU that is not the node's model (a capture of another machine read
+    /// with this node's topology or profile).
+    #[error(
+        "{input}:{line}: GPU {gpu} ({uuid}) is `{name}`, not the node's {model} ({product}): the saved output is of other GPUs; read it with the topology of the machine it was saved on (its --sysfs-root or --from-nvidia-smi), or save it on this node"
+    )]
+    OtherGpus {
+        /// The input's name.
+        input: String,
+        /// 1-based line.
+        line: usize,
+        /// GPU index.
+        gpu: u32,
+        /// Its UUID.
+        uuid: String,
+        /// The product name `-L` gives.
+        name: String,
+        /// The node's model (`h100-80gb`).
+        model: &'static str,
+        /// Its product name.
+        product: &'static str,
+    },
     /// A reading that breaks the placement rules of the GPU's model.
     #[error("{input}:{line}: GPU instance {instance}: {error}")]
     Geometry {

@@ -3,7 +3,7 @@
 //! `--lldp-from`; InfiniBand ports: `--ib-sysfs`, `--ibnetdiscover`), the operator's
 //! domain file (`--domains`) and each NIC's rail (`--rails`). The leaf is derived from
 //! the neighbours; the domain labels are written only where no other tool labelled the
-//! level ([`topoalign_gang::domain_labels_with`]). The driver reads the neighbours again
+//! level ([`topoalign_fabric::domain_labels_with`]). The driver reads the neighbours again
 //! on every rediscovery, the agent every `--rescan-interval`, and both derive the rails and
 //! the leaf anew ([`NodeFacts::with_wiring`]).
 
@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use topoalign_discover::neighbours::{LldpFrom, NeighbourSources, read_neighbours};
-use topoalign_gang::{
+use topoalign_fabric::{
     DomainInputs, DomainLabels, LeafDecision, NicRails, RailSource, domain_labels_with,
 };
 use topoalign_mig::{NodeClique, SavedOutput, node_clique, read_query};
@@ -127,13 +127,13 @@ pub enum FactsError {
     /// The `nvidia-smi -q` output does not read.
     #[error("--fabric-from: {0}")]
     Query(#[from] topoalign_mig::ReadError),
-    /// The domain file is malformed or does not fit the node.
+    /// The domain file is malformed.
     #[error(transparent)]
-    Gang(#[from] topoalign_gang::GangError),
+    Domains(#[from] topoalign_fabric::FabricError),
     /// The rail source (`--rails`) is malformed or does not fit the node's NICs (the
     /// message names the file and the field).
     #[error("--rails {0}")]
-    Rails(#[source] topoalign_gang::GangError),
+    Rails(#[source] topoalign_fabric::FabricError),
     /// The NICs' neighbours (`--lldp-from`, `--ib-sysfs`, `--ibnetdiscover`) did not read.
     #[error(transparent)]
     Neighbours(Box<topoalign_discover::neighbours::NeighbourError>),
@@ -175,7 +175,7 @@ pub fn read_domains(
     node: &str,
 ) -> Result<(BTreeMap<String, String>, String), FactsError> {
     let name = path.display().to_string();
-    let file = topoalign_gang::parse_domain_file(&read("--domains", path)?, &name)?;
+    let file = topoalign_fabric::parse_domain_file(&read("--domains", path)?, &name)?;
     Ok((file.for_node(node), name))
 }
 
@@ -184,7 +184,7 @@ pub fn read_domains(
 /// `topoalign rails`. Errors name the flag, the file and the field.
 pub fn read_rail_source(path: &Path) -> Result<RailSource, FactsError> {
     let name = path.display().to_string();
-    topoalign_gang::parse_rail_source(&read("--rails", path)?, &name).map_err(FactsError::Rails)
+    topoalign_fabric::parse_rail_source(&read("--rails", path)?, &name).map_err(FactsError::Rails)
 }
 
 /// The rails `source` gives the NICs of `topo`; the rules by switch or InfiniBand subnet
@@ -196,7 +196,7 @@ pub fn resolve_rails(
 ) -> Result<NicRails, FactsError> {
     let none = Neighbours::default();
     let neighbours = wiring.map_or(&none, |w| &w.neighbours);
-    topoalign_gang::nic_rails_with(topo, source, neighbours).map_err(FactsError::Rails)
+    topoalign_fabric::nic_rails_with(topo, source, neighbours).map_err(FactsError::Rails)
 }
 
 /// The rails of the NICs of `topo` from the rail source at `path` (`--rails`):
@@ -263,7 +263,7 @@ impl NodeFacts {
         Ok(NodeFacts {
             leaf: wiring
                 .as_ref()
-                .map(|w| topoalign_gang::derive_leaf(topo, &w.neighbours, rails.as_ref())),
+                .map(|w| topoalign_fabric::derive_leaf(topo, &w.neighbours, rails.as_ref())),
             wiring,
             rails,
             ..self

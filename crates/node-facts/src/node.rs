@@ -13,17 +13,17 @@ use serde_json::{Value, json};
 
 /// A Node's labels, and those among them a given field manager owns.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NodeLabels {
+pub struct ManagedLabels {
     /// Every label of the node now.
     pub labels: BTreeMap<String, String>,
     /// The keys the field manager wrote (its own, free to change or drop).
     pub owned: BTreeSet<String>,
 }
 
-impl NodeLabels {
+impl ManagedLabels {
     /// The labels of `node` and the keys `manager` owns there.
     pub fn of(node: &Node, manager: &str) -> Self {
-        NodeLabels {
+        ManagedLabels {
             labels: node.metadata.labels.clone().unwrap_or_default(),
             owned: owned_labels(node, manager),
         }
@@ -62,10 +62,10 @@ pub async fn read_node_labels(
     client: &Client,
     node: &str,
     manager: &str,
-) -> Result<NodeLabels, kube::Error> {
+) -> Result<ManagedLabels, kube::Error> {
     let api: Api<Node> = Api::all(client.clone());
     let n = api.get(node).await?;
-    Ok(NodeLabels::of(&n, manager))
+    Ok(ManagedLabels::of(&n, manager))
 }
 
 /// The apply body that sets exactly `labels` on `node` for one field manager: a Node with
@@ -119,7 +119,7 @@ mod tests {
             owned_labels(&node, "topoalign-agent"),
             BTreeSet::from(["fabric.topograph.run/tier-0".to_string()])
         );
-        let seen = NodeLabels::of(&node, "topoalign.dev");
+        let seen = ManagedLabels::of(&node, "topoalign.dev");
         assert_eq!(seen.labels.len(), 2);
         assert!(seen.owned.is_empty(), "another manager owns nothing here");
     }

@@ -6,8 +6,9 @@ use std::collections::BTreeSet;
 
 use topoalign_topology::{Bdf, Topology};
 
+use crate::oracle::{full_score, spread_ok};
 use crate::request::{GpuLinkBound, Request, Usage};
-use crate::score::{device_score, full_score, spread_ok};
+use crate::score::device_score;
 use crate::types::{CostKey, Score};
 
 /// The optimum found by brute force: its score, cost key and address lists.

@@ -43,24 +43,35 @@
 //! on for this crate's tests and benchmark) on random topologies.
 
 #[cfg(feature = "clap")]
-pub mod args;
+mod args;
 mod bound;
+/// Public as a sub-API of the oracle: the exhaustive search the property tests and the
+/// benchmark compare the planner with (feature `brute`, on for this crate's own tests).
 #[cfg(any(test, feature = "brute"))]
 pub mod brute;
-pub mod error;
+mod error;
 mod flow;
 mod model;
+#[cfg(any(test, feature = "brute"))]
+mod oracle;
 mod planner;
 mod problem;
-pub mod request;
-pub mod score;
+mod request;
+mod score;
 mod search;
 mod text;
-pub mod timing;
-pub mod types;
-pub mod words;
+mod timing;
+mod types;
+mod words;
 
+#[cfg(feature = "clap")]
+pub use args::RequestArgs;
 pub use error::{Bound, PlanError};
+#[cfg(any(test, feature = "brute"))]
+pub use oracle::evaluate;
 pub use planner::{Planner, Reading};
 pub use request::{GpuLinkBound, NicCount, NicRole, Request, Usage};
+pub use score::{DeviceScore, device_score};
+pub use timing::{CallTimes, PlanTiming, time_plan};
 pub use types::{CostKey, NodeMemory, Pairing, Plan, Score};
+pub use words::{GPU_LINK_WORDS, LINK_LAYER_WORDS, NIC_ROLE_WORDS, UnknownWord, parse_link_layer};

@@ -1,7 +1,5 @@
 //! The planner's answer: devices, pairing, score and explanations.
 
-use std::cmp::Ordering;
-
 use serde::Serialize;
 use topoalign_topology::{Bdf, CpuSet, NcclPath, PcieClass};
 
@@ -87,14 +85,6 @@ pub struct CostKey {
     pub neg_interconnect: i64,
     /// Fragmentation.
     pub fragmentation: u32,
-}
-
-/// Compares two plans' full costs: the numeric key, then the sorted GPU address list,
-/// then the sorted NIC address list (criterion 7).
-pub fn compare_full(a: (&CostKey, &[Bdf], &[Bdf]), b: (&CostKey, &[Bdf], &[Bdf])) -> Ordering {
-    a.0.cmp(b.0)
-        .then_with(|| a.1.cmp(b.1))
-        .then_with(|| a.2.cmp(b.2))
 }
 
 /// A placement for one pod.

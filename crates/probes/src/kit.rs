@@ -11,7 +11,9 @@
 //!   gets `503` and is closed at once, so file descriptors never run out;
 //! - a **bounded graceful shutdown**: when told to stop, no new connection is accepted,
 //!   idle ones close, requests in flight may finish for [`Limits::shutdown_grace`], then
-//!   every connection still open (a half-sent request, a slow reader) is dropped.
+//!   every connection still open (a half-sent request, a slow reader) is dropped;
+//! - an optional **handshake** before HTTP ([`Handshake`]: TLS for the admission webhook),
+//!   bounded by the header-read timeout like a request head.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -83,8 +85,40 @@ pub struct ConnStats {
     pub open: AtomicUsize,
     /// Connections refused because [`Limits::max_connections`] were open.
     pub refused: AtomicU64,
-    /// Connections closed by the header-read or idle timeout.
+    /// Connections closed by the header-read or idle timeout (or a handshake not done
+    /// within the header-read timeout).
     pub timed_out: AtomicU64,
+    /// Connections whose [`Handshake`] failed (a client that is not a TLS client, say).
+    pub handshakes_failed: AtomicU64,
+}
+
+/// What turns an accepted TCP connection into the stream HTTP is served on: nothing
+/// ([`Plain`]), or a TLS handshake. It must complete within the header-read timeout.
+pub trait Handshake: Clone + Send + Sync + 'static {
+    /// The stream after the handshake.
+    type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    /// Performs the handshake.
+    fn handshake(
+        &self,
+        tcp: TcpStream,
+    ) -> impl Future<Output = std::io::Result<Self::Stream>> + Send;
+    /// Whether a connection over the cap may be answered with a plain-text `503` (not on
+    /// a TLS port, where the client could not read it: it is closed instead).
+    fn plain_refusal(&self) -> bool;
+}
+
+/// No handshake: HTTP on the TCP stream.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Plain;
+
+impl Handshake for Plain {
+    type Stream = TcpStream;
+    async fn handshake(&self, tcp: TcpStream) -> std::io::Result<TcpStream> {
+        Ok(tcp)
+    }
+    fn plain_refusal(&self) -> bool {
+        true
+    }
 }
 
 /// Serves `router` on `listener` with `limits` until `shutdown` completes, then shuts
@@ -94,6 +128,19 @@ pub async fn serve_with(
     router: Router,
     limits: Limits,
     stats: Arc<ConnStats>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<Stopped> {
+    serve_with_handshake(listener, router, limits, stats, Plain, shutdown).await
+}
+
+/// [`serve_with`], each accepted connection passing `handshake` first (within
+/// [`Limits::header_read_timeout`]; a failed or late handshake closes the connection).
+pub async fn serve_with_handshake<H: Handshake>(
+    listener: TcpListener,
+    router: Router,
+    limits: Limits,
+    stats: Arc<ConnStats>,
+    handshake: H,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<Stopped> {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
@@ -111,9 +158,20 @@ pub async fn serve_with(
                     match slots.clone().try_acquire_owned() {
                         Ok(permit) => {
                             let (router, stats, stop) = (router.clone(), stats.clone(), stop_rx.clone());
+                            let hs = handshake.clone();
                             conns.spawn(async move {
                                 stats.open.fetch_add(1, Ordering::Relaxed);
-                                connection(stream, router, limits, &stats, stop).await;
+                                match tokio::time::timeout(limits.header_read_timeout, hs.handshake(stream)).await {
+                                    Ok(Ok(stream)) => connection(stream, router, limits, &stats, stop).await,
+                                    Ok(Err(e)) => {
+                                        stats.handshakes_failed.fetch_add(1, Ordering::Relaxed);
+                                        tracing::debug!(error = %e, "connection handshake failed");
+                                    }
+                                    Err(_) => {
+                                        stats.timed_out.fetch_add(1, Ordering::Relaxed);
+                                        tracing::debug!("connection closed: handshake not done within the header-read timeout");
+                                    }
+                                }
                                 stats.open.fetch_sub(1, Ordering::Relaxed);
                                 drop(permit);
                             });
@@ -124,7 +182,11 @@ pub async fn serve_with(
                                 last_warn = Some(Instant::now());
                                 tracing::warn!(max_connections = limits.max_connections, "connection cap reached; new connections get 503");
                             }
-                            conns.spawn(refuse(stream, limits.max_connections));
+                            if handshake.plain_refusal() {
+                                conns.spawn(refuse(stream, limits.max_connections));
+                            } else {
+                                drop(stream);
+                            }
                         }
                     }
                 }
@@ -231,13 +293,13 @@ impl Activity {
     }
 }
 
-/// A TCP stream that tells its [`Activity`] when bytes arrive.
-struct Watched {
-    inner: TcpStream,
+/// A stream that tells its [`Activity`] when bytes arrive.
+struct Watched<S> {
+    inner: S,
     activity: Arc<Activity>,
 }
 
-impl AsyncRead for Watched {
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -252,7 +314,7 @@ impl AsyncRead for Watched {
     }
 }
 
-impl AsyncWrite for Watched {
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -281,8 +343,8 @@ impl Drop for InFlight {
 
 /// One connection: HTTP/1.1 with keep-alive, watched for the timeouts, shut down
 /// gracefully when `stop` turns true.
-async fn connection(
-    stream: TcpStream,
+async fn connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    stream: S,
     router: Router,
     limits: Limits,
     stats: &ConnStats,
@@ -359,7 +421,7 @@ pub enum BodyError {
     TimedOut(Duration),
     /// The connection failed while reading.
     #[error("reading the request body: {0}")]
-    Read(String),
+    Read(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Reads a whole request body of at most `limit` bytes within `timeout`.
@@ -371,7 +433,7 @@ pub async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<By
         Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
             Err(BodyError::TooLarge { limit })
         }
-        Ok(Err(e)) => Err(BodyError::Read(e.to_string())),
+        Ok(Err(e)) => Err(BodyError::Read(e)),
     }
 }
 

@@ -11,17 +11,26 @@
 //! The rest of the process kit they are all assembled from: `kit`, the server all of
 //! them run on (timeouts, connection cap, bounded shutdown); [`process`], the API client
 //! from a kubeconfig, the SIGTERM/SIGINT shutdown future and the tokio runtime;
-//! `logging`, the log format and the one log subscriber.
+//! `logging`, the log format and the one log subscriber; `args` (the `clap` feature),
+//! the flags every process takes, defined once ([`ProcessArgs`]: `--kubeconfig`,
+//! `--listen`, `--log-format`, `--log-filter`), each process saying its own defaults.
 
+#[cfg(feature = "clap")]
+mod args;
 mod interval;
 mod kit;
 mod logging;
 mod process;
 
+#[cfg(feature = "clap")]
+pub use args::{KubeArgs, ProcessArgs, ProcessDefaults};
 pub use interval::{IntervalError, parse_interval};
-pub use kit::{BodyError, ConnStats, Limits, Stopped, read_body, serve_with};
+pub use kit::{
+    BodyError, ConnStats, Handshake, Limits, Plain, Stopped, read_body, serve_with,
+    serve_with_handshake,
+};
 pub use logging::LogFormat;
-pub use logging::{DEFAULT_FILTER, install as install_logging};
+pub use logging::{COMMAND_FILTER, install_command_logging};
 pub use process::{ClientError, Threads, kube_client, kube_config, runtime, shutdown_signals};
 
 use std::future::Future;

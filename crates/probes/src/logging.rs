@@ -6,11 +6,10 @@
 /// The environment variable with the log filter (`tracing_subscriber::EnvFilter` syntax).
 pub(crate) const FILTER_ENV: &str = "TOPOALIGN_LOG";
 
-/// The driver's default filter: `info`, without kube-client's own error lines (every
-/// failed call is logged by the driver with what it was doing).
-pub const DEFAULT_FILTER: &str = "info,kube_client=off";
+/// The filter of one-shot commands (not a long-running process): warnings and errors.
+pub const COMMAND_FILTER: &str = "warn";
 
-/// How log lines look (`--log-format`).
+/// How log lines look (`--log-format`; JSON by default in every process).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum LogFormat {
@@ -21,12 +20,23 @@ pub enum LogFormat {
     Text,
 }
 
-/// Installs the one log subscriber on stderr, filtered by `FILTER_ENV` (else
-/// `default_filter`): lines as `format` asks, or, with no format (a one-shot command),
-/// text coloured only on a terminal. Does nothing when a subscriber is already installed.
-pub fn install(format: Option<LogFormat>, default_filter: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env(FILTER_ENV)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
+/// Installs the one log subscriber of a one-shot command: text on stderr, coloured only
+/// on a terminal, filtered by `TOPOALIGN_LOG` (else [`COMMAND_FILTER`]). A long-running
+/// process installs its own from its flags (`ProcessArgs::install_logging`).
+pub fn install_command_logging() {
+    install(None, None, COMMAND_FILTER);
+}
+
+/// Installs the one log subscriber on stderr, filtered by `filter` (else `FILTER_ENV`,
+/// else `default_filter`): lines as `format` asks, or, with no format (a one-shot
+/// command), text coloured only on a terminal. Does nothing when a subscriber is already
+/// installed.
+pub(crate) fn install(format: Option<LogFormat>, filter: Option<&str>, default_filter: &str) {
+    let filter = match filter {
+        Some(f) => tracing_subscriber::EnvFilter::new(f),
+        None => tracing_subscriber::EnvFilter::try_from_env(FILTER_ENV)
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -16,7 +16,7 @@
 //! carry a MIG geometry ([`mig_geometry`]): the instances its GPUs hold, as plain data
 //! that `crates/mig` checks and the CLI lays over the topology.
 
-pub mod catalog;
+mod catalog;
 mod dgx_a100;
 mod dgx_h100;
 mod gb300;
@@ -26,7 +26,7 @@ mod pcie_2socket;
 
 use topoalign_topology::Topology;
 
-pub use catalog::{UnknownProfile, lookup};
+pub use catalog::{ProfileEntry, UnknownProfile, catalog, catalog_table, lookup};
 
 /// Names of the built-in profiles, in the order `topoalign profile list` shows them.
 pub const NAMES: [&str; 6] = [

@@ -10,8 +10,8 @@ use serde::Serialize;
 use topoalign_topology::{PairClass, PairMatrix, Topology};
 
 use crate::scene::best_nics;
-use crate::summary::nic_name;
 use crate::table::Table;
+use crate::text::nic_name;
 
 /// The MIG instances of a node, by parent GPU (topology GPU index).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use topoalign_topology::{
 use crate::mig::{MigOverlay, instance_table};
 use crate::scene::{best_nics, fabric_groups, host_bridge_numa};
 use crate::table::Table;
-use crate::text::{kib, mib, truncate};
+use crate::text::{kib, mib, nic_name, truncate};
 
 /// Device nodes every GPU of a vendor shares; listed once under the GPU table.
 const SHARED_NODES: [&str; 4] = [
@@ -233,13 +233,6 @@ fn closest_table(topo: &Topology, c: &Classifier<'_>) -> Table {
         }
     }
     t
-}
-
-/// The name a NIC goes by: RDMA device, netdev, or address.
-pub(crate) fn nic_name(topo: &Topology, n: usize) -> String {
-    topo.nics[n]
-        .label()
-        .map_or_else(|| topo.nic_bdf(n).to_string(), str::to_string)
 }
 
 /// The NIC's link: IB, RoCE, EFA (an Amazon RDMA NIC: neither), or plain Ethernet.

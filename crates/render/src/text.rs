@@ -1,5 +1,14 @@
 //! Small text helpers shared by the renderers: escaping for XML and DOT, compact index
-//! lists (`GPU0-3,6`) and human-readable sizes.
+//! lists (`GPU0-3,6`), human-readable sizes and the name a NIC goes by.
+
+use topoalign_topology::Topology;
+
+/// The name a NIC goes by: RDMA device, netdev, or address.
+pub(crate) fn nic_name(topo: &Topology, n: usize) -> String {
+    topo.nics[n]
+        .label()
+        .map_or_else(|| topo.nic_bdf(n).to_string(), str::to_string)
+}
 
 /// Escapes text for use in XML character data and attribute values (`&`, `<`, `>`, `"`,
 /// `'`). Control characters other than tab and newline, which XML 1.0 forbids, become

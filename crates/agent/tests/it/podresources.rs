@@ -127,7 +127,8 @@ fn config(socket: std::path::PathBuf) -> Config {
         label_hold: Duration::from_secs(120),
         timeout: Duration::from_secs(5),
         facts: NodeFacts::default(),
-        rewire: None,
+        follower: Default::default(),
+        rescan_interval: std::time::Duration::from_secs(60),
     }
 }
 
@@ -191,7 +192,7 @@ async fn once_with_node_facts_labels_domains_and_publishes_rails() {
         "fabric.topograph.run/tier-0".to_string(),
         "leaf-7".to_string(),
     )]);
-    let rails = topoalign_gang::parse_rail_source("rule: nearest-gpu\n", "rails.yaml").unwrap();
+    let rails = topoalign_fabric::parse_rail_source("rule: nearest-gpu\n", "rails.yaml").unwrap();
     cfg.facts = NodeFacts {
         clique: Some((
             topoalign_mig::NodeClique::One {
@@ -200,7 +201,7 @@ async fn once_with_node_facts_labels_domains_and_publishes_rails() {
             "q.txt".into(),
         )),
         operator: Some((operator, "domains.yaml".into())),
-        rails: Some(topoalign_gang::nic_rails(&cfg.topology, &rails).unwrap()),
+        rails: Some(topoalign_fabric::nic_rails(&cfg.topology, &rails).unwrap()),
         ..NodeFacts::default()
     };
     let out = run_once(&cfg).await.unwrap();

@@ -8,7 +8,7 @@ use anyhow::Context;
 use topoalign_agent::{AgentArgs, run_once, run_serving};
 use topoalign_discover::Source;
 use topoalign_kubelet::ConfigDocument;
-use topoalign_probes::{LogFormat, Threads, kube_client, runtime, shutdown_signals};
+use topoalign_probes::shutdown_signals;
 
 use crate::output::{Format, print, with_errors};
 use crate::source::{TopologyArgs, load};
@@ -23,9 +23,13 @@ pub(crate) struct Args {
     /// Output format of --once.
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     output: Format,
-    /// Log line format (stderr); the level comes from TOPOALIGN_LOG (default warn).
-    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
-    pub log_format: LogFormat,
+}
+
+impl Args {
+    /// Installs the log subscriber the flags ask for.
+    pub(crate) fn install_logging(&self) {
+        self.agent.process.install_logging();
+    }
 }
 
 /// Runs the command.
@@ -41,7 +45,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         let cfg = args
             .agent
             .config(topo, settings.unwrap_or_default(), node_env)?;
-        let rt = runtime(Threads::PerCpu).context("starting the async runtime")?;
+        let rt = args
+            .agent
+            .process
+            .runtime()
+            .context("starting the async runtime")?;
         if args.agent.once {
             let out = rt.block_on(run_once(&cfg))?;
             print(&out, format, || out.table())?;
@@ -49,13 +57,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         rt.block_on(async {
             let signalled = shutdown_signals().context("installing the SIGTERM/SIGINT handlers")?;
-            let client = kube_client(args.agent.kubeconfig.as_deref()).await?;
+            let client = args.agent.process.client().await?;
             eprintln!(
                 "topoalign agent for node {} reading {}",
                 cfg.node,
                 cfg.socket.display()
             );
-            let addr = args.agent.metrics_addr;
+            let addr = args.agent.process.listen;
             let stop = async move {
                 eprintln!("topoalign agent: {}, stopping", signalled.await);
             };

@@ -3,18 +3,23 @@
 //! foreign drivers read from their ResourceSlices; `--explain` shows what the stock
 //! allocator picks next to the planner's optimum.
 
-use std::path::{Path, PathBuf};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use k8s_openapi::api::resource::v1::ResourceClaimSpec;
+use k8s_openapi::api::resource::v1::{ResourceClaimSpec, ResourceSlice};
 use topoalign_discover::Source;
-use topoalign_dra::ClaimArgs;
-use topoalign_dra::Explanation;
-use topoalign_dra::parse_slice_file;
+use topoalign_dra::{ClaimArgs, DeviceId, Explanation, SliceFile};
+use topoalign_dra::{
+    LadderInput, NodeLadder, held_devices, ladder_claim, ladder_nodes, ladder_report,
+};
 use topoalign_dra::{SimulatedNode, explain_mixed, own_request};
 use topoalign_dra::{claim_object, claim_table};
-use topoalign_dra::{claim_spec, mig_claim_spec, mixed_claim};
+use topoalign_dra::{claim_spec, mig_claim_spec, mixed_claim, pairs_fit_one_numa_node};
+use topoalign_topology::Topology;
+
+use crate::cmd::cluster;
 
 use crate::cmd::plan::read_usage;
 use crate::output::{Format, print_structured, write_stdout};
@@ -23,7 +28,7 @@ use crate::source::{TopologyArgs, load};
 /// Arguments.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  topoalign claims --pairs 4 --max-class PXB\n  topoalign claims --pairs 2 --profile mi300x-8 --explain -o table\n  topoalign claims --pairs 1 --from-slices slices.yaml --node n1 --profile gb300-4\n  topoalign claims --mig 1g.10gb --count 7\n  topoalign claims --mig 3g.40gb --count 2 --with-nic\n\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
+    after_help = "Examples:\n  topoalign claims --pairs 4 --max-class PXB\n  topoalign claims --pairs 2 --profile mi300x-8 --explain -o table\n  topoalign claims --pairs 4 --gpu-class gpu.nvidia.com --nic-class dranet.net\n  topoalign claims --pairs 2 --gpu-class gpu.nvidia.com --nic-class dranet.net --cpus 16\n  topoalign claims --pairs 2 --gpu-class gpu.amd.com --nic-class sriov-rdma --nic-driver sriovnetwork.k8snetworkplumbingwg.io --fallback\n  topoalign claims --pairs 1 --gpu-class gpu.nvidia.com --from-slices slices.yaml --explain -o table\n  topoalign claims --pairs 1 --from-slices slices.yaml --node n1 --profile gb300-4\n  topoalign claims --mig 1g.10gb --count 7\n  topoalign claims --mig 3g.40gb --count 2 --with-nic\n  topoalign claims --pairs 4 --cpus 32 --profile dgx-h100 --explain -o table\n  topoalign claims --pairs 2 --cpus 16 --cpu-mode individual\n\nWith --gpu-class/--nic-class (other drivers' GPUs and NICs) the claim names no device or node:\neach GPU with its own NIC(s), same pcieRoot, else same NUMA node (with --fallback, else\nwhatever is free). With the nodes' slices it says per node what the stock allocator gives each\npair (on stderr, or in the output with --explain): several files, `-` for stdin\n(`kubectl get resourceslices,deviceclasses -o yaml | topoalign claims --pairs 2 --from-slices -`),\nor the live cluster (--kubeconfig FILE).\n\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
 )]
 pub(crate) struct Args {
     #[command(flatten)]
@@ -33,8 +38,9 @@ pub(crate) struct Args {
     /// With --explain: devices already in use (YAML/JSON `{gpus: [BDF…], nics: [BDF…]}`).
     #[arg(long, value_name = "FILE", requires = "explain")]
     used: Option<PathBuf>,
-    /// With --explain: stop the allocator's search after trying this many devices.
-    #[arg(long, default_value_t = 2_000_000, requires = "explain")]
+    /// With --explain or slices: stop the allocator's search after trying this many
+    /// devices.
+    #[arg(long, default_value_t = 2_000_000)]
     budget: u64,
     /// Output format: yaml (default, applies with kubectl as is), json or table.
     #[arg(short = 'o', long, value_enum, default_value_t = Format::Yaml)]
@@ -47,71 +53,193 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     body(&args)
 }
 
-fn body(args: &Args) -> anyhow::Result<ExitCode> {
-    let (claim, explained) = match &args.claim.from_slices {
-        Some(path) => from_slices(args, path)?,
-        None => own(args)?,
-    };
-    let c = &args.claim;
-    let object = claim_object(&claim, &c.object_name(), c.namespace.as_deref(), c.claim)?;
-    match (&explained, args.output) {
-        (Some(e), Format::Table) => {
-            write_stdout(&format!("{}\n{}", claim_table(&object), e.text()))?
-        }
-        (Some(e), f) => {
-            print_structured(&serde_json::json!({"claim": object, "explanation": e}), f)?;
-        }
-        (None, Format::Table) => write_stdout(&claim_table(&object))?,
-        (None, f) => print_structured(&object, f)?,
-    }
-    Ok(explained.map_or(ExitCode::SUCCESS, |e| crate::output::exit(e.as_good)))
+/// What beside the claim is printed.
+enum Extra {
+    None,
+    Explanation(Explanation),
+    Nodes(Vec<NodeLadder>),
 }
 
-type Claim = (ResourceClaimSpec, Option<Explanation>);
+fn body(args: &Args) -> anyhow::Result<ExitCode> {
+    let c = &args.claim;
+    let (claim, extra) = match (c.foreign(), &c.node) {
+        (true, Some(_)) => from_slices(args)?,
+        (true, None) => template(args)?,
+        (false, _) => own(args)?,
+    };
+    let object = claim_object(&claim, &c.object_name(), c.namespace.as_deref(), c.claim)?;
+    match (&extra, args.output) {
+        (Extra::Explanation(e), Format::Table) => {
+            write_stdout(&format!("{}\n{}", claim_table(&object), e.text()))?
+        }
+        (Extra::Explanation(e), f) => {
+            print_structured(&serde_json::json!({"claim": object, "explanation": e}), f)?;
+        }
+        (Extra::Nodes(n), _) if !c.explain => {
+            for node in n {
+                eprint!("{}", node.text());
+            }
+            print_claim(&object, args.output)?;
+        }
+        (Extra::Nodes(n), Format::Table) => {
+            let text: String = n.iter().map(NodeLadder::text).collect();
+            write_stdout(&format!("{}\n{text}", claim_table(&object)))?
+        }
+        (Extra::Nodes(n), f) => {
+            print_structured(&serde_json::json!({"claim": object, "nodes": n}), f)?;
+        }
+        (Extra::None, f) => print_claim(&object, f)?,
+    }
+    Ok(match extra {
+        Extra::Explanation(e) => crate::output::exit(e.as_good),
+        Extra::Nodes(n) if c.explain => crate::output::exit(
+            n.iter()
+                .all(|x| x.fits && x.worst.is_some_and(|w| x.best_worst.is_none_or(|b| w <= b))),
+        ),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+fn print_claim(object: &serde_json::Value, f: Format) -> anyhow::Result<()> {
+    match f {
+        Format::Table => write_stdout(&claim_table(object)),
+        f => print_structured(object, f),
+    }
+}
+
+type Claim = (ResourceClaimSpec, Extra);
 
 /// The claim on this project's driver, explained on the topology's simulated slices.
 fn own(args: &Args) -> anyhow::Result<Claim> {
     if let Some(mig) = args.claim.mig_spec()? {
-        return Ok((mig_claim_spec(&mig)?, None));
+        return Ok((mig_claim_spec(&mig)?, Extra::None));
     }
-    let spec = args.claim.spec()?;
+    let mut spec = args.claim.spec()?;
+    // The topology, when one is given or the allocator's pick is explained on it.
+    let topo = match (args.claim.explain, args.topology.given()) {
+        (true, _) => Some(load(&args.topology, Source::host())?),
+        (false, Some(source)) => Some(load(&args.topology, source)?),
+        (false, None) => None,
+    };
+    let fits = (topo.as_ref()).map(|t| pairs_fit_one_numa_node(&t.topology, spec.pairs));
+    spec.cpus = args.claim.cpus.claim(fits)?;
     let claim = claim_spec(&spec)?;
-    if !args.claim.explain {
-        return Ok((claim, None));
-    }
-    let topo = load(&args.topology, Source::host())?;
+    let Some(topo) = topo.filter(|_| args.claim.explain) else {
+        return Ok((claim, Extra::None));
+    };
     let node = args.claim.node.as_deref().unwrap_or("node");
-    let node = SimulatedNode::new(&topo.topology, node)?;
+    let node = SimulatedNode::with_cpus(&topo.topology, node, spec.cpus.as_ref())?;
     let usage = read_usage(args.used.as_deref())?;
     let req = own_request(&spec);
     let e = node.explain(&claim, &req, &topo.topology, &usage, args.budget)?;
-    Ok((claim, Some(e)))
+    Ok((claim, Extra::Explanation(e)))
 }
 
-/// The claim on two foreign drivers' slices read from `path`.
-fn from_slices(args: &Args, path: &Path) -> anyhow::Result<Claim> {
-    args.claim.spec()?;
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let file = parse_slice_file(&text, &path.display().to_string())?;
-    let slices = file.slices;
-    let mspec = args.claim.mixed_spec(&file.classes);
-    // The node's own topology, when given, lets the planner see switches and NUMA nodes
-    // the drivers do not publish.
-    let node_topo = match args.topology.given() {
+/// Other drivers' slices and the devices held, from files or the live cluster; `None`
+/// when neither is given.
+fn slices(args: &Args) -> anyhow::Result<Option<(SliceFile, BTreeSet<DeviceId>)>> {
+    let c = &args.claim;
+    if let Some(k) = &c.kubeconfig {
+        let r = cluster::read_live(cluster::config_path(k), false)?;
+        let held = held_devices(&r.claims);
+        return Ok(Some((r.file, held)));
+    }
+    if c.from_slices.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some((
+        cluster::read_files(&c.from_slices)?,
+        BTreeSet::new(),
+    )))
+}
+
+/// The node's own topology, when given: it lets the planner see switches and NUMA nodes
+/// the drivers do not publish.
+fn node_topology(args: &Args) -> anyhow::Result<Option<Topology>> {
+    Ok(match args.topology.given() {
         Some(source) => Some(load(&args.topology, source)?.topology),
         None => None,
+    })
+}
+
+/// The node-independent template for other drivers, and what it gets on each node.
+fn template(args: &Args) -> anyhow::Result<Claim> {
+    args.claim.spec()?;
+    let read = slices(args)?;
+    let classes = read.as_ref().map_or(&[][..], |(f, _)| &f.classes[..]);
+    let (spec, [gpu_driver, nic_driver]) = args.claim.ladder_spec(classes)?;
+    let claim = ladder_claim(&spec)?;
+    if spec.pairs > 4 {
+        eprintln!(
+            "note: {} pairs: on a node with fewer free GPUs or aligned NICs the stock allocator tries every ordering of them before it gives up (more than 20 million devices for 8 pairs on 7 free GPUs, past kube-scheduler's 10 s Filter timeout); keep ladders to a few pairs or claim whole nodes",
+            spec.pairs
+        );
+    }
+    let Some((file, held)) = read else {
+        if args.claim.explain {
+            anyhow::bail!(
+                "--explain with --gpu-class/--nic-class needs the nodes' slices: --from-slices FILE or --kubeconfig FILE"
+            );
+        }
+        return Ok((claim, Extra::None));
     };
+    let topo = node_topology(args)?;
+    let input = LadderInput {
+        claim: &claim,
+        gpu: (&gpu_driver, &spec.gpu_class),
+        nic: (&nic_driver, &spec.nic_class),
+        slices: &file.slices,
+        classes: &file.classes,
+        cpu_class: spec.cpus.as_ref().map(|c| c.class.as_str()),
+        in_use: &held,
+        topology: topo.as_ref(),
+        budget: args.budget,
+    };
+    let nodes = ladder_nodes(&file.slices, &gpu_driver, &nic_driver);
+    anyhow::ensure!(
+        !nodes.is_empty(),
+        "no node has devices of both {gpu_driver} and {nic_driver} in the slices read (drivers seen: {})",
+        drivers_seen(&file.slices)
+    );
+    let reports = nodes
+        .iter()
+        .map(|n| ladder_report(&input, n).with_context(|| format!("node {n}")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok((claim, Extra::Nodes(reports)))
+}
+
+fn drivers_seen(slices: &[ResourceSlice]) -> String {
+    let d: BTreeSet<&str> = slices.iter().map(|s| s.spec.driver.as_str()).collect();
+    if d.is_empty() {
+        return "none".into();
+    }
+    d.into_iter().collect::<Vec<_>>().join(", ")
+}
+
+/// The claim on two foreign drivers' slices of `--node`.
+fn from_slices(args: &Args) -> anyhow::Result<Claim> {
+    args.claim.spec()?;
+    anyhow::ensure!(
+        args.claim.cpus.cpus.is_none(),
+        "--cpus with --node (a claim pinned to one node's slices): not supported; leave out --node for the node-independent template, which takes --cpus"
+    );
+    let Some((file, held)) = slices(args)? else {
+        anyhow::bail!("--node needs the slices: --from-slices FILE or --kubeconfig FILE");
+    };
+    let slices = file.slices;
+    let mspec = args.claim.mixed_spec(&file.classes);
+    let node_topo = node_topology(args)?;
     let mixed = mixed_claim(&slices, &mspec, node_topo.as_ref())
-        .with_context(|| format!("writing a claim from {}", path.display()))?;
+        .with_context(|| format!("writing a claim for node {}", mspec.node))?;
     for n in &mixed.notes {
         eprintln!("note: {n}");
     }
     eprintln!("note: {}", mixed.strategy.text());
     if !args.claim.explain {
-        return Ok((mixed.spec, None));
+        return Ok((mixed.spec, Extra::None));
     }
     let usage = read_usage(args.used.as_deref())?;
+    let _ = held;
     let e = explain_mixed(
         &mixed,
         &slices,
@@ -120,5 +248,5 @@ fn from_slices(args: &Args, path: &Path) -> anyhow::Result<Claim> {
         &usage,
         args.budget,
     )?;
-    Ok((mixed.spec, Some(e)))
+    Ok((mixed.spec, Extra::Explanation(e)))
 }

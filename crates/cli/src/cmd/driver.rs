@@ -3,17 +3,14 @@
 //! it would create instead (a stable interface: `-o yaml` is one kubectl-applicable YAML
 //! stream, `-o json` a `v1` List; with `--write-domain-labels` the Node patch of the
 //! node's domain labels comes last, and what would not be written is noted on stderr).
-//! The flags are `topoalign_driver::DriverArgs`.
+//! The flags are `topoalign_driver::DriverArgs`; the node is read once, at start
+//! (`DriverArgs::start`).
 
 use std::process::ExitCode;
 
 use anyhow::Context;
-use topoalign_discover::Source;
-use topoalign_dra::NodeMig;
-use topoalign_dra::PublishOptions;
 use topoalign_driver::dry_run;
-use topoalign_driver::{MigSource, attach_caps};
-use topoalign_topology::Topology;
+use topoalign_probes::shutdown_signals;
 
 use crate::output::{Format, print_structured, print_yaml_stream, with_errors, write_stdout};
 use crate::source::load;
@@ -26,43 +23,40 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.dry_run {
         return with_errors(args.format, || dry(&args));
     }
-    let what = args.source().describe();
-    let mut config = args.config();
-    let needs_mig = args.mig_source() != MigSource::None || profile_geometry(&args).is_some();
-    // The MIG layout, the NICs' neighbours and the leaf are read on the topology once, at
-    // start.
-    let start = if needs_mig || args.reads_node_facts() {
-        Some(load(&args.topology, args.source())?.topology)
-    } else {
-        None
-    };
-    let inputs = args.start_inputs(start.as_ref())?;
-    if let Some(topo) = start.as_ref().filter(|_| needs_mig) {
-        config.options.mig = mig_layout(&args, topo)?;
-    }
-    config.rails = inputs.rails;
-    config.domain_labels = inputs.domain_labels;
-    topoalign_driver::run_blocking(config)
-        .with_context(|| format!("driver for node {:?} ({what})", args.node_name))?;
+    let what = format!(
+        "driver for node {:?} ({})",
+        args.node_name,
+        args.source().describe()
+    );
+    let start = args.start().context(what.clone())?;
+    crate::output::warn(&start.warnings);
+    let rt = args
+        .process
+        .runtime()
+        .context("starting the async runtime")?;
+    rt.block_on(async {
+        let signalled = shutdown_signals().context("installing the SIGTERM/SIGINT handlers")?;
+        let client = args.process.client().await?;
+        topoalign_driver::run(start, client, signalled).await?;
+        anyhow::Ok(())
+    })
+    .context(what)?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn dry(args: &Args) -> anyhow::Result<ExitCode> {
     let d = load(&args.topology, args.source())?;
-    let options = PublishOptions {
-        mig: mig_layout(args, &d.topology)?,
-        ..args.publish_options()
-    };
-    let inputs = args.start_inputs(Some(&d.topology))?;
+    let start = args.start_on(d.topology)?;
+    crate::output::warn(&start.warnings);
     let mut objects = dry_run::objects(
-        &d.topology,
+        &start.topology,
         &args.node_name,
-        &options,
-        inputs.rails.as_ref(),
+        &start.config.options,
+        start.facts.rails.as_ref(),
     )
     .with_context(|| format!("node {:?}", args.node_name))?;
-    if let Some(facts) = &inputs.domain_labels {
-        let (patch, labels) = dry_run::domain_labels(&args.node_name, facts);
+    if start.config.write_domain_labels {
+        let (patch, labels) = dry_run::domain_labels(&args.node_name, &start.facts);
         objects.extend(patch);
         for n in &labels.notes {
             eprintln!("note: {n}");
@@ -74,31 +68,4 @@ fn dry(args: &Args) -> anyhow::Result<ExitCode> {
         Format::Table => write_stdout(&dry_run::table(&objects))?,
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The node's MIG layout; on a sysfs source, each instance gets its `/dev/nvidia-caps`
-/// nodes from the host's `mig-minors` table (warnings to stderr).
-/// Without a MIG flag, a built-in profile that carries a MIG geometry publishes it (as
-/// `discover` and `matrix` show it).
-fn mig_layout(args: &Args, topo: &Topology) -> anyhow::Result<NodeMig> {
-    if args.mig_source() == MigSource::None
-        && let Some(geo) = profile_geometry(args)
-    {
-        return crate::mig_view::profile_layout(geo, topo)
-            .with_context(|| format!("MIG geometry of profile `{}`", topo.name));
-    }
-    let (mut mig, warnings) = args.mig_source().layout_checked(topo)?;
-    crate::output::warn(&warnings);
-    if let Source::Sysfs { root, .. } = args.source() {
-        crate::output::warn(&attach_caps(&mut mig, topo, &root));
-    }
-    Ok(mig)
-}
-
-/// The MIG geometry of the built-in profile the topology comes from, if it carries one.
-fn profile_geometry(args: &Args) -> Option<topoalign_profiles::MigGeometry> {
-    match args.source() {
-        Source::Profile(name) => topoalign_profiles::mig_geometry(&name),
-        _ => None,
-    }
 }

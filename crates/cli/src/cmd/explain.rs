@@ -3,7 +3,6 @@
 //! why the two differ (`topoalign_dra::explain_pod`); for a device-plugin pod, what the
 //! API server can tell.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, anyhow, bail};
@@ -14,16 +13,47 @@ use kube::api::ListParams;
 use topoalign_dra::{
     ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,
 };
+use topoalign_dra::{ClusterAlignment, ClusterInput, explain_all};
 use topoalign_kube_types::labels as keys;
+use topoalign_probes::KubeArgs;
 use topoalign_render::Table;
 
+use crate::cmd::cluster::{self, api_error};
 use crate::output::{Format, exit, print, with_errors};
+use crate::source::{TopologyArgs, load};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples (need a cluster):\n  topoalign explain pod ml/train-0 --kubeconfig ~/.kube/config -o table\n  topoalign explain --all --kubeconfig ~/.kube/config\n  topoalign explain --all -o json --profile dgx-h100"
+)]
 pub(crate) struct Args {
     #[command(subcommand)]
-    what: What,
+    what: Option<What>,
+    #[command(flatten)]
+    all: AllArgs,
+}
+
+/// `explain --all`.
+#[derive(Debug, clap::Args)]
+struct AllArgs {
+    /// How aligned the cluster is now, whatever driver published its devices: every
+    /// scheduled pod with GPU–NIC pairs from its claims, its pairs by class, GPUDirect
+    /// RDMA on every GPU, the better free choice on its node now; a summary line (exit 1
+    /// when some pod has a better free choice).
+    #[arg(long)]
+    all: bool,
+    /// The API client (`--kubeconfig`).
+    #[command(flatten)]
+    kube: KubeArgs,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Format::Table)]
+    output: Format,
+    /// A machine's topology (classes with its PCIe switches and C2C links) for the nodes
+    /// that have its GPUs' and NICs' addresses; others are classed on their slices.
+    #[command(flatten)]
+    topology: TopologyArgs,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -41,9 +71,9 @@ struct PodArgs {
     /// The pod, as NAMESPACE/NAME.
     #[arg(value_name = "NS/NAME")]
     target: String,
-    /// Kubeconfig file (default: in-cluster, $KUBECONFIG, ~/.kube/config).
-    #[arg(long, value_name = "FILE")]
-    kubeconfig: Option<PathBuf>,
+    /// The API client (`--kubeconfig`).
+    #[command(flatten)]
+    kube: KubeArgs,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     output: Format,
@@ -51,15 +81,91 @@ struct PodArgs {
 
 /// Runs the command.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let What::Pod(a) = args.what;
+    let a = match args.what {
+        Some(What::Pod(a)) => a,
+        None if args.all.all => return run_all(&args.all),
+        None => {
+            return with_errors(args.all.output, || {
+                bail!("explain: name what to explain: `explain pod NS/NAME` or `explain --all`")
+            });
+        }
+    };
     with_errors(a.output, || {
         let (ns, name) = parse_target(&a.target)?;
         let rt = topoalign_probes::runtime(topoalign_probes::Threads::PerCpu)
             .context("starting the async runtime")?;
-        let e = rt.block_on(read_and_explain(a.kubeconfig.as_ref(), ns, name))?;
+        let e = rt.block_on(read_and_explain(&a.kube, ns, name))?;
         print(&e, a.output, || table(&e))?;
         Ok(exit(e.as_good))
     })
+}
+
+/// `explain --all`.
+fn run_all(a: &AllArgs) -> anyhow::Result<ExitCode> {
+    with_errors(a.output, || {
+        let topo = match a.topology.given() {
+            Some(source) => Some(load(&a.topology, source)?.topology),
+            None => None,
+        };
+        let live = cluster::read_live(a.kube.kubeconfig.as_deref(), true)?;
+        let out = explain_all(&ClusterInput {
+            pods: &live.pods,
+            claims: &live.claims,
+            slices: &live.file.slices,
+            classes: &live.file.classes,
+            topology: topo.as_ref(),
+        });
+        print(&out, a.output, || all_table(&out))?;
+        Ok(exit(out.summary.better_free_choice == 0))
+    })
+}
+
+/// One line per pod, the unexplained, the summary.
+fn all_table(a: &ClusterAlignment) -> String {
+    let mut t = Table::new(&[
+        "POD",
+        "NODE",
+        "PAIRS",
+        "CLASSES",
+        "GDR",
+        "BETTER FREE CHOICE",
+    ]);
+    for p in &a.pods {
+        let gdr = match p.gdr {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "?",
+        };
+        let classes: Vec<String> = p.by_class.iter().map(|(c, n)| format!("{c}×{n}")).collect();
+        let better = p.better.as_ref().map_or_else(
+            || "-".to_string(),
+            |b| {
+                let pairs: Vec<String> = b
+                    .pairs
+                    .iter()
+                    .map(|x| format!("{}→{} {}", x.gpu, x.nic_name, opt(x.class)))
+                    .collect();
+                format!("worst {}: {}", opt(b.worst), pairs.join(", "))
+            },
+        );
+        t.row(vec![
+            p.pod.clone(),
+            p.node.clone(),
+            p.pairs.pairs.len().to_string(),
+            classes.join(" "),
+            gdr.to_string(),
+            better,
+        ]);
+    }
+    let mut out = if t.is_empty() {
+        String::new()
+    } else {
+        t.render(2)
+    };
+    for (pod, why) in &a.unexplained {
+        out += &format!("not explained: {pod}: {why}\n");
+    }
+    out + &format!("summary: {}\n", a.summary.text())
 }
 
 /// `NS/NAME` → (NS, NAME).
@@ -72,20 +178,8 @@ fn parse_target(target: &str) -> anyhow::Result<(&str, &str)> {
     }
 }
 
-/// Turns a read's error into one line: not reachable (naming the server), else the API's.
-fn api_error(e: kube::Error, what: &str, server: &str) -> anyhow::Error {
-    match e {
-        kube::Error::Api(s) => anyhow!("reading {what}: {} ({})", s.message, s.code),
-        other => anyhow!("cannot reach the API server at {server} (reading {what}): {other}"),
-    }
-}
-
-async fn read_and_explain(
-    kubeconfig: Option<&PathBuf>,
-    ns: &str,
-    name: &str,
-) -> anyhow::Result<PodExplanation> {
-    let config = topoalign_probes::kube_config(kubeconfig.map(PathBuf::as_path)).await?;
+async fn read_and_explain(kube: &KubeArgs, ns: &str, name: &str) -> anyhow::Result<PodExplanation> {
+    let config = kube.config().await?;
     let server = config.cluster_url.to_string();
     let client = kube::Client::try_from(config).context("building the API client")?;
     let key = format!("{ns}/{name}");
@@ -159,6 +253,7 @@ fn input<'a>(
         others,
         classes,
         node_facts,
+        topology: None,
     }
 }
 
@@ -218,18 +313,21 @@ fn claim_table(c: &ClaimReport) -> String {
 }
 
 fn pairs_table(title: &str, p: &Pairs) -> String {
-    let mut t = Table::new(&["GPU", "NIC", "CLASS"]);
+    let mut t = Table::new(&["GPU", "NIC", "CLASS", "GDR"]);
     for PairReport {
         gpu,
         nic,
         nic_name,
         class,
+        gdr,
     } in &p.pairs
     {
+        let gdr = gdr.map_or("?", |g| if g { "yes" } else { "no" });
         t.row(vec![
             gpu.to_string(),
             format!("{nic_name} ({nic})"),
             opt(*class),
+            gdr.to_string(),
         ]);
     }
     format!(

@@ -11,7 +11,7 @@ use topoalign_extender::synth_nodes;
 use topoalign_extender::{DecideArgs, NodesArgs, ServeArgs};
 use topoalign_extender::{decide_on_manifests, decide_table, node_items, node_list, node_table};
 use topoalign_kube_types::read_document;
-use topoalign_probes::{Threads, kube_client, runtime, shutdown_signals};
+use topoalign_probes::shutdown_signals;
 
 use crate::output::{print, with_errors};
 
@@ -31,6 +31,17 @@ enum Sub {
     Nodes(NodesArgs),
     /// Filter and score a pod on Node manifests offline (no cluster).
     Decide(DecideArgs),
+}
+
+impl Args {
+    /// Installs the log subscriber: the serving process's as its flags ask, a one-shot
+    /// command's for `nodes` and `decide`.
+    pub(crate) fn install_logging(&self) {
+        match self.command {
+            None => self.serve.process.install_logging(),
+            Some(_) => topoalign_probes::install_command_logging(),
+        }
+    }
 }
 
 /// Runs the command.
@@ -62,10 +73,10 @@ fn decide(a: &DecideArgs) -> anyhow::Result<ExitCode> {
 
 fn serve_cmd(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let cfg = a.config()?;
-    let rt = runtime(Threads::PerCpu).context("starting the async runtime")?;
+    let rt = a.process.runtime().context("starting the async runtime")?;
     let drained = rt.block_on(async {
         let signalled = shutdown_signals().context("installing the SIGTERM/SIGINT handlers")?;
-        let client = kube_client(a.kubeconfig.as_deref()).await?;
+        let client = a.process.client().await?;
         let listening = |addr| eprintln!("topoalign extender listening on {addr}");
         let stop = async move {
             eprintln!("topoalign extender: {}, stopping", signalled.await);

@@ -2,6 +2,7 @@
 
 pub(crate) mod agent;
 pub(crate) mod claims;
+pub(crate) mod cluster;
 pub(crate) mod demo;
 pub(crate) mod discover;
 pub(crate) mod draw;
@@ -20,3 +21,4 @@ pub(crate) mod simulate;
 pub(crate) mod tm;
 pub(crate) mod verify;
 pub(crate) mod vm;
+pub(crate) mod webhook;

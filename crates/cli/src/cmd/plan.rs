@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use topoalign_discover::Source;
-use topoalign_plan::args::RequestArgs;
-use topoalign_plan::timing::{PlanTiming, time_plan};
+use topoalign_plan::RequestArgs;
 use topoalign_plan::{PlanError, Planner, Usage};
+use topoalign_plan::{PlanTiming, time_plan};
 
 use crate::output::{Format, print, print_structured, with_errors, write_stdout};
 use crate::source::{TopologyArgs, load};

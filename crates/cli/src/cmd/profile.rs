@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use topoalign_profiles::catalog::{catalog, catalog_table};
 use topoalign_profiles::lookup;
+use topoalign_profiles::{catalog, catalog_table};
 
 use crate::output::{Format, print};
 

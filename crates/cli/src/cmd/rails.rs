@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 use topoalign_discover::Source;
-use topoalign_gang::{LeafDecision, NicRails, derive_leaf, neighbour_switch};
+use topoalign_fabric::{LeafDecision, NicRails, derive_leaf, neighbour_switch};
 use topoalign_node_facts::{WiringFlags, read_rails, read_wiring};
 use topoalign_render::Table;
 use topoalign_topology::{Neighbours, Topology};

@@ -412,3 +412,207 @@ fn deploy_daemonset_uses_real_driver_flags() {
         );
     }
 }
+
+/// The node-independent template for other drivers: no device or node named; with
+/// slices (several files, stdin) what the allocator gives each pair on every node.
+#[test]
+fn the_vendor_template_names_no_device_and_reports_each_node() {
+    let out = claims(
+        &[
+            "--pairs",
+            "2",
+            "--gpu-class",
+            "gpu.nvidia.com",
+            "--nic-class",
+            "dranet.net",
+            "-o",
+            "json",
+        ],
+        0,
+    );
+    let v = json(&out.stdout);
+    let devices = &v["spec"]["spec"]["devices"];
+    let reqs = devices["requests"].as_array().unwrap();
+    assert_eq!(reqs.len(), 4);
+    let subs: Vec<&str> = reqs[1]["firstAvailable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(subs, ["root", "numa"]);
+    assert!(!out.stdout.contains("pciBusID\"] =="), "nothing pinned");
+    assert_eq!(
+        devices["constraints"].as_array().unwrap().last().unwrap()["distinctAttribute"],
+        "resource.kubernetes.io/pciBusID"
+    );
+    let h100 = test_data("dra", "fixtures/vendor/nvidia-v05-dranet-h100.yaml");
+    let cpu = test_data("dra", "fixtures/vendor/dra-cpu.yaml");
+    let out = claims(
+        &[
+            "--pairs",
+            "1",
+            "--from-slices",
+            h100.to_str().unwrap(),
+            cpu.to_str().unwrap(),
+        ],
+        0,
+    );
+    assert!(
+        out.stdout.contains("kind: ResourceClaimTemplate"),
+        "{}",
+        out.stdout
+    );
+    for want in [
+        "node h100-a: fits",
+        "pair 0: gpu-1 (0000:2c:00.0) + mlx5_0: rung root, PHB",
+        "pci-0000-c1-00-0 left out: publishes no NUMA node",
+    ] {
+        assert!(
+            out.stderr.contains(want),
+            "{want:?} missing:\n{}",
+            out.stderr
+        );
+    }
+    // stdin, --explain, JSON: the nodes in the output.
+    let text = std::fs::read_to_string(&h100).unwrap();
+    let out = run_expecting(
+        subcommand("claims")
+            .args([
+                "--pairs",
+                "4",
+                "--from-slices",
+                "-",
+                "--explain",
+                "-o",
+                "json",
+            ])
+            .write_stdin(text),
+        0,
+    );
+    let v = json(&out.stdout);
+    let node = &v["nodes"][0];
+    assert_eq!(node["node"], "h100-a");
+    assert_eq!(node["worst"], "PHB");
+    let gpus: Vec<&str> = node["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["gpu"].as_str().unwrap())
+        .collect();
+    assert_eq!(gpus, ["gpu-1", "gpu-3", "gpu-5", "gpu-7"]);
+    // AMD and SR-IOV: no NUMA rung can apply (different NUMA keys).
+    let amd = test_data("dra", "fixtures/vendor/amd-sriov-mi300x.yaml");
+    let out = claims(
+        &[
+            "--pairs",
+            "1",
+            "--gpu-class",
+            "gpu.amd.com",
+            "--nic-class",
+            "sriov-rdma",
+            "--nic-driver",
+            "sriovnetwork.k8snetworkplumbingwg.io",
+            "--from-slices",
+            amd.to_str().unwrap(),
+            "-o",
+            "table",
+        ],
+        0,
+    );
+    assert!(
+        out.stderr.contains("the NUMA rungs never apply here: the GPUs publish their NUMA node as gpu.amd.com/numaNode and the NICs as dra.net/numaNode"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("rung root"), "{}", out.stderr);
+}
+
+#[test]
+fn vendor_template_input_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let h100 = test_data("dra", "fixtures/vendor/nvidia-v05-dranet-h100.yaml");
+    let changed =
+        std::fs::read_to_string(&h100)
+            .unwrap()
+            .replacen("generation: 1", "generation: 2", 1);
+    let late = write_file(dir.path(), "late.yaml", &changed);
+    let cpu = test_data("dra", "fixtures/vendor/dra-cpu.yaml");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--pairs", "1", "--gpu-class", "gpu.nvidia.com", "--explain"],
+            "--explain with --gpu-class/--nic-class needs the nodes' slices",
+        ),
+        (
+            vec![
+                "--pairs",
+                "1",
+                "--from-slices",
+                h100.to_str().unwrap(),
+                late.to_str().unwrap(),
+            ],
+            "with different content",
+        ),
+        (
+            vec!["--pairs", "1", "--from-slices", cpu.to_str().unwrap()],
+            "no node has devices of both gpu.nvidia.com and dra.net",
+        ),
+        (
+            vec!["--pairs", "11", "--gpu-class", "gpu.nvidia.com"],
+            "at most 10 pairs",
+        ),
+        (
+            vec!["--pairs", "1", "--from-slices", "-", "-"],
+            "given twice",
+        ),
+        (
+            vec![
+                "--pairs",
+                "2",
+                "--gpu-class",
+                "gpu.nvidia.com",
+                "--cpus",
+                "0",
+            ],
+            "--cpus must be at least 1",
+        ),
+        (
+            vec![
+                "--pairs",
+                "2",
+                "--gpu-class",
+                "gpu.nvidia.com",
+                "--cpus",
+                "64",
+                "--cpu-mode",
+                "individual",
+            ],
+            "--cpu-mode grouped",
+        ),
+        (
+            vec![
+                "--pairs",
+                "1",
+                "--gpu-class",
+                "gpu.nvidia.com",
+                "--cpus",
+                "4",
+                "--node",
+                "h100-a",
+                "--from-slices",
+                h100.to_str().unwrap(),
+            ],
+            "--cpus with --node",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = run(subcommand("claims").args(&args));
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(want),
+            "{args:?}: {} lacks {want}",
+            out.stderr
+        );
+        assert_eq!(out.stdout, "", "{args:?}");
+    }
+}

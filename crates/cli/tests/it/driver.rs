@@ -67,12 +67,14 @@ fn dry_run_yaml_and_json_carry_the_same_objects_for_every_profile() {
         assert_eq!(&docs, items, "{profile}: YAML and JSON differ");
 
         let kinds: Vec<&str> = items.iter().map(|o| o["kind"].as_str().unwrap()).collect();
-        // A profile with a MIG geometry publishes it: the MIG and MIG-pair classes too.
-        let classes = if topoalign_profiles::mig_geometry(profile).is_some() {
-            5
-        } else {
-            3
-        };
+        // A profile with a MIG geometry publishes it: the MIG and MIG-pair classes and
+        // one class per known MIG profile (the extended resources) too.
+        let classes = topoalign_dra::device_classes().len()
+            + match topoalign_profiles::mig_geometry(profile) {
+                Some(_) => topoalign_dra::mig_device_classes().len(),
+                None => 0,
+            };
+        assert!(classes == 3 || classes > 5, "{profile}: {classes} classes");
         assert_eq!(&kinds[..classes], vec!["DeviceClass"; classes], "{profile}");
         assert!(
             kinds[classes..].iter().all(|k| *k == "ResourceSlice"),

@@ -109,10 +109,12 @@ fn readme_examples() -> Vec<String> {
 
 /// Long-running servers and commands that need a cluster or a kubelet: shown, not run here (the e2e
 /// harness runs them against a real control plane).
-const SERVERS: [&str; 3] = [
+const SERVERS: [&str; 5] = [
     "topoalign extender --kubeconfig K --listen 127.0.0.1:8888",
+    "topoalign webhook --tls-cert tls.crt --tls-key tls.key",
     "topoalign agent --node N --once -o json",
     "topoalign explain pod NS/NAME --kubeconfig K",
+    "topoalign explain --all --kubeconfig K",
 ];
 
 #[test]

@@ -26,3 +26,4 @@ mod simulate;
 mod tm;
 mod verify;
 mod vm;
+mod webhook;

@@ -32,7 +32,8 @@
 //!   files, which NCCL merges with what it detects) says nothing about NVLink/xGMI: the
 //!   fabric is then unknown, not "none";
 //! - a `<net>` names the NIC: RDMA device names (`mlx5_0`, with an underscore, or
-//!   `rdma*`/`efa*`) become the RDMA device, others the netdev; a second `<net>` on the
+//!   `rdma*`/`efa*`/`cxi*`), and any `<net gdr="1">` (HPE Slingshot's `cxi0` through
+//!   RCCL's libfabric plugin), become the RDMA device, others the netdev; a second `<net>` on the
 //!   same `<pci>` (NCCL merges a card's functions) becomes function 1, and so on;
 //! - a network `<pci>` with no `<nic>`/`<net>` child (Azure, AWS and OCI static files list
 //!   their InfiniBand, RoCE and EFA NICs this way, for NCCL's network transport to match
@@ -445,7 +446,14 @@ fn nic_from_net(pci: usize, net: Node) -> Nic {
         .map(str::trim)
         .filter(|s| !s.is_empty())
     {
-        let rdma_like = name.contains('_') || name.starts_with("rdma") || name.starts_with("efa");
+        // `gdr="1"`: NCCL (or RCCL's libfabric plugin) does GPUDirect RDMA through it,
+        // whatever it is called (HPE Slingshot's `cxi0`).
+        let gdr = net.attribute("gdr").map(str::trim) == Some("1");
+        let rdma_like = name.contains('_')
+            || name.starts_with("rdma")
+            || name.starts_with("efa")
+            || name.starts_with("cxi")
+            || gdr;
         if rdma_like {
             nic.rdma = Some(name.to_string());
         } else {

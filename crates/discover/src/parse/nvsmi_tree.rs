@@ -77,8 +77,12 @@ impl NvidiaSmiTopo {
                     && self.numa_affinity[a].is_some()
                     && self.numa_affinity[a] == self.numa_affinity[b]
             };
-            let linked =
-                |a: usize, b: usize| pcie[a * n + b].is_some_and(|c| c <= level) || same_numa(a, b);
+            // The cells decide; a shared NUMA affinity joins only GPUs whose cell says
+            // nothing of PCIe (NV#), never a pair the tool calls SYS.
+            let linked = |a: usize, b: usize| match pcie[a * n + b] {
+                Some(c) => c <= level,
+                None => same_numa(a, b),
+            };
             let comp = components(n, &linked);
             for a in 0..n {
                 for b in a + 1..n {
@@ -103,42 +107,57 @@ impl NvidiaSmiTopo {
             groups.push(comp);
         }
 
-        // NUMA ids per NUMA group.
+        // NUMA ids per NUMA group: the first affinity of its GPUs that no earlier group
+        // took. nvidia-smi is the authority on its cells; where its NUMA columns disagree
+        // with them (GPUs of one affinity with SYS between them, or one group of several
+        // affinities) the cells are kept and the disagreement is said.
         let numa_group = &groups[0];
+        let mut warnings = self.warnings.clone();
         let mut group_numa: BTreeMap<usize, u32> = BTreeMap::new();
-        let mut first_gpu_of: BTreeMap<usize, usize> = BTreeMap::new();
+        let mut members: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
         for (i, &grp) in numa_group.iter().enumerate().take(g) {
-            let Some(id) = self.numa_affinity[i] else {
-                continue;
-            };
-            match group_numa.get(&grp) {
-                Some(&prev) if prev != id => {
-                    let j = first_gpu_of.get(&grp).copied().unwrap_or(i);
-                    return Err(bad(
-                        self.row_lines[i],
-                        format!(
-                            "inconsistent cells: {} has NUMA affinity {id} and {} has {prev}, but the cells put them on the same NUMA node ({})",
-                            self.label(i),
-                            self.label(j),
-                            chain_text(
-                                self,
-                                &|a, b| pcie[a * n + b].is_some_and(|c| c <= PcieClass::Node),
-                                j,
-                                i,
-                                &pcie,
-                                PcieClass::Node
-                            )
-                        ),
-                    ));
+            members.entry(grp).or_default().push(i);
+        }
+        let mut order: Vec<usize> = members.keys().copied().collect();
+        order.sort_by_key(|grp| members[grp][0]);
+        let mut owner: BTreeMap<u32, usize> = BTreeMap::new();
+        let mut disagreeing: BTreeSet<usize> = BTreeSet::new();
+        for grp in &order {
+            let gpus = &members[grp];
+            let ids: Vec<(usize, u32)> = (gpus.iter())
+                .filter_map(|&i| self.numa_affinity[i].map(|id| (i, id)))
+                .collect();
+            let distinct: BTreeSet<u32> = ids.iter().map(|(_, id)| *id).collect();
+            if distinct.len() > 1 {
+                let list: Vec<String> = (ids.iter())
+                    .map(|(i, id)| format!("{} ({id})", self.label(*i)))
+                    .collect();
+                warnings.push(format!(
+                    "nvidia-smi's cells put {} on one NUMA node although its NUMA Affinity column names several; the cells are kept",
+                    list.join(", ")
+                ));
+            }
+            match ids.iter().find(|(_, id)| !owner.contains_key(id)) {
+                Some((_, id)) => {
+                    owner.insert(*id, *grp);
+                    group_numa.insert(*grp, *id);
                 }
-                _ => {
-                    group_numa.insert(grp, id);
-                    first_gpu_of.entry(grp).or_insert(i);
+                None => {
+                    if let Some((i, id)) = ids.first() {
+                        disagreeing.insert(*grp);
+                        let other = members[&owner[id]][0];
+                        warnings.push(format!(
+                            "{} and {} both have NUMA affinity {id}, but nvidia-smi's cells say {} between them (different NUMA nodes); the cells are kept and {} is placed on a NUMA node of its own",
+                            self.label(other),
+                            self.label(*i),
+                            self.cell(other, *i),
+                            self.label(*i)
+                        ));
+                    }
                 }
             }
         }
         let distinct: BTreeSet<usize> = numa_group.iter().copied().collect();
-        let mut warnings = self.warnings.clone();
         if distinct.len() > 1 {
             let mut used: BTreeSet<u32> = group_numa.values().copied().collect();
             let mut next = 0u32;
@@ -152,7 +171,7 @@ impl NvidiaSmiTopo {
                 }
                 group_numa.insert(*grp, next);
                 used.insert(next);
-                synthesised = true;
+                synthesised |= !disagreeing.contains(grp);
             }
             if synthesised {
                 warnings.push(

@@ -166,6 +166,30 @@ fn efa_is_rdma_and_ena_is_not() {
     assert_eq!(m.devices.len(), 6, "4 GPUs and the 2 EFAs; not the ENA");
 }
 
+/// HPE Slingshot NICs (`cxi0`, Ethernet class) that RCCL marks GPUDirect-capable are RDMA
+/// NICs, shown by the default matrix; the management `eth0` (gdr="0") is not.
+#[test]
+fn slingshot_cxi_nics_marked_gdr_are_rdma_and_shown() {
+    let (t, _) = read("rccl_slingshot_cxi.xml");
+    assert_eq!((t.gpus.len(), t.nics.len()), (4, 3));
+    let cxi0 = nic_of(&t, "0000:c9:00.0");
+    let eth0 = nic_of(&t, "0000:21:00.0");
+    assert_eq!(t.nics[cxi0].rdma.as_deref(), Some("cxi0"));
+    assert!(t.nics[cxi0].is_rdma() && !t.nics[eth0].is_rdma());
+    assert_eq!(t.nics[cxi0].link_layer(), Some(LinkLayer::Ethernet));
+    let c = t.classifier();
+    let gcd0 = t.gpu_index("0000:c1:00.0".parse().unwrap()).unwrap();
+    assert_eq!(c.gpu_nic(gcd0, cxi0).class, PcieClass::Pix);
+    assert!(c.gpu_nic(gcd0, cxi0).gdr);
+    let m = PairMatrix::build(&t, MatrixOptions::default());
+    let labels: Vec<&str> = m.devices.iter().map(|d| d.label.as_str()).collect();
+    assert_eq!(
+        m.devices.len(),
+        6,
+        "4 GCDs and the 2 cxi NICs, not eth0: {labels:?}"
+    );
+}
+
 #[test]
 fn sparse_numa_ids_and_class_only_ethernet() {
     let (t, _) = read("sparse_numa_ethernet.xml");

@@ -201,6 +201,42 @@ fn pcie_box_with_tabs_and_ansi_header() {
     );
 }
 
+/// Eight GeForce GPUs whose every pair nvidia-smi calls SYS, also those of one NUMA
+/// affinity: the cells are kept (each pair classifies SYS), and the disagreement with the
+/// NUMA column is said, GPU by GPU.
+#[test]
+fn every_pair_sys_inside_one_numa_node_keeps_the_cells() {
+    let d = load_smi("nvsmi_geforce8_sys.txt");
+    let t = &d.topology;
+    let c = t.classifier();
+    for a in 0..8 {
+        for b in a + 1..8 {
+            assert_eq!(
+                c.gpu_gpu(a, b),
+                PairClass::Pcie(PcieClass::Sys),
+                "GPU{a}/GPU{b}"
+            );
+        }
+    }
+    assert_eq!(c.gpu_nic(0, 0).class, PcieClass::Phb);
+    assert_eq!(c.gpu_nic(1, 0).class, PcieClass::Sys);
+    let disagree: Vec<&String> = (d.warnings.iter())
+        .filter(|w| w.contains("both have NUMA affinity"))
+        .collect();
+    assert_eq!(disagree.len(), 6, "{:?}", d.warnings);
+    assert!(
+        disagree[0].starts_with(
+            "GPU0 and GPU1 both have NUMA affinity 0, but nvidia-smi's cells say SYS between them"
+        ),
+        "{}",
+        disagree[0]
+    );
+    // GPU0 keeps NUMA node 0 and GPU4 node 1 with their CPUs; the others get their own.
+    let numa = |i: usize| t.pci[t.gpus[i].pci].numa_node;
+    assert_eq!((numa(0), numa(4)), (Some(0), Some(1)));
+    assert_eq!(t.numa.len(), 8);
+}
+
 #[test]
 fn truncated_row_names_line_and_counts() {
     let text = std::fs::read_to_string(fixture("nvsmi_gb300.txt")).unwrap();
@@ -271,11 +307,22 @@ NIC0\tPIX\tPIX\t X \n\nNIC Legend:\n\n  NIC0: mlx5_0\n";
         msg.contains("GPU0/NIC0 is PIX, NIC0/GPU1 is PIX") && msg.contains("GPU0/GPU1 is SYS"),
         "{msg}"
     );
-    // Two GPUs the cells put together but whose NUMA affinities differ.
+    // Two GPUs the cells put together but whose NUMA affinities differ: the tool's cells
+    // win (one NUMA node, NODE), and the disagreement is said.
     let text = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNODE\t0-7\t0\nGPU1\tNODE\t X \t8-15\t1\n";
     let p = parse_nvidia_smi(text, Path::new("n")).unwrap();
-    let msg = p.to_topology("n", Path::new("n")).unwrap_err().to_string();
-    assert!(msg.contains("NUMA affinity"), "{msg}");
+    let d = p.to_topology("n", Path::new("n")).unwrap();
+    assert_eq!(
+        d.topology.classifier().gpu_gpu(0, 1),
+        PairClass::Pcie(PcieClass::Node)
+    );
+    assert!(
+        d.warnings
+            .iter()
+            .any(|w| w.contains("GPU0 (0), GPU1 (1) on one NUMA node")),
+        "{:?}",
+        d.warnings
+    );
 }
 
 #[test]

@@ -5,6 +5,7 @@
 mod cdi_vendor;
 mod claims;
 mod common;
+mod cpus;
 mod deploy;
 mod limits;
 mod mig;
@@ -15,3 +16,4 @@ mod prepare;
 mod prepared;
 mod roce;
 mod slices;
+mod vendor;

@@ -100,6 +100,7 @@ fn the_mixed_node_publishes_instances_and_pairs_within_the_limits() {
     assert_eq!(s("resource.kubernetes.io/pciBusID"), "0000:1b:00.0");
     assert!(a.contains_key("resource.kubernetes.io/pcieRoot"));
     assert_eq!(a["resource.kubernetes.io/numaNode"].int, Some(0));
+    assert_eq!(a["dra.net/numaNode"].int, Some(0));
     let consumes = d.consumes_counters.as_ref().unwrap();
     assert_eq!(consumes.len(), 1);
     assert_eq!(consumes[0].counter_set, "gpu-0000-1b-00-0-counter-set");
@@ -114,6 +115,9 @@ fn the_mixed_node_publishes_instances_and_pairs_within_the_limits() {
     assert_eq!(mp.consumes_counters.as_ref().unwrap().len(), 2);
     let a = mp.attributes.as_ref().unwrap();
     assert_eq!(a["type"].string.as_deref(), Some("mig-pair"));
+    // GPU 0 and its PIX NIC sit on NUMA node 0: the pair does too.
+    assert_eq!(a["resource.kubernetes.io/numaNode"].int, Some(0));
+    assert_eq!(a["dra.net/numaNode"].int, Some(0));
     assert_eq!(
         a["class"].string.as_deref(),
         Some("PIX"),

@@ -132,6 +132,63 @@ fn pairs_are_listed_best_first_with_the_published_attributes() {
     );
 }
 
+/// The NUMA node a device's attributes put it on, under the standard key, after
+/// checking that the compatibility key and the driver's own agree with it.
+fn numa_of(d: &k8s_openapi::api::resource::v1::Device) -> Option<i64> {
+    let a = d.attributes.as_ref().unwrap();
+    let std = a.get(attr::NUMA_NODE_STD).and_then(|v| v.int);
+    let compat = a.get(attr::NUMA_NODE_COMPAT).and_then(|v| v.int);
+    assert_eq!(
+        std, compat,
+        "{}: standard and compatibility keys differ",
+        d.name
+    );
+    std
+}
+
+#[test]
+fn every_device_on_one_numa_node_says_so_under_the_standard_and_compat_keys() {
+    for name in profiles::NAMES {
+        let topo = profile(name);
+        let slices = resource_slices(&topo, "n1", &PublishOptions::default()).unwrap();
+        let devices: Vec<_> = slices
+            .iter()
+            .flat_map(|s| s.spec.devices.iter().flatten())
+            .collect();
+        let by_name = |n: &str| devices.iter().find(|d| d.name == n).copied();
+        let mut pairs = 0;
+        for d in &devices {
+            let a = d.attributes.as_ref().unwrap();
+            let own = a.get(attr::NUMA_NODE).and_then(|v| v.int);
+            match a.get(attr::TYPE).and_then(|v| v.string.as_deref()) {
+                Some("pair") => {
+                    pairs += 1;
+                    let gpu = a[attr::GPU].string.as_deref().unwrap();
+                    let nic = a[attr::NIC].string.as_deref().unwrap();
+                    let (g, n) = (
+                        numa_of(by_name(gpu).unwrap()),
+                        numa_of(by_name(nic).unwrap()),
+                    );
+                    let want = g.filter(|g| Some(*g) == n);
+                    assert_eq!(
+                        numa_of(d),
+                        want,
+                        "{name} {}: GPU on {g:?}, NIC on {n:?}",
+                        d.name
+                    );
+                    assert!(
+                        want.is_some(),
+                        "{name} {}: published pairs are NODE or better",
+                        d.name
+                    );
+                }
+                _ => assert_eq!(numa_of(d), own, "{name} {}", d.name),
+            }
+        }
+        assert!(pairs > 0, "{name}");
+    }
+}
+
 #[test]
 fn unknown_numa_is_not_published() {
     let mut topo = profile("pcie-2socket");
@@ -142,6 +199,7 @@ fn unknown_numa_is_not_published() {
     for d in slices.iter().flat_map(|s| s.spec.devices.iter().flatten()) {
         let a = d.attributes.as_ref().unwrap();
         assert!(!a.contains_key(attr::NUMA_NODE_STD), "{}", d.name);
+        assert!(!a.contains_key(attr::NUMA_NODE_COMPAT), "{}", d.name);
         assert!(!a.contains_key(attr::NUMA_NODE), "{}", d.name);
     }
 }

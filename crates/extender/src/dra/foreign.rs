@@ -1,30 +1,37 @@
-//! The DRA path for claims of other drivers (seed 001: GPUs from `gpu.nvidia.com`, NICs
-//! from `dra.net`, or any pair of drivers): the node is judged on what the stock
-//! allocator will actually give the claims there, since the extender cannot change
-//! which devices it picks, only the node.
+//! The DRA path for claims of other drivers (NVIDIA's `gpu.nvidia.com` v0.5, AMD's
+//! `gpu.amd.com`, dranet's `dra.net`, the SR-IOV driver's NICs, or any pair of drivers):
+//! the node is judged on what the stock allocator will actually give the claims there,
+//! since the extender cannot change which devices it picks, only the node.
 //!
 //! - Filter: a node where the allocator's search ([`crate::dra::judge::allocate`], the one
 //!   first-fit model) finds no allocation on the node's free devices is dropped.
 //! - Prioritize: the class of every GPU the allocation gives with the NIC NCCL would use
-//!   for it among the pod's NICs ([`Classifier::best_nic`]), on the topology the devices'
-//!   attributes describe ([`topology_of`]: NUMA node from the standard
-//!   `resource.kubernetes.io/numaNode`, else the driver's `numaNode`; host bridge from
-//!   `pcieRoot`; address from `pciBusID`, `pciAddress`, `pcieBusID`): the same `pcieRoot`
-//!   is PHB, the same NUMA node NODE, different NUMA nodes SYS (worst). Scored by that
-//!   class first and the capacity used up second ([`crate::dra::judge::foreign_score`]),
-//!   capacity as the pairs of a free GPU and a free NIC the node can still give.
-//! - A GPU or NIC of the allocation without a NUMA node or PCI address: the class is not
-//!   known, so the node passes with the neutral score and a counted reason
+//!   for it among the pod's NICs ([`Classifier::best_nic`]), on the topology the node's
+//!   GPUs' and NICs' attributes describe ([`slice_topology`]: NUMA node from the standard
+//!   `resource.kubernetes.io/numaNode`, the driver's own, else the compat
+//!   `dra.net/numaNode`, else the one of the devices on the same `pcieRoot`; host bridge
+//!   from `pcieRoot`; address from `pciBusID`, `pciAddress`, `pcieBusID`, `pciAddr`): the
+//!   same `pcieRoot` is PHB, the same NUMA node NODE, different NUMA nodes SYS (worst).
+//!   So a ladder template (`topoalign claims --gpu-class …`) that lands on its root rung
+//!   scores above one that lands on its NUMA rung, and both above a fallback across NUMA
+//!   nodes. Scored by that class first and the capacity used up second
+//!   ([`crate::dra::judge::foreign_score`]), capacity as the pairs of a free physical GPU
+//!   and a free RDMA NIC the node can still give (a MIG device, a partition or a `vfio`
+//!   twin is its GPU).
+//! - A GPU or NIC of the allocation whose NUMA node or address stays unknown: the class
+//!   is not known, so the node passes with the neutral score and a counted reason
 //!   ([`DraVerdict::Blind`]), never a guess.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimSpec, ResourceSlice};
 use topoalign_dra::{DRIVER_NAME, DeviceId, DraError};
-use topoalign_dra::{DeviceRole, ForeignDevice, node_devices, topology_of};
-use topoalign_topology::Classifier;
+use topoalign_dra::{DeviceRole, ForeignDevice, node_devices, slice_topology};
+use topoalign_topology::{Bdf, Classifier};
 
 use crate::dra::judge::{DraFit, DraVerdict, allocate};
+#[cfg(test)]
+use crate::dra::verdict::DraNode;
 
 /// The devices of the node's other drivers that are GPUs or NICs, by identity.
 fn roles_on(slices: &[ResourceSlice], node: &str) -> BTreeMap<DeviceId, ForeignDevice> {
@@ -42,15 +49,79 @@ fn roles_on(slices: &[ResourceSlice], node: &str) -> BTreeMap<DeviceId, ForeignD
         .collect()
 }
 
-/// Pairs the node can still give: free GPUs or free NICs, whichever are fewer.
+/// Where a free GPU or NIC sits: its `pcieRoot` and NUMA node, when published.
+type Place = (Option<String>, Option<u32>);
+
+/// How many of `v` fall on each key `f` gives.
+fn count_by(v: &[Place], f: impl Fn(&Place) -> Option<String>) -> BTreeMap<String, usize> {
+    let mut m: BTreeMap<String, usize> = BTreeMap::new();
+    for k in v.iter().filter_map(f) {
+        *m.entry(k).or_default() += 1;
+    }
+    m
+}
+
+/// Drops `n` entries of `list` on root `r`.
+fn drop_on_root(list: &mut Vec<Place>, r: &str, n: usize) {
+    let mut k = n;
+    list.retain(|x| {
+        let hit = k > 0 && x.0.as_deref() == Some(r);
+        k -= usize::from(hit);
+        !hit
+    });
+}
+
+/// Aligned pairs the node can still give: free physical GPUs matched to free RDMA NICs on
+/// their own `pcieRoot` first, then on their NUMA node (a GPU is taken when any of its
+/// views is: whole, MIG, partition, twin). What a ladder template can take; on a node
+/// whose devices say neither, free GPUs or free NICs, whichever are fewer.
 fn capacity(devices: &BTreeMap<DeviceId, ForeignDevice>, used: &BTreeSet<DeviceId>) -> usize {
-    let free = |role: DeviceRole| {
-        devices
-            .iter()
-            .filter(|(id, d)| d.role() == Some(role) && !used.contains(*id))
-            .count()
-    };
-    free(DeviceRole::Gpu).min(free(DeviceRole::Nic))
+    let taken: BTreeSet<Bdf> = (devices.iter())
+        .filter(|(id, d)| used.contains(*id) && d.role() == Some(DeviceRole::Gpu))
+        .filter_map(|(_, d)| d.bdf())
+        .collect();
+    // One per physical GPU.
+    let mut gpus: BTreeMap<Bdf, Place> = BTreeMap::new();
+    let mut unaddressed = 0;
+    for (id, d) in devices {
+        if d.role() != Some(DeviceRole::Gpu) {
+            continue;
+        }
+        match d.bdf() {
+            Some(b) if !taken.contains(&b) => {
+                gpus.entry(b).or_insert((d.pcie_root(), d.numa()));
+            }
+            Some(_) => {}
+            None => unaddressed += usize::from(!used.contains(id)),
+        }
+    }
+    let nics: Vec<Place> = (devices.iter())
+        .filter(|(id, d)| {
+            d.role() == Some(DeviceRole::Nic) && d.rdma() != Some(false) && !used.contains(*id)
+        })
+        .map(|(_, d)| (d.pcie_root(), d.numa()))
+        .collect();
+    let gpus: Vec<Place> = gpus.into_values().collect();
+    let located = |v: &[Place]| v.iter().any(|(r, n)| r.is_some() || n.is_some());
+    if !located(&gpus) || !located(&nics) {
+        return (gpus.len() + unaddressed).min(nics.len());
+    }
+    let root = |x: &Place| x.0.clone();
+    let (gr, nr) = (count_by(&gpus, root), count_by(&nics, root));
+    let (mut left_g, mut left_n) = (gpus.clone(), nics.clone());
+    let mut pairs = 0;
+    for (r, g) in &gr {
+        let m = (*g).min(nr.get(r).copied().unwrap_or(0));
+        pairs += m;
+        drop_on_root(&mut left_g, r, m);
+        drop_on_root(&mut left_n, r, m);
+    }
+    let numa = |x: &Place| x.1.map(|n| n.to_string());
+    let (gn, nn) = (count_by(&left_g, numa), count_by(&left_n, numa));
+    pairs
+        + (gn.iter())
+            .map(|(k, g)| (*g).min(nn.get(k).copied().unwrap_or(0)))
+            .sum::<usize>()
 }
 
 /// Judges `node` for a pod's claims of other drivers: the allocator's choice on the free
@@ -80,33 +151,54 @@ pub fn judge_foreign(
     let (gpus, nics) = (of_role(DeviceRole::Gpu), of_role(DeviceRole::Nic));
     let mut ranks = Vec::new();
     if !gpus.is_empty() && !nics.is_empty() {
-        let topo = match topology_of(node, &gpus, &nics) {
+        // The topology of every GPU and NIC of the node: a device's NUMA node may come
+        // from another on its root.
+        let all = |role: DeviceRole| -> Vec<ForeignDevice> {
+            (devices.values())
+                .filter(|d| d.role() == Some(role))
+                .cloned()
+                .collect()
+        };
+        let sliced = match slice_topology(node, &all(DeviceRole::Gpu), &all(DeviceRole::Nic)) {
             Ok(t) => t,
             Err(DraError::Blind { why, .. }) => return Ok(DraVerdict::Blind(why)),
             Err(e) => return Err(e),
         };
-        let placed = |devs: &[ForeignDevice]| devs.iter().filter(|d| d.bdf().is_some()).count();
-        if topo.gpus.len() != gpus.len() || topo.nics.len() != nics.len() {
-            let missing: Vec<&str> = gpus
+        let topo = &sliced.topology;
+        let gi: Vec<Option<usize>> = gpus
+            .iter()
+            .map(|d| d.bdf().and_then(|b| topo.gpu_index(b)))
+            .collect();
+        let ni: Vec<Option<usize>> = nics
+            .iter()
+            .map(|d| d.bdf().and_then(|b| topo.nic_index(b)))
+            .collect();
+        if gi.iter().chain(&ni).any(Option::is_none) {
+            let missing: Vec<String> = gpus
                 .iter()
-                .chain(&nics)
-                .filter(|d| d.bdf().is_none())
-                .map(|d| d.device.name.as_str())
+                .zip(&gi)
+                .chain(nics.iter().zip(&ni))
+                .filter(|(_, i)| i.is_none())
+                .map(|(d, _)| {
+                    let why = (sliced.left_out.iter())
+                        .find(|(n, _)| *n == d.device.name)
+                        .map_or("publishes no PCI address (read: resource.kubernetes.io/pciBusID, <driver>/pciAddress, <driver>/pcieBusID, <driver>/pciAddr)", |(_, w)| w.as_str());
+                    format!("{} {why}", d.device.name)
+                })
                 .collect();
             return Ok(DraVerdict::Blind(format!(
-                "{} of {} allocated GPUs and NICs publish no PCI address (read: resource.kubernetes.io/pciBusID, <driver>/pciAddress, <driver>/pcieBusID, <driver>/pciBusID){}",
-                gpus.len() + nics.len() - placed(&gpus) - placed(&nics),
-                gpus.len() + nics.len(),
-                if missing.is_empty() {
-                    " or share one".to_string()
-                } else {
-                    format!(": {}", missing.join(", "))
-                }
+                "the class of the allocated pairs is unknown: {}",
+                missing.join("; ")
             )));
         }
-        let cls = Classifier::new(&topo);
-        for g in 0..topo.gpus.len() {
-            if let Some((_, path)) = cls.best_nic(g, 0..topo.nics.len()) {
+        let cls = Classifier::new(topo);
+        let nic_idx: Vec<usize> = ni.into_iter().flatten().collect();
+        let mut seen = BTreeSet::new();
+        for g in gi.into_iter().flatten() {
+            if !seen.insert(g) {
+                continue;
+            }
+            if let Some((_, path)) = cls.best_nic(g, nic_idx.iter().copied()) {
                 ranks.push(i64::from(path.class.rank()));
             }
         }
@@ -341,5 +433,63 @@ mod tests {
         .unwrap();
         let (f, devs) = fit(judge(&[spec], "gb-old", &BTreeSet::new()));
         assert_eq!((f.ranks.len(), f.gpus, devs.len()), (0, 2, 2));
+    }
+
+    /// The ladder template (`topoalign claims --gpu-class gpu.nvidia.com --nic-class
+    /// dranet.net`) on NVIDIA v0.5 + dranet slices: its root rung is PHB, its NUMA rung
+    /// NODE, its fallback across NUMA nodes SYS, and the nodes score in that order.
+    #[test]
+    fn the_ladder_template_is_judged_by_the_rung_it_lands_on() {
+        let file = topoalign_dra::parse_slice_file(
+            include_str!("../../../dra/tests/fixtures/vendor/nvidia-v05-dranet-h100.yaml"),
+            "h100.yaml",
+        )
+        .unwrap();
+        let mut spec = topoalign_dra::LadderSpec::new(1, "gpu.nvidia.com", "dranet.net");
+        spec.nic_driver = Some("dra.net".into());
+        spec.fallback = true;
+        let claim = topoalign_dra::ladder_claim(&spec).unwrap();
+        let held = |devs: &[(&str, &str)]| held("h100-a", devs);
+        let verdict = |taken: &BTreeSet<DeviceId>| {
+            judge_foreign(
+                std::slice::from_ref(&claim),
+                &file.classes,
+                &file.slices,
+                "h100-a",
+                taken,
+                100_000,
+            )
+            .unwrap()
+        };
+        let free = fit(verdict(&BTreeSet::new()));
+        assert_eq!(free.0.ranks, [2], "root rung: PHB");
+        // A MIG device and the passthrough twin are their GPU: 7 addressed whole GPUs +
+        // the MIG GPU = 8 physical GPUs, 4 RDMA NICs (eth0 is not).
+        assert_eq!(free.0.capacity_whole, 4);
+        let root_gpus = [
+            ("gpu.nvidia.com", "gpu-1"),
+            ("gpu.nvidia.com", "gpu-3"),
+            ("gpu.nvidia.com", "gpu-5"),
+            ("gpu.nvidia.com", "gpu-7"),
+        ];
+        let numa = fit(verdict(&held(&root_gpus)));
+        assert_eq!(numa.0.ranks, [3], "NUMA rung: NODE");
+        let mut across = root_gpus.to_vec();
+        across.extend([
+            ("gpu.nvidia.com", "gpu-4"),
+            ("dra.net", "pci-0000-2d-00-0"),
+            ("dra.net", "pci-0000-60-00-0"),
+        ]);
+        let sys = fit(verdict(&held(&across)));
+        assert_eq!(sys.0.ranks, [4], "fallback: SYS");
+        let nodes = [
+            DraNode::Fit(sys.0),
+            DraNode::Fit(numa.0),
+            DraNode::Fit(free.0),
+        ];
+        let refs: Vec<Option<&DraNode>> = nodes.iter().map(Some).collect();
+        let waiting = crate::dra::room::Waiting::none();
+        let p = crate::dra::verdict::priorities(&["sys", "numa", "free"], &refs, true, &waiting);
+        assert!(p[2] > p[1] && p[1] > p[0], "{p:?}");
     }
 }

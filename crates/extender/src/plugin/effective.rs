@@ -8,7 +8,7 @@ use std::hash::{Hash, Hasher};
 
 use topoalign_kube_types::kubelet_settings::{CpuPolicy, MemoryPolicy, Settings};
 use topoalign_plan::Planner;
-use topoalign_plan::score::device_score;
+use topoalign_plan::device_score;
 use topoalign_tm::{Brief, Prepared, ResourceMap};
 use topoalign_topology::{Classifier, NodeUsage, Topology};
 

@@ -1,6 +1,7 @@
 //! Job descriptions: defaults, and bad input with the field and the numbers.
 
-use topoalign_gang::{Level, Mode, fit_fleet, parse_job, parse_nodes};
+use topoalign_fabric::Level;
+use topoalign_gang::{Mode, fit_fleet, parse_job, parse_nodes};
 use topoalign_topology::PcieClass;
 
 use crate::{JOB, job_with};

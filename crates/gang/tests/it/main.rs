@@ -1,15 +1,12 @@
-//! Integration tests of the gang model: rail sources against the built-in profiles, job
-//! descriptions and their errors, every dialect's manifests checked field by field
-//! against the upstream APIs, and the rail-pinned claim run through the DRA allocator
-//! model on published slices.
+//! Integration tests of the gang model: job descriptions and their errors, every
+//! dialect's manifests checked field by field against the upstream APIs, and the
+//! rail-pinned claim run through the DRA allocator model on published slices.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod allocation;
 mod dialects;
 mod jobs;
-mod neighbour_rails;
-mod rails;
 
 /// A job description with every field at a usual value; tests replace lines.
 pub const JOB: &str = "name: train

@@ -407,7 +407,10 @@ async fn a_new_inventory_after_hot_plug_is_what_prepare_and_health_use() {
     let first = stream.message().await.unwrap().unwrap();
     assert_eq!(first.devices.len(), before.devices().len());
 
-    s.plugin.set_inventory(after.clone());
+    // As the driver hands it over: on the watch channel its follower publishes on.
+    let (inventories, followed) = tokio::sync::watch::channel(std::sync::Arc::new(before.clone()));
+    let following = tokio::spawn(s.plugin.clone().follow(followed));
+    inventories.send_replace(std::sync::Arc::new(after.clone()));
     let next = stream.message().await.unwrap().unwrap();
     assert_eq!(next.devices.len(), after.devices().len());
     assert!(next.devices.len() < first.devices.len());
@@ -427,5 +430,8 @@ async fn a_new_inventory_after_hot_plug_is_what_prepare_and_health_use() {
     assert_eq!(resp.claims[&b.uid].error, "");
     assert!(!s.cdi_file(&a.uid).exists());
     assert!(s.cdi_file(&b.uid).exists());
+    // The follower ends with its sender.
+    drop(inventories);
+    following.await.unwrap();
     s.stop().await;
 }

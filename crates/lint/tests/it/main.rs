@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod cpus;
 mod fixtures;
 mod fuzz_manifests;
 mod mig_nodes;

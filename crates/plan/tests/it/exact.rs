@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use topoalign_plan::brute::brute_force;
-use topoalign_plan::score::evaluate;
+use topoalign_plan::evaluate;
 use topoalign_plan::{GpuLinkBound, NicCount, NicRole, Planner, Request, Usage};
 use topoalign_topology::pci::{class, vendor};
 use topoalign_topology::{

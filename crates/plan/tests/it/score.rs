@@ -5,7 +5,7 @@
 //! [`Planner::fragmentation`] counts as [`device_score`] does.
 
 use proptest::prelude::*;
-use topoalign_plan::score::device_score;
+use topoalign_plan::device_score;
 use topoalign_plan::{GpuLinkBound, NicCount, NicRole, PlanError, Planner, Request, Score, Usage};
 use topoalign_rng::Rng;
 use topoalign_topology::{Bdf, CpuSet, LinkLayer, PcieClass, Topology};

@@ -34,3 +34,31 @@ true
 {{- end -}}
 {{ .Values.rails }}
 {{- end }}
+
+{{/* Selector labels of the webhook's pods. */}}
+{{- define "topoalign.webhookSelector" -}}
+app.kubernetes.io/name: topoalign
+app.kubernetes.io/component: webhook
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The webhook's name table (its --config file): the lists the values give; the names it
+   writes are the ones the DeviceClasses above back (topoalign.dev/gpu-nic-pair, ...). */}}
+{{- define "topoalign.webhookNames" -}}
+{{- $w := .Values.webhook -}}
+{{- $out := dict -}}
+{{- range $k := list "gpus" "nics" "sharedRdma" "migPrefixes" "sriovNetworks" -}}
+{{- $v := index $w $k -}}
+{{- if not (kindIs "slice" ($v | default list)) -}}
+{{- fail (printf "webhook.%s: give a list of names" $k) -}}
+{{- end -}}
+{{- if $v -}}
+{{- $_ := set $out $k $v -}}
+{{- end -}}
+{{- end -}}
+{{- if $out -}}
+{{ toYaml $out }}
+{{- else -}}
+{}
+{{- end -}}
+{{- end }}

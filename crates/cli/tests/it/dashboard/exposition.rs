@@ -69,6 +69,12 @@ pub(super) fn expositions() -> Vec<(&'static str, String)> {
         .get_or_create(&label("verb", "filter"))
         .inc();
     ext.refused.get_or_create(&label("reason", "busy")).inc();
+    ext.alignment_pods
+        .get_or_create(&label("gdr", "every_gpu"))
+        .set(0);
+    ext.alignment_pairs
+        .get_or_create(&label("class", "PIX"))
+        .set(0);
 
     vec![
         ("driver", driver.encode()),

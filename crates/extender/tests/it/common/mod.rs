@@ -134,9 +134,9 @@ pub(crate) fn railed_node(
     rails: &BTreeSet<u32>,
 ) -> (topoalign_dra::Inventory, Vec<String>) {
     let topo = topoalign_profiles::get("dgx-h100").unwrap();
-    let resolved = topoalign_gang::nic_rails(
+    let resolved = topoalign_fabric::nic_rails(
         &topo,
-        &topoalign_gang::parse_rail_source(RAILS, "rails.yaml").unwrap(),
+        &topoalign_fabric::parse_rail_source(RAILS, "rails.yaml").unwrap(),
     )
     .unwrap();
     let mut inv = topoalign_dra::Inventory::from_topology(&topo);
