@@ -34,9 +34,9 @@ fn env_num(name: &str, default: usize) -> usize {
 }
 
 fn print_rows(what: &str, rows: &[(u64, Counts, Counts)]) {
-    for (seed, s, e) in rows {
+    let line = |label: String, s: &Counts, e: &Counts| {
         println!(
-            "{what} seed {seed}: unschedulable stock {} {:?} vs extender {} {:?}; mean rank {:.3} vs {:.3}; cross-NUMA pods {} vs {}",
+            "{what} {label}: unschedulable stock {} {:?} vs extender {} {:?}; mean rank {:.3} vs {:.3}; cross-NUMA pods {} vs {}",
             s.unschedulable,
             s.by_size,
             e.unschedulable,
@@ -45,20 +45,13 @@ fn print_rows(what: &str, rows: &[(u64, Counts, Counts)]) {
             e.mean_rank(),
             s.cross,
             e.cross
-        );
+        )
+    };
+    for (seed, s, e) in rows {
+        line(format!("seed {seed}"), s, e);
     }
     let (s, e) = sums(rows);
-    println!(
-        "{what} sum: unschedulable stock {} {:?} vs extender {} {:?}; mean rank {:.3} vs {:.3}; cross-NUMA pods {} vs {}",
-        s.unschedulable,
-        s.by_size,
-        e.unschedulable,
-        e.by_size,
-        s.mean_rank(),
-        e.mean_rank(),
-        s.cross,
-        e.cross
-    );
+    line("sum".to_string(), &s, &e);
 }
 
 /// Free-form runs for the search (`cargo test --release -p topoalign-extender --test it
