@@ -217,11 +217,27 @@ pub fn priorities<N: AsRef<str>>(
         .collect();
     let full = standings.iter().any(|(_, s)| s.lately > 0);
     let name = |i: usize| names.get(i).map_or("", |n| n.as_ref());
-    let mut order = standings;
-    order.sort_by(|(a, sa), (b, sb)| {
-        sa.key(full)
-            .cmp(&sb.key(full))
-            .then_with(|| name(*a).cmp(name(*b)))
+    // The steps down the order: the distinct standings, sorted (few: the candidates fall
+    // into a handful of kinds), numbered within their band.
+    let keys: BTreeSet<(usize, usize, i64, usize)> =
+        standings.iter().map(|(_, s)| s.key(full)).collect();
+    let mut steps: HashMap<(usize, usize, i64, usize), i64> = HashMap::new();
+    let (mut band, mut step) = (usize::MAX, 0i64);
+    for k in &keys {
+        if k.0 != band {
+            (band, step) = (k.0, 0);
+        } else {
+            step += 1;
+        }
+        steps.insert(*k, step);
+    }
+    // The one best candidate: the first by name of the best standing.
+    let top = keys.first().and_then(|best| {
+        standings
+            .iter()
+            .filter(|(_, s)| s.key(full) == *best)
+            .map(|(i, _)| *i)
+            .min_by(|a, b| name(*a).cmp(name(*b)).then(a.cmp(b)))
     });
     let mut scores: Vec<i64> = verdicts
         .iter()
@@ -235,17 +251,10 @@ pub fn priorities<N: AsRef<str>>(
     } else {
         &[(MAX_EXTENDER_PRIORITY, 1)]
     };
-    let (mut band, mut step) = (usize::MAX, 0i64);
-    let mut prev = None;
-    for (pos, (i, s)) in order.iter().enumerate() {
-        if s.band != band {
-            (band, step) = (s.band, 0);
-        } else if prev != Some(s.key(full)) {
-            step += 1;
-        }
-        prev = Some(s.key(full));
+    for (i, s) in &standings {
         let (hi, lo) = bands[s.band.min(bands.len() - 1)];
-        scores[*i] = if pos == 0 {
+        let step = steps.get(&s.key(full)).copied().unwrap_or(0);
+        scores[*i] = if Some(*i) == top {
             hi
         } else {
             (hi - 1 - step).max(lo)
