@@ -11,9 +11,7 @@
 // A measurement harness: a failure to bind or connect on loopback must abort the run.
 #![allow(clippy::expect_used)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -35,44 +33,6 @@ mod common;
 use common::{add_waiting, dra_cluster, dra_pod};
 
 const NODES: usize = 20_000;
-
-/// The system allocator, counting the bytes live: the memory figures are live-allocation
-/// deltas (what the state holds, not what the allocator kept from the setup's garbage),
-/// beside the RSS deltas. One relaxed atomic add per allocation, for both peers alike.
-struct Counting;
-
-static LIVE: AtomicI64 = AtomicI64::new(0);
-
-// SAFETY: every call is passed to `System` unchanged; only the counter is added.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as i64, Ordering::Relaxed);
-        // SAFETY: the caller's contract, passed on.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as i64, Ordering::Relaxed);
-        // SAFETY: the caller's contract, passed on.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as i64, Ordering::Relaxed);
-        // SAFETY: the caller's contract, passed on.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
-        // SAFETY: the caller's contract, passed on.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static ALLOC: Counting = Counting;
-
-fn live_bytes() -> u64 {
-    LIVE.load(Ordering::Relaxed).max(0) as u64
-}
 
 fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
@@ -191,10 +151,8 @@ fn main() {
     );
     let state = Arc::new(RwLock::new(st));
     let rss_plugin = rss_bytes();
-    let live_plugin = live_bytes();
     let (dra, dra_names, kinds) = dra_cluster(NODES);
     let rss_dra = rss_bytes();
-    let live_dra = live_bytes();
     let dra_body = Bytes::from(
         serde_json::to_vec(&json!({"Pod": dra_pod(), "Nodes": null, "NodeNames": dra_names}))
             .expect("json"),
@@ -224,12 +182,10 @@ fn main() {
         dra_body.len() / 1024
     );
     let rss_dra_cold = rss_bytes();
-    let live_dra_cold = live_bytes();
     let (f, p) = rt.block_on(load(cached, &dra_body, 1, Duration::from_secs(60)));
     report("DRA filter, first call of the shape", f);
     report("DRA prioritize, first call of the shape", p);
     let rss_dra_cache = rss_bytes();
-    let live_dra_cache = live_bytes();
     let (f, p) = rt.block_on(load(cached, &dra_body, 500, Duration::from_secs(30)));
     report("DRA filter, cache warm", f);
     report("DRA prioritize, cache warm", p);
@@ -245,17 +201,12 @@ fn main() {
     report("GET /healthz (HTTP floor, peer)", floor);
     let per_node = |a: u64, b: u64| b.saturating_sub(a) as f64 / 1024.0 / NODES as f64;
     println!(
-        "memory (RSS deltas over {NODES} nodes, /proc/self/statm): device-plugin state {:.1} KiB/node, its verdicts for one pod shape {:.2} KiB/node; DRA setup {:.1} KiB/node (two servers' copies {:.1} KiB/node), its verdicts for one pod shape {:.2} KiB/node",
+        "memory (RSS deltas over {NODES} nodes, /proc/self/statm): device-plugin state {:.1} KiB/node, its verdicts for one pod shape {:.2} KiB/node; DRA setup {:.1} KiB/node (two servers' copies {:.1} KiB/node), its verdicts for one pod shape {:.2} KiB/node\n",
         per_node(rss0, rss_state),
         per_node(rss_apps, rss_cache),
         per_node(rss_plugin, rss_dra),
         per_node(rss_dra, rss_apps),
         per_node(rss_dra_cold, rss_dra_cache),
-    );
-    println!(
-        "memory (live allocations, counting allocator): DRA state with its node names {:.1} KiB/node, its verdicts for one pod shape {:.2} KiB/node\n",
-        per_node(live_plugin, live_dra),
-        per_node(live_dra_cold, live_dra_cache),
     );
 
     let mut c = Criterion::default()
