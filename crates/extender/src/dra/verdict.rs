@@ -199,28 +199,31 @@ pub fn priorities<N: AsRef<str>>(
     let before = |f: &DraFit| (f.capacity_before, f.good_before);
     let after = |f: &DraFit| (f.capacity_after, f.good_after);
     let room = Room::of(fits.iter().map(|(_, f)| before(f)));
-    // Nodes going the same way (supply before, after) leave the same pods without one.
+    // Nodes of one kind with the same devices held share one verdict (one `Arc`, by
+    // address here): each distinct verdict is weighed once. Nodes going the same way
+    // (supply before, after) leave the same pods without one.
+    let addr = |f: &DraFit| f as *const DraFit as usize;
     let mut unplaced: HashMap<(Supply, Supply), (usize, usize)> = HashMap::new();
-    let standings: Vec<(usize, Standing)> = fits
-        .iter()
-        .map(|(i, f)| {
-            let u = if waiting.is_empty() && waiting.lately.is_empty() {
-                (0, 0)
-            } else {
-                *unplaced.entry((before(f), after(f))).or_insert_with(|| {
-                    let (u, rest) = room.with(before(f), after(f)).unplaced_of(waiting.needs());
-                    (u, rest.unplaced_of(&waiting.lately).0)
-                })
-            };
-            (*i, Standing::of(f, u, foreign))
-        })
-        .collect();
-    let full = standings.iter().any(|(_, s)| s.lately > 0);
-    let name = |i: usize| names.get(i).map_or("", |n| n.as_ref());
-    // The steps down the order: the distinct standings, sorted (few: the candidates fall
-    // into a handful of kinds), numbered within their band.
+    let mut distinct: HashMap<usize, Standing> = HashMap::new();
+    for (_, f) in &fits {
+        if distinct.contains_key(&addr(f)) {
+            continue;
+        }
+        let u = if waiting.is_empty() && waiting.lately.is_empty() {
+            (0, 0)
+        } else {
+            *unplaced.entry((before(f), after(f))).or_insert_with(|| {
+                let (u, rest) = room.with(before(f), after(f)).unplaced_of(waiting.needs());
+                (u, rest.unplaced_of(&waiting.lately).0)
+            })
+        };
+        distinct.insert(addr(f), Standing::of(f, u, foreign));
+    }
+    let full = distinct.values().any(|s| s.lately > 0);
+    // The steps down the order: the distinct standings, sorted, numbered within their
+    // band.
     let keys: BTreeSet<(usize, usize, i64, usize)> =
-        standings.iter().map(|(_, s)| s.key(full)).collect();
+        distinct.values().map(|s| s.key(full)).collect();
     let mut steps: HashMap<(usize, usize, i64, usize), i64> = HashMap::new();
     let (mut band, mut step) = (usize::MAX, 0i64);
     for k in &keys {
@@ -231,14 +234,22 @@ pub fn priorities<N: AsRef<str>>(
         }
         steps.insert(*k, step);
     }
-    // The one best candidate: the first by name of the best standing.
-    let top = keys.first().and_then(|best| {
-        standings
-            .iter()
-            .filter(|(_, s)| s.key(full) == *best)
-            .map(|(i, _)| *i)
-            .min_by(|a, b| name(*a).cmp(name(*b)).then(a.cmp(b)))
-    });
+    let bands: &[(i64, i64)] = if foreign {
+        &FOREIGN_BANDS
+    } else {
+        &[(MAX_EXTENDER_PRIORITY, 1)]
+    };
+    // Per distinct verdict: its score below the top, and whether it has the best standing.
+    let best = keys.first().copied();
+    let scored: HashMap<usize, (i64, i64, bool)> = distinct
+        .iter()
+        .map(|(a, s)| {
+            let (hi, lo) = bands[s.band.min(bands.len() - 1)];
+            let step = steps.get(&s.key(full)).copied().unwrap_or(0);
+            (*a, (hi, (hi - 1 - step).max(lo), Some(s.key(full)) == best))
+        })
+        .collect();
+    let name = |i: usize| names.get(i).map_or("", |n| n.as_ref());
     let mut scores: Vec<i64> = verdicts
         .iter()
         .map(|v| match v {
@@ -246,19 +257,19 @@ pub fn priorities<N: AsRef<str>>(
             _ => NEUTRAL_SCORE,
         })
         .collect();
-    let bands: &[(i64, i64)] = if foreign {
-        &FOREIGN_BANDS
-    } else {
-        &[(MAX_EXTENDER_PRIORITY, 1)]
-    };
-    for (i, s) in &standings {
-        let (hi, lo) = bands[s.band.min(bands.len() - 1)];
-        let step = steps.get(&s.key(full)).copied().unwrap_or(0);
-        scores[*i] = if Some(*i) == top {
-            hi
-        } else {
-            (hi - 1 - step).max(lo)
+    let mut top: Option<(usize, i64)> = None;
+    for (i, f) in &fits {
+        let Some((hi, below, is_best)) = scored.get(&addr(f)).copied() else {
+            continue;
         };
+        scores[*i] = below;
+        // The one best candidate: the first by name of the best standing.
+        if is_best && top.is_none_or(|(t, _)| name(*i) < name(t)) {
+            top = Some((*i, hi));
+        }
+    }
+    if let Some((i, hi)) = top {
+        scores[i] = hi;
     }
     scores
 }
@@ -315,6 +326,17 @@ mod tests {
         // Equal candidates: the first by name alone scores 10.
         let twins = [fit(&[0], 8, 7), fit(&[0], 8, 7)];
         assert_eq!(scores(&twins, false, &Waiting::none()), [10, 9]);
+        // One verdict shared by two nodes (nodes of a kind): still one top.
+        let shared = fit(&[0], 8, 7);
+        assert_eq!(
+            priorities(
+                &["b", "a"],
+                &[Some(&shared), Some(&shared)],
+                false,
+                &Waiting::none()
+            ),
+            [9, 10]
+        );
         // Not judged: neutral.
         let names = ["a", "b"];
         let n = fit(&[0], 8, 7);
