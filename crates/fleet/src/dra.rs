@@ -1,6 +1,6 @@
 //! The `dra-first-fit` policy: Kubernetes DRA (resource.k8s.io/v1) as the stock drivers
 //! and the scheduler do it, decided by the one model of the allocator,
-//! [`topoalign_dra::first_fit`] (the one the extender judges with, `claims --explain`
+//! [`topoalign_dra::alloc::first_fit`] (the one the extender judges with, `claims --explain`
 //! shows and the e2e checks against kube-scheduler).
 //!
 //! A node's GPUs and NICs are published as two stock drivers publish them: one
@@ -18,9 +18,12 @@ use k8s_openapi::api::resource::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
-use topoalign_dra::MAX_DEVICES_PER_CLAIM;
-use topoalign_dra::{MixedSpec, stand_in_classes};
-use topoalign_dra::{NodeDevices, PreparedClaim, attr};
+use topoalign_dra::claim::{MixedSpec, stand_in_classes};
+use topoalign_dra::limits::MAX_DEVICES_PER_CLAIM;
+use topoalign_dra::{
+    alloc::{NodeDevices, PreparedClaim},
+    attr,
+};
 use topoalign_topology::GpuVendor;
 
 use crate::error::FleetError;
@@ -489,7 +492,8 @@ mod tests {
         for on in MatchOn::ALL {
             for n in 1..=7 {
                 let claim = pairs_claim(n, on, "gpu.amd.com");
-                let out = topoalign_dra::first_fit(&claim, &node.classes, &free, 100_000).unwrap();
+                let out =
+                    topoalign_dra::alloc::first_fit(&claim, &node.classes, &free, 100_000).unwrap();
                 let want: Option<(Vec<usize>, Vec<usize>)> = out.allocation.map(|a| {
                     let pos = |d: &str| d[4..].parse::<usize>().unwrap();
                     let gpus = a.iter().filter(|d| d.device.starts_with("gpu-"));

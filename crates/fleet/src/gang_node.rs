@@ -11,9 +11,12 @@
 
 use std::collections::BTreeSet;
 
-use topoalign_dra::pin_rails;
+use topoalign_dra::publish::pin_rails;
 use topoalign_dra::{
-    ClaimSpec, DeviceRef, Inventory, PreparedClaim, claim_spec, device_classes, slices_for,
+    DeviceRef,
+    alloc::PreparedClaim,
+    claim::{ClaimSpec, claim_spec},
+    publish::{Inventory, device_classes, slices_for},
 };
 use topoalign_fabric::{NicKey, RailKind};
 use topoalign_fabric::{NicRails, RailSource, nic_rails};
@@ -128,11 +131,11 @@ impl GangKind {
         let mut inv = Inventory::from_topology(&model.topology);
         inv.set_rails(|b| rails.rail_of(b));
         let slices = slices_for(&inv, &name, 1)?;
-        let devices = topoalign_dra::NodeDevices::gather(&slices, &name)?;
+        let devices = topoalign_dra::alloc::NodeDevices::gather(&slices, &name)?;
         let mut places = Vec::with_capacity(devices.len());
         for id in devices.ids() {
-            let gpu = |g: &topoalign_dra::GpuEntry| model.gpu_position(g.bdf);
-            let nic = |n: &topoalign_dra::PhysicalNic| model.nic_position(n.bdf);
+            let gpu = |g: &topoalign_dra::publish::GpuEntry| model.gpu_position(g.bdf);
+            let nic = |n: &topoalign_dra::publish::PhysicalNic| model.nic_position(n.bdf);
             let place = match inv.device(&id.device) {
                 Some(DeviceRef::Gpu(g)) => gpu(g).map(Dev::Gpu),
                 Some(DeviceRef::Nic(n)) => nic(n).map(Dev::Nic),

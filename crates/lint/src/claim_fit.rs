@@ -1,11 +1,13 @@
 //! Claims for topoalign's own DeviceClasses that no node of the linted kind can satisfy,
 //! found by running the one model of the stock DRA allocator
-//! ([`topoalign_dra::first_fit`]) on the node's simulated ResourceSlices, empty.
+//! ([`topoalign_dra::alloc::first_fit`]) on the node's simulated ResourceSlices, empty.
 
 use k8s_openapi::api::resource::v1::ResourceClaimSpec;
 use topoalign_dra::{
-    CLASS_GPU, CLASS_NIC, CLASS_PAIR, Inventory, NodeDevices, PublishOptions, device_classes,
-    first_fit, slices_for,
+    alloc::{NodeDevices, first_fit},
+    publish::{
+        CLASS_GPU, CLASS_NIC, CLASS_PAIR, Inventory, PublishOptions, device_classes, slices_for,
+    },
 };
 use topoalign_topology::{PcieClass, Topology};
 
@@ -90,7 +92,7 @@ pub(crate) fn lint_fit(
 }
 
 /// The allocator's search on the empty node; `None` when the node cannot be published.
-fn search(spec: &ResourceClaimSpec, topo: &Topology) -> Option<topoalign_dra::Outcome> {
+fn search(spec: &ResourceClaimSpec, topo: &Topology) -> Option<topoalign_dra::alloc::Outcome> {
     let inventory = Inventory::new(topo, &PublishOptions::default());
     let slices = slices_for(&inventory, NODE, 1).ok()?;
     let devices = NodeDevices::gather(&slices, NODE).ok()?;
@@ -105,7 +107,7 @@ fn best_pair(topo: &Topology) -> Option<PcieClass> {
 
 #[cfg(test)]
 mod tests {
-    use topoalign_dra::{ClaimSpec, claim_spec};
+    use topoalign_dra::claim::{ClaimSpec, claim_spec};
 
     use super::*;
 

@@ -13,11 +13,11 @@
 use std::path::{Path, PathBuf};
 
 use topoalign_discover::sysfs::nvcaps::{MIG_MINORS, read_mig_minors};
-use topoalign_dra::NodeMig;
+use topoalign_dra::publish::NodeMig;
 use topoalign_mig::{MigOutputs, Model, Request, SavedOutput, plan, read_state, state_from_plan};
 use topoalign_topology::{GpuVendor, Topology};
 
-use topoalign_dra::{MigGeometryError, MigJoinError};
+use topoalign_dra::publish::{MigGeometryError, MigJoinError};
 use topoalign_mig::{GeometryError, MixError, PlanError, ReadError};
 
 use crate::mig_modes::{ModeError, ModeSource, enabled};

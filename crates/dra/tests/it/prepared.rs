@@ -7,8 +7,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use topoalign_dra::{
-    ClaimShape, ClaimSpec, DeviceId, NodeDevices, PreparedClaim, PublishOptions, attr, claim_spec,
-    device_classes, first_fit, resource_slices,
+    alloc::{DeviceId, NodeDevices, PreparedClaim, first_fit},
+    attr,
+    claim::{ClaimShape, ClaimSpec, claim_spec},
+    publish::{PublishOptions, device_classes, resource_slices},
 };
 use topoalign_rng::Rng;
 

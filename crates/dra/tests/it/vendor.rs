@@ -6,8 +6,9 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimSpec, ResourceSlice};
 use topoalign_dra::{
-    AllocatedDevice, DeviceId, DeviceRole, GpuForm, LadderSpec, NodeDevices, SliceFile, first_fit,
-    ladder_claim, node_devices, parse_slice_file, slice_topology,
+    alloc::{AllocatedDevice, DeviceId, NodeDevices, first_fit},
+    claim::{LadderSpec, ladder_claim},
+    foreign::{DeviceRole, GpuForm, SliceFile, node_devices, parse_slice_file, slice_topology},
 };
 
 const BUDGET: u64 = 2_000_000;

@@ -22,7 +22,10 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::resource::v1::{
     DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceSlice,
 };
-use topoalign_dra::{DRIVER_NAME, DeviceId, DraError, NodeDevices, first_fit};
+use topoalign_dra::{
+    DRIVER_NAME, DraError,
+    alloc::{DeviceId, NodeDevices, first_fit},
+};
 
 use crate::dra::pairs::{DeviceKey, NodePairs};
 use crate::protocol::MAX_EXTENDER_PRIORITY;

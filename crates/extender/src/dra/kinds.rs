@@ -4,7 +4,7 @@
 //! device) and reads its pair pool ([`NodePairs`]); every node of the kind is then
 //! judged by searching those devices with its own held devices marked in use, which is
 //! [`crate::dra::judge::judge_with_budget`] on its own slices: the same allocator model
-//! ([`topoalign_dra::first_fit`] after `mark_in_use`), the same verdict, the same errors.
+//! ([`topoalign_dra::alloc::first_fit`] after `mark_in_use`), the same verdict, the same errors.
 //!
 //! Nodes of one kind ([`crate::dra::state`]'s `node_kind`) have the same slices but for
 //! the node's name in the slices and in the pool names that start with it, so a device
@@ -16,7 +16,10 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimSpec, ResourceSlice};
-use topoalign_dra::{DeviceId, DraError, NodeDevices, PreparedClaim};
+use topoalign_dra::{
+    DraError,
+    alloc::{DeviceId, NodeDevices, PreparedClaim},
+};
 
 use crate::dra::judge::{DraVerdict, fit_of, unallocated};
 use crate::dra::pairs::{DeviceKey, NodePairs};

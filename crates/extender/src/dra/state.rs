@@ -23,7 +23,7 @@ use std::sync::Arc;
 use k8s_openapi::api::resource::v1::{
     DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceClaimTemplate, ResourceSlice,
 };
-use topoalign_dra::{DRIVER_NAME, DeviceId};
+use topoalign_dra::{DRIVER_NAME, alloc::DeviceId};
 
 use crate::dra::judge::{CAPACITY_WEIGHT, SEARCH_BUDGET, allocated_ids};
 use crate::dra::verdict::ObjKey;

@@ -1,7 +1,7 @@
 //! The `placement-dra` end-to-end scenario replayed offline, both variants: the same
 //! cluster shapes, seeded pre-occupancy held by allocated devices, and a stream of pods in
 //! batches that leave a few batches later. Every pod is allocated by the stock allocator
-//! model (`topoalign_dra::first_fit`) on the node chosen either the stock way (any node
+//! model (`topoalign_dra::alloc::first_fit`) on the node chosen either the stock way (any node
 //! where its claim can be allocated: the stock scores tie for pods without resource
 //! requests) or the way a kube-scheduler wired to the extender chooses (the highest of
 //! the extender's priorities, from the same judgements and [`priorities`] the server
@@ -21,7 +21,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimSpec, ResourceSlice};
 use serde_json::{Value, json};
 use topoalign_dra::{
-    ClaimSpec, DeviceId, PublishOptions, claim_spec, device_classes, resource_slices,
+    alloc::DeviceId,
+    claim::{ClaimSpec, claim_spec},
+    publish::{PublishOptions, device_classes, resource_slices},
 };
 use topoalign_extender::judge_foreign;
 use topoalign_extender::{CAPACITY_WEIGHT, DraVerdict, allocate, judge_with_budget};

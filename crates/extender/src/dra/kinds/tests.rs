@@ -5,8 +5,11 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::resource::v1::{ResourceClaimSpec, ResourceSlice};
 use topoalign_dra::{
-    ClaimShape, ClaimSpec, DRIVER_NAME, DeviceId, NodeDevices, PublishOptions, attr, claim_spec,
-    device_classes, resource_slices,
+    DRIVER_NAME,
+    alloc::{DeviceId, NodeDevices},
+    attr,
+    claim::{ClaimShape, ClaimSpec, claim_spec},
+    publish::{PublishOptions, device_classes, resource_slices},
 };
 use topoalign_rng::Rng;
 

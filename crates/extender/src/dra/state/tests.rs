@@ -5,7 +5,10 @@ use crate::dra::judge::DraVerdict;
 use crate::dra::shared::DraShared;
 use crate::dra::verdict::{DraNeutral, DraNode, PodClaims, Resolved};
 use serde_json::{Value, json};
-use topoalign_dra::{ClaimSpec, PublishOptions, claim_spec, device_classes, resource_slices};
+use topoalign_dra::{
+    claim::{ClaimSpec, claim_spec},
+    publish::{PublishOptions, device_classes, resource_slices},
+};
 
 fn state_with(nodes: &[(&str, &str)]) -> DraState {
     let mut st = DraState::default();
@@ -221,7 +224,7 @@ fn a_slice_with_an_unreadable_counter_is_neutral_and_named() {
     value.value.0 = "lots".into();
     st.apply_slice(&bad);
     st.apply_template(&{
-        let mut t = topoalign_dra::claim_template(&ClaimSpec::pairs(1)).unwrap();
+        let mut t = topoalign_dra::claim::claim_template(&ClaimSpec::pairs(1)).unwrap();
         t.metadata.namespace = Some("ns".into());
         t.metadata.name = Some("one".into());
         t
