@@ -2,8 +2,9 @@
 //! as `resource.k8s.io/v1` objects. No I/O here; the publisher (`topoalign driver`), the
 //! kubelet plugin and the scheduler extender build on it.
 //!
-//! Five areas, each a namespace (`topoalign_dra::publish::resource_slices`), one way:
-//! `alloc` ← `foreign`, `publish` ← `prepare`, `claim` ← `explain`.
+//! Six areas, each a namespace (`topoalign_dra::publish::resource_slices`), one way:
+//! `publish` and `alloc` use no other area, `foreign` uses `alloc`, `prepare` uses
+//! `publish` and `alloc`, `claim` uses those and `foreign`, `explain` uses them all.
 //!
 //! - [`publish`]: the node's [`Inventory`](publish::Inventory) (plain GPUs, plain NICs,
 //!   GPU+NIC pairs, MIG instances and MIG×NIC pairs) as ResourceSlices with shared

@@ -4,16 +4,18 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use topoalign_topology::{Bdf, GpuNicPath, PcieClass, Sriov, Topology};
+use topoalign_topology::{Bdf, PcieClass, Topology};
 
-use crate::publish::entries::{GpuEntry, NicFunction, PairEntry, PhysicalNic};
+use crate::publish::entries::{GpuEntry, PairEntry, PhysicalNic};
 use crate::publish::mig::{MigEntry, MigPairEntry, NodeMig};
-use crate::publish::names;
 
-/// [`PairsPerGpu::Auto`] budgets the pairs of a node without VFs when the GPUs can
-/// take their candidate NICs in more ways than this (mi300x-8 without VFs: 24² ways,
-/// 80–150 ms to refuse 9 pairs in kube-scheduler v1.37.2; dgx-h100: 120²).
-const AUTO_MAX_COMBINATIONS: f64 = 65_536.0;
+mod gpu;
+mod locality;
+mod mig;
+mod nic;
+mod pair;
+
+use locality::Locality;
 
 /// The counters in one counter set ([`crate::limits::MAX_COUNTERS_PER_SET`]).
 const SET_SIZE: usize = crate::limits::MAX_COUNTERS_PER_SET;
@@ -346,291 +348,25 @@ impl Inventory {
 
     /// Builds the inventory. Pure and deterministic: the same topology and options give
     /// the same names, order and counter sets.
+    ///
+    /// One builder per device kind, in `inventory/`: GPUs (`gpu`) and physical NICs
+    /// (`nic`) each take their place from the shared `Locality` of their PCI function
+    /// (NUMA node, socket, `pcieRoot`, switch); the GDR relation between them gives both
+    /// their alignment group; pairs (`pair`) are built over the GPU×NIC paths, MIG
+    /// instances and MIG pairs (`mig`) over the GPUs and pairs.
     pub fn new(topo: &Topology, opts: &PublishOptions) -> Inventory {
-        let cls = topo.classifier();
-        let socket_of =
-            |numa: Option<u32>| numa.and_then(|n| topo.numa_node(n)).and_then(|n| n.socket);
-
-        // Fabric islands of more than one GPU, numbered in order.
-        let mut fabric = vec![None; topo.gpus.len()];
-        let mut island_no = 0;
-        for island in topo.fabric_islands() {
-            if island.len() > 1 {
-                for g in island {
-                    if let Some(slot) = fabric.get_mut(g) {
-                        *slot = Some(island_no);
-                    }
-                }
-                island_no += 1;
-            }
-        }
-
-        let mut gpus: Vec<GpuEntry> = topo
-            .gpus
-            .iter()
-            .enumerate()
-            .map(|(i, g)| {
-                let bdf = topo.gpu_bdf(i);
-                let numa = topo.pci[g.pci].numa_node;
-                GpuEntry {
-                    name: names::gpu_device(bdf),
-                    bdf,
-                    index: i,
-                    vendor: g.vendor,
-                    model: g.model.clone(),
-                    memory_mib: g.memory_mib,
-                    uuid: g.uuid.clone(),
-                    numa_node: numa,
-                    socket: socket_of(numa),
-                    pcie_root: topo.pcie_root(g.pci),
-                    pcie_switch: topo
-                        .nearest_switch(g.pci)
-                        .and_then(|p| topo.pci.get(p))
-                        .map(|d| d.bdf),
-                    alignment_group: None,
-                    fabric_domain: fabric[i],
-                    device_nodes: g.device_nodes(),
-                    counter_set: String::new(),
-                    mig_enabled: opts.mig.gpu(bdf).is_some_and(|l| !l.instances.is_empty()),
-                }
-            })
-            .collect();
-        gpus.sort_by_key(|g| g.bdf);
-
-        // Physical NICs: every function that is not a VF of a PF we know heads a group.
-        let mut heads: Vec<usize> = Vec::new();
-        let mut members: BTreeMap<Bdf, Vec<usize>> = BTreeMap::new();
-        for (i, n) in topo.nics.iter().enumerate() {
-            match &n.sriov {
-                Sriov::Vf { pf, .. } if topo.nic_index(*pf).is_some() => {
-                    members.entry(*pf).or_default().push(i);
-                }
-                _ => heads.push(i),
-            }
-        }
-        let mut nics: Vec<PhysicalNic> = heads
-            .into_iter()
-            .map(|h| {
-                let head = &topo.nics[h];
-                let bdf = topo.nic_bdf(h);
-                let mut vfs = members.remove(&bdf).unwrap_or_default();
-                vfs.sort_by_key(|&v| match topo.nics[v].sriov {
-                    Sriov::Vf { index, .. } => (index, topo.nic_bdf(v)),
-                    _ => (u32::MAX, topo.nic_bdf(v)),
-                });
-                let functions = std::iter::once(h)
-                    .chain(vfs)
-                    .map(|f| {
-                        let n = &topo.nics[f];
-                        NicFunction {
-                            bdf: topo.nic_bdf(f),
-                            index: f,
-                            vf: match n.sriov {
-                                Sriov::Vf { index, .. } => Some(index),
-                                _ => None,
-                            },
-                            netdev: n.netdev.clone(),
-                            rdma: n.rdma.clone(),
-                            port: n.ports.first().map(|p| p.number),
-                            device_nodes: n.device_nodes(),
-                        }
-                    })
-                    .collect();
-                let pci = &topo.pci[head.pci];
-                let numa = pci.numa_node;
-                let bandwidth_bps = head
-                    .speed_mbps
-                    .filter(|s| *s > 0)
-                    .map(|m| m.saturating_mul(1_000_000))
-                    .or_else(|| {
-                        head.ports
-                            .first()
-                            .and_then(|p| p.rate_gbps)
-                            .map(|g| u64::from(g) * 1_000_000_000)
-                    });
-                PhysicalNic {
-                    name: names::nic_device(bdf),
-                    bdf,
-                    index: h,
-                    vendor: pci_vendor_name(pci.vendor),
-                    functions,
-                    numa_node: numa,
-                    socket: socket_of(numa),
-                    pcie_root: topo.pcie_root(head.pci),
-                    pcie_switch: topo
-                        .nearest_switch(head.pci)
-                        .and_then(|p| topo.pci.get(p))
-                        .map(|d| d.bdf),
-                    alignment_group: None,
-                    rdma_device: head.rdma.clone(),
-                    netdev: head.netdev.clone(),
-                    ib_only: head.ib_only(),
-                    link_layer: head.link_layer().map(|l| l.as_sysfs().to_string()),
-                    bandwidth_bps,
-                    counter_set: String::new(),
-                    rail: None,
-                }
-            })
-            .collect();
-        nics.sort_by_key(|n| n.bdf);
-
-        // Paths between every GPU and every physical NIC (through the PF).
-        let paths: Vec<Vec<GpuNicPath>> = gpus
-            .iter()
-            .map(|g| nics.iter().map(|n| cls.gpu_nic(g.index, n.index)).collect())
-            .collect();
-
-        // Alignment groups: connected components of the GDR relation.
-        let total = gpus.len() + nics.len();
-        let mut parent: Vec<usize> = (0..total).collect();
-        fn find(p: &mut [usize], mut x: usize) -> usize {
-            while p[x] != x {
-                p[x] = p[p[x]];
-                x = p[x];
-            }
-            x
-        }
-        let mut has_partner = vec![false; total];
-        for (gi, row) in paths.iter().enumerate() {
-            for (ni, p) in row.iter().enumerate() {
-                if p.gdr && nics[ni].rdma_device.is_some() {
-                    let (a, b) = (find(&mut parent, gi), find(&mut parent, gpus.len() + ni));
-                    if a != b {
-                        parent[a.max(b)] = a.min(b);
-                    }
-                    has_partner[gi] = true;
-                    has_partner[gpus.len() + ni] = true;
-                }
-            }
-        }
-        // Number components by their smallest member address (GPUs and NICs together).
-        let mut order: Vec<(Bdf, usize)> = gpus
-            .iter()
-            .map(|g| g.bdf)
-            .chain(nics.iter().map(|n| n.bdf))
-            .enumerate()
-            .map(|(i, b)| (b, i))
-            .collect();
-        order.sort();
-        let mut group_no: BTreeMap<usize, u32> = BTreeMap::new();
-        for (_, i) in &order {
-            if has_partner[*i] {
-                let r = find(&mut parent, *i);
-                let next = group_no.len() as u32;
-                group_no.entry(r).or_insert(next);
-            }
-        }
-        for i in 0..total {
-            if !has_partner[i] {
-                continue;
-            }
-            let g = group_no.get(&find(&mut parent, i)).copied();
-            if i < gpus.len() {
-                gpus[i].alignment_group = g;
-            } else {
-                nics[i - gpus.len()].alignment_group = g;
-            }
-        }
-
+        let mut gpus = gpu::gpus(topo, &opts.mig);
+        let mut nics = nic::nics(topo);
+        let paths = pair::paths(topo, &gpus, &nics);
+        locality::alignment_groups(&paths, &mut gpus, &mut nics);
         // Counter sets: GPU counters first, then NIC counters, 32 per set.
-        // A MIG-enabled GPU has a set of its own instead.
-        let mut plain = 0;
-        for g in &mut gpus {
-            if g.mig_enabled {
-                g.counter_set = names::mig_counter_set(g.bdf);
-            } else {
-                g.counter_set = format!("gpus-{}", plain / SET_SIZE);
-                plain += 1;
-            }
-        }
-        for (i, n) in nics.iter_mut().enumerate() {
-            n.counter_set = format!("nics-{}", i / SET_SIZE);
-        }
-
-        // Pairs at max_pair_class or better, with RDMA NICs only, best first.
-        let candidates: Vec<Vec<usize>> = paths
-            .iter()
-            .map(|row| {
-                let mut c: Vec<usize> = (0..row.len())
-                    .filter(|&ni| {
-                        row[ni].class <= opts.max_pair_class
-                            && row[ni].class != PcieClass::Sys
-                            && nics[ni].rdma_device.is_some()
-                    })
-                    .collect();
-                c.sort_by_key(|&ni| (row[ni].preference(), nics[ni].bdf));
-                c
-            })
-            .collect();
-        // At most this many pairs per GPU; None: every candidate.
-        let budget = match opts.pairs_per_gpu {
-            PairsPerGpu::All => None,
-            PairsPerGpu::AtMost(k) => Some(k.max(1)),
-            PairsPerGpu::Auto => {
-                let shared = candidates
-                    .iter()
-                    .flatten()
-                    .any(|&ni| nics[ni].functions.len() > 1);
-                // Without VFs a NIC goes to one GPU: GPU i has its candidates less
-                // one per earlier GPU competing for them (P(n, g) for g GPUs on the
-                // same n NICs).
-                let combinations = candidates
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| {
-                        let rivals = candidates[..i]
-                            .iter()
-                            .filter(|e| e.iter().any(|ni| c.contains(ni)))
-                            .count();
-                        c.len().saturating_sub(rivals).max(1) as f64
-                    })
-                    .product::<f64>();
-                (shared || combinations > AUTO_MAX_COMBINATIONS).then_some(2)
-            }
-        };
-        let chosen = match budget {
-            None => candidates,
-            Some(k) => budget_pairs(&paths, &candidates, k),
-        };
-        let mut pairs = Vec::new();
-        let chosen = if opts.pair_devices {
-            chosen
-        } else {
-            Vec::new()
-        };
-        for (gi, row) in chosen.iter().enumerate() {
-            for &ni in row {
-                pairs.push(PairEntry {
-                    name: names::pair_device(gpus[gi].bdf, nics[ni].bdf),
-                    gpu: gi,
-                    nic: ni,
-                    path: paths[gi][ni],
-                });
-            }
-        }
-        // Whole-GPU pairs of MIG-enabled GPUs last (first fit takes them last).
-        pairs.sort_by(|a, b| {
-            (
-                gpus[a.gpu].mig_enabled,
-                a.path.preference(),
-                gpus[a.gpu].bdf,
-                nics[a.nic].bdf,
-            )
-                .cmp(&(
-                    gpus[b.gpu].mig_enabled,
-                    b.path.preference(),
-                    gpus[b.gpu].bdf,
-                    nics[b.nic].bdf,
-                ))
-        });
-        let migs = crate::publish::mig::entries(&gpus, &opts.mig);
-        let mut mig_dynamic: Vec<Bdf> = (opts.mig.gpus.iter())
-            .filter(|g| g.dynamic)
-            .map(|g| g.bdf)
-            .collect();
-        mig_dynamic.sort();
+        gpu::counter_sets(&mut gpus);
+        nic::counter_sets(&mut nics);
+        let pairs = pair::pairs(&paths, &gpus, &nics, opts);
+        let migs = mig::migs(&gpus, &opts.mig);
+        let mig_dynamic = mig::dynamic(&opts.mig);
         let mig_pairs = if opts.pair_devices {
-            crate::publish::mig::pair_entries(&gpus, &nics, &pairs, &migs, &mig_dynamic)
+            mig::mig_pairs(&gpus, &nics, &pairs, &migs, &mig_dynamic)
         } else {
             Vec::new()
         };
@@ -755,60 +491,4 @@ impl Inventory {
         out.extend(self.migs.iter().filter_map(|m| self.device(&m.name)));
         out
     }
-}
-
-/// A short vendor name for a PCI vendor id.
-fn pci_vendor_name(id: u16) -> String {
-    use topoalign_topology::pci::vendor;
-    match id {
-        vendor::MELLANOX => "mellanox".into(),
-        vendor::BROADCOM => "broadcom".into(),
-        vendor::INTEL => "intel".into(),
-        vendor::NVIDIA => "nvidia".into(),
-        vendor::AMD => "amd".into(),
-        other => format!("{other:04x}"),
-    }
-}
-
-/// At most `k` pairs per GPU out of `candidates` (per GPU, best first). First every GPU
-/// gets one pair at its best level, then, GPU by GPU, more up to `k`, best level first.
-/// Each pick goes to the candidate NIC with the fewest pairs so far (ties: the NIC after
-/// the GPU's first candidate, in address order), so two GPUs under one switch with two
-/// NICs take one each, and the alternatives form a ring over the NICs of a NUMA node
-/// (GPU i also on NIC i+1): one used-up NIC strands no GPU.
-fn budget_pairs(paths: &[Vec<GpuNicPath>], candidates: &[Vec<usize>], k: usize) -> Vec<Vec<usize>> {
-    let nic_count = paths.first().map_or(0, Vec::len).max(1);
-    let mut uses = vec![0usize; nic_count];
-    let mut chosen: Vec<Vec<usize>> = vec![Vec::new(); candidates.len()];
-    let mut pick = |gi: usize, only_top: bool, chosen: &mut Vec<Vec<usize>>| -> bool {
-        let c = &candidates[gi];
-        let (Some(&first), Some(top)) =
-            (c.first(), c.first().map(|&ni| paths[gi][ni].preference()))
-        else {
-            return false;
-        };
-        let next = c
-            .iter()
-            .filter(|ni| !chosen[gi].contains(ni))
-            .filter(|&&ni| !only_top || paths[gi][ni].preference() == top)
-            .min_by_key(|&&ni| {
-                let ring = (ni + nic_count - first) % nic_count;
-                (paths[gi][ni].preference(), uses[ni], ring)
-            });
-        match next {
-            Some(&ni) => {
-                uses[ni] += 1;
-                chosen[gi].push(ni);
-                true
-            }
-            None => false,
-        }
-    };
-    for gi in 0..candidates.len() {
-        pick(gi, true, &mut chosen);
-    }
-    for gi in 0..candidates.len() {
-        while chosen[gi].len() < k && pick(gi, false, &mut chosen) {}
-    }
-    chosen
 }
