@@ -12,7 +12,7 @@
 //! - [`claim`]: the claims and templates a pod asks with ("N GPUs, each with its own
 //!   NIC", CPUs, MIG, mixed drivers, ladders).
 //! - [`alloc`]: the one model of the stock allocator ([`first_fit`](alloc::first_fit)),
-//!   and the CEL subset its selectors use.
+//!   the CEL subset its selectors use and [the default search budget](alloc::DEFAULT_BUDGET).
 //! - [`prepare`]: what the kubelet plugin checks at prepare and the CDI spec it writes.
 //! - [`explain`]: the allocator's pick beside the planner's optimum, for a claim, a pod,
 //!   a cluster.

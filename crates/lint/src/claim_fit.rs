@@ -4,7 +4,7 @@
 
 use k8s_openapi::api::resource::v1::ResourceClaimSpec;
 use topoalign_dra::{
-    alloc::{NodeDevices, first_fit},
+    alloc::{DEFAULT_BUDGET, NodeDevices, first_fit},
     publish::{
         CLASS_GPU, CLASS_NIC, CLASS_PAIR, Inventory, PublishOptions, device_classes, slices_for,
     },
@@ -12,10 +12,6 @@ use topoalign_dra::{
 use topoalign_topology::{PcieClass, Topology};
 
 use crate::finding::{RawFinding, Severity};
-
-/// Devices the allocator may try before lint gives up on a claim (the scheduler's own
-/// search has a 10 s Filter timeout; this is well below it on every built-in profile).
-pub(crate) const BUDGET: u64 = 200_000;
 
 /// The node name the simulated slices are published for.
 const NODE: &str = "lint-node";
@@ -70,7 +66,7 @@ pub(crate) fn lint_fit(
             severity: Severity::Warning,
             rule: "dra-search-budget",
             message: format!(
-                "the stock DRA allocator's search for this claim did not finish within {BUDGET} devices tried on an empty `{}`: the scheduler may spend its whole 10 s Filter timeout on it",
+                "the stock DRA allocator's search for this claim did not finish within {DEFAULT_BUDGET} devices tried on an empty `{}`: the scheduler may spend its whole 10 s Filter timeout on it",
                 topo.name
             ),
         });
@@ -96,7 +92,7 @@ fn search(spec: &ResourceClaimSpec, topo: &Topology) -> Option<topoalign_dra::al
     let inventory = Inventory::new(topo, &PublishOptions::default());
     let slices = slices_for(&inventory, NODE, 1).ok()?;
     let devices = NodeDevices::gather(&slices, NODE).ok()?;
-    first_fit(spec, &device_classes(), &devices, BUDGET).ok()
+    first_fit(spec, &device_classes(), &devices, DEFAULT_BUDGET).ok()
 }
 
 /// The best class of any GPU–NIC pair of the node.

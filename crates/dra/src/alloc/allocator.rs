@@ -741,8 +741,14 @@ impl<'a> Search<'a> {
     }
 }
 
+/// Devices the allocator model may try for one claim on one node before it gives up,
+/// for every caller that judges a claim as the scheduler would: the extender's DRA judge
+/// (a node past it passes with a neutral score), `explain pod` and lint's claim fit. Well
+/// below what the scheduler's 10 s Filter timeout allows on every built-in profile.
+pub const DEFAULT_BUDGET: u64 = 200_000;
+
 /// Runs the allocator's search for `claim` on `node`'s free devices, trying at most
-/// `budget` devices. `classes` must hold every class the claim names.
+/// `budget` devices ([`DEFAULT_BUDGET`] unless the caller has a reason). `classes` must hold every class the claim names.
 pub fn first_fit(
     claim: &ResourceClaimSpec,
     classes: &[DeviceClass],

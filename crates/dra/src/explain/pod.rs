@@ -22,13 +22,10 @@ use topoalign_plan::Usage;
 use topoalign_topology::{Bdf, PcieClass, Topology, TopologyBuilder};
 
 use crate::alloc::AllocatedDevice;
-use crate::alloc::{DeviceId, NodeDevices, first_fit};
+use crate::alloc::{DEFAULT_BUDGET, DeviceId, NodeDevices, first_fit};
 use crate::explain::claim::pairs_of;
 use node::NodeView;
 use why::{compare, device_plugin};
-
-/// Devices the simulated stock allocator may try per claim before it gives up.
-pub(crate) const FIRST_FIT_BUDGET: u64 = 200_000;
 
 /// Why a pod cannot be explained.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -575,7 +572,7 @@ fn replay(
     let mut free = node.clone();
     free.mark_in_use(&taken.union(earlier).cloned().collect());
     let spec = c.spec.clone().unwrap_or_default();
-    match first_fit(&spec, classes, &free, FIRST_FIT_BUDGET) {
+    match first_fit(&spec, classes, &free, DEFAULT_BUDGET) {
         Ok(o) => {
             let got: BTreeSet<DeviceId> = alloc.iter().map(id_of).collect();
             let sim: Option<BTreeSet<DeviceId>> =

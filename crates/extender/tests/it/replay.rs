@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimSpec, ResourceSlice};
 use serde_json::{Value, json};
 use topoalign_dra::{
-    alloc::DeviceId,
+    alloc::{DEFAULT_BUDGET, DeviceId},
     claim::{ClaimSpec, claim_spec},
     publish::{PublishOptions, device_classes, resource_slices},
 };
@@ -30,7 +30,6 @@ use topoalign_extender::{CAPACITY_WEIGHT, DraVerdict, allocate, judge_with_budge
 use topoalign_extender::{DraNode, priorities};
 use topoalign_rng::Rng;
 
-const BUDGET: u64 = 200_000;
 const BATCH: usize = 20;
 
 /// What the replay needs of one device: its role, and the NUMA node (mixed) or the rank
@@ -282,7 +281,14 @@ fn pass(c: &Cluster, seed: u64, pods: usize, lifetime: usize, policy: Policy) ->
             let mut feasible: Vec<(usize, BTreeSet<DeviceId>)> = (0..c.nodes.len())
                 .filter_map(|i| {
                     let n = &c.nodes[i];
-                    match allocate(&spec, &c.classes, &n.slices, &n.name, &taken, BUDGET) {
+                    match allocate(
+                        &spec,
+                        &c.classes,
+                        &n.slices,
+                        &n.name,
+                        &taken,
+                        DEFAULT_BUDGET,
+                    ) {
                         Ok(Ok(devs)) => Some((i, devs)),
                         _ => None,
                     }
@@ -304,8 +310,14 @@ fn pass(c: &Cluster, seed: u64, pods: usize, lifetime: usize, policy: Policy) ->
                         .iter()
                         .map(|(i, _)| {
                             let n = &c.nodes[*i];
-                            match judge_node(&spec, &c.classes, &n.slices, &n.name, &taken, BUDGET)
-                            {
+                            match judge_node(
+                                &spec,
+                                &c.classes,
+                                &n.slices,
+                                &n.name,
+                                &taken,
+                                DEFAULT_BUDGET,
+                            ) {
                                 Ok(DraVerdict::Fit { fit, .. }) => DraNode::Fit(fit),
                                 other => panic!("{}: {other:?}", n.name),
                             }

@@ -404,7 +404,7 @@ fn a_claim_whose_own_selector_asks_for_a_worse_pair_is_first_fit_and_says_so() {
     let claim_spec: k8s_openapi::api::resource::v1::ResourceClaimSpec =
         serde_json::from_value(spec.clone()).unwrap();
     let node = NodeDevices::gather(&slices, NODE).unwrap();
-    let got = first_fit(&claim_spec, &device_classes(), &node, FIRST_FIT_BUDGET)
+    let got = first_fit(&claim_spec, &device_classes(), &node, DEFAULT_BUDGET)
         .unwrap()
         .allocation
         .unwrap();

@@ -6,6 +6,7 @@ use crate::dra::shared::DraShared;
 use crate::dra::verdict::{DraNeutral, DraNode, PodClaims, Resolved};
 use serde_json::{Value, json};
 use topoalign_dra::{
+    alloc::DEFAULT_BUDGET,
     claim::{ClaimSpec, claim_spec},
     publish::{PublishOptions, device_classes, resource_slices},
 };
@@ -199,7 +200,7 @@ fn nodes_without_slices_and_exhausted_searches_are_neutral() {
     );
     assert_eq!(v.outcome(), "dra_budget");
     // Slices removed by a re-list: the node is no longer a topoalign node.
-    st.budget = SEARCH_BUDGET;
+    st.budget = DEFAULT_BUDGET;
     st.retain_slices(&BTreeSet::new());
     assert_eq!(st.node_count(), 0);
     assert_eq!(
