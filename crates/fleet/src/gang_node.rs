@@ -1,6 +1,6 @@
 //! A node type as `simulate --gangs` sees it: its rails (from the gang model,
 //! [`topoalign_fabric::nic_rails`]) and the two claims a gang's pod can make there, both
-//! searched by the one allocator model ([`PreparedClaim`]):
+//! searched by the one allocator model ([`ClaimSearch`]):
 //!
 //! - `stock`: the stock drivers' GPUs and NICs ([`crate::dra::publish`]), a claim of K
 //!   GPUs and K NICs with no constraint between them (first fit, no rails);
@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use topoalign_dra::publish::pin_rails;
 use topoalign_dra::{
     DeviceRef,
-    alloc::PreparedClaim,
+    alloc::ClaimSearch,
     claim::{ClaimSpec, claim_spec},
     publish::{Inventory, device_classes, slices_for},
 };
@@ -60,9 +60,9 @@ pub(crate) struct GangKind {
     /// Rail per NIC position (`None`: the NIC is on no rail).
     pub nic_rail: Vec<Option<u32>>,
     stock_dra: DraNode,
-    stock_claim: PreparedClaim,
+    stock_claim: ClaimSearch,
     places: Vec<Dev>,
-    pinned: Vec<PreparedClaim>,
+    pinned: Vec<ClaimSearch>,
 }
 
 /// Resolves a node type's rails with `rule`.
@@ -164,7 +164,7 @@ impl GangKind {
             };
             let mut claim = claim_spec(&spec)?;
             pin_rails(&mut claim, set, true)?;
-            pinned.push(PreparedClaim::new(&claim, &classes, &devices)?);
+            pinned.push(ClaimSearch::new(&claim, &classes, &devices)?);
         }
         Ok(GangKind {
             model,

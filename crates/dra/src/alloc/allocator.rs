@@ -10,7 +10,7 @@
 //! device of an `ExactCount` request is searched from the start of the order, which is
 //! why an unsatisfiable claim can cost a search over every ordering: [`first_fit`]
 //! counts the devices it tries and stops at a budget, as the scheduler's Filter timeout
-//! would. [`PreparedClaim`] is the same search for a caller that asks one claim of one
+//! would. [`ClaimSearch`] is the same search for a caller that asks one claim of one
 //! node's devices many times with different devices in use (the fleet simulator): the
 //! claim is worked out once, each search is told which devices are held.
 //!
@@ -285,7 +285,7 @@ impl NodeDevices {
 }
 
 /// What other claims hold of a node's shared devices ([`NodeDevices::shared_held`]), for
-/// [`PreparedClaim::search_held`]: (place, capacity, milli-units).
+/// [`ClaimSearch::search_held`]: (place, capacity, milli-units).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SharedHeld(Vec<(usize, usize, i128)>);
 
@@ -785,7 +785,7 @@ pub fn first_fit(
     })
 }
 
-/// What [`PreparedClaim::search`] found: [`Outcome`] with each device as its place in
+/// What [`ClaimSearch::search`] found: [`Outcome`] with each device as its place in
 /// [`NodeDevices::ids`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {
@@ -801,26 +801,26 @@ pub struct Found {
 /// A claim worked out once against one node's devices, for a caller that asks it of the
 /// same devices many times with different devices in use (the fleet simulator: one per
 /// node type and claim size; the extender: one per node kind and pod claim in a call).
-/// [`PreparedClaim::search`] with devices in use is [`first_fit`] after
+/// [`ClaimSearch::search`] with devices in use is [`first_fit`] after
 /// [`NodeDevices::mark_in_use`] of the same devices: the same devices, the same steps,
-/// the same verdict; [`PreparedClaim::try_search`] the same errors too.
+/// the same verdict; [`ClaimSearch::try_search`] the same errors too.
 #[derive(Debug, Clone)]
-pub struct PreparedClaim {
+pub struct ClaimSearch {
     node: Arc<NodeDevices>,
     plan: Plan,
 }
 
-impl PreparedClaim {
+impl ClaimSearch {
     /// Checks `claim` as [`first_fit`] does with every device free (the same errors) and
     /// works out its requests, selectors and constraints against `node`'s devices.
     pub fn new(
         claim: &ResourceClaimSpec,
         classes: &[DeviceClass],
         node: &NodeDevices,
-    ) -> Result<PreparedClaim, DraError> {
+    ) -> Result<ClaimSearch, DraError> {
         let plan = Plan::new(claim, classes, node)?;
         plan.first_error(&[])?;
-        Ok(PreparedClaim {
+        Ok(ClaimSearch {
             plan,
             node: Arc::new(node.clone()),
         })
@@ -828,7 +828,7 @@ impl PreparedClaim {
 
     /// Works out `claim` against `node`'s devices (shared with the caller's other
     /// claims), keeping a selector that cannot be evaluated on a device for
-    /// [`PreparedClaim::try_search`]: whether [`first_fit`] fails on it depends on which
+    /// [`ClaimSearch::try_search`]: whether [`first_fit`] fails on it depends on which
     /// devices are in use. Fails as [`first_fit`] does on what does not depend on the
     /// devices (unknown class, unparsable selector, unsupported mode, too many devices,
     /// a bad constraint).
@@ -836,14 +836,14 @@ impl PreparedClaim {
         claim: &ResourceClaimSpec,
         classes: &[DeviceClass],
         node: Arc<NodeDevices>,
-    ) -> Result<PreparedClaim, DraError> {
-        Ok(PreparedClaim {
+    ) -> Result<ClaimSearch, DraError> {
+        Ok(ClaimSearch {
             plan: Plan::new(claim, classes, &node)?,
             node,
         })
     }
 
-    /// [`PreparedClaim::search`], first failing where [`first_fit`] would after
+    /// [`ClaimSearch::search`], first failing where [`first_fit`] would after
     /// [`NodeDevices::mark_in_use`] of the devices `in_use` marks: on the first selector
     /// that cannot be evaluated on a free device.
     pub fn try_search(&self, in_use: &[bool], budget: u64) -> Result<Found, DraError> {
@@ -859,13 +859,13 @@ impl PreparedClaim {
     /// Runs the allocator's search with the devices at the places `in_use` marks true
     /// (places in [`NodeDevices::ids`] order; places past its end are free) held by
     /// other claims, trying at most `budget` devices. A claim prepared with
-    /// [`PreparedClaim::deferred`] is searched with [`PreparedClaim::try_search`] (here a
+    /// [`ClaimSearch::deferred`] is searched with [`ClaimSearch::try_search`] (here a
     /// device whose selector could not be evaluated is only passed over).
     pub fn search(&self, in_use: &[bool], budget: u64) -> Found {
         self.search_held(in_use, &SharedHeld::default(), budget)
     }
 
-    /// [`PreparedClaim::search`] with what other claims hold of the node's shared devices
+    /// [`ClaimSearch::search`] with what other claims hold of the node's shared devices
     /// (dra-driver-cpu's CPU groups) besides the devices `in_use` marks.
     pub fn search_held(&self, in_use: &[bool], held: &SharedHeld, budget: u64) -> Found {
         let mut s = Search::new(&self.node, &self.plan, in_use, held, budget);

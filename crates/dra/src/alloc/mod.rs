@@ -1,6 +1,6 @@
 //! The one model of the stock DRA allocator (`kube-scheduler`'s structured allocator):
 //! what it picks for a claim on one node ([`first_fit`](crate::alloc::first_fit)), the same search prepared once
-//! and asked many times ([`PreparedClaim`](crate::alloc::PreparedClaim)), the CEL subset device selectors use
+//! and asked many times ([`ClaimSearch`](crate::alloc::ClaimSearch)), the CEL subset device selectors use
 //! ([`Selector`](crate::alloc::Selector)), shared capacities, what an allocation hands out
 //! ([`AllocatedDevice`](crate::alloc::AllocatedDevice)), and the one default search budget
 //! ([`DEFAULT_BUDGET`](crate::alloc::DEFAULT_BUDGET)).
@@ -12,7 +12,7 @@ pub(crate) mod cel;
 
 pub use allocated::AllocatedDevice;
 pub use allocator::{
-    DEFAULT_BUDGET, DeviceId, Found, NodeDevices, Outcome, PreparedClaim, SharedHeld, first_fit,
+    ClaimSearch, DEFAULT_BUDGET, DeviceId, Found, NodeDevices, Outcome, SharedHeld, first_fit,
 };
 pub use capacity::milli_text;
 pub use cel::Selector;

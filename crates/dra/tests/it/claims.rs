@@ -9,7 +9,7 @@ use topoalign_dra::claim::stand_in_classes;
 use topoalign_dra::explain::{mark_usage, resolve_with};
 use topoalign_dra::{
     DraError,
-    alloc::{PreparedClaim, first_fit},
+    alloc::{ClaimSearch, first_fit},
     claim::{
         ClaimShape, ClaimSpec, MixedSpec, MixedStrategy, claim_spec, claim_template, mixed_claim,
         resource_claim,
@@ -235,7 +235,7 @@ fn a_prepared_claim_searches_as_first_fit_after_mark_in_use() {
             strict.distinct_nics = true;
             for s in [spec(n), strict] {
                 let claim = claim_spec(&s).unwrap();
-                let prepared = PreparedClaim::new(&claim, &device_classes(), &full).unwrap();
+                let prepared = ClaimSearch::new(&claim, &device_classes(), &full).unwrap();
                 for density in [0, 20, 50] {
                     let in_use: Vec<bool> = ids.iter().map(|_| rng.below(100) < density).collect();
                     let held = (ids.iter().zip(&in_use))

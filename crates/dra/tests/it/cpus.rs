@@ -265,7 +265,7 @@ fn numa_cpus(profile: &str, numa: u32) -> u32 {
 
 #[test]
 fn a_prepared_claim_with_held_cpus_searches_as_first_fit_does() {
-    // PreparedClaim::search_held (the extender's path: one claim prepared per node kind,
+    // ClaimSearch::search_held (the extender's path: one claim prepared per node kind,
     // each node's held devices and CPU shares told per search) equals first_fit on the
     // node's devices with the same devices held and the same CPUs consumed.
     let mut rng = Rng::new(11);
@@ -287,7 +287,7 @@ fn a_prepared_claim_with_held_cpus_searches_as_first_fit_does() {
             );
             let claim = claim_spec(&spec).unwrap();
             let prepared =
-                topoalign_dra::alloc::PreparedClaim::new(&claim, &n.classes, &full).unwrap();
+                topoalign_dra::alloc::ClaimSearch::new(&claim, &n.classes, &full).unwrap();
             let ids: Vec<DeviceId> = full.ids().cloned().collect();
             let in_use: Vec<bool> = ids
                 .iter()

@@ -1,6 +1,6 @@
 //! One call's claims worked out once per node kind: the first node of a kind gathers its
 //! devices ([`NodeDevices::gather`]), prepares each claim against them
-//! ([`PreparedClaim::deferred`]: classes, selectors and constraints evaluated once per
+//! ([`ClaimSearch::deferred`]: classes, selectors and constraints evaluated once per
 //! device) and reads its pair pool ([`NodePairs`]); every node of the kind is then
 //! judged by searching those devices with its own held devices marked in use, which is
 //! [`crate::dra::judge::judge_with_budget`] on its own slices: the same allocator model
@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimSpec, ResourceSlice};
 use topoalign_dra::{
     DraError,
-    alloc::{DeviceId, NodeDevices, PreparedClaim},
+    alloc::{ClaimSearch, DeviceId, NodeDevices},
 };
 
 use crate::dra::judge::{DraVerdict, fit_of, unallocated};
@@ -33,7 +33,7 @@ pub(crate) struct KindPlan {
     /// Each device's place in the allocator's order.
     places: HashMap<DeviceId, usize>,
     /// The pod's claims, in order.
-    claims: Vec<PreparedClaim>,
+    claims: Vec<ClaimSearch>,
     pool: NodePairs,
     /// Pairs the node holds with nothing allocated.
     whole: usize,
@@ -69,7 +69,7 @@ impl KindPlan {
         let devices = Arc::new(NodeDevices::gather(slices, node)?);
         let claims = claims
             .iter()
-            .map(|c| PreparedClaim::deferred(c, classes, devices.clone()))
+            .map(|c| ClaimSearch::deferred(c, classes, devices.clone()))
             .collect::<Result<Vec<_>, _>>()?;
         let places = devices
             .ids()
