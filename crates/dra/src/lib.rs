@@ -33,8 +33,8 @@
 //!
 //! Where NICs have VFs, a NIC counter above one no longer stops several GPUs from
 //! taking the same NIC, so nothing prunes the allocator's search: by default
-//! ([`PairsPerGpu::Auto`](publish::PairsPerGpu::Auto)) each GPU then gets its best pair plus one alternative, the
-//! alternatives forming a ring over the NICs of its NUMA node. On mi300x-8 with 4 VFs
+//! ([`PairsPerGpu::Auto`](publish::PairsPerGpu::Auto)) each GPU then gets its best pair
+//! plus one alternative, the alternatives forming a ring over the NICs of its NUMA node. On mi300x-8 with 4 VFs
 //! per PF that is 16 pairs instead of 32, and the upstream allocator refuses 9 pairs in
 //! about 90 ms instead of 7.3 s.
 //!

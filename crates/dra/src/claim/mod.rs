@@ -1,7 +1,7 @@
-//! What a pod asks for: ResourceClaims and templates topoalign writes ("N GPUs, each
-//! with its own NIC", CPUs of the same NUMA node, MIG instances, mixed vendor drivers,
-//! ladders of `firstAvailable` rungs), the clap flags that describe them, their printed
-//! forms, and the ladder report of which rung each node can hold.
+//! What a pod asks for: ResourceClaims and templates topoalign writes ("N GPUs, each with
+//! its own NIC", CPUs of the same NUMA node, MIG instances, mixed vendor drivers, ladders
+//! of `firstAvailable` rungs), the clap flags that describe them, their printed forms, and
+//! the ladder report of which rung each node can hold.
 
 #[cfg(feature = "clap")]
 mod args;

@@ -1,7 +1,12 @@
-//! Why a claim landed where it did: the stock allocator's pick beside the planner's
-//! optimum for one claim ([`explain`](crate::explain::explain)), for a pod's claims on its node ([`explain_pod`](crate::explain::explain_pod)),
-//! for a mixed-driver claim on a node simulated from its slices ([`explain_mixed`](crate::explain::explain_mixed)),
-//! for every allocated pod of a cluster ([`explain_all`](crate::explain::explain_all)), and the CPUs shared with them.
+//! Why a claim landed where it did: the stock allocator's pick beside the planner's optimum
+//! for one claim ([`explain`]), for a pod's claims on its node ([`explain_pod`]), for a
+//! mixed-driver claim on a node simulated from its slices ([`explain_mixed`]), for every
+//! allocated pod of a cluster ([`explain_all`]), and the CPUs shared with them.
+//!
+//! [`explain`]: crate::explain::explain
+//! [`explain_pod`]: crate::explain::explain_pod
+//! [`explain_mixed`]: crate::explain::explain_mixed
+//! [`explain_all`]: crate::explain::explain_all
 
 mod all;
 mod claim;

@@ -1,8 +1,12 @@
-//! What the kubelet plugin does with an allocation: checks it against the node's
-//! inventory and what other claims hold ([`prepare_allocation`](crate::prepare::prepare_allocation)), then composes the CDI
-//! spec the runtime applies ([`compose_cdi`](crate::prepare::compose_cdi)): topoalign's own device nodes and
-//! environment, RoCE network devices, and the vendor's CDI devices for each GPU or MIG
-//! instance ([`vendor_gpu_ids`](crate::prepare::vendor_gpu_ids)).
+//! What the kubelet plugin does with an allocation: checks it against the node's inventory
+//! and what other claims hold ([`prepare_allocation`]), then composes the CDI spec the
+//! runtime applies ([`compose_cdi`]): topoalign's own device nodes and environment, RoCE
+//! network devices, and the vendor's CDI devices for each GPU or MIG instance
+//! ([`vendor_gpu_ids`]).
+//!
+//! [`prepare_allocation`]: crate::prepare::prepare_allocation
+//! [`compose_cdi`]: crate::prepare::compose_cdi
+//! [`vendor_gpu_ids`]: crate::prepare::vendor_gpu_ids
 
 mod allocation;
 mod cdi;

@@ -1,9 +1,15 @@
-//! What the node publishes: its [`Inventory`](crate::publish::Inventory) (plain GPUs, plain NICs, GPU+NIC pairs,
-//! MIG instances and MIG×NIC pairs, named stably from PCI addresses), the
-//! ResourceSlices that carry it with their shared counters ([`resource_slices`](crate::publish::resource_slices)), the
-//! DeviceClasses that select it ([`device_classes`](crate::publish::device_classes), [`mig_device_classes`](crate::publish::mig_device_classes)), static,
-//! dynamic and written-down MIG ([`NodeMig`](crate::publish::NodeMig)), and rail pinning of claims
-//! ([`pin_rails`](crate::publish::pin_rails)).
+//! What the node publishes: its [`Inventory`] (plain GPUs, plain NICs, GPU+NIC pairs, MIG
+//! instances and MIG×NIC pairs, named stably from PCI addresses), the ResourceSlices that
+//! carry it with their shared counters ([`resource_slices`]), the DeviceClasses that select
+//! it ([`device_classes`], [`mig_device_classes`]), static, dynamic and written-down MIG
+//! ([`NodeMig`]), and rail pinning of claims ([`pin_rails`]).
+//!
+//! [`Inventory`]: crate::publish::Inventory
+//! [`resource_slices`]: crate::publish::resource_slices
+//! [`device_classes`]: crate::publish::device_classes
+//! [`mig_device_classes`]: crate::publish::mig_device_classes
+//! [`NodeMig`]: crate::publish::NodeMig
+//! [`pin_rails`]: crate::publish::pin_rails
 
 mod classes;
 mod entries;
