@@ -109,11 +109,7 @@ fn install_log_subscriber(command: &Command) {
         Command::Driver(a) if !a.dry_run => a.process.install_logging(),
         Command::Agent(a) => a.install_logging(),
         Command::Extender(a) => a.install_logging(),
-        // Until the webhook takes the process kit's flags (ProcessArgs): its own
-        // --log-format, at the filter it had.
-        Command::Webhook(a) if a.is_server() => {
-            topoalign_probes::install_logging(a.serve.log_format, None, "info,kube_client=off")
-        }
+        Command::Webhook(a) if a.is_server() => a.serve.process.install_logging(),
         _ => topoalign_probes::install_command_logging(),
     }
 }

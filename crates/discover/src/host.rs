@@ -9,7 +9,7 @@ use topoalign_topology::FabricStatus;
 
 use crate::discovery::Discovery;
 use crate::error::DiscoverError;
-use crate::nvidia_smi_tool::{merge_nvlinks, program_from_env};
+use crate::nvidia_smi_tool::{merge_memory, merge_nvlinks, program_from_env};
 use crate::source::{Source, load};
 
 impl Source {
@@ -33,19 +33,20 @@ impl Source {
     }
 }
 
-/// [`load`], then, when `source` is the live host's sysfs (`/`) with no NVLink source
-/// and the NVIDIA fabric came back unknown, runs `nvidia-smi topo -m`
-/// (`$TOPOALIGN_NVIDIA_SMI`) and merges its NVLink cells; a failure there is a warning.
+/// [`load`], then, when `source` is the live host's sysfs (`/`): with no NVLink source
+/// and the NVIDIA fabric unknown, runs `nvidia-smi topo -m` (`$TOPOALIGN_NVIDIA_SMI`) and
+/// merges its NVLink cells; with NVIDIA GPUs of unknown memory, asks the tool for their
+/// sizes. A failure there is a warning.
 pub fn load_on_host(source: &Source) -> Result<Discovery, DiscoverError> {
     let mut d = load(source)?;
-    if let Source::Sysfs {
-        root,
-        nvlink_from: None,
-    } = source
+    if let Source::Sysfs { root, nvlink_from } = source
         && root.as_path() == Path::new("/")
-        && d.topology.fabric_status() == FabricStatus::Unknown
     {
-        merge_nvlinks(&mut d, &program_from_env());
+        let program = program_from_env();
+        if nvlink_from.is_none() && d.topology.fabric_status() == FabricStatus::Unknown {
+            merge_nvlinks(&mut d, &program);
+        }
+        merge_memory(&mut d, &program);
     }
     Ok(d)
 }

@@ -35,7 +35,9 @@ pub use args::TopologyArgs;
 pub use discovery::Discovery;
 pub use error::{DiscoverError, ToolError};
 pub use host::load_on_host;
-pub use nvidia_smi_tool::{ToolOutput, merge_nvlinks, program_from_env, run_checked, run_tool};
+pub use nvidia_smi_tool::{
+    ToolOutput, merge_memory, merge_nvlinks, program_from_env, run_checked, run_tool,
+};
 pub use parse::amd::{AmdFormat, detect as detect_amd_format};
 pub use parse::nvlink_merge::apply_nvlink_text;
 pub use parse::paste::decode as decode_paste;

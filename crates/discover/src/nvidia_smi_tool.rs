@@ -1,6 +1,8 @@
-//! On a live NVIDIA host, NVLink counts come from NVML, which `nvidia-smi topo -m` prints:
-//! this runs the tool (bounded in time) and merges its `NV#` cells into a sysfs discovery.
-//! Any failure is a warning, never an error: the sysfs view stays valid without NVLink.
+//! On a live NVIDIA host, NVLink counts and GPU memory sizes come from NVML, which
+//! `nvidia-smi topo -m` and `nvidia-smi --query-gpu=pci.bus_id,memory.total --format=csv`
+//! print: this runs the tool (bounded in time) and merges its `NV#` cells and memory
+//! sizes into a sysfs discovery. Any failure is a warning, never an error: the sysfs view
+//! stays valid without them.
 
 use std::io::Read;
 use std::path::Path;
@@ -54,6 +56,43 @@ pub fn merge_nvlinks(discovery: &mut Discovery, program: &str) -> bool {
             discovery
                 .warnings
                 .push(format!("NVLink links unknown: {e}; {hint}"));
+            false
+        }
+    }
+}
+
+/// The arguments of the memory query (the saved file's command, [`crate::sysfs::nvml::MEMORY_FILE`]).
+const MEMORY_QUERY: [&str; 2] = ["--query-gpu=pci.bus_id,memory.total", "--format=csv"];
+
+/// When the discovery holds NVIDIA GPUs whose memory size sysfs did not give, runs
+/// `<program> --query-gpu=pci.bus_id,memory.total --format=csv` and sets their sizes.
+/// Returns whether sizes were merged; a failure becomes a warning naming the cause.
+pub fn merge_memory(discovery: &mut Discovery, program: &str) -> bool {
+    let unknown = (discovery.topology.gpus.iter())
+        .any(|g| g.vendor == GpuVendor::Nvidia && g.memory_mib.is_none());
+    if !unknown {
+        return false;
+    }
+    let text = match run_checked(program, &MEMORY_QUERY) {
+        Ok(t) => t,
+        Err(why) => {
+            discovery
+                .warnings
+                .push(format!("GPU memory sizes unknown: {why}"));
+            return false;
+        }
+    };
+    let label = format!("<output of `{program} {}`>", MEMORY_QUERY.join(" "));
+    let mut t = discovery.topology.clone();
+    match crate::sysfs::nvml::apply_memory_csv(&mut t, &text, Path::new(&label)) {
+        Ok(()) => {
+            discovery.topology = t;
+            true
+        }
+        Err(e) => {
+            discovery
+                .warnings
+                .push(format!("GPU memory sizes unknown: {e}"));
             false
         }
     }

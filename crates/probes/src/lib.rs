@@ -30,7 +30,7 @@ pub use kit::{
     serve_with_handshake,
 };
 pub use logging::LogFormat;
-pub use logging::{COMMAND_FILTER, install_command_logging, install_logging};
+pub use logging::{COMMAND_FILTER, install_command_logging};
 pub use process::{ClientError, Threads, kube_client, kube_config, runtime, shutdown_signals};
 
 use std::future::Future;

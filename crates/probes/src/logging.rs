@@ -27,14 +27,6 @@ pub fn install_command_logging() {
     install(None, None, COMMAND_FILTER);
 }
 
-/// Installs the one log subscriber of a long-running process on stderr: lines as
-/// `format` asks, filtered by `filter` (else `TOPOALIGN_LOG`, else `default_filter`).
-/// A process whose flags are [`crate::ProcessArgs`] calls
-/// `ProcessArgs::install_logging` instead, with its own defaults.
-pub fn install_logging(format: LogFormat, filter: Option<&str>, default_filter: &str) {
-    install(Some(format), filter, default_filter);
-}
-
 /// Installs the one log subscriber on stderr, filtered by `filter` (else `FILTER_ENV`,
 /// else `default_filter`): lines as `format` asks, or, with no format (a one-shot
 /// command), text coloured only on a terminal. Does nothing when a subscriber is already

@@ -2,11 +2,10 @@
 //! ([`WebhookArgs`]), the name table's ([`NameArgs`], shared with `webhook review` and
 //! `webhook config`), and those of the offline review ([`ReviewArgs`]).
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use topoalign_probes::{Limits, LogFormat};
+use topoalign_probes::{Limits, ProcessArgs, ProcessDefaults, Threads};
 use topoalign_render::Format;
 
 use crate::config::read_names;
@@ -15,15 +14,26 @@ use crate::names::Names;
 use crate::server::ServeConfig;
 use crate::tls::TlsFiles;
 
+/// The webhook's defaults of the process flags.
+#[derive(Debug, Clone)]
+pub struct WebhookProcess;
+
+impl ProcessDefaults for WebhookProcess {
+    /// The webhook (HTTPS: POST /mutate), /healthz, /readyz and /metrics, on every address
+    /// (the API server calls it through its Service).
+    const LISTEN: &'static str = "0.0.0.0:8443";
+    /// Info: one line per rewritten pod; the API client is not used.
+    const LOG_FILTER: &'static str = "info,kube_client=off";
+    const THREADS: Threads = Threads::PerCpu;
+}
+
 /// The serving flags.
 #[derive(Debug, Clone, clap::Args)]
 pub struct WebhookArgs {
-    /// Address to serve the webhook (HTTPS: POST /mutate), /healthz, /readyz and /metrics on.
-    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8443")]
-    pub listen: SocketAddr,
-    /// Log line format (stderr); the level comes from TOPOALIGN_LOG (default info).
-    #[arg(long, value_enum, default_value_t = LogFormat::Json)]
-    pub log_format: LogFormat,
+    /// The flags every process takes (`--listen`, `--log-format`, `--log-filter`;
+    /// `--kubeconfig` is accepted for uniformity: the webhook reads nothing from the API).
+    #[command(flatten)]
+    pub process: ProcessArgs<WebhookProcess>,
     /// The serving certificate chain (PEM), as a kubernetes.io/tls Secret mounts it.
     #[arg(
         long,
@@ -70,7 +80,7 @@ impl WebhookArgs {
     pub fn config(&self) -> Result<ServeConfig, ConfigError> {
         let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
         Ok(ServeConfig {
-            listen: self.listen,
+            listen: self.process.listen,
             tls: TlsFiles {
                 cert: self.tls_cert.clone(),
                 key: self.tls_key.clone(),

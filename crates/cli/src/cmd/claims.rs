@@ -28,7 +28,7 @@ use crate::source::{TopologyArgs, load};
 /// Arguments.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  topoalign claims --pairs 4 --max-class PXB\n  topoalign claims --pairs 2 --profile mi300x-8 --explain -o table\n  topoalign claims --pairs 4 --gpu-class gpu.nvidia.com --nic-class dranet.net\n  topoalign claims --pairs 2 --gpu-class gpu.amd.com --nic-class sriov-rdma --nic-driver sriovnetwork.k8snetworkplumbingwg.io --fallback\n  topoalign claims --pairs 1 --gpu-class gpu.nvidia.com --from-slices slices.yaml --explain -o table\n  topoalign claims --pairs 1 --from-slices slices.yaml --node n1 --profile gb300-4\n  topoalign claims --mig 1g.10gb --count 7\n  topoalign claims --mig 3g.40gb --count 2 --with-nic\n  topoalign claims --pairs 4 --cpus 32 --profile dgx-h100 --explain -o table\n  topoalign claims --pairs 2 --cpus 16 --cpu-mode individual\n\nWith --gpu-class/--nic-class (other drivers' GPUs and NICs) the claim names no device or node:\neach GPU with its own NIC(s), same pcieRoot, else same NUMA node (with --fallback, else\nwhatever is free). With the nodes' slices it says per node what the stock allocator gives each\npair (on stderr, or in the output with --explain): several files, `-` for stdin\n(`kubectl get resourceslices,deviceclasses -o yaml | topoalign claims --pairs 2 --from-slices -`),\nor the live cluster (--kubeconfig FILE).\n\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
+    after_help = "Examples:\n  topoalign claims --pairs 4 --max-class PXB\n  topoalign claims --pairs 2 --profile mi300x-8 --explain -o table\n  topoalign claims --pairs 4 --gpu-class gpu.nvidia.com --nic-class dranet.net\n  topoalign claims --pairs 2 --gpu-class gpu.nvidia.com --nic-class dranet.net --cpus 16\n  topoalign claims --pairs 2 --gpu-class gpu.amd.com --nic-class sriov-rdma --nic-driver sriovnetwork.k8snetworkplumbingwg.io --fallback\n  topoalign claims --pairs 1 --gpu-class gpu.nvidia.com --from-slices slices.yaml --explain -o table\n  topoalign claims --pairs 1 --from-slices slices.yaml --node n1 --profile gb300-4\n  topoalign claims --mig 1g.10gb --count 7\n  topoalign claims --mig 3g.40gb --count 2 --with-nic\n  topoalign claims --pairs 4 --cpus 32 --profile dgx-h100 --explain -o table\n  topoalign claims --pairs 2 --cpus 16 --cpu-mode individual\n\nWith --gpu-class/--nic-class (other drivers' GPUs and NICs) the claim names no device or node:\neach GPU with its own NIC(s), same pcieRoot, else same NUMA node (with --fallback, else\nwhatever is free). With the nodes' slices it says per node what the stock allocator gives each\npair (on stderr, or in the output with --explain): several files, `-` for stdin\n(`kubectl get resourceslices,deviceclasses -o yaml | topoalign claims --pairs 2 --from-slices -`),\nor the live cluster (--kubeconfig FILE).\n\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
 )]
 pub(crate) struct Args {
     #[command(flatten)]
@@ -165,14 +165,9 @@ fn node_topology(args: &Args) -> anyhow::Result<Option<Topology>> {
 /// The node-independent template for other drivers, and what it gets on each node.
 fn template(args: &Args) -> anyhow::Result<Claim> {
     args.claim.spec()?;
-    // The seam for CPUs beside other drivers' pairs: not written yet.
-    anyhow::ensure!(
-        args.claim.cpus.cpus.is_none(),
-        "--cpus with --gpu-class/--nic-class or slices: CPUs are claimed beside topoalign's pairs only for now; claim them in a claim of their own"
-    );
     let read = slices(args)?;
     let classes = read.as_ref().map_or(&[][..], |(f, _)| &f.classes[..]);
-    let (spec, [gpu_driver, nic_driver]) = args.claim.ladder_spec(classes);
+    let (spec, [gpu_driver, nic_driver]) = args.claim.ladder_spec(classes)?;
     let claim = ladder_claim(&spec)?;
     if spec.pairs > 4 {
         eprintln!(
@@ -195,6 +190,7 @@ fn template(args: &Args) -> anyhow::Result<Claim> {
         nic: (&nic_driver, &spec.nic_class),
         slices: &file.slices,
         classes: &file.classes,
+        cpu_class: spec.cpus.as_ref().map(|c| c.class.as_str()),
         in_use: &held,
         topology: topo.as_ref(),
         budget: args.budget,
@@ -223,6 +219,10 @@ fn drivers_seen(slices: &[ResourceSlice]) -> String {
 /// The claim on two foreign drivers' slices of `--node`.
 fn from_slices(args: &Args) -> anyhow::Result<Claim> {
     args.claim.spec()?;
+    anyhow::ensure!(
+        args.claim.cpus.cpus.is_none(),
+        "--cpus with --node (a claim pinned to one node's slices): not supported; leave out --node for the node-independent template, which takes --cpus"
+    );
     let Some((file, held)) = slices(args)? else {
         anyhow::bail!("--node needs the slices: --from-slices FILE or --kubeconfig FILE");
     };

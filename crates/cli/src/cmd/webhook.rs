@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use topoalign_kube_types::read_document;
-use topoalign_probes::{Threads, runtime, shutdown_signals};
+use topoalign_probes::shutdown_signals;
 use topoalign_webhook::{ConfigArgs, NetworkFeeds, Outcome, ReviewArgs, WebhookArgs};
 use topoalign_webhook::{decision_table, names_table, review_manifest};
 
@@ -78,7 +78,7 @@ fn config(a: &ConfigArgs) -> anyhow::Result<ExitCode> {
 
 fn serve(a: &WebhookArgs) -> anyhow::Result<ExitCode> {
     let cfg = a.config()?;
-    let rt = runtime(Threads::PerCpu).context("starting the async runtime")?;
+    let rt = a.process.runtime().context("starting the async runtime")?;
     let stopped = rt.block_on(async {
         let signalled = shutdown_signals().context("installing the SIGTERM/SIGINT handlers")?;
         let listening = |addr| eprintln!("topoalign webhook listening on https://{addr}");

@@ -565,6 +565,45 @@ fn vendor_template_input_errors() {
             vec!["--pairs", "1", "--from-slices", "-", "-"],
             "given twice",
         ),
+        (
+            vec![
+                "--pairs",
+                "2",
+                "--gpu-class",
+                "gpu.nvidia.com",
+                "--cpus",
+                "0",
+            ],
+            "--cpus must be at least 1",
+        ),
+        (
+            vec![
+                "--pairs",
+                "2",
+                "--gpu-class",
+                "gpu.nvidia.com",
+                "--cpus",
+                "64",
+                "--cpu-mode",
+                "individual",
+            ],
+            "--cpu-mode grouped",
+        ),
+        (
+            vec![
+                "--pairs",
+                "1",
+                "--gpu-class",
+                "gpu.nvidia.com",
+                "--cpus",
+                "4",
+                "--node",
+                "h100-a",
+                "--from-slices",
+                h100.to_str().unwrap(),
+            ],
+            "--cpus with --node",
+        ),
     ];
     for (args, want) in cases {
         let out = run(subcommand("claims").args(&args));

@@ -12,15 +12,25 @@
 //! it is read from saved `nvidia-smi` output inside the tree when present ([`nvml`]) and is
 //! otherwise [`FabricKnowledge::Unknown`] — never "none". Nothing here runs a program.
 
+/// Public as a namespace of the config-space layout it reads (the tree writer builds the same).
 pub mod config;
+/// Public as a sub-API: confined sysfs reads, used by `verify` and the neighbour readers.
 pub mod fsread;
+/// Public as a namespace of the GPU paths it reads (DRM class, NVIDIA's `/proc`), which the tree writer writes.
 pub mod gpu;
+/// Public as a namespace of the KFD topology paths and link types it reads, which the tree writer writes.
 pub mod kfd;
+/// Public as a sub-API: the RDMA device readers, used by the InfiniBand neighbour reader.
 pub mod nic;
+/// Public as a namespace of the NUMA and CPU paths it reads, which the tree writer writes.
 pub mod numa;
+/// Public as a sub-API: the MIG capability table, read by the kubelet plugin and node-facts.
 pub mod nvcaps;
+/// Public as a sub-API: what NVML adds to sysfs (NVLink, memory), used by the sources.
 pub mod nvml;
+/// Public as a sub-API: the NVIDIA driver's per-GPU `/proc` files, tested on their own.
 pub mod nvproc;
+/// Public as a namespace of the PCI bus paths it walks, which the tree writer writes.
 pub mod pci;
 
 use std::path::Path;

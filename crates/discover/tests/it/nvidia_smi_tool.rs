@@ -105,3 +105,58 @@ fn hosts_without_nvidia_gpus_do_not_run_the_tool() {
     assert!(!marker.exists(), "the tool must not run on an AMD host");
     assert_eq!(d, before);
 }
+
+#[test]
+fn memory_sizes_come_from_the_tool_where_sysfs_has_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = discovered("dgx-h100", dir.path());
+    assert!(d.topology.gpus.iter().all(|g| g.memory_mib.is_none()));
+    let rows: String = (d.topology.gpus.iter())
+        .map(|g| format!("{}, 81559 MiB\n", d.topology.pci[g.pci].bdf))
+        .collect();
+    let csv = dir.path().join("query.csv");
+    std::fs::write(&csv, format!("pci.bus_id, memory.total [MiB]\n{rows}")).unwrap();
+    // The stand-in insists on the real tool's arguments.
+    let tool = script(
+        dir.path(),
+        "nvidia-smi",
+        &format!(
+            "[ \"$1 $2\" = \"--query-gpu=pci.bus_id,memory.total --format=csv\" ] || exit 9\ncat '{}'",
+            csv.display()
+        ),
+    );
+    assert!(topoalign_discover::merge_memory(
+        &mut d,
+        tool.to_str().unwrap()
+    ));
+    assert!(d.topology.gpus.iter().all(|g| g.memory_mib == Some(81559)));
+    // Known sizes: the tool is not asked again.
+    let marker = dir.path().join("ran");
+    let again = script(
+        dir.path(),
+        "again",
+        &format!("touch '{}'", marker.display()),
+    );
+    assert!(!topoalign_discover::merge_memory(
+        &mut d,
+        again.to_str().unwrap()
+    ));
+    assert!(!marker.exists());
+    // A truncated answer is a warning naming what was expected; sizes stay unknown.
+    let mut d = discovered("dgx-h100", tempfile::tempdir().unwrap().path());
+    let bad = script(
+        dir.path(),
+        "bad",
+        "echo 'pci.bus_id, memory.total [MiB]'; echo '00000000:1B:00.0, 81'",
+    );
+    assert!(!topoalign_discover::merge_memory(
+        &mut d,
+        bad.to_str().unwrap()
+    ));
+    let w = d.warnings.join("\n");
+    assert!(
+        w.contains("GPU memory sizes unknown") && w.contains("MiB"),
+        "{w}"
+    );
+    assert!(d.topology.gpus.iter().all(|g| g.memory_mib.is_none()));
+}

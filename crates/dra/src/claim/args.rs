@@ -123,7 +123,7 @@ pub struct ClaimArgs {
 pub struct CpuArgs {
     /// N: CPUs for the pod in all, from dra-driver-cpu, split over the GPUs and each
     /// share on its GPU's NUMA node.
-    #[arg(long, value_name = "N", conflicts_with_all = ["mig", "from_slices"])]
+    #[arg(long, value_name = "N", conflicts_with = "mig")]
     pub cpus: Option<u32>,
     /// With --cpus: dra-driver-cpu's DeviceClass.
     #[arg(long, value_name = "CLASS", default_value = crate::claim::CPU_CLASS, requires = "cpus")]
@@ -290,8 +290,13 @@ impl ClaimArgs {
 
     /// The node-independent template for other drivers' devices, with the GPU and NIC
     /// drivers it is for.
-    pub fn ladder_spec(&self, classes: &[DeviceClass]) -> (LadderSpec, [String; 2]) {
+    pub fn ladder_spec(
+        &self,
+        classes: &[DeviceClass],
+    ) -> Result<(LadderSpec, [String; 2]), DraError> {
         let [(gpu_driver, gpu_class), (nic_driver, nic_class)] = self.drivers(classes);
+        // No topology to tell whether the pairs fit one NUMA node: `auto` is per GPU.
+        let cpus = self.cpus.claim(None)?;
         let spec = LadderSpec {
             pairs: self.pairs.unwrap_or(0),
             nics_per_gpu: self.nics_per_gpu,
@@ -300,8 +305,9 @@ impl ClaimArgs {
             nic_driver: Some(nic_driver.clone()),
             compat_numa: self.compat_numa,
             fallback: self.fallback,
+            cpus,
         };
-        (spec, [gpu_driver, nic_driver])
+        Ok((spec, [gpu_driver, nic_driver]))
     }
 }
 

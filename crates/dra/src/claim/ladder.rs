@@ -43,6 +43,11 @@
 //! So each constraint names only rungs whose devices have its attribute (`pcieRoot` is
 //! on every GPU and NIC these drivers publish, except dranet before v1.4).
 //!
+//! With CPUs of dra-driver-cpu ([`LadderSpec::cpus`], `--cpus`): every GPU rung also
+//! asks for the CPU driver's NUMA attribute (a GPU without it cannot be aligned with
+//! CPUs), and `cpus-i` (per GPU) or one `cpus` (all pairs on one NUMA node) is matched on
+//! that attribute with the `gpu-i` requests, as on the own-driver path.
+//!
 //! The compat rung can only apply where the GPU's driver writes `dra.net/numaNode`: no
 //! GPU driver does (NVIDIA v0.5 writes the standard key, AMD its own
 //! `gpu.amd.com/numaNode`), so it is off by default; the per-node report says where a
@@ -54,7 +59,8 @@ use k8s_openapi::api::resource::v1::{
 use serde::Serialize;
 
 use crate::attr::NUMA_NODE_COMPAT;
-use crate::claim::spec::{match_attr, sub};
+use crate::claim::cpus::{CpuClaim, CpuMode, CpuShape};
+use crate::claim::spec::{cpu_requests, match_attr, sub};
 use crate::foreign::rdma_selector;
 use crate::limits::{MAX_CONSTRAINTS_PER_CLAIM, MAX_DEVICES_PER_CLAIM, MAX_REQUESTS_PER_CLAIM};
 use crate::{DraError, attr};
@@ -123,6 +129,8 @@ pub struct LadderSpec {
     pub compat_numa: bool,
     /// The last rung `any`: a pair the node cannot align still gets devices.
     pub fallback: bool,
+    /// CPUs of dra-driver-cpu on the GPUs' NUMA nodes (`--cpus`), if any.
+    pub cpus: Option<CpuClaim>,
 }
 
 impl LadderSpec {
@@ -137,6 +145,7 @@ impl LadderSpec {
             nic_driver: None,
             compat_numa: false,
             fallback: false,
+            cpus: None,
         }
     }
 
@@ -166,7 +175,8 @@ fn has(qualified: &str) -> String {
     format!("\"{name}\" in device.attributes[\"{domain}\"]")
 }
 
-/// The GPU's rungs: (rung, selectors), best first.
+/// The GPU's rungs: (rung, selectors), best first. With CPUs every rung also asks for
+/// the CPU driver's NUMA attribute.
 fn gpu_rungs(spec: &LadderSpec) -> Vec<(Rung, Vec<String>)> {
     let mut out = vec![(Rung::Root, vec![has(attr::PCIE_ROOT)])];
     for r in spec.numa_rungs() {
@@ -175,6 +185,14 @@ fn gpu_rungs(spec: &LadderSpec) -> Vec<(Rung, Vec<String>)> {
     }
     if spec.fallback {
         out.push((Rung::Any, vec![]));
+    }
+    if let Some(c) = &spec.cpus {
+        let numa = has(&c.numa_attribute);
+        for (_, sel) in &mut out {
+            if !sel.contains(&numa) {
+                sel.push(numa.clone());
+            }
+        }
     }
     out
 }
@@ -187,10 +205,23 @@ pub fn ladder_claim(spec: &LadderSpec) -> Result<ResourceClaimSpec, DraError> {
             "--pairs and --nics-per-gpu must be at least 1".into(),
         ));
     }
-    let devices = u64::from(n) * (1 + u64::from(k));
+    if let Some(c) = &spec.cpus {
+        c.check()?;
+    }
+    let cpu_devices = match &spec.cpus {
+        Some(c) if c.mode == CpuMode::Individual => u64::from(c.count),
+        _ => 0,
+    };
+    let devices = u64::from(n) * (1 + u64::from(k)) + cpu_devices;
     if devices > MAX_DEVICES_PER_CLAIM as u64 {
+        let cpus = match cpu_devices {
+            0 => String::new(),
+            c => format!(
+                " ({c} of them CPUs of individual mode: --cpu-mode grouped takes one device per NUMA node)"
+            ),
+        };
         return Err(DraError::BadClaim(format!(
-            "{devices} devices in one claim; the allocator hands out at most {MAX_DEVICES_PER_CLAIM} per claim"
+            "{devices} devices in one claim{cpus}; the allocator hands out at most {MAX_DEVICES_PER_CLAIM} per claim"
         )));
     }
     let nic_sel: Vec<String> = (spec.nic_driver.as_deref())
@@ -263,7 +294,17 @@ pub fn ladder_claim(spec: &LadderSpec) -> Result<ResourceClaimSpec, DraError> {
             match_attribute: None,
         });
     }
-    let per_pair = 1 + 2 * numa.len();
+    if let Some(c) = &spec.cpus {
+        let gpus: Vec<String> = (0..n).map(|i| format!("gpu-{i}")).collect();
+        cpu_requests(c, n, &gpus, &mut requests, &mut constraints)?;
+    }
+    let per_pair = 1
+        + 2 * numa.len()
+        + usize::from(
+            spec.cpus
+                .as_ref()
+                .is_some_and(|c| c.shape == CpuShape::PerGpu),
+        );
     if requests.len() > MAX_REQUESTS_PER_CLAIM || constraints.len() > MAX_CONSTRAINTS_PER_CLAIM {
         let most = (MAX_CONSTRAINTS_PER_CLAIM - 1) / per_pair;
         return Err(DraError::BadClaim(format!(

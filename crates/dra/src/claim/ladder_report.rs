@@ -12,6 +12,7 @@ use topoalign_topology::{Bdf, PcieClass, Topology};
 
 use crate::DraError;
 use crate::alloc::{DeviceId, NodeDevices, first_fit};
+use crate::claim::cpus::CPU_DRIVER;
 use crate::claim::ladder::Rung;
 use crate::claim::mixed::driver_class;
 use crate::foreign::devices::{DeviceRole, ForeignDevice, pooled_devices_of};
@@ -31,6 +32,8 @@ pub struct LadderInput<'a> {
     /// DeviceClasses (the cluster's or the file's); a class the template names that is
     /// missing stands for every device of its driver.
     pub classes: &'a [DeviceClass],
+    /// The CPU driver's DeviceClass when the template asks for CPUs (`--cpus`).
+    pub cpu_class: Option<&'a str>,
     /// Devices held by allocated claims.
     pub in_use: &'a BTreeSet<DeviceId>,
     /// A topology of the node's machine (a profile, a saved sysfs …): used for a node
@@ -93,13 +96,25 @@ pub struct NodeLadder {
 }
 
 /// `driver`'s class named `name` when missing from `classes`: every device of the
-/// driver.
-fn with_stand_ins(classes: &[DeviceClass], wanted: [(&str, &str); 2]) -> Vec<DeviceClass> {
+/// driver (the CPU class: every device of dra-driver-cpu).
+fn with_stand_ins(
+    classes: &[DeviceClass],
+    wanted: [(&str, &str); 2],
+    cpu_class: Option<&str>,
+) -> Vec<DeviceClass> {
     let mut out = classes.to_vec();
+    let missing = |out: &[DeviceClass], name: &str| {
+        !out.iter().any(|c| c.metadata.name.as_deref() == Some(name))
+    };
     for (driver, name) in wanted {
-        if !out.iter().any(|c| c.metadata.name.as_deref() == Some(name)) {
+        if missing(&out, name) {
             out.push(driver_class(name, driver));
         }
+    }
+    if let Some(name) = cpu_class
+        && missing(&out, name)
+    {
+        out.push(crate::claim::cpu_device_class(name));
     }
     out
 }
@@ -235,7 +250,15 @@ pub fn ladder_report(input: &LadderInput<'_>, node: &str) -> Result<NodeLadder, 
 
     let mut free = NodeDevices::gather(input.slices, node)?;
     free.mark_in_use(input.in_use);
-    let classes = with_stand_ins(input.classes, [input.gpu, input.nic]);
+    let classes = with_stand_ins(input.classes, [input.gpu, input.nic], input.cpu_class);
+    if input.cpu_class.is_some()
+        && !(input.slices.iter())
+            .any(|s| s.spec.node_name.as_deref() == Some(node) && s.spec.driver == CPU_DRIVER)
+    {
+        notes.push(format!(
+            "no CPUs of {CPU_DRIVER} published on this node: the CPU requests cannot be met (is dra-driver-cpu running here?)"
+        ));
+    }
     let out = first_fit(input.claim, &classes, &free, input.budget)?;
     let class_of = |g: Option<Bdf>, n: Option<Bdf>| -> (Option<PcieClass>, Option<bool>) {
         let (Some(t), Some(g), Some(n)) = (topo.as_ref(), g, n) else {

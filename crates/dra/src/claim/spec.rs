@@ -310,7 +310,7 @@ pub fn claim_spec(spec: &ClaimSpec) -> Result<ResourceClaimSpec, DraError> {
 
 /// The CPU requests of `cpus` for the claim's GPUs (`gpu_requests`: one per GPU, or one
 /// `pairs` request for all), each matched on the NUMA attribute with its GPUs.
-fn cpu_requests(
+pub(crate) fn cpu_requests(
     cpus: &CpuClaim,
     gpus: u32,
     gpu_requests: &[String],

@@ -130,6 +130,15 @@ pub fn claim_refs(pod: &Pod) -> Result<Vec<ClaimRef>, PodError> {
             }
         }
     }
+    // The claim the scheduler made for the pod's extended resources (a DeviceClass with
+    // `extendedResourceName`, DRAExtendedResource): `status.extendedResourceClaimStatus`.
+    let extended = pod.status.as_ref();
+    if let Some(x) = extended.and_then(|s| s.extended_resource_claim_status.as_ref()) {
+        out.push(ClaimRef {
+            entry: "(extended resources)".to_string(),
+            claim: x.resource_claim_name.clone(),
+        });
+    }
     Ok(out)
 }
 

@@ -248,3 +248,74 @@ fn the_slice_topology_of_each_fixture() {
     assert_eq!((t.topology.gpus.len(), t.topology.nics.len()), (8, 16));
     assert_eq!(t.left_out[0].0, "0000-f1-00-2");
 }
+
+/// The ladder with CPUs of dra-driver-cpu (grouped mode, main's standard key) on the
+/// node of NVIDIA's and dranet's slices: every GPU's CPUs on its NUMA node, and a CPU
+/// request the node cannot meet makes the claim no fit.
+#[test]
+fn the_ladder_with_cpus_puts_each_gpus_cpus_on_its_numa_node() {
+    let h = fixture("nvidia-v05-dranet-h100.yaml");
+    let c = fixture("dra-cpu.yaml");
+    let slices: Vec<ResourceSlice> = h.slices.iter().chain(&c.slices).cloned().collect();
+    let mut classes = h.classes.clone();
+    classes.push(topoalign_dra::claim::cpu_device_class("dra.cpu"));
+    let numa: std::collections::BTreeMap<String, u32> = node_devices(&slices, "h100-a")
+        .into_iter()
+        .filter_map(|(_, d)| Some((d.device.name.clone(), d.numa()?)))
+        .collect();
+    for shape in [
+        topoalign_dra::claim::CpuShape::PerGpu,
+        topoalign_dra::claim::CpuShape::OneNode,
+    ] {
+        let mut spec = LadderSpec::new(2, "gpu.nvidia.com", "dranet.net");
+        spec.nic_driver = Some("dra.net".into());
+        let mut cpus = topoalign_dra::claim::CpuClaim::new(24);
+        cpus.shape = shape;
+        spec.cpus = Some(cpus);
+        let claim = ladder_claim(&spec).unwrap();
+        let a = allocate(&claim, &classes, &slices, "h100-a", &[]).unwrap();
+        let of = |prefix: &str| -> Vec<(String, u32)> {
+            (a.iter())
+                .filter(|r| r.request.starts_with(prefix))
+                .map(|r| (r.request.clone(), numa[&r.device]))
+                .collect()
+        };
+        let (gpus, cpus) = (of("gpu-"), of("cpus"));
+        assert_eq!(
+            (gpus.len(), cpus.len()),
+            (
+                2,
+                if shape == topoalign_dra::claim::CpuShape::PerGpu {
+                    2
+                } else {
+                    1
+                }
+            ),
+            "{a:?}"
+        );
+        for (i, (_, g)) in gpus.iter().enumerate() {
+            let c = cpus.get(i).or(cpus.first()).unwrap();
+            assert_eq!(c.1, *g, "{shape:?}: {a:?}");
+        }
+        // More CPUs than a NUMA node has (96 each): no fit on either shape.
+        let mut spec = spec.clone();
+        if let Some(c) = spec.cpus.as_mut() {
+            c.count = 2 * 97;
+        }
+        let claim = ladder_claim(&spec).unwrap();
+        assert!(
+            allocate(&claim, &classes, &slices, "h100-a", &[]).is_none(),
+            "{shape:?}"
+        );
+    }
+    // Individual mode past the claim's 32 devices is refused with the reason.
+    let mut spec = LadderSpec::new(2, "gpu.nvidia.com", "dranet.net");
+    let mut cpus = topoalign_dra::claim::CpuClaim::new(64);
+    cpus.mode = topoalign_dra::claim::CpuMode::Individual;
+    spec.cpus = Some(cpus);
+    let e = ladder_claim(&spec).unwrap_err().to_string();
+    assert!(
+        e.contains("individual mode") && e.contains("--cpu-mode grouped"),
+        "{e}"
+    );
+}

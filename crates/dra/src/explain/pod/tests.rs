@@ -431,3 +431,32 @@ fn a_claim_whose_own_selector_asks_for_a_worse_pair_is_first_fit_and_says_so() {
         e.reasons
     );
 }
+
+#[test]
+fn a_pod_asking_an_extended_resource_is_explained_by_the_claim_the_scheduler_made() {
+    let slices = own_slices();
+    let pairs = pairs_of_one_gpu(&slices);
+    let p: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "ext", "namespace": "ml"},
+        "spec": {"nodeName": NODE, "containers": [{"name": "c", "image": "x",
+            "resources": {"limits": {"topoalign.dev/gpu-nic-pair": "1"}}}]},
+        "status": {"extendedResourceClaimStatus": {
+            "resourceClaimName": "ext-extended-resources-x7k2p",
+            "requestMappings": [{"containerName": "c", "resourceName": "topoalign.dev/gpu-nic-pair",
+                                 "requestName": "container-0-request-0"}]}}}))
+    .unwrap();
+    let refs = claim_refs(&p).unwrap();
+    assert_eq!(refs.len(), 1);
+    assert_eq!(refs[0].claim, "ext-extended-resources-x7k2p");
+    let c = claim(
+        "ml",
+        "ext-extended-resources-x7k2p",
+        json!({"devices": {"requests": [{"name": "container-0-request-0",
+            "exactly": {"deviceClassName": "gpu-nic-pair.topoalign.dev", "count": 1}}]}}),
+        &[("container-0-request-0", DRIVER_NAME, &pairs[0].0)],
+    );
+    let e = run(&p, &[c], &slices, &[], &device_classes()).unwrap();
+    assert_eq!(e.source, "claims");
+    assert_eq!(e.claims[0].devices[0].kind, Kind::Pair);
+    assert_eq!(e.pairs.pairs.len(), 1);
+}

@@ -138,7 +138,13 @@ impl DraState {
             kind: (ns.kind, self.classes_rev),
             node: node.to_string(),
             slices: ns.slices.clone(),
-            classes: if claims.foreign {
+            // Other drivers' claims, and CPUs of dra-driver-cpu beside the pairs, are
+            // judged with every class; topoalign's alone with its own.
+            classes: if claims.foreign
+                || (claims.specs.iter())
+                    .flat_map(super::class_names)
+                    .any(|n| !self.is_ours(n))
+            {
                 self.all_classes.clone()
             } else {
                 self.ours.clone()

@@ -441,3 +441,149 @@ fn keys_of_many_nodes_are_each_nodes_keys() {
     assert!(many[0].is_ok() && many[1].is_err() && many[5].is_err());
     assert_ne!(many[0], many[2], "n1 and n3 hold different devices");
 }
+
+/// A pod asking `resource: count` in its limits and naming no claim.
+fn extended_pod(resource: &str, count: &str) -> Value {
+    json!({"metadata": {"namespace": "ns", "name": "p", "uid": "u1"},
+           "spec": {"containers": [{"name": "c", "resources": {"limits": {resource: count}}},
+                                   {"name": "d", "resources": {"limits": {"cpu": "2"}}}]}})
+}
+
+#[test]
+fn extended_resources_are_judged_as_the_claim_the_scheduler_makes() {
+    let st = state_with(&[("n1", "mi300x-8")]);
+    let r = resolved(&st, &extended_pod("topoalign.dev/gpu-nic-pair", "4"));
+    assert_eq!(r.specs.len(), 1);
+    let req = &r.specs[0]
+        .devices
+        .as_ref()
+        .unwrap()
+        .requests
+        .as_ref()
+        .unwrap()[0];
+    let exact = req.exactly.as_ref().unwrap();
+    assert_eq!(
+        (exact.device_class_name.as_str(), exact.count),
+        ("gpu-nic-pair.topoalign.dev", Some(4))
+    );
+    assert!(!r.foreign);
+    let slices = &st.nodes["n1"].slices;
+    let got: Vec<String> =
+        match crate::dra::judge::judge(&r.specs, &st.ours, slices, "n1", &BTreeSet::new()).unwrap()
+        {
+            DraVerdict::Fit { devices, .. } => devices.into_iter().map(|d| d.device).collect(),
+            other => panic!("{other:?}"),
+        };
+    let same: Vec<String> = first_pairs(&st, "n1", 4);
+    assert_eq!(got, same, "the same pairs as the equivalent claim");
+    // The implicit name of a class backs it too; a device plugin's resource does not.
+    let r = resolved(
+        &st,
+        &extended_pod("deviceclass.resource.kubernetes.io/gpu.topoalign.dev", "2"),
+    );
+    assert_eq!(r.specs.len(), 1);
+    assert!(matches!(
+        st.resolve(&extended_pod("amd.com/gpu", "4")),
+        PodClaims::NotOurs
+    ));
+    assert!(matches!(
+        st.resolve(&extended_pod("topoalign.dev/gpu-nic-pair", "0")),
+        PodClaims::NotOurs
+    ));
+}
+
+#[test]
+fn cpus_of_dra_driver_cpu_beside_the_pairs_are_judged_with_them() {
+    use topoalign_dra::claim::{CpuClaim, CpuMode, CpuRelease, cpu_device_class, cpu_slices};
+    let mut st = state_with(&[("n1", "dgx-h100")]);
+    st.apply_class(&cpu_device_class("dra.cpu"));
+    let topo = topoalign_profiles::get("dgx-h100").unwrap();
+    for s in cpu_slices(&topo, "n1", CpuMode::Grouped, CpuRelease::Main).unwrap() {
+        st.apply_slice(&s);
+    }
+    let mut spec = ClaimSpec::pairs(2);
+    spec.cpus = Some(CpuClaim::new(16));
+    let claim_obj = claim;
+    let claim = claim_spec(&spec).unwrap();
+    st.apply_claim(&claim_obj("ns", "c", "u1", claim.clone(), "n1", &[]));
+    let r = resolved(
+        &st,
+        &pod(json!([{"name": "c", "resourceClaimName": "c"}]), json!([])),
+    );
+    assert!(!r.foreign, "judged as topoalign's claim");
+    let slices = &st.nodes["n1"].slices;
+    match crate::dra::judge::judge(&r.specs, &st.all_classes, slices, "n1", &BTreeSet::new())
+        .unwrap()
+    {
+        DraVerdict::Fit { devices, .. } => {
+            let cpus = devices.iter().filter(|d| d.driver == "dra.cpu").count();
+            assert!(cpus >= 1, "{devices:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // A class of another driver beside topoalign's is still not judged.
+    let nvidia: k8s_openapi::api::resource::v1::DeviceClass = serde_json::from_value(json!({
+        "metadata": {"name": "gpu.nvidia.com"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.nvidia.com\""}}]}
+    }))
+    .unwrap();
+    st.apply_class(&nvidia);
+    let mut other = claim;
+    if let Some(r) = other.devices.as_mut().and_then(|d| d.requests.as_mut()) {
+        r.last_mut()
+            .unwrap()
+            .exactly
+            .as_mut()
+            .unwrap()
+            .device_class_name = "gpu.nvidia.com".into();
+    }
+    st.apply_claim(&claim_obj("ns", "m", "u1", other, "n1", &[]));
+    assert!(matches!(
+        st.resolve(&pod(
+            json!([{"name": "m", "resourceClaimName": "m"}]),
+            json!([])
+        )),
+        PodClaims::Unjudged("dra_mixed", _)
+    ));
+}
+
+/// The scheduler's path (resolve, then visit through the verdict cache) judges a claim
+/// with CPUs and a pod with extended resources: a fit, not a neutral pass.
+#[test]
+fn cpu_claims_and_extended_pods_are_judged_on_the_calls_path() {
+    use topoalign_dra::claim::{CpuClaim, CpuMode, CpuRelease, cpu_device_class, cpu_slices};
+    let shared = DraShared::new();
+    {
+        let mut st = shared.write();
+        *st = state_with(&[("n1", "dgx-h100")]);
+        st.apply_class(&cpu_device_class("dra.cpu"));
+        let topo = topoalign_profiles::get("dgx-h100").unwrap();
+        for s in cpu_slices(&topo, "n1", CpuMode::Grouped, CpuRelease::Main).unwrap() {
+            st.apply_slice(&s);
+        }
+        let mut spec = ClaimSpec::pairs(2);
+        spec.cpus = Some(CpuClaim::new(16));
+        st.apply_claim(&claim(
+            "ns",
+            "c",
+            "u1",
+            claim_spec(&spec).unwrap(),
+            "n1",
+            &[],
+        ));
+    }
+    for p in [
+        pod(json!([{"name": "c", "resourceClaimName": "c"}]), json!([])),
+        extended_pod("topoalign.dev/gpu-nic-pair", "2"),
+    ] {
+        let PodClaims::Judge(r) = shared.resolve(&p) else {
+            panic!("{p}")
+        };
+        let mut out = Vec::new();
+        shared.visit(&r, &["n1"], None, |_, _, v| out.push(v.clone()));
+        assert!(
+            matches!(&out[0], DraNode::Fit(f) if f.ranks.len() == 2),
+            "{out:?}"
+        );
+    }
+}
