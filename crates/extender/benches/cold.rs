@@ -23,7 +23,10 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimSpec};
 use serde_json::{Value, json};
 use topoalign_dra::{
-    ClaimSpec, DRIVER_NAME, DeviceId, PublishOptions, claim_spec, device_classes, resource_slices,
+    DRIVER_NAME,
+    alloc::DeviceId,
+    claim::{ClaimSpec, claim_spec},
+    publish::{PublishOptions, device_classes, resource_slices},
 };
 use topoalign_extender::Decider;
 use topoalign_extender::Interner;

@@ -22,7 +22,10 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::resource::v1::{
     DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceSlice,
 };
-use topoalign_dra::{DRIVER_NAME, DeviceId, DraError, NodeDevices, first_fit};
+use topoalign_dra::{
+    DRIVER_NAME, DraError,
+    alloc::{DEFAULT_BUDGET, DeviceId, NodeDevices, first_fit},
+};
 
 use crate::dra::pairs::{DeviceKey, NodePairs};
 use crate::protocol::MAX_EXTENDER_PRIORITY;
@@ -34,10 +37,6 @@ use crate::score::{FRAGMENTATION_WEIGHT, to_priority};
 /// of 10 such nodes 5). Chosen with the `placement-dra` end-to-end scenario's stream
 /// (weights 30 … 120 tried; `topoalign extender --dra-capacity-weight`).
 pub const CAPACITY_WEIGHT: f64 = 50.0;
-
-/// Devices the allocator may try per claim before giving up (then the node passes with
-/// a neutral score: the stock allocator decides).
-pub(crate) const SEARCH_BUDGET: u64 = 200_000;
 
 /// Devices held by allocated claims (`status.allocation.devices.results`).
 pub(crate) fn allocated_ids<'a>(
@@ -151,7 +150,7 @@ pub fn judge(
     node: &str,
     allocated: &BTreeSet<DeviceId>,
 ) -> Result<DraVerdict, DraError> {
-    judge_with_budget(claims, classes, slices, node, allocated, SEARCH_BUDGET)
+    judge_with_budget(claims, classes, slices, node, allocated, DEFAULT_BUDGET)
 }
 
 /// [`judge`] with the allocator's search bounded by `budget` devices tried per claim.

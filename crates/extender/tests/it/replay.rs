@@ -1,7 +1,7 @@
 //! The `placement-dra` end-to-end scenario replayed offline, both variants: the same
 //! cluster shapes, seeded pre-occupancy held by allocated devices, and a stream of pods in
 //! batches that leave a few batches later. Every pod is allocated by the stock allocator
-//! model (`topoalign_dra::first_fit`) on the node chosen either the stock way (any node
+//! model (`topoalign_dra::alloc::first_fit`) on the node chosen either the stock way (any node
 //! where its claim can be allocated: the stock scores tie for pods without resource
 //! requests) or the way a kube-scheduler wired to the extender chooses (the highest of
 //! the extender's priorities, from the same judgements and [`priorities`] the server
@@ -21,14 +21,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimSpec, ResourceSlice};
 use serde_json::{Value, json};
 use topoalign_dra::{
-    ClaimSpec, DeviceId, PublishOptions, claim_spec, device_classes, resource_slices,
+    alloc::{DEFAULT_BUDGET, DeviceId},
+    claim::{ClaimSpec, claim_spec},
+    publish::{PublishOptions, device_classes, resource_slices},
 };
 use topoalign_extender::judge_foreign;
 use topoalign_extender::{CAPACITY_WEIGHT, DraVerdict, allocate, judge_with_budget};
 use topoalign_extender::{DraNode, priorities};
 use topoalign_rng::Rng;
 
-const BUDGET: u64 = 200_000;
 const BATCH: usize = 20;
 
 /// What the replay needs of one device: its role, and the NUMA node (mixed) or the rank
@@ -280,7 +281,14 @@ fn pass(c: &Cluster, seed: u64, pods: usize, lifetime: usize, policy: Policy) ->
             let mut feasible: Vec<(usize, BTreeSet<DeviceId>)> = (0..c.nodes.len())
                 .filter_map(|i| {
                     let n = &c.nodes[i];
-                    match allocate(&spec, &c.classes, &n.slices, &n.name, &taken, BUDGET) {
+                    match allocate(
+                        &spec,
+                        &c.classes,
+                        &n.slices,
+                        &n.name,
+                        &taken,
+                        DEFAULT_BUDGET,
+                    ) {
                         Ok(Ok(devs)) => Some((i, devs)),
                         _ => None,
                     }
@@ -302,8 +310,14 @@ fn pass(c: &Cluster, seed: u64, pods: usize, lifetime: usize, policy: Policy) ->
                         .iter()
                         .map(|(i, _)| {
                             let n = &c.nodes[*i];
-                            match judge_node(&spec, &c.classes, &n.slices, &n.name, &taken, BUDGET)
-                            {
+                            match judge_node(
+                                &spec,
+                                &c.classes,
+                                &n.slices,
+                                &n.name,
+                                &taken,
+                                DEFAULT_BUDGET,
+                            ) {
                                 Ok(DraVerdict::Fit { fit, .. }) => DraNode::Fit(fit),
                                 other => panic!("{}: {other:?}", n.name),
                             }
