@@ -142,7 +142,7 @@ impl ForeignDevice {
     }
 
     /// The PCI address: the standard `pciBusID`, else the driver's own
-    /// ([`OWN_PCI_ADDRESS`]). A MIG instance, a partition and a passthrough twin have
+    /// (`OWN_PCI_ADDRESS`). A MIG instance, a partition and a passthrough twin have
     /// their GPU's.
     pub fn bdf(&self) -> Option<Bdf> {
         std::iter::once(attr::PCI_BUS_ID.to_string())
@@ -156,7 +156,7 @@ impl ForeignDevice {
     }
 
     /// The NUMA node and the key it was read from: the standard attribute, the
-    /// driver's own ([`OWN_NUMA`]), the compat [`NUMA_NODE_COMPAT`]; the first key present
+    /// driver's own (`OWN_NUMA`), the compat [`NUMA_NODE_COMPAT`]; the first key present
     /// decides, and a negative value there (the kernel's `-1`) is no NUMA node.
     pub fn numa_with_key(&self) -> Option<(u32, String)> {
         let keys = std::iter::once(attr::NUMA_NODE_STD.to_string())
@@ -180,7 +180,7 @@ impl ForeignDevice {
     }
 
     /// Whether the device is a GPU or a NIC, from its driver's own attributes
-    /// ([`NIC_MARKS`] first, then a GPU `type` or [`GPU_MARKS`]); `None` for anything
+    /// (`NIC_MARKS` first, then a GPU `type` or `GPU_MARKS`); `None` for anything
     /// else (a CPU, a channel, an IMEX daemon …).
     pub fn role(&self) -> Option<DeviceRole> {
         if NIC_MARKS.iter().any(|n| self.own(n).is_some()) {
@@ -241,7 +241,7 @@ pub(crate) fn devices_of(slices: &[ResourceSlice], node: &str, driver: &str) -> 
         .collect()
 }
 
-/// [`pooled_devices_of`] for every driver that publishes slices for `node`, drivers in
+/// The devices of every driver that publishes slices for `node`, drivers in
 /// name order.
 pub fn node_devices(slices: &[ResourceSlice], node: &str) -> Vec<(String, ForeignDevice)> {
     let drivers: BTreeSet<&str> = slices
