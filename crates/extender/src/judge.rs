@@ -16,9 +16,9 @@ use serde_json::Value;
 use crate::dra::shared::DraShared;
 use crate::dra::verdict::{DraNode, PodClaims, priorities};
 use crate::metrics::{Metrics, label};
-use crate::plugin::decide::{Judged, Seen, Verdict};
-use crate::plugin::decider::{CacheStats, Decider, Fresh};
+use crate::plugin::judge::{Judged, Seen, Verdict};
 use crate::plugin::podreq::{PodError, PodRequest, pod_request};
+use crate::plugin::shared::{CacheStats, Decider, Fresh};
 use crate::plugin::state::ClusterState;
 use crate::turns::Turns;
 

@@ -1,6 +1,6 @@
 //! The pure judgement of the device-plugin wing: one pod on one node of the
 //! [`ClusterState`], with no cache and no lock (the verdict cache memoises it:
-//! [`crate::plugin::cache`], and [`crate::plugin::decider`] puts both together for calls).
+//! [`crate::plugin::cache`], and [`crate::plugin::shared`] puts both together for calls).
 //!
 //! Per node: the kubelet's admission simulated on the node's free devices (its Topology
 //! Manager policy and scope, its device and CPU managers, via `topoalign-tm`), then the

@@ -1,5 +1,5 @@
 //! The device-plugin wing's decisions for calls: the pure judgement
-//! ([`crate::plugin::decide`]) memoised by the verdict cache ([`crate::plugin::cache`]),
+//! ([`crate::plugin::judge`]) memoised by the verdict cache ([`crate::plugin::cache`]),
 //! over candidate nodes of a [`ClusterState`]; nodes without usable data are never
 //! filtered and get the neutral score.
 
@@ -10,10 +10,10 @@ use std::time::{Instant, SystemTime};
 use topoalign_tm::ResourceMap;
 
 use crate::plugin::cache::VerdictCache;
-use crate::plugin::decide::{
+use crate::plugin::effective::Effective;
+use crate::plugin::judge::{
     Decision, Judge, Judged, MigSeen, NeutralReason, Reuse, Seen, mig_verdicts,
 };
-use crate::plugin::effective::Effective;
 use crate::plugin::keys::KeyMap;
 use crate::plugin::podreq::PodRequest;
 use crate::plugin::state::{ClusterState, NodeView};

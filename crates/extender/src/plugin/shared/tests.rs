@@ -13,7 +13,7 @@ use topoalign_tm::ResourceMap;
 use topoalign_topology::CpuSet;
 
 use super::Decider;
-use crate::plugin::decide::{Decision, NeutralReason, Reuse, Verdict};
+use crate::plugin::judge::{Decision, NeutralReason, Reuse, Verdict};
 use crate::plugin::node::NodeEntry;
 use crate::plugin::nodeinfo::Interner;
 use crate::plugin::podreq::{PodRequest, pod_request};
