@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use topoalign_dra::NodeMig;
+use topoalign_dra::publish::NodeMig;
 use topoalign_node_facts::MigSource;
 use topoalign_render::{MigGpuView, MigInstanceView, MigOverlay};
 use topoalign_topology::Topology;

@@ -28,6 +28,18 @@ pub enum DiscoverError {
         /// What was found and what was expected.
         message: String,
     },
+    /// The input needs more synthetic PCI addresses than there are (it names no PCI
+    /// addresses of its own, and is too large to stand for with made-up ones).
+    #[error("{path}:{line}: {source}")]
+    TooLarge {
+        /// The file (or `<input>`).
+        path: PathBuf,
+        /// 1-based line number (0 when not tied to a line).
+        line: usize,
+        /// What ran out.
+        #[source]
+        source: SynthError,
+    },
     /// `--sysfs-root` names a directory that is not a sysfs tree.
     #[error(
         "{root} is not a sysfs tree: it has no sys/bus/pci/devices (expected `/` on a host, or a directory written by `topoalign profile write`)"
@@ -111,7 +123,7 @@ pub(crate) enum CpuMaskError {
 
 /// Why a synthetic PCI tree (built for inputs that carry no PCI addresses) cannot grow.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub(crate) enum SynthError {
+pub enum SynthError {
     /// Past 256 host bridges.
     #[error("more than 256 host bridges needed; the input is too large")]
     HostBridges,

@@ -33,7 +33,7 @@ mod sysfs_write;
 #[cfg(feature = "clap")]
 pub use args::TopologyArgs;
 pub use discovery::Discovery;
-pub use error::{DiscoverError, ToolError};
+pub use error::{DiscoverError, SynthError, ToolError};
 pub use host::load_on_host;
 pub use nvidia_smi_tool::{
     ToolOutput, merge_memory, merge_nvlinks, program_from_env, run_checked, run_tool,

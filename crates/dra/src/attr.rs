@@ -4,7 +4,7 @@
 //! qualified. The driver's own are written without a domain in a ResourceSlice (the API
 //! puts them in the driver's domain, [`crate::DRIVER_NAME`]); in CEL they read as
 //! `device.attributes["topoalign.dev"]["rank"]`, and in a `matchAttribute` constraint they
-//! must be qualified: use [`qualified`].
+//! must be qualified: use [`crate::attr::qualified`].
 
 /// The standard names, and the cross-driver NUMA key, whose one home is the shared
 /// vocabulary (the lint and the fleet simulation's stand-in drivers speak them too).

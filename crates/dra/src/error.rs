@@ -44,7 +44,7 @@ pub enum DraError {
     /// published), so any pairing would be a guess.
     #[error(
         "node {node}: cannot tell which NICs are near which GPUs from the slices alone: {why}; give the node's topology with {}",
-        crate::slice_topology::TOPOLOGY_FLAGS
+        crate::foreign::topology::TOPOLOGY_FLAGS
     )]
     Blind {
         /// The node.
@@ -54,7 +54,7 @@ pub enum DraError {
     },
     /// A MIG state that does not fit the node's topology.
     #[error(transparent)]
-    Mig(#[from] crate::mig::MigJoinError),
+    Mig(#[from] crate::publish::MigJoinError),
     /// The planner could not answer (used by the mixed-driver claim writer).
     #[error("planner: {0}")]
     Plan(String),

@@ -2,25 +2,21 @@
 //! as `resource.k8s.io/v1` objects. No I/O here; the publisher (`topoalign driver`), the
 //! kubelet plugin and the scheduler extender build on it.
 //!
-//! - [`Inventory`]: every device the node publishes (plain GPUs, plain NICs, GPU+NIC
-//!   pairs), named stably from PCI addresses, with the counters each consumes and, for
-//!   NICs, their functions (PF + VFs) and device nodes. [`Inventory::device`] maps an
-//!   allocated device name back to hardware.
-//! - [`resource_slices`]: the node's pool: counter sets (one counter per GPU, one per
-//!   physical NIC whose value is its number of functions) in slices of their own, then
-//!   pairs (best first), GPUs and NICs, split within the API limits (`limits`).
-//! - [`device_classes`]: `gpu.topoalign.dev`, `nic.topoalign.dev`,
-//!   `gpu-nic-pair.topoalign.dev`; [`mig_device_classes`]: `mig.topoalign.dev`,
-//!   `mig-nic-pair.topoalign.dev`.
-//! - `mig`: static MIG: a node's MIG instances ([`NodeMig`]) published as MIG devices
-//!   and MIG×NIC pairs with per-GPU memory-slice counters; [`mig_claim_spec`] claims them.
-//!   `mig_dynamic`: dynamic MIG, every placement published ([`NodeMig::dynamic`]), the
-//!   instance created by the kubelet plugin at prepare. `mig_geometry`: a geometry
-//!   written down (a built-in profile's) published as its instances
-//!   ([`NodeMig::from_geometry`]).
-//! - [`claim_template`] / [`resource_claim`]: "N GPUs, each with its own NIC".
-//! - [`prepare_allocation`] and [`compose_cdi`]: what the kubelet plugin checks and writes;
-//!   [`vendor_gpu_ids`]: each allocated GPU's device in the vendor's CDI spec.
+//! Six areas, each a namespace (`topoalign_dra::publish::resource_slices`), one way:
+//! `publish` and `alloc` use no other area, `foreign` uses `alloc`, `prepare` uses
+//! `publish` and `alloc`, `claim` uses those and `foreign`, `explain` uses them all.
+//!
+//! - [`publish`]: the node's [`Inventory`](publish::Inventory) (plain GPUs, plain NICs,
+//!   GPU+NIC pairs, MIG instances and MIG×NIC pairs) as ResourceSlices with shared
+//!   counters, split within the API's [`limits`], and the DeviceClasses that select it.
+//! - [`claim`]: the claims and templates a pod asks with ("N GPUs, each with its own
+//!   NIC", CPUs, MIG, mixed drivers, ladders).
+//! - [`alloc`]: the one model of the stock allocator ([`first_fit`](alloc::first_fit)),
+//!   the CEL subset its selectors use and [the default search budget](alloc::DEFAULT_BUDGET).
+//! - [`prepare`]: what the kubelet plugin checks at prepare and the CDI spec it writes.
+//! - [`explain`]: the allocator's pick beside the planner's optimum, for a claim, a pod,
+//!   a cluster.
+//! - [`foreign`]: other DRA drivers' devices read from their slices.
 //!
 //! # Driver name
 //! [`DRIVER_NAME`] is `topoalign.dev`, the project's domain: the driver's attributes live
@@ -37,8 +33,8 @@
 //!
 //! Where NICs have VFs, a NIC counter above one no longer stops several GPUs from
 //! taking the same NIC, so nothing prunes the allocator's search: by default
-//! ([`PairsPerGpu::Auto`]) each GPU then gets its best pair plus one alternative, the
-//! alternatives forming a ring over the NICs of its NUMA node. On mi300x-8 with 4 VFs
+//! ([`PairsPerGpu::Auto`](publish::PairsPerGpu::Auto)) each GPU then gets its best pair
+//! plus one alternative, the alternatives forming a ring over the NICs of its NUMA node. On mi300x-8 with 4 VFs
 //! per PF that is 16 pairs instead of 32, and the upstream allocator refuses 9 pairs in
 //! about 90 ms instead of 7.3 s.
 //!
@@ -50,7 +46,7 @@
 //!
 //! ```
 //! use topoalign_discover::{Source, load};
-//! use topoalign_dra::{PublishOptions, attr, pair_device, resource_slices};
+//! use topoalign_dra::{attr, publish::{PublishOptions, pair_device, resource_slices}};
 //! use topoalign_plan::{NicCount, Planner, Request, Usage};
 //! use topoalign_topology::PcieClass;
 //!
@@ -83,111 +79,28 @@
 //! # }
 //! ```
 
-mod allocator;
+/// The stock allocator's model: first fit, CEL selectors, capacities, the search budget.
+pub mod alloc;
 /// Public as a namespace: the attribute names topoalign publishes (`attr::GPU`,
 /// `attr::RAIL`, ...), a namespace of constants read as such by the driver, gang and the
 /// extender.
 pub mod attr;
-mod capacity;
-mod cdi;
-mod cdi_netdev;
-mod cdi_vendor;
-mod cel;
-#[cfg(feature = "clap")]
-mod claim_args;
-mod claim_text;
-mod claims;
-mod classes;
-mod cpus;
-mod entries;
+/// Claims and templates: pairs, CPUs, MIG, mixed drivers, ladders, their clap flags.
+pub mod claim;
 mod error;
-mod explain;
-mod explain_all;
-mod explain_cpus;
-mod explain_node;
-mod explain_pod;
-mod inventory;
-mod ladder;
-mod ladder_report;
-mod limits;
-mod mig;
-mod mig_claims;
-mod mig_dynamic;
-mod mig_geometry;
-mod mixed;
-mod names;
-mod prepare;
-mod rails;
-mod slice_file;
-mod slice_topology;
-mod slices;
-mod vendor;
+/// Explanations: the allocator's pick beside the planner's optimum.
+pub mod explain;
+/// Other DRA drivers' devices, the topology their slices imply, saved slice files.
+pub mod foreign;
+/// Public as a namespace: the `resource.k8s.io/v1` API's limits (`limits::MAX_DEVICES_PER_SLICE`).
+pub mod limits;
+/// The kubelet plugin's side: allocation checks at prepare and CDI specs.
+pub mod prepare;
+/// The node's inventory as ResourceSlices and DeviceClasses, MIG publication, rails.
+pub mod publish;
 
-pub use allocator::{DeviceId, Found, NodeDevices, Outcome, PreparedClaim, SharedHeld, first_fit};
-pub use capacity::milli_text;
-pub use cdi::{
-    CdiDevice, CdiPlan, CdiSpec, ComposedCdi, ContainerEdits, DeviceNode, NetDevice, cdi_device_id,
-    compose_cdi,
-};
-pub use cdi::{ENV_GPU_NIC_MAP, ENV_NCCL_IB_HCA, ENV_NVIDIA_VISIBLE_DEVICES, cdi_file_name};
-pub use cdi_netdev::{LINK_LAYER_ETHERNET, add_roce_net_devices};
-pub use cdi_vendor::{AMD_KIND, NVIDIA_GENERATE, NVIDIA_KIND, VendorDevice, node_number};
-pub use cdi_vendor::{
-    VendorCdiError, VendorSpec, parse_vendor_spec, vendor_gpu_ids, vendor_mig_ids,
-};
-pub use cel::Selector;
-#[cfg(feature = "clap")]
-pub use claim_args::ClaimArgs;
-pub use claim_text::{claim_object, claim_table};
-pub use claims::{ClaimShape, ClaimSpec, claim_spec, claim_template, resource_claim};
-pub use classes::{
-    CLASS_GPU, CLASS_MIG, CLASS_MIG_PAIR, CLASS_NIC, CLASS_PAIR, ExtendedResources,
-    class_for_resource, device_classes, device_classes_with, mig_device_classes,
-    mig_device_classes_with, mig_profile_class, mig_profile_class_name,
-};
-pub use cpus::{
-    CPU_CAPACITY, CPU_CLASS, CPU_DRIVER, CpuClaim, CpuMode, CpuRelease, CpuShape, cpu_device_class,
-    cpu_slices, pairs_fit_one_numa_node,
-};
-pub use entries::{GpuEntry, NicFunction, PairEntry, PhysicalNic};
 pub use error::{AllocationError, DraError};
-pub use explain::{Explanation, explain};
-pub use explain::{mark_usage, resolve_with};
-pub use explain_all::{
-    AlignmentSummary, ClusterAlignment, ClusterInput, PodAlignment, alignment_of_claims,
-    explain_all,
-};
-pub use explain_cpus::CpuShare;
-pub use explain_node::{SimulatedNode, explain_mixed, own_request};
-pub use explain_pod::{
-    ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,
-};
-pub use inventory::{CounterUse, DeviceKind, DeviceRef, Inventory, PairsPerGpu, PublishOptions};
-pub use ladder::{LadderSpec, Rung, ladder_claim};
-pub use ladder_report::{
-    LadderInput, LadderPair, NodeLadder, held_devices, ladder_nodes, ladder_report,
-};
-pub use limits::{
-    MAX_ATTRIBUTES_AND_CAPACITIES, MAX_CONSUMES_COUNTERS_PER_DEVICE, MAX_COUNTER_SETS_PER_SLICE,
-    MAX_COUNTERS_PER_SET, MAX_DEVICES_PER_CLAIM, MAX_DEVICES_PER_SLICE,
-    MAX_DEVICES_PER_SLICE_WITH_COUNTERS, MAX_STRING_ATTRIBUTE,
-};
-pub use mig::{MigEntry, MigGpuLayout, MigInstance, MigJoinError, MigPairEntry, NodeMig};
-pub use mig_claims::{MigClaimSpec, mig_claim_spec};
-pub use mig_geometry::MigGeometryError;
-pub use mixed::{MixedClaim, MixedSpec, MixedStrategy, mixed_claim, stand_in_classes};
-pub use names::{dns_label_problem, pair_device};
-pub use prepare::{
-    AllocatedDevice, Holdings, PreparedDevice, PreparedGpu, PreparedMig, prepare_allocation,
-};
-pub use rails::{pin_rails, pin_rails_per_rail};
-pub use slice_file::{SliceFile, SliceFileError, parse_slice_file};
-pub use slice_topology::{SliceTopology, slice_topology, topology_of};
-pub use slices::{counter_sets, resource_slices, slices_for};
-pub use vendor::{
-    AMD_GPU_DRIVER, DRANET_DRIVER, DeviceRole, ForeignDevice, GpuForm, NVIDIA_GPU_DRIVER,
-    SRIOV_DRIVER, node_devices, rdma_selector,
-};
+pub use publish::{DeviceKind, DeviceRef};
 
 /// The driver's name, a DNS subdomain the project uses as its own domain.
 pub const DRIVER_NAME: &str = "topoalign.dev";

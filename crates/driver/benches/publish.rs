@@ -13,7 +13,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use topoalign_dra::PublishOptions;
+use topoalign_dra::publish::PublishOptions;
 use topoalign_driver::dry_run;
 use topoalign_driver::{Memo, Written, fingerprint, sync_plan};
 
@@ -23,7 +23,7 @@ const NODE: &str = "gpu-node-001";
 fn bench(c: &mut Criterion) {
     let topo = topoalign_profiles::get(PROFILE).unwrap();
     let opts = PublishOptions::default();
-    let mut desired = topoalign_dra::resource_slices(&topo, NODE, &opts).unwrap();
+    let mut desired = topoalign_dra::publish::resource_slices(&topo, NODE, &opts).unwrap();
     for s in &mut desired {
         s.spec.pool.generation = 0;
     }
@@ -70,7 +70,7 @@ fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group(format!("publish/{PROFILE}"));
     g.bench_function("desired_slices", |b| {
-        b.iter(|| topoalign_dra::resource_slices(black_box(&topo), NODE, &opts).unwrap())
+        b.iter(|| topoalign_dra::publish::resource_slices(black_box(&topo), NODE, &opts).unwrap())
     });
     g.bench_function("serde_json_encode", |b| {
         b.iter(|| serde_json::to_vec(black_box(&desired)).unwrap())

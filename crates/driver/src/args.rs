@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use topoalign_discover::Source;
 use topoalign_discover::TopologyArgs;
-use topoalign_dra::{PairsPerGpu, PublishOptions};
+use topoalign_dra::publish::{PairsPerGpu, PublishOptions};
 use topoalign_fabric::RailSource;
 use topoalign_kubelet_plugin::{FaultPoint, PluginArgs};
 use topoalign_node_facts::{
@@ -430,7 +430,8 @@ mod tests {
         assert!(facts.leaf.as_ref().unwrap().value.is_some(), "{facts:?}");
         // The inventory publishes those rails: 8 NICs, one on each rail.
         assert_eq!(start.inventory(), {
-            let mut plain = topoalign_dra::Inventory::new(&topo, &PublishOptions::default());
+            let mut plain =
+                topoalign_dra::publish::Inventory::new(&topo, &PublishOptions::default());
             plain.set_rails(|bdf| resolved.rail_of(bdf));
             plain
         });

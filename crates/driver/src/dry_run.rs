@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use serde::Serialize;
-use topoalign_dra::PublishOptions;
+use topoalign_dra::publish::PublishOptions;
 use topoalign_fabric::{DomainLabels, NicRails};
 use topoalign_node_facts::NodeFacts;
 use topoalign_topology::Topology;
@@ -56,13 +56,13 @@ pub fn objects(
         ..options.clone()
     };
     let inventory = crate::inventory::inventory(topo, &opts, rails);
-    let slices = topoalign_dra::slices_for(&inventory, node_name, opts.generation)?;
+    let slices = topoalign_dra::publish::slices_for(&inventory, node_name, opts.generation)?;
     let mig_classes = if opts.mig.is_empty() {
         Vec::new()
     } else {
-        topoalign_dra::mig_device_classes()
+        topoalign_dra::publish::mig_device_classes()
     };
-    Ok(topoalign_dra::device_classes()
+    Ok(topoalign_dra::publish::device_classes()
         .into_iter()
         .chain(mig_classes)
         .map(DriverObject::DeviceClass)

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use topoalign_discover::Source;
-use topoalign_dra::{Inventory, PublishOptions};
+use topoalign_dra::publish::{Inventory, PublishOptions};
 use topoalign_node_facts::{Follower, NodeFacts, REREAD_COMPONENT, Reread};
 use topoalign_topology::Topology;
 

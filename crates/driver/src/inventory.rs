@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use topoalign_dra::{Inventory, PublishOptions};
+use topoalign_dra::publish::{Inventory, PublishOptions};
 use topoalign_fabric::NicRails;
 use topoalign_topology::Topology;
 
@@ -88,7 +88,7 @@ mod tests {
     use topoalign_fabric::{nic_rails, nic_rails_with, parse_rail_source};
 
     fn rails_on(inv: &Inventory, node: &str) -> Vec<(String, Option<i64>)> {
-        topoalign_dra::slices_for(inv, node, 1)
+        topoalign_dra::publish::slices_for(inv, node, 1)
             .unwrap()
             .into_iter()
             .flat_map(|s| s.spec.devices.unwrap_or_default())

@@ -59,8 +59,11 @@ pub async fn run(
     } = start;
     // The first pool, shared by the slice controller and the kubelet plugin.
     let pool = NodePool::new(topology.clone(), cfg.options.clone(), facts.rails.clone());
-    let slices =
-        topoalign_dra::slices_for(&pool.inventory, &cfg.node_name, cfg.options.generation)?;
+    let slices = topoalign_dra::publish::slices_for(
+        &pool.inventory,
+        &cfg.node_name,
+        cfg.options.generation,
+    )?;
     tracing::info!(
         node = %cfg.node_name,
         gpus = topology.gpus.len(),

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use topoalign_discover::Source;
-use topoalign_dra::{Inventory, PublishOptions};
+use topoalign_dra::publish::{Inventory, PublishOptions};
 use topoalign_kubelet_plugin::{FaultPoint, PluginConfig};
 use topoalign_node_facts::{Follower, NodeFacts};
 use topoalign_topology::Topology;
@@ -73,7 +73,7 @@ impl Start {
     /// Checks that the node's slices can be built (the node name, the API limits), as
     /// every publishing round builds them; how many there are.
     pub(crate) fn check(&self) -> Result<usize, DriverError> {
-        let slices = topoalign_dra::slices_for(
+        let slices = topoalign_dra::publish::slices_for(
             &self.inventory(),
             &self.config.node_name,
             self.config.options.generation,

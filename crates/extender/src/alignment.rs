@@ -20,7 +20,7 @@ use kube::Client;
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store, reflector};
 use kube::runtime::{WatchStreamExt, watcher};
-use topoalign_dra::{AlignmentSummary, alignment_of_claims};
+use topoalign_dra::explain::{AlignmentSummary, alignment_of_claims};
 
 use crate::dra::shared::DraShared;
 use crate::metrics::{Metrics, label};
@@ -152,7 +152,7 @@ mod tests {
 
     #[test]
     fn the_gauges_count_the_fixture_claims_by_their_nodes() {
-        let file = topoalign_dra::parse_slice_file(
+        let file = topoalign_dra::foreign::parse_slice_file(
             include_str!("../../dra/tests/fixtures/vendor/nvidia-v05-dranet-h100.yaml"),
             "h100.yaml",
         )

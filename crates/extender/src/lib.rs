@@ -51,7 +51,7 @@ pub use dra::state::DraState;
 pub use dra::verdict::{DraNeutral, DraNode, PodClaims, Resolved, priorities};
 pub use gate::CallLimits;
 pub use judge::{Judgement, Judges, NodeVerdict, Refusal, Ruling, Verb, judge_all};
-pub use kueue::decide::{
+pub use kueue::judge::{
     DomainFit, GangClaims, GangJudge, GangVerdict, NodeLabels, NodeTake, RETRY_AFTER_S, judge_gang,
     review,
 };
@@ -60,12 +60,12 @@ pub use metrics::{Metrics, label};
 pub use offline::{
     NodeResult, OfflineError, decide_on_manifests, decide_table, node_items, node_list, node_table,
 };
-pub use plugin::decide::{Decision, Judged, NeutralReason, RejectKind, Rejection, Seen, Verdict};
-pub use plugin::decider::{CacheStats, Decider, FilterOutcome, PrioritizeOutcome};
 pub use plugin::effective::Effective;
+pub use plugin::judge::{Decision, Judged, NeutralReason, RejectKind, Rejection, Seen, Verdict};
 pub use plugin::node::{NodeEntry, NodeInfo, NodeTopology, Source};
 pub use plugin::nodeinfo::{Interner, from_node_labels, from_nrt};
 pub use plugin::podreq::{PodError, PodRequest, pod_request};
+pub use plugin::shared::{CacheStats, Decider, FilterOutcome, PrioritizeOutcome};
 pub use plugin::state::{ClusterState, NodeView};
 pub use plugin::synth::{SynthNode, synth_nodes};
 pub use protocol::{

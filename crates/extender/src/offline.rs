@@ -11,10 +11,10 @@ use topoalign_tm::ResourceMap;
 
 use crate::dra::verdict::DraNode;
 use crate::judge::{Judges, Ruling, Verb, judge_all};
-use crate::plugin::decide::{Decision, Verdict};
-use crate::plugin::decider::Decider;
+use crate::plugin::judge::{Decision, Verdict};
 use crate::plugin::nodeinfo::{Interner, from_node_labels};
 use crate::plugin::podreq::{PodError, PodRequest, pod_request};
+use crate::plugin::shared::Decider;
 use crate::plugin::state::ClusterState;
 use crate::plugin::synth::SynthNode;
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use topoalign_tm::ResourceMap;
 
 use crate::gate::CallLimits;
-use crate::plugin::decider::Decider;
+use crate::plugin::shared::Decider;
 use crate::plugin::state::ClusterState;
 use crate::plugin::watch::WatchError;
 use crate::server::{App, serve};

@@ -25,7 +25,7 @@ use crate::dra::shared::DraShared;
 use crate::gate::{CallLimits, Gate};
 use crate::judge::{Judges, Verb, judge_all};
 use crate::metrics::{Gauges, Metrics, label};
-use crate::plugin::decider::Decider;
+use crate::plugin::shared::Decider;
 use crate::plugin::state::ClusterState;
 use crate::plugin::watch::{NodeFeed, Refresh};
 use crate::protocol::{FilterWriter, PriorityWriter, parse_args};

@@ -1,13 +1,13 @@
 //! The `dra-first-fit` policy: Kubernetes DRA (resource.k8s.io/v1) as the stock drivers
 //! and the scheduler do it, decided by the one model of the allocator,
-//! [`topoalign_dra::first_fit`] (the one the extender judges with, `claims --explain`
+//! [`topoalign_dra::alloc::first_fit`] (the one the extender judges with, `claims --explain`
 //! shows and the e2e checks against kube-scheduler).
 //!
 //! A node's GPUs and NICs are published as two stock drivers publish them: one
 //! ResourceSlice each, devices by PCI address, with the standard `pciBusID`, `pcieRoot`
 //! and (when the kernel knows it) `numaNode` attributes. A pod's claim has one request per
 //! GPU and per NIC and a `matchAttribute` per pair. The claim is worked out once per node
-//! type and size ([`PreparedClaim`]) and searched with the node's devices in use, which is
+//! type and size ([`ClaimSearch`]) and searched with the node's devices in use, which is
 //! `first_fit` after `mark_in_use`: requests in order, devices in pool → slice → device
 //! order, the first full solution wins (backtracking, no scoring), within a search budget
 //! standing in for the scheduler's Filter timeout.
@@ -18,9 +18,12 @@ use k8s_openapi::api::resource::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
-use topoalign_dra::MAX_DEVICES_PER_CLAIM;
-use topoalign_dra::{MixedSpec, stand_in_classes};
-use topoalign_dra::{NodeDevices, PreparedClaim, attr};
+use topoalign_dra::claim::{MixedSpec, stand_in_classes};
+use topoalign_dra::limits::MAX_DEVICES_PER_CLAIM;
+use topoalign_dra::{
+    alloc::{ClaimSearch, NodeDevices},
+    attr,
+};
 use topoalign_topology::GpuVendor;
 
 use crate::error::FleetError;
@@ -219,7 +222,7 @@ pub struct DraNode {
     gpu_index: Vec<usize>,
     nic_index: Vec<usize>,
     /// Per [`MatchOn::ALL`], the claims of 1, 2, … pairs.
-    claims: [Vec<PreparedClaim>; 2],
+    claims: [Vec<ClaimSearch>; 2],
 }
 
 impl DraNode {
@@ -269,9 +272,9 @@ impl DraNode {
         Ok(node)
     }
 
-    fn prepare(&self, pairs: u32, on: MatchOn) -> Result<PreparedClaim, FleetError> {
+    fn prepare(&self, pairs: u32, on: MatchOn) -> Result<ClaimSearch, FleetError> {
         let claim = pairs_claim(pairs, on, &self.gpu_class);
-        Ok(PreparedClaim::new(&claim, &self.classes, &self.devices)?)
+        Ok(ClaimSearch::new(&claim, &self.classes, &self.devices)?)
     }
 
     /// Allocates `pairs` GPU+NIC pairs matched on `on` from the devices free in `state`,
@@ -296,19 +299,19 @@ impl DraNode {
 
     /// The claim of `pairs` GPUs and `pairs` NICs with no constraint between them: what
     /// a user writes who asks for counts only (the `simulate --gangs` stock policy).
-    pub fn unmatched_claim(&self, pairs: u32) -> Result<PreparedClaim, FleetError> {
+    pub fn unmatched_claim(&self, pairs: u32) -> Result<ClaimSearch, FleetError> {
         let mut claim = pairs_claim(pairs, MatchOn::PcieRoot, &self.gpu_class);
         if let Some(d) = claim.devices.as_mut() {
             d.constraints = None;
         }
-        Ok(PreparedClaim::new(&claim, &self.classes, &self.devices)?)
+        Ok(ClaimSearch::new(&claim, &self.classes, &self.devices)?)
     }
 
     /// Runs a claim prepared against this node type's devices ([`DraNode::unmatched_claim`])
     /// with the devices in use in `state`, trying at most `budget` devices.
     pub fn search(
         &self,
-        claim: &PreparedClaim,
+        claim: &ClaimSearch,
         state: &NodeState,
         pairs: u32,
         budget: u64,
@@ -489,7 +492,8 @@ mod tests {
         for on in MatchOn::ALL {
             for n in 1..=7 {
                 let claim = pairs_claim(n, on, "gpu.amd.com");
-                let out = topoalign_dra::first_fit(&claim, &node.classes, &free, 100_000).unwrap();
+                let out =
+                    topoalign_dra::alloc::first_fit(&claim, &node.classes, &free, 100_000).unwrap();
                 let want: Option<(Vec<usize>, Vec<usize>)> = out.allocation.map(|a| {
                     let pos = |d: &str| d[4..].parse::<usize>().unwrap();
                     let gpus = a.iter().filter(|d| d.device.starts_with("gpu-"));

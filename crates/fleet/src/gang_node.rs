@@ -1,6 +1,6 @@
 //! A node type as `simulate --gangs` sees it: its rails (from the gang model,
 //! [`topoalign_fabric::nic_rails`]) and the two claims a gang's pod can make there, both
-//! searched by the one allocator model ([`PreparedClaim`]):
+//! searched by the one allocator model ([`ClaimSearch`]):
 //!
 //! - `stock`: the stock drivers' GPUs and NICs ([`crate::dra::publish`]), a claim of K
 //!   GPUs and K NICs with no constraint between them (first fit, no rails);
@@ -11,9 +11,12 @@
 
 use std::collections::BTreeSet;
 
-use topoalign_dra::pin_rails;
+use topoalign_dra::publish::pin_rails;
 use topoalign_dra::{
-    ClaimSpec, DeviceRef, Inventory, PreparedClaim, claim_spec, device_classes, slices_for,
+    DeviceRef,
+    alloc::ClaimSearch,
+    claim::{ClaimSpec, claim_spec},
+    publish::{Inventory, device_classes, slices_for},
 };
 use topoalign_fabric::{NicKey, RailKind};
 use topoalign_fabric::{NicRails, RailSource, nic_rails};
@@ -57,9 +60,9 @@ pub(crate) struct GangKind {
     /// Rail per NIC position (`None`: the NIC is on no rail).
     pub nic_rail: Vec<Option<u32>>,
     stock_dra: DraNode,
-    stock_claim: PreparedClaim,
+    stock_claim: ClaimSearch,
     places: Vec<Dev>,
-    pinned: Vec<PreparedClaim>,
+    pinned: Vec<ClaimSearch>,
 }
 
 /// Resolves a node type's rails with `rule`.
@@ -128,11 +131,11 @@ impl GangKind {
         let mut inv = Inventory::from_topology(&model.topology);
         inv.set_rails(|b| rails.rail_of(b));
         let slices = slices_for(&inv, &name, 1)?;
-        let devices = topoalign_dra::NodeDevices::gather(&slices, &name)?;
+        let devices = topoalign_dra::alloc::NodeDevices::gather(&slices, &name)?;
         let mut places = Vec::with_capacity(devices.len());
         for id in devices.ids() {
-            let gpu = |g: &topoalign_dra::GpuEntry| model.gpu_position(g.bdf);
-            let nic = |n: &topoalign_dra::PhysicalNic| model.nic_position(n.bdf);
+            let gpu = |g: &topoalign_dra::publish::GpuEntry| model.gpu_position(g.bdf);
+            let nic = |n: &topoalign_dra::publish::PhysicalNic| model.nic_position(n.bdf);
             let place = match inv.device(&id.device) {
                 Some(DeviceRef::Gpu(g)) => gpu(g).map(Dev::Gpu),
                 Some(DeviceRef::Nic(n)) => nic(n).map(Dev::Nic),
@@ -161,7 +164,7 @@ impl GangKind {
             };
             let mut claim = claim_spec(&spec)?;
             pin_rails(&mut claim, set, true)?;
-            pinned.push(PreparedClaim::new(&claim, &classes, &devices)?);
+            pinned.push(ClaimSearch::new(&claim, &classes, &devices)?);
         }
         Ok(GangKind {
             model,

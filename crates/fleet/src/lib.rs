@@ -13,7 +13,7 @@
 //! On each node, `blind` and `tm-restricted` are decided by the kubelet model of
 //! `topoalign_tm` (`kubelet`), `topoalign` by the planner of `topoalign_plan` (one per
 //! node type), `dra-first-fit` by the one model of the DRA structured-parameters
-//! allocator, `topoalign_dra::first_fit` (first full solution in pool/slice/device order,
+//! allocator, `topoalign_dra::alloc::first_fit` (first full solution in pool/slice/device order,
 //! backtracking, no scoring), on the node's devices as `dra` publishes them; `svg`
 //! draws the report with `topoalign_render::chart`. Every random choice comes from
 //! [`topoalign_rng::Rng`] (PCG-64) seeded by the user: same seed, same numbers.

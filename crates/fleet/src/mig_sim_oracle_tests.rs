@@ -1,6 +1,6 @@
 //! The oracle of `simulate --mig`'s search: on one dynamic-MIG node, the placements
 //! its own backtracking gives a pod are those the one model of the stock DRA allocator
-//! (`topoalign_dra::first_fit`) gives the same pod's claim, over the ResourceSlices
+//! (`topoalign_dra::alloc::first_fit`) gives the same pod's claim, over the ResourceSlices
 //! `topoalign driver --mig-dynamic` publishes for the node, with the instances already
 //! placed held by other claims.
 //!
@@ -14,8 +14,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::resource::v1::{DeviceClaim, DeviceClass, ResourceClaimSpec};
 use topoalign_dra::{
-    DRIVER_NAME, DeviceId, Inventory, MigClaimSpec, NodeDevices, NodeMig, PublishOptions,
-    first_fit, mig_claim_spec, slices_for,
+    DRIVER_NAME,
+    alloc::{DeviceId, NodeDevices, first_fit},
+    claim::{MigClaimSpec, mig_claim_spec},
+    publish::{Inventory, NodeMig, PublishOptions, slices_for},
 };
 use topoalign_mig::{Model, SHAPES, Shape};
 use topoalign_rng::Rng;
@@ -60,9 +62,9 @@ fn published() -> Published {
         model,
         gpus: inventory.gpus.len(),
         devices,
-        classes: topoalign_dra::device_classes()
+        classes: topoalign_dra::publish::device_classes()
             .into_iter()
-            .chain(topoalign_dra::mig_device_classes())
+            .chain(topoalign_dra::publish::mig_device_classes())
             .collect(),
         by_place,
         by_name,

@@ -1,7 +1,7 @@
 //! What each policy does on one node: [`NodeKind::place`] returns the devices a pod gets
 //! there, or why it gets none. `blind` and `tm-restricted` ask the kubelet model
 //! ([`crate::kubelet`]), `dra-first-fit` the DRA allocator
-//! ([`topoalign_dra::first_fit`], through [`crate::dra`]), `topoalign`
+//! ([`topoalign_dra::alloc::first_fit`], through [`crate::dra`]), `topoalign`
 //! the planner ([`topoalign_plan`]).
 
 use std::sync::Arc;

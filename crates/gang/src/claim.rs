@@ -1,12 +1,12 @@
 //! The ResourceClaimTemplate every pod of a gang gets: its pairs, at the class asked or
 //! better, pinned to the job's rail set with one pair per rail. Built by the DRA model's
 //! claim writer (the one `topoalign claims --pairs` uses) and pinned by
-//! [`topoalign_dra::pin_rails`] (or, for API servers that drop `distinctAttribute`,
-//! [`topoalign_dra::pin_rails_per_rail`]); nothing here writes a claim of its own.
+//! [`topoalign_dra::publish::pin_rails`] (or, for API servers that drop `distinctAttribute`,
+//! [`topoalign_dra::publish::pin_rails_per_rail`]); nothing here writes a claim of its own.
 
 use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
-use topoalign_dra::{ClaimSpec, claim_template};
-use topoalign_dra::{pin_rails, pin_rails_per_rail};
+use topoalign_dra::claim::{ClaimSpec, claim_template};
+use topoalign_dra::publish::{pin_rails, pin_rails_per_rail};
 
 use crate::error::GangError;
 use crate::job::Job;

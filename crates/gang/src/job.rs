@@ -23,7 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
-use topoalign_dra::dns_label_problem;
+use topoalign_dra::publish::dns_label_problem;
 use topoalign_kube_types::KubeVersion;
 use topoalign_topology::PcieClass;
 

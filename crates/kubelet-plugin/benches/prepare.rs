@@ -10,7 +10,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use hyper_util::rt::TokioIo;
 use tokio::net::UnixStream;
 use tonic::transport::{Endpoint, Uri};
-use topoalign_dra::{AllocatedDevice, DRIVER_NAME, Inventory};
+use topoalign_dra::{DRIVER_NAME, alloc::AllocatedDevice, publish::Inventory};
 use topoalign_kubelet_plugin::json_bytes;
 use topoalign_kubelet_plugin::pb::dra_v1 as dra;
 use topoalign_kubelet_plugin::{ClaimAllocation, Engine, InMemoryClaims, Plugin, PluginConfig};

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use topoalign_dra::CdiSpec;
+use topoalign_dra::prepare::CdiSpec;
 use topoalign_topology::Bdf;
 
 use crate::error::PluginError;

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use tonic::Code;
-use topoalign_dra::AllocatedDevice;
+use topoalign_dra::alloc::AllocatedDevice;
 
 /// A boxed, sendable future (keeps [`ClaimSource`] usable as `dyn`).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -28,11 +28,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use topoalign_atomic::{WriteOptions, WriteStep};
-use topoalign_dra::add_roce_net_devices;
-use topoalign_dra::cdi_file_name;
+use topoalign_dra::prepare::add_roce_net_devices;
+use topoalign_dra::prepare::cdi_file_name;
 use topoalign_dra::{
-    CdiPlan, Holdings, Inventory, PreparedDevice, PreparedGpu, compose_cdi, prepare_allocation,
-    vendor_gpu_ids, vendor_mig_ids,
+    prepare::{
+        CdiPlan, Holdings, PreparedDevice, PreparedGpu, compose_cdi, prepare_allocation,
+        vendor_gpu_ids, vendor_mig_ids,
+    },
+    publish::Inventory,
 };
 use topoalign_topology::GpuVendor;
 
@@ -348,7 +351,7 @@ impl Engine {
         &mut self,
         claim: &ClaimAllocation,
         devices: &[PreparedDevice],
-    ) -> Result<(Option<topoalign_dra::CdiSpec>, Vec<Vec<String>>), ClaimError> {
+    ) -> Result<(Option<topoalign_dra::prepare::CdiSpec>, Vec<Vec<String>>), ClaimError> {
         if devices.is_empty() {
             return Ok((None, Vec::new()));
         }
@@ -356,7 +359,7 @@ impl Engine {
         let status = VendorCdiStatus::of(&self.inventory, &scan);
         status.log_change(Some(&self.vendor), &self.config.cdi_spec_dirs);
         self.vendor = status;
-        let vendor_err = |source: topoalign_dra::VendorCdiError| ClaimError::VendorCdi {
+        let vendor_err = |source: topoalign_dra::prepare::VendorCdiError| ClaimError::VendorCdi {
             namespace: claim.namespace.clone(),
             name: claim.name.clone(),
             uid: claim.uid.clone(),
@@ -368,7 +371,7 @@ impl Engine {
         }
         let vendor_ids =
             vendor_gpu_ids(&scan.specs, &self.inventory.gpus, &gpus).map_err(vendor_err)?;
-        let migs: Vec<(&str, &topoalign_dra::PreparedMig)> = devices
+        let migs: Vec<(&str, &topoalign_dra::prepare::PreparedMig)> = devices
             .iter()
             .filter_map(|d| d.mig.as_ref().map(|m| (d.device.as_str(), m)))
             .collect();
@@ -559,7 +562,7 @@ impl Engine {
     fn ensure_spec(
         &mut self,
         uid: &str,
-        spec: &topoalign_dra::CdiSpec,
+        spec: &topoalign_dra::prepare::CdiSpec,
     ) -> Result<bool, ClaimError> {
         let want = json_bytes(spec).map_err(|e| internal(uid, e))?;
         if std::fs::read(self.cdi_path(uid)).ok().as_deref() == Some(want.as_slice()) {
@@ -569,7 +572,11 @@ impl Engine {
         Ok(true)
     }
 
-    fn write_spec(&self, uid: &str, spec: &topoalign_dra::CdiSpec) -> Result<(), ClaimError> {
+    fn write_spec(
+        &self,
+        uid: &str,
+        spec: &topoalign_dra::prepare::CdiSpec,
+    ) -> Result<(), ClaimError> {
         let bytes = json_bytes(spec).map_err(|e| internal(uid, e))?;
         let hook = |step: WriteStep, _: &Path| self.fault_io(FaultPoint::Cdi(step));
         topoalign_atomic::write_with(

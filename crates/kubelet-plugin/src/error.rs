@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use tonic::Code;
 use topoalign_atomic::AtomicWriteError;
-use topoalign_dra::{AllocationError, VendorCdiError};
+use topoalign_dra::{AllocationError, prepare::VendorCdiError};
 
 use crate::claims::ClaimSourceError;
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::watch;
-use topoalign_dra::Inventory;
+use topoalign_dra::publish::Inventory;
 
 /// A device's health.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

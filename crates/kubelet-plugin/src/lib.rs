@@ -9,9 +9,9 @@
 //!
 //! Prepare reads the claim through a [`ClaimSource`] (kube-rs in the driver crate,
 //! [`InMemoryClaims`] in tests), checks every allocated device of this driver with
-//! [`topoalign_dra::prepare_allocation`] (this node's pool, published, free, NIC function
+//! [`topoalign_dra::prepare::prepare_allocation`] (this node's pool, published, free, NIC function
 //! chosen), reserves it in an atomic checkpoint and writes one CDI spec per claim
-//! ([`topoalign_dra::compose_cdi`]) with `topoalign_atomic`; see `engine` for the crash
+//! ([`topoalign_dra::prepare::compose_cdi`]) with `topoalign_atomic`; see `engine` for the crash
 //! safety argument. Each GPU's CDI ids name its device in the vendor's own spec
 //! (`nvidia.com/gpu=…`, `amd.com/gpu=…`) where the runtime's CDI directories have one
 //! (`vendor`), so the vendor's driver libraries and hooks reach the container.

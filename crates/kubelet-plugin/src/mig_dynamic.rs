@@ -21,7 +21,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use topoalign_discover::sysfs::nvcaps::read_mig_minors;
 use topoalign_discover::{ToolError, program_from_env, run_tool};
-use topoalign_dra::{Inventory, PreparedDevice, PreparedMig, node_number};
+use topoalign_dra::{
+    prepare::{PreparedDevice, PreparedMig, node_number},
+    publish::Inventory,
+};
 use topoalign_mig::{ReadError, SavedOutput, created_gpu_instance, listed_mig_uuids, read_created};
 use topoalign_topology::Bdf;
 
@@ -413,7 +416,7 @@ mod tests {
 
     use super::*;
 
-    use topoalign_dra::{MigInstance, PreparedGpu};
+    use topoalign_dra::{prepare::PreparedGpu, publish::MigInstance};
 
     /// The fake tool (`tests/data/fake-nvidia-smi.sh`) with its state in `dir`, behind a
     /// wrapper that sets it; GPU 0 is `GPU-aaa`.

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 use tonic::Status;
-use topoalign_dra::Inventory;
+use topoalign_dra::publish::Inventory;
 
 use crate::checkpoint::PreparedRecord;
 use crate::claims::ClaimSource;

@@ -3,9 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use topoalign_dra::cdi_file_name;
-use topoalign_dra::{AMD_KIND, NVIDIA_GENERATE, NVIDIA_KIND};
-use topoalign_dra::{Inventory, PreparedGpu, VendorCdiError, VendorSpec, parse_vendor_spec};
+use topoalign_dra::prepare::cdi_file_name;
+use topoalign_dra::prepare::{AMD_KIND, NVIDIA_GENERATE, NVIDIA_KIND};
+use topoalign_dra::{
+    prepare::{PreparedGpu, VendorCdiError, VendorSpec, parse_vendor_spec},
+    publish::Inventory,
+};
 use topoalign_topology::GpuVendor;
 
 /// What one look at the CDI directories found.

@@ -1,19 +1,17 @@
 //! Claims for topoalign's own DeviceClasses that no node of the linted kind can satisfy,
 //! found by running the one model of the stock DRA allocator
-//! ([`topoalign_dra::first_fit`]) on the node's simulated ResourceSlices, empty.
+//! ([`topoalign_dra::alloc::first_fit`]) on the node's simulated ResourceSlices, empty.
 
 use k8s_openapi::api::resource::v1::ResourceClaimSpec;
 use topoalign_dra::{
-    CLASS_GPU, CLASS_NIC, CLASS_PAIR, Inventory, NodeDevices, PublishOptions, device_classes,
-    first_fit, slices_for,
+    alloc::{DEFAULT_BUDGET, NodeDevices, first_fit},
+    publish::{
+        CLASS_GPU, CLASS_NIC, CLASS_PAIR, Inventory, PublishOptions, device_classes, slices_for,
+    },
 };
 use topoalign_topology::{PcieClass, Topology};
 
 use crate::finding::{RawFinding, Severity};
-
-/// Devices the allocator may try before lint gives up on a claim (the scheduler's own
-/// search has a 10 s Filter timeout; this is well below it on every built-in profile).
-pub(crate) const BUDGET: u64 = 200_000;
 
 /// The node name the simulated slices are published for.
 const NODE: &str = "lint-node";
@@ -68,7 +66,7 @@ pub(crate) fn lint_fit(
             severity: Severity::Warning,
             rule: "dra-search-budget",
             message: format!(
-                "the stock DRA allocator's search for this claim did not finish within {BUDGET} devices tried on an empty `{}`: the scheduler may spend its whole 10 s Filter timeout on it",
+                "the stock DRA allocator's search for this claim did not finish within {DEFAULT_BUDGET} devices tried on an empty `{}`: the scheduler may spend its whole 10 s Filter timeout on it",
                 topo.name
             ),
         });
@@ -90,11 +88,11 @@ pub(crate) fn lint_fit(
 }
 
 /// The allocator's search on the empty node; `None` when the node cannot be published.
-fn search(spec: &ResourceClaimSpec, topo: &Topology) -> Option<topoalign_dra::Outcome> {
+fn search(spec: &ResourceClaimSpec, topo: &Topology) -> Option<topoalign_dra::alloc::Outcome> {
     let inventory = Inventory::new(topo, &PublishOptions::default());
     let slices = slices_for(&inventory, NODE, 1).ok()?;
     let devices = NodeDevices::gather(&slices, NODE).ok()?;
-    first_fit(spec, &device_classes(), &devices, BUDGET).ok()
+    first_fit(spec, &device_classes(), &devices, DEFAULT_BUDGET).ok()
 }
 
 /// The best class of any GPU–NIC pair of the node.
@@ -105,7 +103,7 @@ fn best_pair(topo: &Topology) -> Option<PcieClass> {
 
 #[cfg(test)]
 mod tests {
-    use topoalign_dra::{ClaimSpec, claim_spec};
+    use topoalign_dra::claim::{ClaimSpec, claim_spec};
 
     use super::*;
 

@@ -6,7 +6,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
-use topoalign_dra::{CLASS_GPU, CLASS_NIC, CLASS_PAIR, CPU_DRIVER, DRIVER_NAME};
+use topoalign_dra::{
+    DRIVER_NAME,
+    claim::CPU_DRIVER,
+    publish::{CLASS_GPU, CLASS_NIC, CLASS_PAIR},
+};
 use topoalign_mig::{DevicePluginError, NodeMig};
 
 use crate::claim_rules::ClaimSpec;

@@ -2,8 +2,8 @@
 //! their verbs devices but not their network interfaces, so it needs its own way to the
 //! RoCE network: `hostNetwork: true` or a CNI attachment (Multus).
 
-use topoalign_dra::LINK_LAYER_ETHERNET;
-use topoalign_dra::{CLASS_NIC, CLASS_PAIR, Inventory};
+use topoalign_dra::prepare::LINK_LAYER_ETHERNET;
+use topoalign_dra::publish::{CLASS_NIC, CLASS_PAIR, Inventory};
 
 use crate::cluster::{ClaimRef, Cluster};
 use crate::finding::{LintContext, RawFinding, Severity};
@@ -213,7 +213,7 @@ mod tests {
             lint_roce(
                 &p,
                 Some("ml"),
-                &cluster(topoalign_dra::CLASS_GPU),
+                &cluster(topoalign_dra::publish::CLASS_GPU),
                 &ctx(&topo)
             )
             .is_empty()

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::resource::v1::Device;
 use serde_json::Value;
-use topoalign_dra::ForeignDevice;
+use topoalign_dra::foreign::ForeignDevice;
 use topoalign_topology::Bdf;
 
 use crate::finding::{RawFinding, Severity};

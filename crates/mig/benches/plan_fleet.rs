@@ -5,11 +5,11 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use topoalign_mig::{Pod, Request, lookup, parse_mix, plan, plan_pods};
+use topoalign_mig::{GeometryRequest, Pod, lookup, parse_mix, plan, plan_pods};
 
-fn request(nodes: Option<u32>, want: &str) -> Request {
+fn request(nodes: Option<u32>, want: &str) -> GeometryRequest {
     let model = lookup("h100-80gb").unwrap();
-    Request {
+    GeometryRequest {
         model,
         gpus: 8,
         nodes,

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use crate::capacity::fits;
 use crate::mix::Mix;
 use crate::model::Model;
-use crate::planner::{Plan, Request, plan};
+use crate::planner::{GeometryPlan, GeometryRequest, plan};
 use crate::read_state::model_for_name;
 
 /// The prefix of a MIG device resource (`nvidia.com/mig-3g.40gb`).
@@ -217,7 +217,7 @@ pub struct NodeMig {
 pub enum Ever {
     /// Some geometry of the node holds it: the planner's geometry (when the model and GPU
     /// count are known).
-    Yes(Option<Box<Plan>>),
+    Yes(Option<Box<GeometryPlan>>),
     /// No geometry of the node holds it: why.
     No(String),
     /// The labels do not say enough to judge.
@@ -466,7 +466,7 @@ pub(crate) fn ever_on(
             want.named(model).text()
         )));
     }
-    let geometry = plan(&Request {
+    let geometry = plan(&GeometryRequest {
         model,
         gpus,
         nodes: None,

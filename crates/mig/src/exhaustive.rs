@@ -12,7 +12,7 @@ use crate::configs::MENU;
 use crate::geometry::validate;
 use crate::mix::Mix;
 use crate::model::{MODELS, SHAPES, lookup};
-use crate::planner::{Request, plan};
+use crate::planner::{GeometryRequest, plan};
 
 /// What 1, 2 and 3 GPUs can hold, by exhaustive search.
 static FLEETS: LazyLock<Vec<HashSet<Mix>>> = LazyLock::new(|| {
@@ -64,7 +64,7 @@ fn capacity_is_exact_on_one_to_three_gpus() {
 /// plus unplaced is the want, and everything placed whenever exhaustive search can.
 fn check(model: usize, gpus: u32, want: Mix) {
     let model = &MODELS[model % MODELS.len()];
-    let p = plan(&Request {
+    let p = plan(&GeometryRequest {
         model,
         gpus,
         nodes: None,

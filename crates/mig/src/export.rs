@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 
 use crate::geometry::Placement;
 use crate::model::{Model, SHAPES};
-use crate::planner::{GpuPlan, Plan};
+use crate::planner::{GeometryPlan, GpuPlan};
 
 /// The commands that create GPU `index`'s instances at their planned starts, largest
 /// first: `nvidia-smi mig -i <gpu> -cgi <GI profile ID>:<start> -C` (`-C` also makes the
@@ -37,7 +37,7 @@ pub fn nvidia_smi_commands(model: &Model, index: u32, instances: &[Placement]) -
 /// The nodes of a fleet plan grouped by identical geometry: (node numbers, the GPUs of
 /// the first node of the group), in order of first node. A one-node plan is one group
 /// with node 0.
-pub fn node_groups(plan: &Plan) -> Vec<(Vec<u32>, &[GpuPlan])> {
+pub fn node_groups(plan: &GeometryPlan) -> Vec<(Vec<u32>, &[GpuPlan])> {
     let per = usize::try_from(plan.gpus_per_node()).unwrap_or(1).max(1);
     let mut groups: Vec<(Vec<u32>, &[GpuPlan])> = Vec::new();
     for (n, gpus) in (0u32..).zip(plan.gpus.chunks(per)) {
@@ -77,7 +77,7 @@ type DeviceEntry = (Vec<u32>, Vec<(&'static str, usize)>);
 /// The mig-parted config for `plan`: one config named `name` for a one-node plan, else
 /// one per distinct node geometry (`name-1`, `name-2`, … with the nodes in a comment;
 /// label each node `nvidia.com/mig.config=<its config>`).
-pub fn mig_parted(plan: &Plan, name: &str) -> String {
+pub fn mig_parted(plan: &GeometryPlan, name: &str) -> String {
     let mut y = String::from("version: v1\nmig-configs:\n");
     let groups = node_groups(plan);
     for (k, (nodes, gpus)) in groups.iter().enumerate() {
@@ -132,12 +132,12 @@ mod tests {
     use super::*;
     use crate::mix::parse_mix;
     use crate::model::lookup;
-    use crate::planner::{Request, plan};
+    use crate::planner::{GeometryRequest, plan};
 
-    fn planned(gpus: u32, nodes: Option<u32>, want: &str) -> Plan {
+    fn planned(gpus: u32, nodes: Option<u32>, want: &str) -> GeometryPlan {
         let model = lookup("h100-80gb").unwrap();
         let want = parse_mix(model, want).unwrap();
-        plan(&Request {
+        plan(&GeometryRequest {
             model,
             gpus,
             nodes,

@@ -67,7 +67,7 @@ pub use model::{MEMORY_SLICES, SHAPES, SM_SLICES, known_models};
 pub use model::{MODELS, Model, ModelError, Shape, lookup};
 pub use nrt_source::{NrtAmount, node_mig_with_nrt, nrt_mig_counts};
 pub use order::{DYNAMIC_SHAPES, dynamic_placements, packing_starts};
-pub use planner::{GpuPlan, Plan, PlanError, PodPlacement, Request, plan};
+pub use planner::{GeometryPlan, GeometryPlanError, GeometryRequest, GpuPlan, PodPlacement, plan};
 pub use pods::{Pod, PodError, PodsFile, plan_pods, resolve_pods};
 pub use read_create::{CreatedInstance, created_gpu_instance, listed_mig_uuids, read_created};
 pub use read_list::MigDevice;

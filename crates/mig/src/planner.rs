@@ -20,9 +20,10 @@ use crate::model::{Model, SHAPES};
 /// The most GPUs one plan covers (nodes × GPUs per node).
 pub(crate) const MAX_GPUS: u64 = 1_000_000;
 
-/// What to plan.
+/// What to plan: the MIG instances wanted on a node or a fleet of one GPU model (named
+/// apart from `topoalign_plan`'s GPU+NIC `Request`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Request {
+pub struct GeometryRequest {
     /// The GPU model.
     pub model: &'static Model,
     /// GPUs per node.
@@ -35,7 +36,7 @@ pub struct Request {
 
 /// A request that cannot be planned at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PlanError {
+pub enum GeometryPlanError {
     /// No GPUs.
     #[error("--gpus 0: expected a positive number of GPUs per node")]
     NoGpus,
@@ -66,9 +67,10 @@ pub struct GpuPlan {
     pub instances: Vec<Placement>,
 }
 
-/// A planned geometry.
+/// A planned geometry: every GPU's MIG instances (named apart from `topoalign_plan`'s
+/// GPU+NIC `Plan`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Plan {
+pub struct GeometryPlan {
     /// The model.
     #[serde(serialize_with = "model_name")]
     pub model: &'static Model,
@@ -102,7 +104,7 @@ fn model_name<S: Serializer>(m: &&'static Model, s: S) -> Result<S::Ok, S::Error
     s.serialize_str(m.name)
 }
 
-impl Plan {
+impl GeometryPlan {
     /// True when every wanted instance was placed.
     pub fn complete(&self) -> bool {
         self.unplaced.is_empty()
@@ -126,7 +128,7 @@ fn describe_gpus(gpus: u32, nodes: Option<u32>, total: u64) -> String {
 
 /// The part of `want` that fits on `total` GPUs (largest profile first) and a reason for
 /// each profile cut short.
-fn what_fits(req: &Request, total: u64) -> (Mix, Vec<String>) {
+fn what_fits(req: &GeometryRequest, total: u64) -> (Mix, Vec<String>) {
     if fits(&req.want, total) {
         return (req.want, Vec::new());
     }
@@ -170,17 +172,17 @@ fn what_fits(req: &Request, total: u64) -> (Mix, Vec<String>) {
 }
 
 /// Checks the fleet size and returns the number of GPUs.
-pub(crate) fn check_size(gpus: u32, nodes: Option<u32>) -> Result<u64, PlanError> {
+pub(crate) fn check_size(gpus: u32, nodes: Option<u32>) -> Result<u64, GeometryPlanError> {
     if gpus == 0 {
-        return Err(PlanError::NoGpus);
+        return Err(GeometryPlanError::NoGpus);
     }
     let n = nodes.unwrap_or(1);
     if n == 0 {
-        return Err(PlanError::NoNodes);
+        return Err(GeometryPlanError::NoNodes);
     }
     let total = u64::from(gpus) * u64::from(n);
     if total > MAX_GPUS {
-        return Err(PlanError::TooMany {
+        return Err(GeometryPlanError::TooMany {
             nodes: n,
             gpus,
             total,
@@ -190,7 +192,7 @@ pub(crate) fn check_size(gpus: u32, nodes: Option<u32>) -> Result<u64, PlanError
 }
 
 /// Plans `req`: a layout for every GPU, valid by the placement rules.
-pub fn plan(req: &Request) -> Result<Plan, PlanError> {
+pub fn plan(req: &GeometryRequest) -> Result<GeometryPlan, GeometryPlanError> {
     let total = check_size(req.gpus, req.nodes)?;
     let (target, reasons) = what_fits(req, total);
     let layouts = pack(&target, total);
@@ -207,7 +209,7 @@ pub(crate) fn assemble(
     want: &Mix,
     layouts: &[Layout],
     mut reasons: Vec<String>,
-) -> Plan {
+) -> GeometryPlan {
     let mut placed = Mix::default();
     let mut gpus = Vec::with_capacity(layouts.len());
     let per = u64::from(per_node.max(1));
@@ -239,7 +241,7 @@ pub(crate) fn assemble(
             unplaced.named(model).text()
         ));
     }
-    Plan {
+    GeometryPlan {
         model,
         nodes,
         gpus,
@@ -283,9 +285,9 @@ mod tests {
     use crate::mix::parse_mix;
     use crate::model::lookup;
 
-    fn req(model: &str, gpus: u32, nodes: Option<u32>, want: &str) -> Request {
+    fn req(model: &str, gpus: u32, nodes: Option<u32>, want: &str) -> GeometryRequest {
         let model = lookup(model).unwrap();
-        Request {
+        GeometryRequest {
             model,
             gpus,
             nodes,
@@ -293,7 +295,7 @@ mod tests {
         }
     }
 
-    fn starts(p: &Plan, gpu: usize) -> Vec<(String, u8)> {
+    fn starts(p: &GeometryPlan, gpu: usize) -> Vec<(String, u8)> {
         p.gpus[gpu]
             .instances
             .iter()
@@ -377,10 +379,10 @@ mod tests {
         assert_eq!((p.gpus[5].node, p.gpus[5].index), (Some(1), 1));
         assert_eq!(p.gpus_per_node(), 4);
         let e = plan(&req("gb300", 0, None, "7g.278gb=1")).unwrap_err();
-        assert_eq!(e, PlanError::NoGpus);
+        assert_eq!(e, GeometryPlanError::NoGpus);
         let e = plan(&req("gb300", 8, Some(0), "7g.278gb=1")).unwrap_err();
-        assert_eq!(e, PlanError::NoNodes);
+        assert_eq!(e, GeometryPlanError::NoNodes);
         let e = plan(&req("gb300", 1000, Some(10_000), "7g.278gb=1")).unwrap_err();
-        assert!(matches!(e, PlanError::TooMany { .. }));
+        assert!(matches!(e, GeometryPlanError::TooMany { .. }));
     }
 }

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use crate::capacity::fits;
 use crate::mix::{Mix, MixError, parse_mix};
 use crate::model::Model;
-use crate::planner::{Plan, PlanError, PodPlacement, assemble, check_size, pack};
+use crate::planner::{GeometryPlan, GeometryPlanError, PodPlacement, assemble, check_size, pack};
 
 /// The most pods (replicas counted) one plan takes.
 pub(crate) const MAX_PODS: u64 = 1_000_000;
@@ -149,7 +149,7 @@ pub fn plan_pods(
     gpus: u32,
     nodes: Option<u32>,
     pods: &[Pod],
-) -> Result<Plan, PlanError> {
+) -> Result<GeometryPlan, GeometryPlanError> {
     let total = check_size(gpus, nodes)?;
     let n = usize::try_from(nodes.unwrap_or(1)).unwrap_or(0);
     let g = u64::from(gpus);

@@ -5,7 +5,7 @@ use crate::export::nvidia_smi_commands;
 use crate::geometry::{GeometryError, Placement};
 use crate::mix::parse_mix;
 use crate::model::lookup;
-use crate::planner::{Request, plan};
+use crate::planner::{GeometryRequest, plan};
 use crate::read_state::{MigOutputs, MigState, model_for_name, read_state};
 use crate::read_table::{ReadError, SavedOutput};
 
@@ -393,7 +393,7 @@ fn inconsistent_outputs_are_errors() {
 fn planned_geometry_round_trips_through_nvidia_smi() {
     let model = lookup("h100-80gb").unwrap();
     let want = parse_mix(model, "4g.40gb=1,3g.40gb=2,2g.20gb=2,1g.10gb=3").unwrap();
-    let planned = plan(&Request {
+    let planned = plan(&GeometryRequest {
         model,
         gpus: 3,
         nodes: None,

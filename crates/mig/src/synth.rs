@@ -1,4 +1,4 @@
-//! A host's MIG state without hardware: from explicit placements or from a [`Plan`], as
+//! A host's MIG state without hardware: from explicit placements or from a [`GeometryPlan`], as
 //! if the instances had been created with `nvidia-smi mig -cgi <ID>:<start> -C` on GPUs
 //! 0, 1, … (in that order, so GPU-instance IDs count up from 1 per GPU and each GPU
 //! instance has one compute instance, ID 0). No UUIDs: a consumer joins the GPUs by
@@ -6,7 +6,7 @@
 
 use crate::geometry::{GeometryError, Placement, validate};
 use crate::model::Model;
-use crate::planner::Plan;
+use crate::planner::GeometryPlan;
 use crate::read_state::{ComputeInstance, GpuInstance, MigGpu, MigState};
 
 /// The state of GPUs `(index, instances)` of `model`, each checked by the placement
@@ -60,7 +60,7 @@ pub fn state_from_placements(
 
 /// The state a one-node plan's geometry would leave (its GPUs by index; a GPU the plan
 /// leaves empty has no instances).
-pub fn state_from_plan(plan: &Plan) -> Result<MigState, GeometryError> {
+pub fn state_from_plan(plan: &GeometryPlan) -> Result<MigState, GeometryError> {
     let gpus: Vec<(u32, Vec<Placement>)> = plan
         .gpus
         .iter()

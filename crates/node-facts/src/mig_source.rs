@@ -13,12 +13,14 @@
 use std::path::{Path, PathBuf};
 
 use topoalign_discover::sysfs::nvcaps::{MIG_MINORS, read_mig_minors};
-use topoalign_dra::NodeMig;
-use topoalign_mig::{MigOutputs, Model, Request, SavedOutput, plan, read_state, state_from_plan};
+use topoalign_dra::publish::NodeMig;
+use topoalign_mig::{
+    GeometryRequest, MigOutputs, Model, SavedOutput, plan, read_state, state_from_plan,
+};
 use topoalign_topology::{GpuVendor, Topology};
 
-use topoalign_dra::{MigGeometryError, MigJoinError};
-use topoalign_mig::{GeometryError, MixError, PlanError, ReadError};
+use topoalign_dra::publish::{MigGeometryError, MigJoinError};
+use topoalign_mig::{GeometryError, GeometryPlanError, MixError, ReadError};
 
 use crate::mig_modes::{ModeError, ModeSource, enabled};
 
@@ -78,7 +80,7 @@ pub enum MigSourceError {
     Mix(#[from] MixError),
     /// The planner refused the request.
     #[error("--mig-want: {0}")]
-    Plan(#[from] PlanError),
+    Plan(#[from] GeometryPlanError),
     /// Not everything fits.
     #[error("--mig-want: {0}")]
     Unplaced(String),
@@ -200,7 +202,7 @@ impl MigSource {
                 let model = node_model(topo).map_err(MigSourceError::Model)?;
                 let gpus = nvidia_count(topo);
                 let want = topoalign_mig::parse_mix(model, text)?;
-                let p = plan(&Request {
+                let p = plan(&GeometryRequest {
                     model,
                     gpus,
                     nodes: None,

@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 
 use serde_json::Value;
-use topoalign_dra::dns_label_problem;
+use topoalign_dra::publish::dns_label_problem;
 
 /// One network of the annotation.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! (apimachinery `IsQualifiedName` with a required prefix): `domain/name`, the domain a
 //! DNS subdomain, the name 1–63 of `[A-Za-z0-9._-]` with a letter or digit at both ends.
 
-use topoalign_dra::dns_label_problem;
+use topoalign_dra::publish::dns_label_problem;
 
 /// Why `s` is not an extended resource name, or `Ok`.
 pub(crate) fn check_resource_name(s: &str) -> Result<(), String> {

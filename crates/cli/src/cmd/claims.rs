@@ -10,13 +10,13 @@ use std::process::ExitCode;
 use anyhow::Context;
 use k8s_openapi::api::resource::v1::{ResourceClaimSpec, ResourceSlice};
 use topoalign_discover::Source;
-use topoalign_dra::{ClaimArgs, DeviceId, Explanation, SliceFile};
-use topoalign_dra::{
+use topoalign_dra::claim::{
     LadderInput, NodeLadder, held_devices, ladder_claim, ladder_nodes, ladder_report,
 };
-use topoalign_dra::{SimulatedNode, explain_mixed, own_request};
-use topoalign_dra::{claim_object, claim_table};
-use topoalign_dra::{claim_spec, mig_claim_spec, mixed_claim, pairs_fit_one_numa_node};
+use topoalign_dra::claim::{claim_object, claim_table};
+use topoalign_dra::claim::{claim_spec, mig_claim_spec, mixed_claim, pairs_fit_one_numa_node};
+use topoalign_dra::explain::{SimulatedNode, explain_mixed, own_request};
+use topoalign_dra::{alloc::DeviceId, claim::ClaimArgs, explain::Explanation, foreign::SliceFile};
 use topoalign_topology::Topology;
 
 use crate::cmd::cluster;

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::Api;
 use kube::api::ListParams;
-use topoalign_dra::{SliceFile, parse_slice_file};
+use topoalign_dra::foreign::{SliceFile, parse_slice_file};
 
 /// Slices, classes, claims and pods as read.
 #[derive(Debug, Default)]

@@ -1,6 +1,6 @@
 //! `topoalign explain pod NS/NAME`: against the live cluster, the devices a pod got from
 //! its ResourceClaims, each GPU–NIC pair's class, the best free choice on its node and
-//! why the two differ (`topoalign_dra::explain_pod`); for a device-plugin pod, what the
+//! why the two differ (`topoalign_dra::explain::explain_pod`); for a device-plugin pod, what the
 //! API server can tell.
 
 use std::process::ExitCode;
@@ -10,10 +10,10 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use kube::Api;
 use kube::api::ListParams;
-use topoalign_dra::{
+use topoalign_dra::explain::{
     ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,
 };
-use topoalign_dra::{ClusterAlignment, ClusterInput, explain_all};
+use topoalign_dra::explain::{ClusterAlignment, ClusterInput, explain_all};
 use topoalign_kube_types::labels as keys;
 use topoalign_probes::KubeArgs;
 use topoalign_render::Table;

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use topoalign_mig::{
-    GpuPlan, Model, Plan, PodsFile, Request, lookup, parse_mix, plan, plan_pods, resolve_pods,
+    GeometryPlan, GeometryRequest, GpuPlan, Model, PodsFile, lookup, parse_mix, plan, plan_pods,
+    resolve_pods,
 };
 use topoalign_mig::{mig_parted, node_groups, nvidia_smi_commands, ranges};
 use topoalign_render::Table;
@@ -104,7 +105,7 @@ fn run_plan(a: &PlanArgs) -> anyhow::Result<ExitCode> {
             (Some(file), _) => plan_pods(model, a.gpus, a.nodes, &read_pods(model, file)?)?,
             (None, want) => {
                 let want = parse_mix(model, want.as_deref().unwrap_or("")).context("--want")?;
-                plan(&Request {
+                plan(&GeometryRequest {
                     model,
                     gpus: a.gpus,
                     nodes: a.nodes,
@@ -137,7 +138,7 @@ fn read_pods(model: &Model, path: &Path) -> anyhow::Result<Vec<topoalign_mig::Po
 }
 
 /// The table output: the totals, then per node geometry the GPUs and the commands.
-fn table(p: &Plan) -> String {
+fn table(p: &GeometryPlan) -> String {
     let m = p.model;
     let mut out = format!(
         "Model:     {} ({}): 8 memory slices, 7 SM slices per GPU\n",
@@ -189,7 +190,7 @@ fn table(p: &Plan) -> String {
 }
 
 /// One row per GPU: its instances at their starts and the memory slices left free.
-fn gpu_table(p: &Plan, gpus: &[GpuPlan]) -> String {
+fn gpu_table(p: &GeometryPlan, gpus: &[GpuPlan]) -> String {
     let mut t = Table::new(&["GPU", "INSTANCES (PROFILE@START)", "FREE SLICES"]);
     for g in gpus {
         let used = g

@@ -69,9 +69,9 @@ fn dry_run_yaml_and_json_carry_the_same_objects_for_every_profile() {
         let kinds: Vec<&str> = items.iter().map(|o| o["kind"].as_str().unwrap()).collect();
         // A profile with a MIG geometry publishes it: the MIG and MIG-pair classes and
         // one class per known MIG profile (the extended resources) too.
-        let classes = topoalign_dra::device_classes().len()
+        let classes = topoalign_dra::publish::device_classes().len()
             + match topoalign_profiles::mig_geometry(profile) {
-                Some(_) => topoalign_dra::mig_device_classes().len(),
+                Some(_) => topoalign_dra::publish::mig_device_classes().len(),
                 None => 0,
             };
         assert!(classes == 3 || classes > 5, "{profile}: {classes} classes");

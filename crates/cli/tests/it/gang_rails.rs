@@ -1,6 +1,6 @@
 //! The gang claim end to end through the binary: `topoalign driver --rails` publishes a
 //! dgx-h100's slices with each NIC's rail, `topoalign gang --dialect kube` writes the
-//! job's ResourceClaimTemplate, and the one allocator model (`topoalign_dra::first_fit`,
+//! job's ResourceClaimTemplate, and the one allocator model (`topoalign_dra::alloc::first_fit`,
 //! the search `claims --explain` and the extender use) places the claim on those slices.
 
 use std::collections::BTreeSet;
@@ -8,7 +8,11 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::resource::v1::{ResourceClaimSpec, ResourceSlice};
 use serde_json::Value;
-use topoalign_dra::{DeviceId, NodeDevices, attr, device_classes, first_fit};
+use topoalign_dra::{
+    alloc::{DeviceId, NodeDevices, first_fit},
+    attr,
+    publish::device_classes,
+};
 
 use crate::common::{run_expecting, stdout_of};
 

@@ -184,6 +184,11 @@ impl NvidiaSmiTopo {
 
         let mut tree = SynthTree::new(name);
         let too_big = |m: String| bad(self.header_line, m);
+        let too_large = |source| DiscoverError::TooLarge {
+            path: path.to_path_buf(),
+            line: self.header_line,
+            source,
+        };
         // NUMA records with CPUs from the GPUs' affinity.
         let mut numa_cpus: BTreeMap<u32, Option<CpuSet>> = BTreeMap::new();
         for i in 0..n {
@@ -225,39 +230,39 @@ impl NvidiaSmiTopo {
         let mut parent_of: Vec<Option<PciParent>> = vec![None; n];
         for hb_members in order(1, &all) {
             let numa = numa_of(hb_members[0]);
-            let hb = tree.host_bridge().map_err(|e| too_big(e.to_string()))?;
+            let hb = tree.host_bridge().map_err(too_large)?;
             for rp_members in order(2, &hb_members) {
                 let rp = tree
                     .bridge(hb, PciKind::RootPort, numa)
-                    .map_err(|e| too_big(e.to_string()))?;
+                    .map_err(too_large)?;
                 let clusters = order(3, &rp_members);
                 if clusters.len() == 1 && clusters[0].len() == 1 {
                     parent_of[clusters[0][0]] = Some(rp);
                 } else if clusters.len() == 1 {
                     let usp = tree
                         .bridge(rp, PciKind::SwitchUpstream, numa)
-                        .map_err(|e| too_big(e.to_string()))?;
+                        .map_err(too_large)?;
                     for &d in &clusters[0] {
                         let dsp = tree
                             .bridge(usp, PciKind::SwitchDownstream, numa)
-                            .map_err(|e| too_big(e.to_string()))?;
+                            .map_err(too_large)?;
                         parent_of[d] = Some(dsp);
                     }
                 } else {
                     let top = tree
                         .bridge(rp, PciKind::SwitchUpstream, numa)
-                        .map_err(|e| too_big(e.to_string()))?;
+                        .map_err(too_large)?;
                     for cluster in &clusters {
                         let tdsp = tree
                             .bridge(top, PciKind::SwitchDownstream, numa)
-                            .map_err(|e| too_big(e.to_string()))?;
+                            .map_err(too_large)?;
                         let lower = tree
                             .bridge(tdsp, PciKind::SwitchUpstream, numa)
-                            .map_err(|e| too_big(e.to_string()))?;
+                            .map_err(too_large)?;
                         for &d in cluster {
                             let dsp = tree
                                 .bridge(lower, PciKind::SwitchDownstream, numa)
-                                .map_err(|e| too_big(e.to_string()))?;
+                                .map_err(too_large)?;
                             parent_of[d] = Some(dsp);
                         }
                     }

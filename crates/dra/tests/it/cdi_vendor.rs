@@ -5,13 +5,17 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use topoalign_dra::ENV_NVIDIA_VISIBLE_DEVICES;
+use topoalign_dra::prepare::ENV_NVIDIA_VISIBLE_DEVICES;
+use topoalign_dra::prepare::{NVIDIA_GENERATE, node_number};
 use topoalign_dra::{
-    AllocatedDevice, AllocationError, CdiPlan, DRIVER_NAME, Holdings, Inventory, PreparedDevice,
-    PreparedGpu, VendorCdiError, VendorSpec, compose_cdi, parse_vendor_spec, prepare_allocation,
-    vendor_gpu_ids,
+    AllocationError, DRIVER_NAME,
+    alloc::AllocatedDevice,
+    prepare::{
+        CdiPlan, Holdings, PreparedDevice, PreparedGpu, VendorCdiError, VendorSpec, compose_cdi,
+        parse_vendor_spec, prepare_allocation, vendor_gpu_ids,
+    },
+    publish::Inventory,
 };
-use topoalign_dra::{NVIDIA_GENERATE, node_number};
 
 fn alloc(device: &str) -> AllocatedDevice {
     AllocatedDevice {
@@ -167,7 +171,7 @@ fn each_gpu_gets_its_own_device_by_node_and_uuid_not_by_index() {
     let mut mig = spec.clone();
     mig.devices.insert(
         0,
-        topoalign_dra::VendorDevice {
+        topoalign_dra::prepare::VendorDevice {
             name: "0:0".into(),
             nodes: vec![
                 "/dev/nvidia3".into(),

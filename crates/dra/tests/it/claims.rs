@@ -4,14 +4,19 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::resource::v1::{DeviceAttribute, ResourceSlice};
 use serde_json::Value;
-use topoalign_dra::NodeDevices;
-use topoalign_dra::stand_in_classes;
+use topoalign_dra::alloc::NodeDevices;
+use topoalign_dra::claim::stand_in_classes;
+use topoalign_dra::explain::{mark_usage, resolve_with};
 use topoalign_dra::{
-    ClaimShape, ClaimSpec, DraError, Inventory, MixedSpec, MixedStrategy, PreparedClaim,
-    PublishOptions, claim_spec, claim_template, device_classes, explain, first_fit, mixed_claim,
-    resource_claim, slices_for,
+    DraError,
+    alloc::{ClaimSearch, first_fit},
+    claim::{
+        ClaimShape, ClaimSpec, MixedSpec, MixedStrategy, claim_spec, claim_template, mixed_claim,
+        resource_claim,
+    },
+    explain::explain,
+    publish::{Inventory, PublishOptions, device_classes, slices_for},
 };
-use topoalign_dra::{mark_usage, resolve_with};
 use topoalign_plan::{NicCount, NicRole, Request, Usage};
 use topoalign_profiles as profiles;
 use topoalign_topology::{Bdf, Topology};
@@ -230,7 +235,7 @@ fn a_prepared_claim_searches_as_first_fit_after_mark_in_use() {
             strict.distinct_nics = true;
             for s in [spec(n), strict] {
                 let claim = claim_spec(&s).unwrap();
-                let prepared = PreparedClaim::new(&claim, &device_classes(), &full).unwrap();
+                let prepared = ClaimSearch::new(&claim, &device_classes(), &full).unwrap();
                 for density in [0, 20, 50] {
                     let in_use: Vec<bool> = ids.iter().map(|_| rng.below(100) < density).collect();
                     let held = (ids.iter().zip(&in_use))

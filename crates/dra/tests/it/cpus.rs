@@ -6,9 +6,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use topoalign_dra::{
-    ClaimShape, ClaimSpec, CpuClaim, CpuMode, CpuRelease, CpuShape, DeviceId, DraError, Inventory,
-    NodeDevices, PublishOptions, attr, claim_spec, cpu_device_class, cpu_slices, device_classes,
-    first_fit, slices_for,
+    DraError,
+    alloc::{DeviceId, NodeDevices, first_fit},
+    attr,
+    claim::{
+        ClaimShape, ClaimSpec, CpuClaim, CpuMode, CpuRelease, CpuShape, claim_spec,
+        cpu_device_class, cpu_slices,
+    },
+    publish::{Inventory, PublishOptions, device_classes, slices_for},
 };
 use topoalign_profiles as profiles;
 use topoalign_rng::Rng;
@@ -260,7 +265,7 @@ fn numa_cpus(profile: &str, numa: u32) -> u32 {
 
 #[test]
 fn a_prepared_claim_with_held_cpus_searches_as_first_fit_does() {
-    // PreparedClaim::search_held (the extender's path: one claim prepared per node kind,
+    // ClaimSearch::search_held (the extender's path: one claim prepared per node kind,
     // each node's held devices and CPU shares told per search) equals first_fit on the
     // node's devices with the same devices held and the same CPUs consumed.
     let mut rng = Rng::new(11);
@@ -281,7 +286,8 @@ fn a_prepared_claim_with_held_cpus_searches_as_first_fit_does() {
                 shape,
             );
             let claim = claim_spec(&spec).unwrap();
-            let prepared = topoalign_dra::PreparedClaim::new(&claim, &n.classes, &full).unwrap();
+            let prepared =
+                topoalign_dra::alloc::ClaimSearch::new(&claim, &n.classes, &full).unwrap();
             let ids: Vec<DeviceId> = full.ids().cloned().collect();
             let in_use: Vec<bool> = ids
                 .iter()

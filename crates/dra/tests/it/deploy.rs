@@ -2,7 +2,7 @@
 //! driver defines, and the DaemonSet mounts what the plugin needs.
 
 use serde_json::Value;
-use topoalign_dra::device_classes;
+use topoalign_dra::publish::device_classes;
 
 fn deploy(file: &str) -> Vec<Value> {
     let path = format!("{}/../../deploy/{file}", env!("CARGO_MANIFEST_DIR"));

@@ -1,7 +1,7 @@
 //! Random topologies never produce slices the API server would refuse.
 
 use proptest::prelude::*;
-use topoalign_dra::{Inventory, PairsPerGpu, PublishOptions, resource_slices};
+use topoalign_dra::publish::{Inventory, PairsPerGpu, PublishOptions, resource_slices};
 use topoalign_topology::PcieClass;
 
 proptest! {

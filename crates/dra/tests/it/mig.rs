@@ -6,10 +6,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use topoalign_dra::DeviceRef;
+use topoalign_dra::publish::{MigInstance, MigJoinError};
 use topoalign_dra::{
-    ClaimSpec, DraError, Inventory, NodeMig, PublishOptions, resource_slices, slices_for,
+    DraError,
+    claim::ClaimSpec,
+    publish::{Inventory, NodeMig, PublishOptions, resource_slices, slices_for},
 };
-use topoalign_dra::{MigInstance, MigJoinError};
 use topoalign_mig::{MigState, Placement, lookup, state_from_placements};
 use topoalign_profiles as profiles;
 use topoalign_topology::Bdf;
@@ -294,7 +296,7 @@ fn a_layout_of_another_node_is_refused_at_publish() {
     let h100 = lookup("h100-80gb").unwrap();
     let mut mig = NodeMig::join(&topo, &mixed_state()).unwrap();
     mig.gpus.push(
-        topoalign_dra::MigGpuLayout::new(
+        topoalign_dra::publish::MigGpuLayout::new(
             Bdf::new(0, 0xee, 0, 0),
             9,
             h100,
@@ -324,8 +326,8 @@ fn a_layout_of_another_node_is_refused_at_publish() {
     assert_eq!(crate::common::check_limits(&slices), Ok(()));
 }
 
-fn alloc(device: &str) -> topoalign_dra::AllocatedDevice {
-    topoalign_dra::AllocatedDevice {
+fn alloc(device: &str) -> topoalign_dra::alloc::AllocatedDevice {
+    topoalign_dra::alloc::AllocatedDevice {
         request: "mig".into(),
         driver: "topoalign.dev".into(),
         pool: "n1".into(),
@@ -337,7 +339,7 @@ fn alloc(device: &str) -> topoalign_dra::AllocatedDevice {
 /// its whole GPU; instances of one GPU go to different claims.
 #[test]
 fn prepare_keeps_whole_gpus_and_their_instances_apart() {
-    use topoalign_dra::{Holdings, prepare_allocation};
+    use topoalign_dra::prepare::{Holdings, prepare_allocation};
     let nd = mixed_node();
     let gpu0 = "gpu-0000-1b-00-0";
     let (m0, m1) = (&nd.inv.migs[0].name, &nd.inv.migs[1].name);
@@ -367,7 +369,7 @@ fn prepare_keeps_whole_gpus_and_their_instances_apart() {
 /// NCCL variable; the instance's UUID for the NVIDIA hook.
 #[test]
 fn a_mig_pair_claim_gets_ucx_variables_and_no_nccl_ones() {
-    use topoalign_dra::{CdiPlan, Holdings, compose_cdi, prepare_allocation};
+    use topoalign_dra::prepare::{CdiPlan, Holdings, compose_cdi, prepare_allocation};
     let topo = profiles::get("dgx-h100").unwrap();
     let mut state = mixed_state();
     state.gpus[0].instances[0].mig_devices = vec![topoalign_mig::MigDevice {

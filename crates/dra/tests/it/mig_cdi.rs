@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use topoalign_dra::DeviceKind;
-use topoalign_dra::MigInstance;
-use topoalign_dra::{
+use topoalign_dra::prepare::{
     CdiPlan, PreparedDevice, PreparedGpu, PreparedMig, VendorCdiError, compose_cdi,
     parse_vendor_spec, vendor_mig_ids,
 };
+use topoalign_dra::publish::MigInstance;
 
 const UUID: &str = "MIG-5b0c7a9e-1111-5222-8333-944455556666";
 
@@ -55,7 +55,7 @@ const CAPS_B: [&str; 2] = [
     "/dev/nvidia-caps/nvidia-cap121",
 ];
 
-fn spec(devices: &str) -> topoalign_dra::VendorSpec {
+fn spec(devices: &str) -> topoalign_dra::prepare::VendorSpec {
     let text = format!("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n{devices}");
     parse_vendor_spec(Path::new("/etc/cdi/nvidia.yaml"), 0, &text)
         .unwrap()
@@ -70,7 +70,7 @@ fn dev(name: &str, nodes: &[&str]) -> String {
     s
 }
 
-fn nodes_of(spec: &topoalign_dra::CdiSpec, i: usize) -> Vec<&str> {
+fn nodes_of(spec: &topoalign_dra::prepare::CdiSpec, i: usize) -> Vec<&str> {
     spec.devices[i]
         .container_edits
         .device_nodes
@@ -144,7 +144,7 @@ fn the_vendor_device_of_the_instance_is_used_by_uuid_or_by_its_nodes() {
     assert!(vendor_mig_ids(&specs, &migs).unwrap().is_empty());
 }
 
-fn spec_of_b_only() -> topoalign_dra::VendorSpec {
+fn spec_of_b_only() -> topoalign_dra::prepare::VendorSpec {
     spec(&format!(
         "{}{}",
         dev("0", &["/dev/nvidia0"]),

@@ -7,8 +7,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use topoalign_dra::{
-    ClaimSpec, Inventory, NodeDevices, NodeMig, PublishOptions, first_fit, mig_claim_spec,
-    slices_for,
+    alloc::{NodeDevices, first_fit},
+    claim::{ClaimSpec, mig_claim_spec},
+    publish::{Inventory, NodeMig, PublishOptions, slices_for},
 };
 use topoalign_profiles as profiles;
 use topoalign_topology::Bdf;

@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use topoalign_dra::{
-    ClaimSpec, DeviceId, Inventory, MigClaimSpec, NodeDevices, claim_spec, device_classes,
-    first_fit, mig_claim_spec, mig_device_classes,
+    alloc::{DeviceId, NodeDevices, first_fit},
+    claim::{ClaimSpec, MigClaimSpec, claim_spec, mig_claim_spec},
+    publish::{Inventory, device_classes, mig_device_classes},
 };
 use topoalign_topology::{Bdf, Topology};
 

@@ -1,11 +1,15 @@
 //! Prepare-time checks and CDI content per allocation.
 
 use std::collections::BTreeMap;
-use topoalign_dra::{ENV_GPU_NIC_MAP, ENV_NCCL_IB_HCA};
+use topoalign_dra::prepare::{ENV_GPU_NIC_MAP, ENV_NCCL_IB_HCA};
 
 use topoalign_dra::{
-    AllocatedDevice, AllocationError, CdiPlan, CdiSpec, DRIVER_NAME, Holdings, Inventory,
-    PreparedDevice, cdi_device_id, compose_cdi, prepare_allocation,
+    AllocationError, DRIVER_NAME,
+    alloc::AllocatedDevice,
+    prepare::{
+        CdiPlan, CdiSpec, Holdings, PreparedDevice, cdi_device_id, compose_cdi, prepare_allocation,
+    },
+    publish::Inventory,
 };
 use topoalign_profiles as profiles;
 

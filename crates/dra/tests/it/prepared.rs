@@ -1,4 +1,4 @@
-//! [`PreparedClaim::try_search`] is [`first_fit`] after [`NodeDevices::mark_in_use`] of
+//! [`ClaimSearch::try_search`] is [`first_fit`] after [`NodeDevices::mark_in_use`] of
 //! the same devices: the same devices, steps and verdict, and the same error where a
 //! selector cannot be evaluated on a device left free (random claims, devices in use,
 //! budgets, and pair devices that publish no rank).
@@ -7,8 +7,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use topoalign_dra::{
-    ClaimShape, ClaimSpec, DeviceId, NodeDevices, PreparedClaim, PublishOptions, attr, claim_spec,
-    device_classes, first_fit, resource_slices,
+    alloc::{ClaimSearch, DeviceId, NodeDevices, first_fit},
+    attr,
+    claim::{ClaimShape, ClaimSpec, claim_spec},
+    publish::{PublishOptions, device_classes, resource_slices},
 };
 use topoalign_rng::Rng;
 
@@ -42,7 +44,7 @@ fn a_deferred_claim_searches_and_fails_as_first_fit_after_mark_in_use() {
             continue;
         };
         let all = NodeDevices::gather(&slices, "n1").unwrap();
-        let prepared = PreparedClaim::deferred(&claim, &classes, Arc::new(all.clone())).unwrap();
+        let prepared = ClaimSearch::deferred(&claim, &classes, Arc::new(all.clone())).unwrap();
         for _ in 0..6 {
             let share = [0, 20, 50][rng.below(3)];
             let in_use: Vec<bool> = (0..all.len()).map(|_| rng.below(100) < share).collect();

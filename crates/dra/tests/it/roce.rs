@@ -1,7 +1,10 @@
 //! RoCE in the published devices: every pair carries its NIC's link layer, so claims and
 //! `topoalign lint` can tell RoCE (Ethernet) pairs from InfiniBand ones.
 
-use topoalign_dra::{PublishOptions, attr, resource_slices};
+use topoalign_dra::{
+    attr,
+    publish::{PublishOptions, resource_slices},
+};
 
 fn link_layers(profile: &str) -> Vec<(String, Option<String>, Option<String>)> {
     let topo = topoalign_profiles::get(profile).unwrap();

@@ -3,8 +3,10 @@
 use std::collections::BTreeSet;
 
 use topoalign_dra::{
-    CLASS_PAIR, DRIVER_NAME, DeviceKind, Inventory, PairsPerGpu, PublishOptions, attr,
-    device_classes, resource_slices,
+    DRIVER_NAME, DeviceKind, attr,
+    publish::{
+        CLASS_PAIR, Inventory, PairsPerGpu, PublishOptions, device_classes, resource_slices,
+    },
 };
 use topoalign_profiles as profiles;
 use topoalign_topology::{PcieClass, Topology};

@@ -6,8 +6,9 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimSpec, ResourceSlice};
 use topoalign_dra::{
-    AllocatedDevice, DeviceId, DeviceRole, GpuForm, LadderSpec, NodeDevices, SliceFile, first_fit,
-    ladder_claim, node_devices, parse_slice_file, slice_topology,
+    alloc::{AllocatedDevice, DeviceId, NodeDevices, first_fit},
+    claim::{LadderSpec, ladder_claim},
+    foreign::{DeviceRole, GpuForm, SliceFile, node_devices, parse_slice_file, slice_topology},
 };
 
 const BUDGET: u64 = 2_000_000;
@@ -257,18 +258,18 @@ fn the_ladder_with_cpus_puts_each_gpus_cpus_on_its_numa_node() {
     let c = fixture("dra-cpu.yaml");
     let slices: Vec<ResourceSlice> = h.slices.iter().chain(&c.slices).cloned().collect();
     let mut classes = h.classes.clone();
-    classes.push(topoalign_dra::cpu_device_class("dra.cpu"));
+    classes.push(topoalign_dra::claim::cpu_device_class("dra.cpu"));
     let numa: std::collections::BTreeMap<String, u32> = node_devices(&slices, "h100-a")
         .into_iter()
         .filter_map(|(_, d)| Some((d.device.name.clone(), d.numa()?)))
         .collect();
     for shape in [
-        topoalign_dra::CpuShape::PerGpu,
-        topoalign_dra::CpuShape::OneNode,
+        topoalign_dra::claim::CpuShape::PerGpu,
+        topoalign_dra::claim::CpuShape::OneNode,
     ] {
         let mut spec = LadderSpec::new(2, "gpu.nvidia.com", "dranet.net");
         spec.nic_driver = Some("dra.net".into());
-        let mut cpus = topoalign_dra::CpuClaim::new(24);
+        let mut cpus = topoalign_dra::claim::CpuClaim::new(24);
         cpus.shape = shape;
         spec.cpus = Some(cpus);
         let claim = ladder_claim(&spec).unwrap();
@@ -284,7 +285,7 @@ fn the_ladder_with_cpus_puts_each_gpus_cpus_on_its_numa_node() {
             (gpus.len(), cpus.len()),
             (
                 2,
-                if shape == topoalign_dra::CpuShape::PerGpu {
+                if shape == topoalign_dra::claim::CpuShape::PerGpu {
                     2
                 } else {
                     1
@@ -309,8 +310,8 @@ fn the_ladder_with_cpus_puts_each_gpus_cpus_on_its_numa_node() {
     }
     // Individual mode past the claim's 32 devices is refused with the reason.
     let mut spec = LadderSpec::new(2, "gpu.nvidia.com", "dranet.net");
-    let mut cpus = topoalign_dra::CpuClaim::new(64);
-    cpus.mode = topoalign_dra::CpuMode::Individual;
+    let mut cpus = topoalign_dra::claim::CpuClaim::new(64);
+    cpus.mode = topoalign_dra::claim::CpuMode::Individual;
     spec.cpus = Some(cpus);
     let e = ladder_claim(&spec).unwrap_err().to_string();
     assert!(

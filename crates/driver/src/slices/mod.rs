@@ -252,7 +252,7 @@ pub(crate) mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use topoalign_dra::PublishOptions;
+    use topoalign_dra::publish::PublishOptions;
 
     /// A client for an API server that is not there (a closed loopback port): every
     /// call fails at once with "connection refused".

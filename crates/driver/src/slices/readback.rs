@@ -218,7 +218,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use topoalign_dra::PublishOptions;
+    use topoalign_dra::publish::PublishOptions;
 
     fn pool(pairs: bool) -> Vec<ResourceSlice> {
         let topo = topoalign_profiles::get("dgx-h100").unwrap();
@@ -226,7 +226,7 @@ mod tests {
             pair_devices: pairs,
             ..PublishOptions::default()
         };
-        topoalign_dra::resource_slices(&topo, "n1", &opts).unwrap()
+        topoalign_dra::publish::resource_slices(&topo, "n1", &opts).unwrap()
     }
 
     /// What an API server with the gate off stores: the same slices without counters.
@@ -336,8 +336,9 @@ mod tests {
         assert!(plain.iter().any(has_counters));
         assert_eq!(next_mode(PlainOnly, &plain_kept, true, true), Some(Pairs));
         let plain_lost = pool_loss(&plain, &by_name(dropped(&plain)));
-        let inv =
-            topoalign_dra::Inventory::from_topology(&topoalign_profiles::get("dgx-h100").unwrap());
+        let inv = topoalign_dra::publish::Inventory::from_topology(
+            &topoalign_profiles::get("dgx-h100").unwrap(),
+        );
         assert_eq!(plain_lost.devices.len(), inv.gpus.len() + inv.nics.len());
         assert!(plain_lost.devices.iter().all(|d| !d.starts_with("pair-")));
     }

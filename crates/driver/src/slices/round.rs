@@ -9,7 +9,7 @@ use std::sync::Arc;
 use k8s_openapi::api::resource::v1::ResourceSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
-use topoalign_dra::{DRIVER_NAME, Inventory};
+use topoalign_dra::{DRIVER_NAME, publish::Inventory};
 
 use super::diff::{self, SyncPlan, Written};
 use super::readback::{self, Loss, PairMode};
@@ -58,8 +58,11 @@ impl SliceController {
     /// when it exists, so that deleting the node deletes them).
     async fn desired(&mut self) -> Result<Vec<ResourceSlice>, DriverError> {
         let inventory = self.inventory_now();
-        let mut slices =
-            topoalign_dra::slices_for(&inventory, &self.node_name, self.pool.generation())?;
+        let mut slices = topoalign_dra::publish::slices_for(
+            &inventory,
+            &self.node_name,
+            self.pool.generation(),
+        )?;
         let node = self
             .nodes
             .get_opt(&self.node_name)

@@ -10,8 +10,10 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimSpec, ResourceClaimTemplate};
 use serde_json::{Value, json};
 use topoalign_dra::{
-    ClaimSpec, DRIVER_NAME, DeviceId, PublishOptions, claim_spec, claim_template, device_classes,
-    resource_slices,
+    DRIVER_NAME,
+    alloc::DeviceId,
+    claim::{ClaimSpec, claim_spec, claim_template},
+    publish::{PublishOptions, device_classes, resource_slices},
 };
 use topoalign_extender::{DraShared, DraState, DraVerdict, judge_claims as judge};
 use topoalign_rng::Rng;

@@ -25,8 +25,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimSpec, ResourceSlice};
-use topoalign_dra::{DRIVER_NAME, DeviceId, DraError};
-use topoalign_dra::{DeviceRole, ForeignDevice, node_devices, slice_topology};
+use topoalign_dra::foreign::{DeviceRole, ForeignDevice, node_devices, slice_topology};
+use topoalign_dra::{DRIVER_NAME, DraError, alloc::DeviceId};
 use topoalign_topology::{Bdf, Classifier};
 
 use crate::dra::judge::{DraFit, DraVerdict, allocate};
@@ -440,15 +440,15 @@ mod tests {
     /// NODE, its fallback across NUMA nodes SYS, and the nodes score in that order.
     #[test]
     fn the_ladder_template_is_judged_by_the_rung_it_lands_on() {
-        let file = topoalign_dra::parse_slice_file(
+        let file = topoalign_dra::foreign::parse_slice_file(
             include_str!("../../../dra/tests/fixtures/vendor/nvidia-v05-dranet-h100.yaml"),
             "h100.yaml",
         )
         .unwrap();
-        let mut spec = topoalign_dra::LadderSpec::new(1, "gpu.nvidia.com", "dranet.net");
+        let mut spec = topoalign_dra::claim::LadderSpec::new(1, "gpu.nvidia.com", "dranet.net");
         spec.nic_driver = Some("dra.net".into());
         spec.fallback = true;
-        let claim = topoalign_dra::ladder_claim(&spec).unwrap();
+        let claim = topoalign_dra::claim::ladder_claim(&spec).unwrap();
         let held = |devs: &[(&str, &str)]| held("h100-a", devs);
         let verdict = |taken: &BTreeSet<DeviceId>| {
             judge_foreign(

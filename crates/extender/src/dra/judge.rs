@@ -22,7 +22,10 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::resource::v1::{
     DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceSlice,
 };
-use topoalign_dra::{DRIVER_NAME, DeviceId, DraError, NodeDevices, first_fit};
+use topoalign_dra::{
+    DRIVER_NAME, DraError,
+    alloc::{DEFAULT_BUDGET, DeviceId, NodeDevices, first_fit},
+};
 
 use crate::dra::pairs::{DeviceKey, NodePairs};
 use crate::protocol::MAX_EXTENDER_PRIORITY;
@@ -35,10 +38,6 @@ use crate::score::FRAGMENTATION_WEIGHT;
 /// itself weighs nothing any more (it did weigh a fixed penalty for using up capacity
 /// levels, which this replaces); the flag stays for compatibility.
 pub const CAPACITY_WEIGHT: f64 = 50.0;
-
-/// Devices the allocator may try per claim before giving up (then the node passes with
-/// a neutral score: the stock allocator decides).
-pub(crate) const SEARCH_BUDGET: u64 = 200_000;
 
 /// Devices held by allocated claims (`status.allocation.devices.results`).
 pub(crate) fn allocated_ids<'a>(
@@ -156,7 +155,7 @@ pub fn judge(
     node: &str,
     allocated: &BTreeSet<DeviceId>,
 ) -> Result<DraVerdict, DraError> {
-    judge_with_budget(claims, classes, slices, node, allocated, SEARCH_BUDGET)
+    judge_with_budget(claims, classes, slices, node, allocated, DEFAULT_BUDGET)
 }
 
 /// [`judge`] with the allocator's search bounded by `budget` devices tried per claim.

@@ -1,10 +1,10 @@
 //! One call's claims worked out once per node kind: the first node of a kind gathers its
 //! devices ([`NodeDevices::gather`]), prepares each claim against them
-//! ([`PreparedClaim::deferred`]: classes, selectors and constraints evaluated once per
+//! ([`ClaimSearch::deferred`]: classes, selectors and constraints evaluated once per
 //! device) and reads its pair pool ([`NodePairs`]); every node of the kind is then
 //! judged by searching those devices with its own held devices marked in use, which is
 //! [`crate::dra::judge::judge_with_budget`] on its own slices: the same allocator model
-//! ([`topoalign_dra::first_fit`] after `mark_in_use`), the same verdict, the same errors.
+//! ([`topoalign_dra::alloc::first_fit`] after `mark_in_use`), the same verdict, the same errors.
 //!
 //! Nodes of one kind ([`crate::dra::state`]'s `node_kind`) have the same slices but for
 //! the node's name in the slices and in the pool names that start with it, so a device
@@ -16,7 +16,10 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimSpec, ResourceSlice};
-use topoalign_dra::{DeviceId, DraError, NodeDevices, PreparedClaim};
+use topoalign_dra::{
+    DraError,
+    alloc::{ClaimSearch, DeviceId, NodeDevices},
+};
 
 use crate::dra::judge::{DraVerdict, fit_of, unallocated};
 use crate::dra::pairs::{DeviceKey, NodePairs};
@@ -30,7 +33,7 @@ pub(crate) struct KindPlan {
     /// Each device's place in the allocator's order.
     places: HashMap<DeviceId, usize>,
     /// The pod's claims, in order.
-    claims: Vec<PreparedClaim>,
+    claims: Vec<ClaimSearch>,
     pool: NodePairs,
     /// Pairs the node holds with nothing allocated.
     whole: usize,
@@ -66,7 +69,7 @@ impl KindPlan {
         let devices = Arc::new(NodeDevices::gather(slices, node)?);
         let claims = claims
             .iter()
-            .map(|c| PreparedClaim::deferred(c, classes, devices.clone()))
+            .map(|c| ClaimSearch::deferred(c, classes, devices.clone()))
             .collect::<Result<Vec<_>, _>>()?;
         let places = devices
             .ids()

@@ -284,7 +284,7 @@ fn pair_of(d: &Device, consumes: &[(CounterKey, i64)]) -> Option<NamedPair> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use topoalign_dra::{PublishOptions, resource_slices};
+    use topoalign_dra::publish::{PublishOptions, resource_slices};
 
     fn node(profile: &str) -> NodePairs {
         let topo = topoalign_profiles::get(profile).unwrap();

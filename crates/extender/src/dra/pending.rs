@@ -170,7 +170,8 @@ impl PendingPods {
 mod tests {
     use super::*;
     use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
-    use topoalign_dra::{ClaimSpec, claim_template, device_classes};
+    use topoalign_dra::claim::{ClaimSpec, claim_template};
+    use topoalign_dra::publish::device_classes;
 
     fn state() -> DraState {
         let mut st = DraState::default();

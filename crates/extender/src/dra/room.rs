@@ -13,7 +13,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::resource::v1::ResourceClaimSpec;
-use topoalign_dra::{CLASS_GPU, CLASS_PAIR, attr};
+use topoalign_dra::attr;
+use topoalign_dra::publish::{CLASS_GPU, CLASS_PAIR};
 
 /// Waiting pods weighed at most per call: the first ones in the scheduler's order (its
 /// queue takes pods by priority, then by age), which a placement affects first.
@@ -229,7 +230,7 @@ impl Room {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use topoalign_dra::{ClaimShape, ClaimSpec, claim_spec};
+    use topoalign_dra::claim::{ClaimShape, ClaimSpec, claim_spec};
 
     fn plain(pairs: usize) -> Need {
         Need { pairs, good: false }

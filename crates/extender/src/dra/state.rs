@@ -24,9 +24,9 @@ use std::time::Instant;
 use k8s_openapi::api::resource::v1::{
     DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceClaimTemplate, ResourceSlice,
 };
-use topoalign_dra::{DRIVER_NAME, DeviceId};
+use topoalign_dra::{DRIVER_NAME, alloc::DEFAULT_BUDGET, alloc::DeviceId};
 
-use crate::dra::judge::{CAPACITY_WEIGHT, SEARCH_BUDGET, allocated_ids};
+use crate::dra::judge::{CAPACITY_WEIGHT, allocated_ids};
 use crate::dra::verdict::ObjKey;
 use table::NodeTable;
 
@@ -168,7 +168,7 @@ impl Default for DraState {
             classes_rev: 0,
             drivers: None,
             rev: 0,
-            budget: SEARCH_BUDGET,
+            budget: DEFAULT_BUDGET,
             capacity_weight: CAPACITY_WEIGHT,
         }
     }

@@ -23,7 +23,7 @@ use topoalign_kube_types::kueue::{
 };
 
 use crate::dra::shared::DraShared;
-use crate::kueue::decide::{NodeLabels, review};
+use crate::kueue::judge::{NodeLabels, review};
 use crate::kueue::workload::{CheckState, Workload};
 
 /// How often every workload is reviewed again without an event.

@@ -45,9 +45,9 @@
 //!   (`SetDeactivationTarget`), which a full cluster does not deserve.
 //!
 //! - [`workload`]: what the check reads of a Workload and the check state it writes;
-//! - [`decide`]: which domain holds the gang, and the check's next state (pure);
+//! - [`judge`]: which domain holds the gang, and the check's next state (pure);
 //! - [`controller`]: the watchers and the status patches.
 
 pub(crate) mod controller;
-pub(crate) mod decide;
+pub(crate) mod judge;
 pub(crate) mod workload;

@@ -1,17 +1,17 @@
 //! The verdict cache: per pod shape (the request hash), the verdict for each node state
 //! (the node's state key), so that a scheduler call over thousands of nodes is one map
 //! lookup per node once a shape has been seen. Nodes that change are re-judged for the
-//! recently used shapes in the background ([`crate::plugin::decider::Decider::warm`]), off the
+//! recently used shapes in the background ([`crate::plugin::shared::Decider::warm`]), off the
 //! request path and off the watchers.
 //!
 //! The cache is only ever locked for lookups and inserts: judgements are made with no
-//! lock held ([`crate::plugin::decider::Decider::pending`], then `judge_pending`, then
+//! lock held ([`crate::plugin::shared::Decider::pending`], then `judge_pending`, then
 //! `visit_judged`), so one costly pod never stalls other calls or the watchers.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 
-use crate::plugin::decide::{Judged, Verdict};
+use crate::plugin::judge::{Judged, Verdict};
 use crate::plugin::keys::{KeyHasher, KeyMap};
 use crate::plugin::podreq::PodRequest;
 use crate::plugin::state::{ClusterState, NodeView, Slot};

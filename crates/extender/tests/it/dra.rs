@@ -11,7 +11,10 @@ use k8s_openapi::api::resource::v1::{
     DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
 use serde_json::{Value, json};
-use topoalign_dra::{ClaimSpec, PublishOptions, claim_template, device_classes, resource_slices};
+use topoalign_dra::{
+    claim::{ClaimSpec, claim_template},
+    publish::{PublishOptions, device_classes, resource_slices},
+};
 use topoalign_extender::ClusterState;
 use topoalign_extender::Decider;
 use topoalign_extender::{App, serve};

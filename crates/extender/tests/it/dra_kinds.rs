@@ -9,7 +9,10 @@ use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimSpec};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use topoalign_dra::{
-    ClaimSpec, DRIVER_NAME, DeviceId, PublishOptions, claim_spec, device_classes, resource_slices,
+    DRIVER_NAME,
+    alloc::DeviceId,
+    claim::{ClaimSpec, claim_spec},
+    publish::{PublishOptions, device_classes, resource_slices},
 };
 use topoalign_extender::{DraShared, DraState, PodClaims, Resolved};
 use topoalign_extender::{DraVerdict, judge_claims as judge};

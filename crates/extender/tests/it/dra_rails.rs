@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use crate::common::{http, railed_node};
 use crate::dra::{bare_app, holding};
 use serde_json::{Value, json};
-use topoalign_dra::slices_for;
+use topoalign_dra::publish::slices_for;
 use topoalign_extender::serve;
 use topoalign_gang::{gang_claim_template, parse_job};
 

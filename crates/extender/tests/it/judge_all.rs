@@ -9,7 +9,10 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::common::*;
 use crate::dra::bare_app;
 use serde_json::{Value, json};
-use topoalign_dra::{ClaimSpec, PublishOptions, claim_template, resource_slices};
+use topoalign_dra::{
+    claim::{ClaimSpec, claim_template},
+    publish::{PublishOptions, resource_slices},
+};
 use topoalign_extender::{
     Decider, DraNode, Judgement, Judges, Ruling, Seen as Sight, Turns, Verb, judge_all,
     pod_request, priorities,

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
-use topoalign_dra::{device_classes, slices_for};
+use topoalign_dra::publish::{device_classes, slices_for};
 use topoalign_extender::{DraState, GangVerdict, NodeLabels, Workload, judge_gang, review};
 use topoalign_gang::{gang_claim_template, parse_job};
 

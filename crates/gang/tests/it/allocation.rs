@@ -5,7 +5,10 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::resource::v1::ResourceSlice;
-use topoalign_dra::{DeviceId, Inventory, NodeDevices, device_classes, first_fit, slices_for};
+use topoalign_dra::{
+    alloc::{DeviceId, NodeDevices, first_fit},
+    publish::{Inventory, device_classes, slices_for},
+};
 use topoalign_fabric::{nic_rails, parse_rail_source};
 use topoalign_gang::{gang_claim_template, parse_job};
 use topoalign_profiles as profiles;

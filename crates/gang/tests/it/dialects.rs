@@ -16,7 +16,7 @@ use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
 use k8s_openapi::api::scheduling::v1beta1::{PodGroup, Workload};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use topoalign_dra::Selector;
+use topoalign_dra::alloc::Selector;
 use topoalign_gang::{Dialect, Manifests, manifests, parse_job};
 
 use crate::{JOB, job_with};
@@ -47,7 +47,10 @@ fn check_claim(v: &Value, rails: &[u32], pairs: i64) {
     let devices = t.spec.unwrap().spec.unwrap().devices.unwrap();
     let req = &devices.requests.unwrap()[0];
     let exactly = req.exactly.as_ref().unwrap();
-    assert_eq!(exactly.device_class_name, topoalign_dra::CLASS_PAIR);
+    assert_eq!(
+        exactly.device_class_name,
+        topoalign_dra::publish::CLASS_PAIR
+    );
     assert_eq!(exactly.count, Some(pairs));
     let exprs: Vec<String> = exactly
         .selectors

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::common::*;
 use topoalign_atomic::WriteStep;
-use topoalign_dra::cdi_file_name;
+use topoalign_dra::prepare::cdi_file_name;
 use topoalign_kubelet_plugin::json_bytes;
 use topoalign_kubelet_plugin::{
     ClaimAllocation, ClaimError, Engine, FaultHook, FaultPoint, PluginConfig,

@@ -321,7 +321,7 @@ async fn bad_input_gets_clear_errors_and_no_files() {
     assert!(r.claims[&missing.uid].error.contains("not found"));
     assert_eq!(
         cdi_files(&s.config.cdi_dir),
-        vec![topoalign_dra::cdi_file_name(&good.uid)]
+        vec![topoalign_dra::prepare::cdi_file_name(&good.uid)]
     );
     assert_eq!(s.plugin.prepared_claims(), vec![good.uid.clone()]);
     s.stop().await;
@@ -392,7 +392,7 @@ async fn a_new_inventory_after_hot_plug_is_what_prepare_and_health_use() {
     let mut topo = topoalign_profiles::get("mi300x-8").unwrap();
     let gone = topo.gpus.pop().unwrap();
     let gone_bdf = topo.pci[gone.pci].bdf;
-    let after = topoalign_dra::Inventory::from_topology(&topo);
+    let after = topoalign_dra::publish::Inventory::from_topology(&topo);
     let removed = before.gpus.iter().find(|g| g.bdf == gone_bdf).unwrap();
     let kept = after.gpus.first().unwrap();
 

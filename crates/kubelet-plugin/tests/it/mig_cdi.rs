@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::common::*;
-use topoalign_dra::cdi_file_name;
-use topoalign_dra::{Inventory, NodeMig, PublishOptions};
+use topoalign_dra::prepare::cdi_file_name;
+use topoalign_dra::publish::{Inventory, NodeMig, PublishOptions};
 use topoalign_kubelet_plugin::{Engine, PluginConfig};
 use topoalign_mig::{Placement, lookup, state_from_placements};
 

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
-use topoalign_dra::{Inventory, NodeMig, PublishOptions};
+use topoalign_dra::publish::{Inventory, NodeMig, PublishOptions};
 use topoalign_kubelet_plugin::pb::dra_v1 as dra;
 use topoalign_kubelet_plugin::{ClaimAllocation, PluginConfig};
 use topoalign_topology::Topology;

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use crate::common::*;
-use topoalign_dra::Inventory;
-use topoalign_dra::cdi_file_name;
+use topoalign_dra::prepare::cdi_file_name;
+use topoalign_dra::publish::Inventory;
 use topoalign_kubelet_plugin::{Engine, PluginConfig};
 
 fn open(config: &PluginConfig, inv: &Inventory) -> Engine {

@@ -7,7 +7,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::common::*;
-use topoalign_dra::{Inventory, NVIDIA_GENERATE, cdi_file_name};
+use topoalign_dra::{
+    prepare::{NVIDIA_GENERATE, cdi_file_name},
+    publish::Inventory,
+};
 use topoalign_kubelet_plugin::{ClaimError, Engine, InMemoryClaims, Plugin, PluginConfig};
 
 fn dgx() -> Inventory {
@@ -16,7 +19,7 @@ fn dgx() -> Inventory {
 
 /// The GPU's `/dev/nvidiaN`.
 fn minor(inv: &Inventory, gpu: usize) -> u32 {
-    topoalign_dra::node_number(&inv.gpus[gpu].device_nodes, "/dev/nvidia").unwrap()
+    topoalign_dra::prepare::node_number(&inv.gpus[gpu].device_nodes, "/dev/nvidia").unwrap()
 }
 
 /// A spec in the `nvidia-ctk cdi generate` shape; index `i` is the GPU with minor

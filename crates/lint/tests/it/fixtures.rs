@@ -384,7 +384,7 @@ fn a_wrongly_shaped_workload_is_an_invalid_field() {
 /// claim no node of the kind can satisfy is an error.
 #[test]
 fn claims_written_by_topoalign_are_judged_by_the_allocator_model() {
-    use topoalign_dra::{ClaimShape, ClaimSpec, claim_template};
+    use topoalign_dra::claim::{ClaimShape, ClaimSpec, claim_template};
     let lint_claim = |spec: &ClaimSpec, topo: &topoalign_topology::Topology| {
         let t = claim_template(spec).unwrap();
         let ctx = LintContext {

@@ -373,6 +373,11 @@ fn build(
     let n = labels.len();
     let mut tree = SynthTree::new(name);
     let too_big = |m: String| malformed(path, 0, m);
+    let too_large = |source| DiscoverError::TooLarge {
+        path: path.to_path_buf(),
+        line: 0,
+        source,
+    };
     let ids: BTreeSet<u32> = numa.iter().flatten().copied().collect();
     for id in ids {
         tree.builder
@@ -387,10 +392,10 @@ fn build(
         if !seen.insert(bdf) {
             return Err(malformed(path, 0, format!("GPU {label} appears twice")));
         }
-        let hb = tree.host_bridge().map_err(|e| too_big(e.to_string()))?;
+        let hb = tree.host_bridge().map_err(too_large)?;
         let rp = tree
             .bridge(hb, PciKind::RootPort, numa[i])
-            .map_err(|e| too_big(e.to_string()))?;
+            .map_err(too_large)?;
         let p = tree
             .builder
             .endpoint(rp, bdf, vendor::AMD, 0, class::DISPLAY_3D, numa[i], None);

@@ -4,12 +4,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::resource::v1::ResourceSlice;
-use topoalign_dra::dns_label_problem;
-use topoalign_dra::{
+use topoalign_dra::limits::{
     MAX_ATTRIBUTES_AND_CAPACITIES, MAX_CONSUMES_COUNTERS_PER_DEVICE, MAX_COUNTER_SETS_PER_SLICE,
     MAX_COUNTERS_PER_SET, MAX_DEVICES_PER_SLICE, MAX_DEVICES_PER_SLICE_WITH_COUNTERS,
     MAX_STRING_ATTRIBUTE,
 };
+use topoalign_dra::publish::dns_label_problem;
 use topoalign_topology::pci::{class, vendor};
 use topoalign_topology::{
     Bdf, CpuSet, FabricKind, Gpu, GpuVendor, LinkLayer, Nic, PciKind, RdmaPort, Sriov, Topology,

@@ -1,7 +1,10 @@
 //! Unit tests of the DRA judgement: allocation search, scores, capacity levels.
 
 use super::*;
-use topoalign_dra::{ClaimSpec, PublishOptions, claim_spec, device_classes, resource_slices};
+use topoalign_dra::{
+    claim::{ClaimSpec, claim_spec},
+    publish::{PublishOptions, device_classes, resource_slices},
+};
 
 fn slices(profile: &str, node: &str) -> Vec<ResourceSlice> {
     let topo = topoalign_profiles::get(profile).unwrap();

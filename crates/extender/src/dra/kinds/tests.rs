@@ -5,13 +5,16 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::resource::v1::{ResourceClaimSpec, ResourceSlice};
 use topoalign_dra::{
-    ClaimShape, ClaimSpec, DRIVER_NAME, DeviceId, NodeDevices, PublishOptions, attr, claim_spec,
-    device_classes, resource_slices,
+    DRIVER_NAME,
+    alloc::{DEFAULT_BUDGET, DeviceId, NodeDevices},
+    attr,
+    claim::{ClaimShape, ClaimSpec, claim_spec},
+    publish::{PublishOptions, device_classes, resource_slices},
 };
 use topoalign_rng::Rng;
 
 use super::*;
-use crate::dra::judge::{SEARCH_BUDGET, judge_with_budget};
+use crate::dra::judge::judge_with_budget;
 
 const PROFILES: [&str; 3] = ["mi300x-8", "gb300-4", "dgx-h100"];
 /// Names of one kind, some the start of another's.
@@ -75,7 +78,7 @@ fn a_kinds_plan_judges_every_node_of_the_kind_as_its_own_slices() {
         let claims: Vec<ResourceClaimSpec> = (0..1 + rng.below(2))
             .map(|_| random_claim(&mut rng, gpus))
             .collect();
-        let budget = [SEARCH_BUDGET, SEARCH_BUDGET, 3, 40][rng.below(4)];
+        let budget = [DEFAULT_BUDGET, DEFAULT_BUDGET, 3, 40][rng.below(4)];
         let first = NAMES[rng.below(NAMES.len())];
         let plan = KindPlan::new(&claims, &classes, &slices(profile, first, &unranked), first)
             .unwrap_or_else(|e| panic!("round {round}: {e}"));

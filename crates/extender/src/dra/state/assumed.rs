@@ -15,7 +15,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use topoalign_dra::DeviceId;
+use topoalign_dra::alloc::DeviceId;
 
 use super::{ClaimEntry, DraState};
 use crate::dra::verdict::ObjKey;

@@ -13,7 +13,7 @@ use k8s_openapi::api::resource::v1::{
     DeviceClaim, DeviceRequest, ExactDeviceRequest, ResourceClaimSpec,
 };
 use serde_json::Value;
-use topoalign_dra::{CPU_DRIVER, class_for_resource};
+use topoalign_dra::{claim::CPU_DRIVER, publish::class_for_resource};
 
 use super::{DraState, class_names, hash_json};
 use crate::dra::verdict::{PodClaims, Resolved};

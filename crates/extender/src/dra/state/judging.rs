@@ -7,7 +7,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
-use topoalign_dra::DeviceId;
+use topoalign_dra::alloc::DeviceId;
 
 use super::{DraState, NodeSlices, held_fingerprint, held_hash};
 use crate::dra::foreign::judge_foreign;

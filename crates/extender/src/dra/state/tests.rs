@@ -5,7 +5,11 @@ use crate::dra::judge::DraVerdict;
 use crate::dra::shared::DraShared;
 use crate::dra::verdict::{DraNeutral, DraNode, PodClaims, Resolved};
 use serde_json::{Value, json};
-use topoalign_dra::{ClaimSpec, PublishOptions, claim_spec, device_classes, resource_slices};
+use topoalign_dra::{
+    alloc::DEFAULT_BUDGET,
+    claim::{ClaimSpec, claim_spec},
+    publish::{PublishOptions, device_classes, resource_slices},
+};
 
 fn state_with(nodes: &[(&str, &str)]) -> DraState {
     let mut st = DraState::default();
@@ -196,7 +200,7 @@ fn nodes_without_slices_and_exhausted_searches_are_neutral() {
     );
     assert_eq!(v.outcome(), "dra_budget");
     // Slices removed by a re-list: the node is no longer a topoalign node.
-    st.budget = SEARCH_BUDGET;
+    st.budget = DEFAULT_BUDGET;
     st.retain_slices(&BTreeSet::new());
     assert_eq!(st.node_count(), 0);
     assert_eq!(
@@ -221,7 +225,7 @@ fn a_slice_with_an_unreadable_counter_is_neutral_and_named() {
     value.value.0 = "lots".into();
     st.apply_slice(&bad);
     st.apply_template(&{
-        let mut t = topoalign_dra::claim_template(&ClaimSpec::pairs(1)).unwrap();
+        let mut t = topoalign_dra::claim::claim_template(&ClaimSpec::pairs(1)).unwrap();
         t.metadata.namespace = Some("ns".into());
         t.metadata.name = Some("one".into());
         t
@@ -491,7 +495,7 @@ fn extended_resources_are_judged_as_the_claim_the_scheduler_makes() {
 /// A dgx-h100 node `n1` with dra-driver-cpu's class and slices (grouped, main's keys) and
 /// the claim `ns/c` of 2 pairs with 16 CPUs (not allocated); its spec is returned.
 fn cpu_state(st: &mut DraState) -> ResourceClaimSpec {
-    use topoalign_dra::{CpuClaim, CpuMode, CpuRelease, cpu_device_class, cpu_slices};
+    use topoalign_dra::claim::{CpuClaim, CpuMode, CpuRelease, cpu_device_class, cpu_slices};
     *st = state_with(&[("n1", "dgx-h100")]);
     st.apply_class(&cpu_device_class("dra.cpu"));
     let topo = topoalign_profiles::get("dgx-h100").unwrap();

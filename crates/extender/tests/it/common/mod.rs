@@ -132,16 +132,16 @@ const RAILS: &str = include_str!("../../../../../deploy/gang/rails.yaml");
 pub(crate) fn railed_node(
     node: &str,
     rails: &BTreeSet<u32>,
-) -> (topoalign_dra::Inventory, Vec<String>) {
+) -> (topoalign_dra::publish::Inventory, Vec<String>) {
     let topo = topoalign_profiles::get("dgx-h100").unwrap();
     let resolved = topoalign_fabric::nic_rails(
         &topo,
         &topoalign_fabric::parse_rail_source(RAILS, "rails.yaml").unwrap(),
     )
     .unwrap();
-    let mut inv = topoalign_dra::Inventory::from_topology(&topo);
+    let mut inv = topoalign_dra::publish::Inventory::from_topology(&topo);
     inv.set_rails(|b| resolved.rail_of(b));
-    let gpus: BTreeSet<String> = topoalign_dra::slices_for(&inv, node, 1)
+    let gpus: BTreeSet<String> = topoalign_dra::publish::slices_for(&inv, node, 1)
         .unwrap()
         .iter()
         .flat_map(|s| s.spec.devices.iter().flatten())

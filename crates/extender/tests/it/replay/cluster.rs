@@ -7,8 +7,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimSpec, ResourceSlice};
 use serde_json::{Value, json};
-use topoalign_dra::{ClaimSpec, DeviceId, PublishOptions, claim_spec, device_classes};
-use topoalign_dra::{DRIVER_NAME, resource_slices};
+use topoalign_dra::{
+    DRIVER_NAME,
+    alloc::DeviceId,
+    claim::{ClaimSpec, claim_spec},
+    publish::{PublishOptions, device_classes, resource_slices},
+};
 use topoalign_rng::Rng;
 
 /// What the replay needs of one device: its role, and the NUMA node (mixed) or the rank

@@ -22,7 +22,7 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::resource::v1::ResourceClaimSpec;
-use topoalign_dra::DeviceId;
+use topoalign_dra::alloc::DeviceId;
 use topoalign_extender::{DraNode, DraVerdict, Need, Waiting, allocate, claim_need, priorities};
 use topoalign_extender::{judge_foreign, judge_with_budget};
 use topoalign_rng::Rng;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use hyper_util::rt::TokioIo;
 use tokio::net::UnixStream;
 use tonic::transport::{Channel, Endpoint, Uri};
-use topoalign_dra::{AllocatedDevice, DRIVER_NAME, Inventory};
+use topoalign_dra::{DRIVER_NAME, alloc::AllocatedDevice, publish::Inventory};
 use topoalign_kubelet_plugin::pb::dra_v1 as dra;
 use topoalign_kubelet_plugin::{ClaimAllocation, InMemoryClaims, Plugin, PluginConfig};
 
@@ -121,7 +121,9 @@ impl Served {
     }
 
     pub(crate) fn cdi_file(&self, uid: &str) -> PathBuf {
-        self.config.cdi_dir.join(topoalign_dra::cdi_file_name(uid))
+        self.config
+            .cdi_dir
+            .join(topoalign_dra::prepare::cdi_file_name(uid))
     }
 }
 
