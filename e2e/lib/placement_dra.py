@@ -9,6 +9,10 @@ kube-scheduler, with and without `topoalign extender`.
       driver's DeviceClasses and each node's ResourceSlices, and the claim templates
       (`topoalign claims --pairs K [--max-class PXB]`); writes per node its profile, GPUs,
       physical NICs and the rank of every pair device.
+  placement_dra.py selftest
+      checks the seeded generator (a port of the project's PCG-64, `Pcg64`) against the
+      replay's pinned draws: the same seed gives the same streams and pre-occupancy here
+      and in crates/extender/tests/it/replay.
   placement_dra.py stream --count N --seed S > stream.json
       per pod: its size (1, 2, 4, 8 pairs; weights 4:3:2:1) and whether it requires a
       PXB-or-better class (rank <= 1; 1 and 2 pairs, one pod in six).
@@ -25,9 +29,10 @@ kube-scheduler, with and without `topoalign extender`.
       deleted again, so the next pass starts from the same state.
   placement_dra.py cleanup [api]
       deletes the scenario's Nodes (both variants) and their ResourceSlices.
-  placement_dra.py compare --stock A.json[,A2.json…] --extender B.json[,B2.json…]
-      FIGURE lines per seed and summed, and a VERDICT line on the sums (ok: pooled mean
-      rank no worse and no more unschedulable pods than stock).
+  placement_dra.py compare --stock A.json[,A2.json…] --extender B.json[,B2.json…] [--load L]
+      FIGURE lines per seed and summed, and a VERDICT line (ok: no more unschedulable
+      pods than stock summed, never more than stock's + 1 on a seed, pooled mean rank
+      better).
 
 Mixed-driver variant (seed 001's cluster: GPUs from NVIDIA's DRA driver, NICs from dranet):
   placement_dra.py setup-mixed --count N --ns NS --out mixed-nodes.json [api]
@@ -55,7 +60,6 @@ import argparse
 import collections
 import json
 import os
-import random
 import subprocess
 import sys
 import time
@@ -78,6 +82,63 @@ GPU_CLASS, NIC_CLASS = "gpu.nvidia.com", "dranet.net"
 MIXED_SIZES, MIXED_WEIGHTS = [1, 2], [3, 1]
 # (GPUs, NUMA node of each GPU and NIC in address order, Ethernet function without NUMA)
 LAYOUTS = {"gb300": (4, [0, 0, 1, 1], True), "h100": (8, [0, 0, 0, 0, 1, 1, 1, 1], False)}
+
+
+class Pcg64:
+    """The project's seeded generator (crates/rng: `rand_pcg::Pcg64` seeded by rand_core's
+    `seed_from_u64`, `derive` by FNV-1a of the stream name, rand 0.10's `random_range` on
+    `usize` and `f64` sampling), bit for bit: the offline replay
+    (crates/extender/tests/it/replay.rs) draws the same pod streams and pre-occupancy from
+    the same seeds, so its counts can be set against this scenario's seed by seed."""
+
+    M64 = (1 << 64) - 1
+    M128 = (1 << 128) - 1
+    MUL = 0x2360ED051FC65DA44385DF649FCCF645
+
+    def __init__(self, seed):
+        words, s = [], seed & self.M64
+        for _ in range(8):  # rand_core's seed_from_u64: PCG-32 output fills the 32-byte seed
+            s = (s * 0x5851F42D4C957F2D + 0xA17654E46FBE17F3) & self.M64
+            xs, rot = (((s >> 18) ^ s) >> 27) & 0xFFFFFFFF, s >> 59
+            words.append(((xs >> rot) | (xs << (32 - rot))) & 0xFFFFFFFF)
+        u = [words[2 * i] | (words[2 * i + 1] << 32) for i in range(4)]
+        self.inc = u[2] | (u[3] << 64) | 1
+        self.state = ((u[0] | (u[1] << 64)) + self.inc) & self.M128
+        self.state = (self.state * self.MUL + self.inc) & self.M128
+
+    @classmethod
+    def derive(cls, seed, stream):
+        h = 0xCBF29CE484222325
+        for b in stream.encode():
+            h = ((h ^ b) * 0x100000001B3) & cls.M64
+        return cls(seed ^ h)
+
+    def next_u64(self):
+        self.state = (self.state * self.MUL + self.inc) & self.M128
+        rot, x = self.state >> 122, ((self.state >> 64) ^ self.state) & self.M64
+        return ((x >> rot) | (x << (64 - rot))) & self.M64
+
+    def below(self, n):
+        """A uniform index in 0..n (n < 2^32; 0 when n is 0)."""
+        if n == 0:
+            return 0
+        m = (self.next_u64() & 0xFFFFFFFF) * n
+        hi, lo = m >> 32, m & 0xFFFFFFFF
+        if lo > (-n) & 0xFFFFFFFF:
+            if lo + (((self.next_u64() & 0xFFFFFFFF) * n) >> 32) > 0xFFFFFFFF:
+                hi += 1
+        return hi
+
+    def next_f64(self):
+        return (self.next_u64() >> 11) * (1.0 / (1 << 53))
+
+    def sample(self, items, k):
+        """K of `items` (all when k is larger), by a partial Fisher-Yates shuffle."""
+        v = list(items)
+        for i in range(min(k, len(v))):
+            j = i + self.below(len(v) - i)
+            v[i], v[j] = v[j], v[i]
+        return v[:k]
 
 
 def log(msg):
@@ -123,11 +184,13 @@ def cmd_setup(a):
                 if kind == "pair":
                     ranks[d["name"]] = [attr(d, "rank"), attr(d, "class")]
                 elif kind == "gpu":
-                    gpus.append(attr(d, PCI))
+                    gpus.append((d["name"], attr(d, PCI)))
                 elif kind == "nic":
-                    nics.append(attr(d, PCI))
+                    nics.append((d["name"], attr(d, PCI)))
         classes_done = True
-        nodes.append({"name": name, "profile": profile, "ranks": ranks, "gpus": sorted(gpus), "nics": sorted(nics)})
+        # by device name, the order the replay samples them in
+        nodes.append({"name": name, "profile": profile, "ranks": ranks,
+                      "gpus": [b for _, b in sorted(gpus)], "nics": [b for _, b in sorted(nics)]})
     for size in SIZES:
         for pxb in (False, True):
             if pxb and size not in PXB_SIZES:
@@ -244,18 +307,43 @@ def cmd_cleanup(a):
     print(f"deleted {len(names)} nodes and their slices")
 
 
+def weighted(rng, sizes, weights):
+    """One of `sizes` by integer `weights` (one draw below their sum)."""
+    x = rng.below(sum(weights))
+    for size, w in zip(sizes, weights):
+        if x < w:
+            return size
+        x -= w
+    raise AssertionError("unreachable")
+
+
+def cmd_selftest(_a):
+    """The generator's first draws, pinned here and in the replay
+    (crates/extender/tests/it/replay/cluster.rs, the_script_draws_the_same_numbers)."""
+    r = Pcg64(42)
+    words = [r.next_u64() for _ in range(3)]
+    r = Pcg64.derive(11, "stream")
+    idx = [r.below(10) for _ in range(10)]
+    got = (words, idx, r.next_f64())
+    want = ([4178418447715145737, 4410739922618931473, 14034899209665866285],
+            [2, 9, 8, 4, 7, 3, 8, 4, 0, 5], 0.4357687038227247)
+    if got != want:
+        sys.exit(f"selftest: the PCG-64 port draws {got}, the replay's generator {want}")
+    print("selftest: the PCG-64 port draws the replay's numbers")
+
+
 def cmd_stream_mixed(a):
-    rng = random.Random(a.seed)
-    json.dump([{"index": i, "pairs": rng.choices(MIXED_SIZES, MIXED_WEIGHTS)[0], "pxb": False}
+    rng = Pcg64.derive(a.seed, "stream")
+    json.dump([{"index": i, "pairs": weighted(rng, MIXED_SIZES, MIXED_WEIGHTS), "pxb": False}
                for i in range(a.count)], sys.stdout)
 
 
 def cmd_stream(a):
-    rng = random.Random(a.seed)
+    rng = Pcg64.derive(a.seed, "stream")
     out = []
     for i in range(a.count):
-        size = rng.choices(SIZES, SIZE_WEIGHTS)[0]
-        pxb = size in PXB_SIZES and rng.random() < 1 / 6
+        size = weighted(rng, SIZES, SIZE_WEIGHTS)
+        pxb = size in PXB_SIZES and rng.next_f64() < 1 / 6
         out.append({"index": i, "pairs": size, "pxb": pxb})
     json.dump(out, sys.stdout)
 
@@ -278,6 +366,8 @@ class Pass:
         self.mixed = a.mixed
         self.label = MIXED_LABEL if a.mixed else NODE_LABEL
         self.cross_pods = 0  # mixed: pods with a cross-NUMA GPU–NIC pair
+        self.placed = []  # [stream index, node or None, created at] per pod, in stream order
+        self.created = {}  # pod name -> time.time() when its POST returned
 
     def pod(self, name, labels, claims, sched, node=None):
         spec = {"schedulerName": sched, "terminationGracePeriodSeconds": 0, "resourceClaims": claims,
@@ -294,12 +384,9 @@ class Pass:
         held = 0
         for name in sorted(self.nodes):
             n = self.nodes[name]
-            rng = random.Random(f"{self.a.seed}-{name}")
-            gpus = rng.sample(n["gpus"], rng.randint(0, len(n["gpus"]) // 2))
-            if self.mixed:
-                nics = rng.sample(n["nics"], rng.randint(0, len(n["nics"]) // 2))
-            else:
-                nics = rng.sample(n["nics"], min(len(n["nics"]), rng.randint(0, 2)))
+            rng = Pcg64.derive(self.a.seed, name)
+            gpus = rng.sample(n["gpus"], rng.below(len(n["gpus"]) // 2 + 1))
+            nics = rng.sample(n["nics"], rng.below(len(n["nics"]) // 2 + 1 if self.mixed else 3))
             reqs = []
             for cls, bdfs in (("gpu", gpus), ("nic", nics)):
                 for i, b in enumerate(bdfs):
@@ -432,12 +519,15 @@ class Pass:
                     name, {"placement-run": self.a.tag, "placement-batch": str(self.batch)},
                     [{"name": "pairs", "resourceClaimTemplateName": template}],
                     self.a.scheduler))
+                self.created[name] = round(time.time(), 4)
             self.timing["create_s"] += time.time() - t
             self.stats["created"] += len(chunk)
             dec = self.decided(pods)
             drop = []
             for s, name in zip(chunk, pods):
                 state, obj = dec[name]
+                self.placed.append([s["index"], obj["spec"]["nodeName"] if state == "bound" else None,
+                                    self.created.get(name)])
                 self.stats[state] += 1
                 self.by_size[s["pairs"]][state] += 1
                 if state == "bound":
@@ -466,6 +556,7 @@ class Pass:
             "byProfile": dict(self.by_profile),
             "bySize": {str(k): dict(v) for k, v in sorted(self.by_size.items())},
             "timing": {k: round(v, 2) for k, v in self.timing.items()},
+            "placed": self.placed,
         }
 
 
@@ -481,6 +572,8 @@ def cmd_compare(a):
     if [r["seed"] for r in stock] != [r["seed"] for r in ext]:
         sys.exit("compare: the stock and extender results are not for the same seeds in the same order")
     name = "placement-dra mixed-driver" if a.mixed else "placement-dra"
+    if a.load:
+        name += f" ({a.load})"
 
     def unsched(rs):
         return sum(r["stats"].get("unschedulable", 0) for r in rs)
@@ -538,9 +631,16 @@ def cmd_compare(a):
         nums += f"; pods with a cross-NUMA GPU-NIC pair stock {sc} vs extender {ec}"
         ok = ec <= sc and eu <= su
     else:
+        # The extender must cost no pod: never more than one more than stock on a seed
+        # (stock's own count moves by about that between runs), no more summed, and give
+        # better pairs.
+        over = [f"seed {s1['seed']} ({unsched([e1])} vs {unsched([s1])})"
+                for s1, e1 in zip(stock, ext) if unsched([e1]) > unsched([s1]) + 1]
         sm, em = pooled(stock), pooled(ext)
         nums += f"; mean rank stock {mean(sm)} vs extender {mean(em)}"
-        ok = (em if em is not None else 9) <= (sm if sm is not None else 9) + 1e-9 and eu <= su
+        if over:
+            nums += "; more than stock's + 1 on " + ", ".join(over)
+        ok = (em if em is not None else 9) < (sm if sm is not None else 9) and eu <= su and not over
     print(f"VERDICT {'ok' if ok else 'worse'} {nums}")
 
 
@@ -568,6 +668,7 @@ def main():
     s.add_argument("--ns", required=True)
     s.add_argument("--out", required=True)
     add_api(s)
+    sub.add_parser("selftest")
     s = sub.add_parser("stream")
     s.add_argument("--count", type=int, default=300)
     s.add_argument("--seed", type=int, default=11)
@@ -591,8 +692,10 @@ def main():
     s.add_argument("--stock", required=True)
     s.add_argument("--extender", required=True)
     s.add_argument("--mixed", action="store_true")
+    s.add_argument("--load", default="", help="the load, named in the figures")
     a = p.parse_args()
     {"setup": cmd_setup, "setup-mixed": cmd_setup_mixed, "cleanup": cmd_cleanup, "stream": cmd_stream,
+     "selftest": cmd_selftest,
      "stream-mixed": cmd_stream_mixed, "run": cmd_run, "compare": cmd_compare}[a.cmd](a)
 
 

@@ -1,10 +1,12 @@
-//! The cold call (issue 24): filter + prioritize for a pod shape the verdict cache has
-//! never seen, over 5,000 nodes, pure core (no HTTP), on both paths:
+//! The cold call (issue 24, at 20,000 nodes since issue 35): filter + prioritize for a
+//! pod shape the verdict cache has never seen, over 20,000 nodes, pure core (no HTTP),
+//! on both paths:
 //!
 //! - device-plugin pods judged on each node's topology, kubelet settings and used devices
 //!   (the `decide` bench's cluster), a fresh verdict cache per call;
 //! - DRA pods (a claim of 2 `gpu-nic-pair` devices) judged on each node's ResourceSlices
-//!   minus the devices other claims hold (random occupancy), a fresh cache per call.
+//!   minus the devices other claims hold (random occupancy), a fresh cache per call, and
+//!   weighed against 64 pods waiting for a node.
 //!
 //! Printed first: one device-plugin cold call per profile's nodes, with its distinct node
 //! states (where a cold call's time goes).
@@ -15,33 +17,25 @@
 // A measurement harness: building the synthetic cluster must not fail silently.
 #![allow(clippy::expect_used)]
 
-use std::collections::BTreeSet;
 use std::hint::black_box;
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimSpec};
-use serde_json::{Value, json};
-use topoalign_dra::{
-    DRIVER_NAME,
-    alloc::DeviceId,
-    claim::{ClaimSpec, claim_spec},
-    publish::{PublishOptions, device_classes, resource_slices},
-};
+use serde_json::json;
 use topoalign_extender::Decider;
 use topoalign_extender::Interner;
 use topoalign_extender::synth_nodes;
 use topoalign_extender::{ClusterState, PodRequest, pod_request};
-use topoalign_extender::{DraShared, DraState, PodClaims, Resolved, priorities};
-use topoalign_extender::{DraVerdict, judge_claims as judge};
+use topoalign_extender::{DraShared, PodClaims, Resolved, priorities};
 use topoalign_extender::{FilterWriter, PriorityWriter, parse_args};
 use topoalign_kube_types::kubelet_settings::Policy;
-use topoalign_rng::Rng;
 use topoalign_tm::ResourceMap;
 
-const NODES: usize = 5_000;
+mod common;
+use common::{PROFILES, add_waiting, dra_cluster, dra_pod};
+
+const NODES: usize = 20_000;
 const DOMAIN: usize = 72;
-const PROFILES: [&str; 3] = ["mi300x-8", "gb300-4", "dgx-h100"];
 
 fn cluster() -> (ClusterState, Vec<String>) {
     let policies = [
@@ -79,87 +73,19 @@ fn call(d: &Decider, st: &ClusterState, req: &PodRequest, body: &[u8], now: Syst
     black_box((f.finish(), p.finish()));
 }
 
-fn pairs(n: u32, max_rank: Option<u32>) -> ResourceClaimSpec {
-    let mut c = ClaimSpec::pairs(n);
-    c.max_rank = max_rank;
-    claim_spec(&c).expect("claim spec")
-}
-
-/// `NODES` nodes with the driver's slices, each with a random share of its pairs held by
-/// one allocated claim (taken one pair at a time, each with a random class bound).
-fn dra_cluster() -> (DraState, Vec<String>) {
-    let mut st = DraState::default();
-    let classes = device_classes();
-    for c in &classes {
-        st.apply_class(c);
-    }
-    let mut rng = Rng::new(3);
-    let mut names = Vec::with_capacity(NODES);
-    let mut kinds: BTreeSet<(&str, Vec<String>)> = BTreeSet::new();
-    for k in 0..NODES {
-        let profile = PROFILES[k % PROFILES.len()];
-        let topo = topoalign_profiles::get(profile).expect("profile");
-        let node = format!("{profile}-{k:05}");
-        let slices = resource_slices(&topo, &node, &PublishOptions::default()).expect("slices");
-        for s in &slices {
-            st.apply_slice(s);
-        }
-        // Pods of one pair each came (each pair allocated on what the earlier ones left)
-        // and a third of them went again.
-        let mut held: BTreeSet<DeviceId> = BTreeSet::new();
-        let mut pods: Vec<BTreeSet<DeviceId>> = Vec::new();
-        for _ in 0..rng.below(topo.gpus.len() + 1) {
-            let bound = [None, Some(0), Some(1), Some(2), Some(3)][rng.below(5)];
-            if let Ok(DraVerdict::Fit { devices, .. }) =
-                judge(&[pairs(1, bound)], &classes, &slices, &node, &held)
-            {
-                held.extend(devices.iter().cloned());
-                pods.push(devices);
-            }
-        }
-        held = pods
-            .into_iter()
-            .filter(|_| rng.below(3) > 0)
-            .flatten()
-            .collect();
-        kinds.insert((profile, held.iter().map(|d| d.device.clone()).collect()));
-        if !held.is_empty() {
-            let results: Vec<Value> = held
-                .iter()
-                .map(|d| json!({"request": "pairs", "driver": DRIVER_NAME, "pool": d.pool, "device": d.device}))
-                .collect();
-            let claim: ResourceClaim = serde_json::from_value(json!({
-                "metadata": {"namespace": "other", "name": format!("held-{k}")},
-                "spec": pairs(1, None),
-                "status": {"allocation": {"devices": {"results": results}}},
-            }))
-            .expect("claim");
-            st.apply_claim(&claim);
-        }
-        names.push(node);
-    }
-    println!(
-        "DRA: {} distinct (profile, devices held) among {NODES} nodes",
-        kinds.len()
-    );
-    let pod_claim: ResourceClaim = serde_json::from_value(json!({
-        "metadata": {"namespace": "bench", "name": "two"},
-        "spec": pairs(2, None),
-    }))
-    .expect("claim");
-    st.apply_claim(&pod_claim);
-    (st, names)
-}
-
+/// The DRA filter then prioritize: every candidate judged (the filter), then the
+/// verdicts read again and weighed against each other and the pods waiting.
 fn dra_call(shared: &DraShared, claims: &Resolved, names: &[String]) {
-    let mut rejected = 0usize;
+    let mut passed = 0usize;
     shared.visit(claims, names, None, |_, _, v| {
-        rejected += usize::from(matches!(v, topoalign_extender::DraNode::Reject(_)));
+        passed += usize::from(!matches!(v, topoalign_extender::DraNode::Reject(_)));
     });
+    black_box(passed);
     let mut verdicts = Vec::with_capacity(names.len());
     shared.visit(claims, names, None, |_, _, v| verdicts.push(v.clone()));
     let refs: Vec<_> = verdicts.iter().map(Some).collect();
-    black_box((rejected, priorities(&refs, claims.foreign, 50.0)));
+    let waiting = shared.waiting("u");
+    black_box(priorities(names, &refs, claims.foreign, &waiting));
 }
 
 fn report(name: &str, mut v: Vec<Duration>) {
@@ -187,15 +113,15 @@ fn bench(c: &mut Criterion) {
         serde_json::to_vec(&json!({"Pod": pod, "Nodes": null, "NodeNames": names[..DOMAIN]}))
             .expect("json");
 
-    let (dra_state, dra_names) = dra_cluster();
-    let dra_pod = json!({"metadata": {"name": "p", "namespace": "bench", "uid": "u"},
-        "spec": {"containers": [], "resourceClaims": [{"name": "g", "resourceClaimName": "two"}]}});
-    let PodClaims::Judge(claims) = dra_state.resolve(&dra_pod) else {
+    let (dra_state, dra_names, kinds) = dra_cluster(NODES);
+    println!("DRA: {kinds} distinct (profile, devices held) among {NODES} nodes");
+    let PodClaims::Judge(claims) = dra_state.resolve(&dra_pod()) else {
         panic!("the bench pod's claim does not resolve");
     };
     let dra_fresh = || {
         let s = DraShared::new();
         *s.write() = dra_state.clone();
+        add_waiting(&s, 64);
         s
     };
 
@@ -243,7 +169,7 @@ fn bench(c: &mut Criterion) {
         .collect();
     report("DRA: 72 nodes, cache warm", times);
 
-    let mut g = c.benchmark_group("cold call/5000 nodes");
+    let mut g = c.benchmark_group("cold call/20000 nodes");
     g.sample_size(10);
     g.bench_function("device plugin, new shape", |b| {
         b.iter_batched(

@@ -1,9 +1,12 @@
 //! The real HTTP stack on loopback: a load generator sends filter + prioritize for one pod
-//! over 5,000 nodes to the axum server (one keep-alive connection, as the scheduler's Go
+//! over 20,000 nodes to the axum server (one keep-alive connection, as the scheduler's Go
 //! client uses) for a bounded count, and reports p50 / p99 / max latency per verb; then
 //! the same with the verdict cache disabled (peer) and a trivial handler (`/healthz`,
-//! the HTTP floor). Criterion measures the median round trip of each in the same run.
-//! Also reports the resident memory per node of the cached state.
+//! the HTTP floor). Both wings: a device-plugin pod (2 GPUs + 2 VFs) on 20,000 synthetic
+//! nodes, and a DRA pod (a claim of 2 pairs) on 20,000 nodes publishing the driver's
+//! slices with random occupancy, weighed against 64 pods waiting for a node. Criterion
+//! measures the median round trip of each in the same run. Also reports the resident
+//! memory per node of each wing's state and of one pod shape's verdicts (RSS deltas).
 
 // A measurement harness: a failure to bind or connect on loopback must abort the run.
 #![allow(clippy::expect_used)]
@@ -19,13 +22,17 @@ use hyper::client::conn::http1::SendRequest;
 use serde_json::json;
 use topoalign_extender::ClusterState;
 use topoalign_extender::Decider;
+use topoalign_extender::DraState;
 use topoalign_extender::Interner;
 use topoalign_extender::synth_nodes;
 use topoalign_extender::{App, serve};
 use topoalign_kube_types::kubelet_settings::Policy;
 use topoalign_tm::ResourceMap;
 
-const NODES: usize = 5_000;
+mod common;
+use common::{add_waiting, dra_cluster, dra_pod};
+
+const NODES: usize = 20_000;
 
 fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
@@ -38,8 +45,10 @@ fn rss_bytes() -> u64 {
         .map_or(0, |pages| pages * 4096)
 }
 
-async fn start(state: Arc<RwLock<ClusterState>>, cache: usize) -> SocketAddr {
+async fn start(state: Arc<RwLock<ClusterState>>, dra: &DraState, cache: usize) -> SocketAddr {
     let app = Arc::new(App::new(state, Decider::new(ResourceMap::default(), cache)));
+    *app.dra.write() = dra.clone();
+    add_waiting(&app.dra, 64);
     app.set_ready(true);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -141,12 +150,20 @@ fn main() {
         serde_json::to_vec(&json!({"Pod": pod, "Nodes": null, "NodeNames": names})).expect("json"),
     );
     let state = Arc::new(RwLock::new(st));
+    let rss_plugin = rss_bytes();
+    let (dra, dra_names, kinds) = dra_cluster(NODES);
+    let rss_dra = rss_bytes();
+    let dra_body = Bytes::from(
+        serde_json::to_vec(&json!({"Pod": dra_pod(), "Nodes": null, "NodeNames": dra_names}))
+            .expect("json"),
+    );
     let (cached, plain) = rt.block_on(async {
         (
-            start(state.clone(), 1 << 20).await,
-            start(state.clone(), 0).await,
+            start(state.clone(), &dra, 1 << 20).await,
+            start(state.clone(), &dra, 0).await,
         )
     });
+    let rss_apps = rss_bytes();
     println!(
         "\nextender over HTTP on 127.0.0.1, one pod (2 GPU + 2 VF) x {NODES} candidate nodes, body {} KiB",
         body.len() / 1024
@@ -160,6 +177,18 @@ fn main() {
     let (f, p) = rt.block_on(load(plain, &body, 5, Duration::from_secs(20)));
     report("filter, cache disabled (peer)", f);
     report("prioritize, cache disabled (peer)", p);
+    println!(
+        "\nDRA pod (a claim of 2 pairs) x {NODES} nodes ({kinds} distinct (profile, devices held)), 64 pods waiting, body {} KiB",
+        dra_body.len() / 1024
+    );
+    let rss_dra_cold = rss_bytes();
+    let (f, p) = rt.block_on(load(cached, &dra_body, 1, Duration::from_secs(60)));
+    report("DRA filter, first call of the shape", f);
+    report("DRA prioritize, first call of the shape", p);
+    let rss_dra_cache = rss_bytes();
+    let (f, p) = rt.block_on(load(cached, &dra_body, 500, Duration::from_secs(30)));
+    report("DRA filter, cache warm", f);
+    report("DRA prioritize, cache warm", p);
     let floor: Vec<Duration> = rt.block_on(async {
         let mut s = connect(cached).await;
         let mut v = Vec::new();
@@ -170,10 +199,14 @@ fn main() {
         v
     });
     report("GET /healthz (HTTP floor, peer)", floor);
+    let per_node = |a: u64, b: u64| b.saturating_sub(a) as f64 / 1024.0 / NODES as f64;
     println!(
-        "memory: cluster state {:.1} KiB/node, verdict cache for one pod shape {:.2} KiB/node (RSS deltas over {NODES} nodes)\n",
-        (rss_state.saturating_sub(rss0)) as f64 / 1024.0 / NODES as f64,
-        (rss_cache.saturating_sub(rss_state)) as f64 / 1024.0 / NODES as f64,
+        "memory (RSS deltas over {NODES} nodes, /proc/self/statm): device-plugin state {:.1} KiB/node, its verdicts for one pod shape {:.2} KiB/node; DRA setup {:.1} KiB/node (two servers' copies {:.1} KiB/node), its verdicts for one pod shape {:.2} KiB/node\n",
+        per_node(rss0, rss_state),
+        per_node(rss_apps, rss_cache),
+        per_node(rss_plugin, rss_dra),
+        per_node(rss_dra, rss_apps),
+        per_node(rss_dra_cold, rss_dra_cache),
     );
 
     let mut c = Criterion::default()
@@ -181,13 +214,21 @@ fn main() {
         .sample_size(30)
         .measurement_time(Duration::from_secs(5))
         .warm_up_time(Duration::from_secs(1));
-    let mut g = c.benchmark_group("http round trip/5000 nodes");
+    let mut g = c.benchmark_group("http round trip/20000 nodes");
     let mut send = rt.block_on(connect(cached));
     g.bench_function("filter+prioritize, cache warm", |b| {
         b.iter(|| {
             rt.block_on(async {
                 call(&mut send, "POST", "/filter", &body).await;
                 call(&mut send, "POST", "/prioritize", &body).await;
+            })
+        })
+    });
+    g.bench_function("DRA filter+prioritize, cache warm", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                call(&mut send, "POST", "/filter", &dra_body).await;
+                call(&mut send, "POST", "/prioritize", &dra_body).await;
             })
         })
     });

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
+use crate::dra::room::Waiting;
 use crate::dra::shared::DraShared;
 use crate::dra::verdict::{DraNode, PodClaims, priorities};
 use crate::metrics::{Metrics, label};
@@ -20,6 +21,7 @@ use crate::plugin::judge::{Judged, Seen, Verdict};
 use crate::plugin::podreq::{PodError, PodRequest, pod_request};
 use crate::plugin::shared::{CacheStats, Decider, Fresh};
 use crate::plugin::state::ClusterState;
+use crate::score::NEUTRAL_SCORE;
 use crate::turns::Turns;
 
 /// What a judgement is for: the metrics label, and whether metrics and logs are written.
@@ -307,10 +309,21 @@ impl Tally {
     }
 }
 
-/// The DRA wing of [`judge_all`]: every candidate judged first (the verdicts, `None` where
-/// the claims could not be judged), then scored against each other (the capacity a placement uses up weighs by how many candidates can still
-/// hold as many pairs; claims of other drivers score by the class the stock allocator
-/// gives first), then the metrics and logs.
+/// The DRA wing of [`judge_all`].
+///
+/// - Filter: every candidate judged; the ones whose claims cannot be allocated are
+///   dropped, except a node on which the extender holds an allocation it assumed
+///   ([`DraShared::assume`]): the pod it was assumed for may have gone elsewhere, so the
+///   extender's view of that node may be fuller than the scheduler's, and the scheduler's
+///   own DRA plugin has already kept only nodes the pod fits on. With one candidate left
+///   the scheduler takes it without asking for priorities: the extender assumes the pod
+///   goes there.
+/// - Prioritize (and the offline explanation): every candidate judged, then weighed
+///   against each other and the pods waiting for a node ([`priorities`]); the scheduler
+///   takes the one top candidate, and the extender assumes the pod goes there.
+///
+/// Before either, what was assumed for the pod goes (it is being scheduled again). Then
+/// the metrics and logs.
 fn judge_dra<N: AsRef<str>>(
     dra: &DraShared,
     metrics: Option<&Metrics>,
@@ -321,9 +334,15 @@ fn judge_dra<N: AsRef<str>>(
     deadline: Option<Instant>,
 ) -> (Vec<Option<Arc<DraNode>>>, Vec<i64>) {
     let quiet = verb == Verb::Explain;
+    let filter = verb == Verb::Filter;
     let verb = verb.as_str();
     let text = |p: &str| pod.pointer(p).and_then(Value::as_str).unwrap_or("");
     let key = format!("{}/{}", text("/metadata/namespace"), text("/metadata/name"));
+    let uid = text("/metadata/uid");
+    let now = Instant::now();
+    if !quiet {
+        dra.settle(uid, now);
+    }
     let mut outcomes: BTreeMap<&'static str, (u64, Vec<String>)> = BTreeMap::new();
     let mut note = |outcome: &'static str, name: &str| {
         let (n, sample) = outcomes.entry(outcome).or_default();
@@ -333,6 +352,7 @@ fn judge_dra<N: AsRef<str>>(
         }
     };
     let mut foreign = false;
+    let mut resolved = None;
     let verdicts: Vec<Option<Arc<DraNode>>> = match claims {
         PodClaims::Judge(r) => {
             foreign = r.foreign;
@@ -348,7 +368,22 @@ fn judge_dra<N: AsRef<str>>(
                     tracing::debug!(verb, pod = %key, node = %n.as_ref(), why = why.why(), "node not judged");
                 }
             }
-            judged.into_iter().map(Some).collect()
+            let verdicts: Vec<Option<Arc<DraNode>>> = if filter {
+                let st = dra.read();
+                judged
+                    .into_iter()
+                    .zip(names)
+                    .map(|(v, n)| {
+                        let phantom =
+                            matches!(&*v, DraNode::Reject(_)) && st.holds_assumed_on(n.as_ref());
+                        (!phantom).then_some(v)
+                    })
+                    .collect()
+            } else {
+                judged.into_iter().map(Some).collect()
+            };
+            resolved = Some(r);
+            verdicts
         }
         PodClaims::Unjudged(label, why) => {
             if !quiet {
@@ -361,9 +396,37 @@ fn judge_dra<N: AsRef<str>>(
         }
         PodClaims::NotOurs => vec![None; names.len()],
     };
-    let weight = dra.read().capacity_weight;
     let refs: Vec<Option<&DraNode>> = verdicts.iter().map(Option::as_deref).collect();
-    let scores = priorities(&refs, foreign, weight);
+    let scores = match &resolved {
+        Some(r) if filter => {
+            let passing: Vec<usize> = (0..names.len())
+                .filter(|i| !matches!(refs[*i], Some(DraNode::Reject(_))))
+                .collect();
+            if let ([only], false) = (passing.as_slice(), quiet) {
+                dra.assume(uid, r, names[*only].as_ref(), now);
+            }
+            vec![NEUTRAL_SCORE; names.len()]
+        }
+        Some(r) => {
+            let waiting = if dra.read().capacity_weight > 0.0 {
+                dra.waiting(uid)
+            } else {
+                Waiting::none()
+            };
+            let scores = priorities(names, &refs, foreign, &waiting);
+            if !quiet {
+                tracing::debug!(verb, pod = %key, waiting = waiting.needs().len(), "candidates weighed against the pods waiting");
+                let top = (0..names.len())
+                    .filter(|i| matches!(refs[*i], Some(DraNode::Fit(_))))
+                    .max_by_key(|i| (scores[*i], std::cmp::Reverse(*i)));
+                if let Some(i) = top {
+                    dra.assume(uid, r, names[i].as_ref(), now);
+                }
+            }
+            scores
+        }
+        None => vec![NEUTRAL_SCORE; names.len()],
+    };
     if let Some(metrics) = metrics {
         record_dra(metrics, verb, &key, outcomes);
     }

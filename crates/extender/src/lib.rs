@@ -45,6 +45,7 @@ pub use dra::foreign::judge_foreign;
 pub use dra::judge::{
     CAPACITY_WEIGHT, DraFit, DraVerdict, allocate, judge as judge_claims, judge_with_budget,
 };
+pub use dra::room::{Need, RECENT, WAITING_LIMIT, Waiting, claim_need};
 pub use dra::shared::DraShared;
 pub use dra::state::DraState;
 pub use dra::verdict::{DraNeutral, DraNode, PodClaims, Resolved, priorities};

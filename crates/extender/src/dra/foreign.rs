@@ -212,6 +212,8 @@ pub fn judge_foreign(
             capacity_before: capacity(&devices, allocated),
             capacity_after: capacity(&devices, &after),
             capacity_whole: capacity(&devices, &BTreeSet::new()),
+            good_before: 0,
+            good_after: 0,
         },
         devices: chosen,
     })
@@ -486,7 +488,8 @@ mod tests {
             DraNode::Fit(free.0),
         ];
         let refs: Vec<Option<&DraNode>> = nodes.iter().map(Some).collect();
-        let p = crate::dra::verdict::priorities(&refs, true, 50.0);
+        let waiting = crate::dra::room::Waiting::none();
+        let p = crate::dra::verdict::priorities(&["sys", "numa", "free"], &refs, true, &waiting);
         assert!(p[2] > p[1] && p[1] > p[0], "{p:?}");
     }
 }

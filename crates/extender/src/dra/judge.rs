@@ -29,13 +29,14 @@ use topoalign_dra::{
 
 use crate::dra::pairs::{DeviceKey, NodePairs};
 use crate::protocol::MAX_EXTENDER_PRIORITY;
-use crate::score::{FRAGMENTATION_WEIGHT, to_priority};
+use crate::score::FRAGMENTATION_WEIGHT;
 
-/// Points a node loses, by default, for using up a capacity level that every candidate
-/// node has (`capacity_penalty`: the weight is divided by the number of candidates that
-/// have the level, so using up the last node that can hold 8 pairs costs 50 points, one
-/// of 10 such nodes 5). Chosen with the `placement-dra` end-to-end scenario's stream
-/// (weights 30 … 120 tried; `topoalign extender --dra-capacity-weight`).
+/// The default of `topoalign extender --dra-capacity-weight`: above 0, the priorities
+/// keep room for the pods waiting for a node and the shapes that came lately
+/// ([`crate::dra::room`], [`crate::dra::verdict::priorities`]); 0 turns that off (pair
+/// quality, then packing). The room kept is what the waiting pods ask for, so the value
+/// itself weighs nothing any more (it did weigh a fixed penalty for using up capacity
+/// levels, which this replaces); the flag stays for compatibility.
 pub const CAPACITY_WEIGHT: f64 = 50.0;
 
 /// Devices held by allocated claims (`status.allocation.devices.results`).
@@ -68,9 +69,13 @@ pub struct DraFit {
     pub capacity_before: usize,
     /// … and after it.
     pub capacity_after: usize,
-    /// … and with nothing allocated: the whole node (`capacity_penalty` keeps no room
-    /// for claims of the whole node).
+    /// … and with nothing allocated: the whole node.
     pub capacity_whole: usize,
+    /// Free GPUs with a free PXB-or-better pair before the allocation (0 for claims of
+    /// other drivers, which ask no pair class).
+    pub good_before: usize,
+    /// … and after it.
+    pub good_after: usize,
 }
 
 /// A DRA judgement of one node.
@@ -197,8 +202,8 @@ pub(crate) fn fit_of(
     let taken: BTreeSet<&str> = taking.iter().filter_map(|k| pool.gpu(k)).collect();
     let gpus = pool.gpus_taken(&before, &after);
     let now = pool.good_gpus(&after);
-    let spoiled = pool
-        .good_gpus(&before)
+    let good = pool.good_gpus(&before);
+    let spoiled = good
         .iter()
         .filter(|g| !now.contains(*g) && !taken.contains(*g))
         .count();
@@ -209,6 +214,8 @@ pub(crate) fn fit_of(
         capacity_before: pool.capacity(&before),
         capacity_after: pool.capacity(&after),
         capacity_whole: whole,
+        good_before: good.len(),
+        good_after: now.len(),
     }
 }
 
@@ -228,93 +235,13 @@ pub(crate) fn dra_points(ranks: &[i64], spoiled: usize) -> f64 {
     MAX_EXTENDER_PRIORITY as f64 * q - penalty
 }
 
-/// Capacity levels: claims of 1, 2, 4, 8 … pairs (the sizes GPU jobs ask for).
-fn levels_up_to(capacity: usize) -> impl Iterator<Item = usize> {
-    std::iter::successors(Some(1usize), |l| l.checked_mul(2)).take_while(move |l| *l <= capacity)
-}
-
-/// How many of the candidate nodes can hold a claim of 1, 2, 4, 8 … pairs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct CapacityLevels {
-    /// Index i: nodes whose capacity is at least 2^i.
-    holding: Vec<usize>,
-}
-
-impl CapacityLevels {
-    /// The levels of the candidates' capacities (before the pod).
-    pub(crate) fn of(capacities: impl IntoIterator<Item = usize>) -> CapacityLevels {
-        let mut holding = Vec::new();
-        for c in capacities {
-            for (i, _) in levels_up_to(c).enumerate() {
-                if holding.len() <= i {
-                    holding.resize(i + 1, 0);
-                }
-                holding[i] += 1;
-            }
-        }
-        CapacityLevels { holding }
-    }
-
-    /// Candidates that can hold a claim of `level` pairs (a power of two).
-    pub(crate) fn holding(&self, level: usize) -> usize {
-        let i = level.max(1).ilog2() as usize;
-        self.holding.get(i).copied().unwrap_or(0)
-    }
-}
-
-/// The capacity an allocation uses up: for each level (1, 2, 4, 8 … pairs) that the node
-/// could hold before and cannot after, that is larger than the GPUs the pod takes and
-/// smaller than the whole node, `weight / (candidates that can hold that level)`. Levels
-/// no larger than the pod are not counted: any node the pod goes to gives up that much. A
-/// pod taking a whole node, or the rest of a node, uses up nothing beyond itself.
-///
-/// The whole node is not kept: holding a node empty for claims of all its pairs turns
-/// away a node's worth of smaller pods each time, and whole-node claims are served by
-/// nodes as they empty (measured on the `placement-dra` stream, replayed offline in the
-/// crate's integration tests: keeping whole nodes left more pods unschedulable than the
-/// stock scheduler, keeping halves and quarters fewer).
-pub(crate) fn capacity_penalty(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> f64 {
-    let (before, after) = (fit.capacity_before, fit.capacity_after);
-    levels_up_to(before)
-        .filter(|l| *l > after && *l > fit.gpus && *l < fit.capacity_whole)
-        .map(|l| weight / levels.holding(l).max(1) as f64)
-        .sum()
-}
-
-/// The priority of a node for the pod: [`dra_points`] minus `capacity_penalty`, from
-/// −10 … 10 onto 0 ..= 10 (halved, so that nodes that use up capacity keep their order
-/// instead of all scoring 0): PIX pairs that use up nothing score 10, NODE pairs 6.
-pub(crate) fn dra_score(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> i64 {
-    let points = dra_points(&fit.ranks, fit.spoiled) - capacity_penalty(fit, levels, weight);
-    to_priority((points + MAX_EXTENDER_PRIORITY as f64) / 2.0)
-}
-
-/// Priority bands of [`foreign_score`] by the worst GPU–NIC class the allocation gives:
-/// PHB or better, NODE (same NUMA node), SYS (cross-NUMA), each (best, worst); the
+/// Priority bands of claims of other drivers by the worst GPU–NIC class the allocation
+/// gives: PHB or better, NODE (same NUMA node), SYS (cross-NUMA), each (best, worst); the
 /// neutral score (5) lies between NODE and SYS, so a node whose pairs cannot be classed
-/// goes after every same-NUMA node and before every cross-NUMA one.
+/// goes after every same-NUMA node and before every cross-NUMA one. The extender cannot
+/// change which devices the stock allocator gives there, only the node, so the class it
+/// gives comes first ([`crate::dra::verdict::priorities`]).
 pub(crate) const FOREIGN_BANDS: [(i64, i64); 3] = [(10, 9), (8, 6), (4, 1)];
-
-/// The priority of a node for a pod whose claims use other drivers' classes
-/// ([`crate::dra::foreign`]): the extender cannot change which devices the stock allocator
-/// gives, only the node, so the class it gives comes first — the band of the worst pair
-/// ([`FOREIGN_BANDS`]; cross-NUMA worst) — and the capacity it uses up
-/// (`capacity_penalty` as a share of `weight`) orders nodes within the band. A claim
-/// without GPU–NIC pairs scores in the best band.
-pub(crate) fn foreign_score(fit: &DraFit, levels: &CapacityLevels, weight: f64) -> i64 {
-    let band = match fit.ranks.iter().max() {
-        None => FOREIGN_BANDS[0],
-        Some(r) if *r <= 2 => FOREIGN_BANDS[0],
-        Some(3) => FOREIGN_BANDS[1],
-        Some(_) => FOREIGN_BANDS[2],
-    };
-    let share = if weight > 0.0 {
-        (capacity_penalty(fit, levels, weight) / weight).clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
-    band.0 - (share * (band.0 - band.1) as f64).round() as i64
-}
 
 #[cfg(test)]
 mod tests;

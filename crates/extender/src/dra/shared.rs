@@ -3,14 +3,18 @@
 //! judged with no lock held.
 
 use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Instant;
 
+use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 
 use crate::dra::kinds::KindPlans;
-use crate::dra::state::{DraState, Gathered, Job, Keyed};
+use crate::dra::pending::PendingPods;
+use crate::dra::room::Waiting;
+use crate::dra::state::{ASSUME_FOR, DraState, Gathered, Job, Keyed};
 use crate::dra::verdict::{DraNeutral, DraNode, PodClaims, Resolved, shareable};
 
 /// Verdicts kept before the cache starts over.
@@ -19,16 +23,17 @@ const CACHE_LIMIT: usize = 100_000;
 /// Verdicts by (claims, node fingerprint), shared with the calls that read them.
 type VerdictMap = HashMap<(u64, u64), Arc<DraNode>>;
 
-/// The DRA state shared by the watchers and the handlers, its readiness and a verdict
+/// The DRA state shared by the watchers and the handlers, its readiness, a verdict
 /// cache keyed by (claims, node fingerprint): nodes of one kind (the same slices but for
 /// their names) with the same devices held share a verdict, so a pod's first call judges
-/// each kind of node once, not each node.
+/// each kind of node once, not each node; and the pods waiting for a node.
 #[derive(Debug)]
 pub struct DraShared {
     /// The state.
     pub state: RwLock<DraState>,
     ready: AtomicBool,
     cache: Mutex<VerdictMap>,
+    pending: Mutex<PendingPods>,
 }
 
 impl Default for DraShared {
@@ -44,6 +49,7 @@ impl DraShared {
             state: RwLock::new(DraState::default()),
             ready: AtomicBool::new(true),
             cache: Mutex::new(HashMap::new()),
+            pending: Mutex::new(PendingPods::default()),
         }
     }
 
@@ -75,6 +81,74 @@ impl DraShared {
     /// The pod's claims ([`DraState::resolve`]).
     pub fn resolve(&self, pod: &Value) -> PodClaims {
         self.read().resolve(pod)
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, PendingPods> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A pod seen by the watch of pods waiting for a node (set, replaced, or dropped
+    /// once it no longer waits).
+    pub fn apply_pending(&self, pod: &Pod) {
+        let state = self.read();
+        self.pending().apply(pod, &state);
+    }
+
+    /// A pod gone from that watch (bound or deleted).
+    pub fn delete_pending(&self, pod: &Pod) {
+        self.pending().delete(pod);
+    }
+
+    /// Keeps only the waiting pods of these uids (after a re-list).
+    pub fn retain_pending(&self, uids: &HashSet<String>) {
+        self.pending().retain(uids);
+    }
+
+    /// Pods waiting for a node with claims the DRA path judges.
+    pub fn waiting_count(&self) -> usize {
+        self.pending().len()
+    }
+
+    /// The pods waiting besides the one of uid `except`, in the scheduler's order, with
+    /// the pairs each needs.
+    pub fn waiting(&self, except: &str) -> Waiting {
+        let state = self.read();
+        self.pending().waiting(&state, except)
+    }
+
+    /// Before the pod of `uid` is judged: what was assumed for it goes (it is being
+    /// scheduled again), and so do the assumptions that ran out by `now`.
+    pub fn settle(&self, uid: &str, now: Instant) {
+        let (mine, expired) = {
+            let st = self.read();
+            (
+                !uid.is_empty() && st.is_assumed(uid),
+                st.next_expiry().is_some_and(|t| t <= now),
+            )
+        };
+        if mine || expired {
+            let mut st = self.write();
+            if mine {
+                st.forget_assumed(uid);
+            }
+            st.expire_assumed(now);
+        }
+    }
+
+    /// Holds, for the pod of `uid`, the devices the stock allocator gives its `claims`
+    /// on `node` ([`DraState::assume`]), until the claims' allocation is seen or
+    /// [`ASSUME_FOR`] after `now`. Nothing is held when the allocator gives none.
+    pub fn assume(&self, uid: &str, claims: &Resolved, node: &str, now: Instant) {
+        if uid.is_empty() {
+            return;
+        }
+        let job = match self.read().gather(claims, node) {
+            Gathered::Job(job) => job,
+            Gathered::Done(_) => return,
+        };
+        if let Some(devices) = job.allocation(claims) {
+            self.write().assume(uid, devices, now + ASSUME_FOR);
+        }
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, VerdictMap> {

@@ -19,6 +19,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
+use std::time::Instant;
 
 use k8s_openapi::api::resource::v1::{
     DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceClaimTemplate, ResourceSlice,
@@ -127,8 +128,10 @@ pub struct DraState {
     nodes: NodeTable,
     slice_node: HashMap<String, String>,
     claims: HashMap<ObjKey, ClaimEntry>,
-    /// Devices held by allocated claims, by (driver, pool).
+    /// Devices held by allocated claims (and allocations assumed), by (driver, pool).
     held: HashMap<(String, String), BTreeMap<DeviceId, ObjKey>>,
+    /// Allocations assumed, by pod uid: until when ([`DraState::assume`]).
+    assumed: HashMap<String, Instant>,
     /// [`held_hash`] of each pool in `held`.
     held_hashes: HashMap<(String, String), u64>,
     /// The nodes whose slices name each pool.
@@ -144,7 +147,7 @@ pub struct DraState {
     rev: u64,
     /// Devices the allocator's search may try per claim.
     pub budget: u64,
-    /// The weight of the capacity a placement uses up (`capacity_penalty`).
+    /// Above 0: room is kept for the pods waiting for a node ([`CAPACITY_WEIGHT`]).
     pub capacity_weight: f64,
 }
 
@@ -155,6 +158,7 @@ impl Default for DraState {
             slice_node: HashMap::new(),
             claims: HashMap::new(),
             held: HashMap::new(),
+            assumed: HashMap::new(),
             held_hashes: HashMap::new(),
             pool_nodes: HashMap::new(),
             templates: HashMap::new(),
@@ -317,13 +321,43 @@ impl DraState {
         }
     }
 
-    /// Sets (or replaces) a claim: its spec, owners and the devices it holds.
+    /// Sets (or replaces) a claim: its spec, owners and the devices it holds. An
+    /// allocated claim settles the allocations assumed for the pods that own it or that
+    /// it is reserved for ([`DraState::assume`]): its own devices are held now.
     pub fn apply_claim(&mut self, c: &ResourceClaim) {
         let key = key_of(c);
         self.delete_claim(&key);
         let held = allocated_ids([c]);
+        let owners: Vec<String> = c
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .map(|o| o.uid.clone())
+            .collect();
+        if !held.is_empty() {
+            let reserved = c
+                .status
+                .iter()
+                .flat_map(|s| s.reserved_for.iter().flatten());
+            for uid in owners.iter().chain(reserved.map(|r| &r.uid)) {
+                self.forget_assumed(uid);
+            }
+        }
+        self.hold(
+            key,
+            ClaimEntry {
+                owners,
+                spec: c.spec.clone().unwrap_or_default(),
+                held,
+            },
+        );
+    }
+
+    /// Holds a claim's devices and keeps it.
+    fn hold(&mut self, key: ObjKey, entry: ClaimEntry) {
         let mut pools = BTreeSet::new();
-        for d in &held {
+        for d in &entry.held {
             let pool = (d.driver.clone(), d.pool.clone());
             self.held
                 .entry(pool.clone())
@@ -334,21 +368,7 @@ impl DraState {
         for p in pools {
             self.rehash_held(p);
         }
-        let owners = c
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .map(|o| o.uid.clone())
-            .collect();
-        self.claims.insert(
-            key,
-            ClaimEntry {
-                owners,
-                spec: c.spec.clone().unwrap_or_default(),
-                held,
-            },
-        );
+        self.claims.insert(key, entry);
     }
 
     /// Forgets a claim (its devices become free).
@@ -394,12 +414,12 @@ impl DraState {
         }
     }
 
-    /// Keeps only the given claims (after a re-list).
+    /// Keeps only the given claims (after a re-list); allocations assumed stay.
     pub fn retain_claims(&mut self, live: &BTreeSet<ObjKey>) {
         let gone: Vec<ObjKey> = self
             .claims
             .keys()
-            .filter(|k| !live.contains(*k))
+            .filter(|k| !live.contains(*k) && !assumed::is_assumed_key(k))
             .cloned()
             .collect();
         for g in gone {
@@ -466,9 +486,9 @@ impl DraState {
         self.nodes.len()
     }
 
-    /// Claims known.
+    /// Claims known (allocations assumed not counted).
     pub fn claim_count(&self) -> usize {
-        self.claims.len()
+        self.claims.len() - self.assumed.len()
     }
 
     /// Devices held by allocated claims.
@@ -477,10 +497,12 @@ impl DraState {
     }
 }
 
+mod assumed;
 mod claims;
 mod judging;
 mod table;
 
+pub(crate) use assumed::ASSUME_FOR;
 pub(crate) use judging::{Gathered, Job, Keyed};
 
 #[cfg(test)]

@@ -2,15 +2,18 @@
 //! (every driver's: claims of NVIDIA's GPU driver and dranet are judged too; the state
 //! keeps those of the drivers it is told to, [`DraState::keep_drivers`]), ResourceClaims,
 //! ResourceClaimTemplates
-//! and DeviceClasses, applied to [`DraState`]. The DRA side is ready once each has
-//! listed; a cluster without the API (or without the RBAC to read it) runs without the
-//! DRA path, said once in the log.
+//! and DeviceClasses, applied to [`DraState`]; and over the Pods waiting for a node
+//! (`spec.nodeName` unset), kept in [`DraShared`] to weigh room for them. The DRA side is
+//! ready once the four DRA kinds have listed (the waiting pods only refine the
+//! priorities); a cluster without the API (or without the RBAC to read it) runs without
+//! the DRA path, said once in the log.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{
     DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
@@ -101,6 +104,23 @@ pub(crate) async fn run(client: Client, dra: Arc<DraShared>) {
             }
         },
     ));
+    let d = dra.clone();
+    let pods = tokio::spawn(watch(
+        Api::<Pod>::all(client.clone()),
+        watcher::Config::default()
+            .fields("spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed"),
+        move |ev| match ev {
+            Ev::Apply(p) => d.apply_pending(&p),
+            Ev::Delete(p) => d.delete_pending(&p),
+            Ev::Synced(all) => {
+                d.retain_pending(&all.iter().filter_map(|p| p.metadata.uid.clone()).collect());
+                tracing::info!(
+                    waiting = d.waiting_count(),
+                    "pods waiting for a node listed"
+                );
+            }
+        },
+    ));
     let (d, f) = (dra.clone(), done);
     let t4 = tokio::spawn(watch(
         Api::<DeviceClass>::all(client),
@@ -119,7 +139,7 @@ pub(crate) async fn run(client: Client, dra: Arc<DraShared>) {
             }
         },
     ));
-    let _ = futures::future::join_all([t1, t2, t3, t4]).await;
+    let _ = futures::future::join_all([t1, t2, t3, t4, pods]).await;
 }
 
 /// One event: an object set or gone, or the full content after a (re-)list.

@@ -20,8 +20,8 @@ use topoalign_extender::Decider;
 use topoalign_extender::{App, serve};
 use topoalign_tm::ResourceMap;
 
-/// An extender with topoalign's DeviceClasses and no node yet, judging pair quality
-/// alone (the capacity penalty is covered by the unit tests).
+/// An extender with topoalign's DeviceClasses and no node yet, keeping no room for
+/// waiting pods (pair quality, then packing).
 pub(crate) fn bare_app() -> Arc<App> {
     let app = Arc::new(App::new(
         Arc::new(RwLock::new(ClusterState::default())),
@@ -47,7 +47,11 @@ fn app() -> Arc<App> {
                 st.apply_slice(&s);
             }
         }
-        for (name, n, max_rank) in [("pairs-2", 2, None), ("pxb-1", 1, Some(1))] {
+        for (name, n, max_rank) in [
+            ("pairs-2", 2, None),
+            ("pairs-8", 8, None),
+            ("pxb-1", 1, Some(1)),
+        ] {
             let mut spec = ClaimSpec::pairs(n);
             spec.max_rank = max_rank;
             let mut t = claim_template(&spec).unwrap();
@@ -112,53 +116,47 @@ async fn claims_pods_are_judged_on_slices_over_http() {
     );
     assert_eq!(r["FailedAndUnresolvableNodes"], json!({}));
 
-    // Two pairs: PIX pairs on mi300x-8 score 10, NODE pairs on gb300-4 (2.5 + 10) / 2
-    // → 6, no slices 5.
+    // Two pairs: PIX pairs on mi300x-8 first (10, alone), NODE pairs on gb300-4 a step
+    // below (8; 9 is for candidates as good as the first); no slices: neutral 5.
     let scores = priorities(addr, args("pairs-2")).await;
     assert_eq!(
         scores,
         [
             ("mi".to_string(), 10),
-            ("gb".to_string(), 6),
+            ("gb".to_string(), 8),
             ("plain".to_string(), 5)
         ]
     );
 
-    // With a capacity weight, breaking up half a node (4 of mi300x-8's 8 pairs, the other
-    // four GPUs held) costs the weight over the candidates that can give 4: 10 - 30/2 = -5
-    // → 3 (halved onto 0..10) with two such candidates, 10 - 30/3 = 0 → 5 with three. A
-    // whole node is not kept: the free mi300x-8 and gb300-4 pay nothing (10, and NODE
-    // pairs (2.5 + 10) / 2 → 6).
-    let topo = topoalign_profiles::get("mi300x-8").unwrap();
-    let gpus: Vec<String> = resource_slices(&topo, "mi", &PublishOptions::default())
-        .unwrap()
-        .iter()
-        .flat_map(|s| s.spec.devices.iter().flatten())
-        .filter(|d| {
-            d.attributes
-                .as_ref()
-                .and_then(|a| a.get("type"))
-                .and_then(|a| a.string.as_deref())
-                == Some("gpu")
-        })
-        .map(|d| d.name.clone())
-        .take(4)
-        .collect();
-    let held: Vec<(&str, &str)> = gpus.iter().map(|g| ("topoalign.dev", g.as_str())).collect();
-    {
-        let mut st = app.dra.write();
-        st.apply_claim(&holding("half", "mi", &held));
-        st.capacity_weight = 30.0;
+    // Room for what waits: while a pod of 8 pairs waits, the 2-pair pod goes where it
+    // leaves a whole node for it (the free gb300-4, though its pairs are worse).
+    let waiter: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+        "metadata": {"namespace": "ns", "name": "big", "uid": "u-big",
+                     "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"containers": [{"name": "c"}],
+                 "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "pairs-8"}]},
+    }))
+    .unwrap();
+    app.dra.write().capacity_weight = topoalign_extender::CAPACITY_WEIGHT;
+    let both = ["mi", "gb"];
+    let free = priorities(addr, args_on("pairs-2", &both)).await;
+    assert_eq!((free[0].1, free[1].1), (10, 8), "{free:?}");
+    app.dra.apply_pending(&waiter);
+    assert_eq!(app.dra.waiting_count(), 1);
+    let kept = priorities(addr, args_on("pairs-2", &both)).await;
+    assert_eq!((kept[0].1, kept[1].1), (8, 10), "{kept:?}");
+    let mut bound = waiter.clone();
+    if let Some(spec) = bound.spec.as_mut() {
+        spec.node_name = Some("mi2".into());
     }
-    let one = priorities(addr, args_on("pairs-2", &["mi", "gb"])).await;
-    let two = priorities(addr, args_on("pairs-2", &["mi", "mi2", "gb"])).await;
-    assert_eq!((one[0].1, one[1].1), (3, 6), "{one:?}");
-    assert_eq!((two[0].1, two[1].1, two[2].1), (5, 10, 6), "{two:?}");
-    {
-        let mut st = app.dra.write();
-        st.delete_claim(&("ns".to_string(), "half".to_string()));
-        st.capacity_weight = 0.0;
-    }
+    app.dra.apply_pending(&bound);
+    assert_eq!(app.dra.waiting_count(), 0);
+    // Bound, it is a shape that came lately: on mi the pod would leave no room for
+    // another like it, so the cluster runs full for it and pair quality is not weighed:
+    // by name, gb first (9 for mi: as good, after it by name).
+    let after = priorities(addr, args_on("pairs-2", &both)).await;
+    assert_eq!((after[0].1, after[1].1), (9, 10), "{after:?}");
+    app.dra.write().capacity_weight = 0.0;
 
     // A template not in the watch cache: every node neutral, nothing filtered.
     let (_, body) = http(addr, "POST", "/filter", args("unknown")).await;
@@ -176,7 +174,7 @@ async fn claims_pods_are_judged_on_slices_over_http() {
     for want in [
         r#"topoalign_extender_dra_verdicts_total{verb="filter",outcome="fit"} 1"#,
         r#"topoalign_extender_dra_verdicts_total{verb="filter",outcome="reject"} 1"#,
-        r#"topoalign_extender_dra_verdicts_total{verb="prioritize",outcome="fit"} 7"#,
+        r#"topoalign_extender_dra_verdicts_total{verb="prioritize",outcome="fit"} 8"#,
         r#"topoalign_extender_dra_verdicts_total{verb="filter",outcome="dra_claim_unseen"} 3"#,
         r#"topoalign_extender_nodes_filtered_total{reason="dra_claim"} 1"#,
         r#"topoalign_extender_nodes_neutral_total{reason="dra_no_slices"} 2"#,
@@ -301,13 +299,14 @@ async fn gpu_and_nic_claims_of_other_drivers_are_judged_over_http() {
     );
 
     // The class the allocator gives comes first: same NUMA node (NODE) in the band
-    // 8 … 6, cross-NUMA (SYS) 4 … 1, the capacity weight 0 here: the band's best. No NUMA
-    // node published, and no slices: neutral 5, between the two.
+    // 8 … 6, cross-NUMA (SYS) 4 … 1; the best candidate alone scores its band's top, the
+    // next one step below (SYS: 3). No NUMA node published, and no slices: neutral 5,
+    // between the two.
     let scores = priorities(addr, args_on("gpu-nic", &nodes)).await;
     let by: std::collections::BTreeMap<&str, i64> =
         scores.iter().map(|(n, s)| (n.as_str(), *s)).collect();
     assert_eq!(by["aligned"], 8, "{scores:?}");
-    assert_eq!(by["crossed"], 4, "{scores:?}");
+    assert_eq!(by["crossed"], 3, "{scores:?}");
     assert_eq!((by["full"], by["old-driver"], by["plain"]), (0, 5, 5));
 
     let (_, metrics) = http(addr, "GET", "/metrics", vec![]).await;

@@ -150,8 +150,7 @@ fn dra_pods_are_judged_on_slices_and_scored_against_each_other() {
         other => panic!("claims not judged: {other:?}"),
     };
     let refs: Vec<Option<&DraNode>> = nodes.iter().map(Option::as_ref).collect();
-    let weight = app.dra.read().capacity_weight;
-    let expected = priorities(&refs, foreign, weight);
+    let expected = priorities(&names, &refs, foreign, &topoalign_extender::Waiting::none());
     let (_, got) = verdicts(&app.judges(), Verb::Prioritize, &pod, &names);
     let scores: Vec<i64> = got.iter().map(|g| g.2).collect();
     assert_eq!(scores, expected);

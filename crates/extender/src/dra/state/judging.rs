@@ -11,7 +11,7 @@ use topoalign_dra::alloc::DeviceId;
 
 use super::{DraState, NodeSlices, held_fingerprint, held_hash};
 use crate::dra::foreign::judge_foreign;
-use crate::dra::judge::{DraVerdict, judge_with_budget};
+use crate::dra::judge::{DraVerdict, allocate, judge_with_budget};
 use crate::dra::kinds::KindPlans;
 use crate::dra::verdict::{DraNeutral, DraNode, ObjKey, Resolved};
 
@@ -191,6 +191,22 @@ pub(crate) enum Gathered {
 }
 
 impl Job {
+    /// The devices the stock allocator gives the pod's claims on the node (`None`: it
+    /// gives none, or the search ran out).
+    pub(crate) fn allocation(&self, claims: &Resolved) -> Option<BTreeSet<DeviceId>> {
+        match allocate(
+            &claims.specs,
+            &self.classes,
+            &self.slices,
+            &self.node,
+            &self.taken,
+            self.budget,
+        ) {
+            Ok(Ok(devices)) => Some(devices),
+            _ => None,
+        }
+    }
+
     /// Judges the node for the pod's claims: claims of topoalign's classes on the plan of
     /// the node's kind when `plans` is given and the kind's plan can be worked out (the
     /// same verdict as [`judge_with_budget`], [`crate::dra::kinds`]), else on the node's
