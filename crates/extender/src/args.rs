@@ -45,12 +45,12 @@ pub struct ServeArgs {
     /// The resource names pods ask devices by.
     #[command(flatten)]
     pub resources: ResourceArgs,
-    /// DRA pods: points taken from a node for the capacity the pod would use up there
-    /// (divided by the candidate nodes that can still hold as many pairs), so that small
-    /// pods leave halves and quarters of nodes to pods that need one; 0 scores pair
-    /// quality alone.
-    #[arg(long, default_value_t = crate::dra::judge::CAPACITY_WEIGHT, value_parser = parse_weight)]
-    pub dra_capacity_weight: f64,
+    /// DRA pods: keep room for the pods waiting for a node (a whole node while an 8-pair
+    /// pod waits, a half for a 4-pair pod) and pack like the stock scheduler when the
+    /// cluster runs full for the shapes that came lately; `false` scores pair quality,
+    /// then packing, alone.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub dra_keep_room: bool,
     /// DRA pods: the drivers whose ResourceSlices are judged besides topoalign.dev's
     /// (comma-separated or repeated, e.g. gpu.nvidia.com,dra.net); default: every driver.
     #[arg(long, value_name = "DRIVER", value_delimiter = ',', value_parser = parse_driver)]
@@ -175,16 +175,6 @@ fn parse_driver(s: &str) -> Result<String, String> {
     }
 }
 
-/// A weight: a finite number, 0 or more.
-fn parse_weight(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(w) if w.is_finite() && w >= 0.0 => Ok(w),
-        _ => Err(format!(
-            "{s:?} is not a weight (expected a number, 0 or more)"
-        )),
-    }
-}
-
 impl ServeArgs {
     /// The serving configuration.
     pub fn config(&self) -> Result<ServeConfig, InputError> {
@@ -194,7 +184,7 @@ impl ServeArgs {
             assume_ttl: Duration::from_secs(self.assume_ttl),
             cache_size: self.cache_size,
             resources: self.resources.map()?,
-            dra_capacity_weight: self.dra_capacity_weight,
+            dra_keep_room: self.dra_keep_room,
             dra_drivers: (!self.dra_drivers.is_empty())
                 .then(|| self.dra_drivers.iter().cloned().collect()),
             calls: self.limits.limits(),
@@ -288,17 +278,11 @@ mod tests {
             e.contains("--allocator") && e.contains("lowest-address"),
             "{e}"
         );
-        assert_eq!(c.dra_capacity_weight, crate::dra::judge::CAPACITY_WEIGHT);
-        for bad in ["-1", "NaN", "inf", "much"] {
-            let flag = format!("--dra-capacity-weight={bad}");
-            let e = Serve::try_parse_from(["x", flag.as_str()]).unwrap_err();
-            assert!(
-                e.to_string().contains("expected a number, 0 or more"),
-                "{e}"
-            );
-        }
-        let w = Serve::try_parse_from(["x", "--dra-capacity-weight", "0"]).unwrap();
-        assert_eq!(w.a.config().unwrap().dra_capacity_weight, 0.0);
+        assert!(c.dra_keep_room);
+        let e = Serve::try_parse_from(["x", "--dra-keep-room=maybe"]).unwrap_err();
+        assert!(e.to_string().contains("--dra-keep-room"), "{e}");
+        let w = Serve::try_parse_from(["x", "--dra-keep-room", "false"]).unwrap();
+        assert!(!w.a.config().unwrap().dra_keep_room);
         assert_eq!(c.calls, CallLimits::default());
         let l = Serve::try_parse_from([
             "x",

@@ -408,7 +408,7 @@ fn judge_dra<N: AsRef<str>>(
             vec![NEUTRAL_SCORE; names.len()]
         }
         Some(r) => {
-            let waiting = if dra.read().capacity_weight > 0.0 {
+            let waiting = if dra.read().keep_room {
                 dra.waiting(uid)
             } else {
                 Waiting::none()

@@ -29,7 +29,7 @@ pub struct ServeConfig {
     pub resources: ResourceMap,
     /// DRA path: the weight of the capacity a placement uses up
     /// (`capacity_penalty`).
-    pub dra_capacity_weight: f64,
+    pub dra_keep_room: bool,
     /// DRA path: the drivers whose slices are kept besides topoalign.dev's (`None`:
     /// every driver).
     pub dra_drivers: Option<std::collections::BTreeSet<String>>,
@@ -94,7 +94,7 @@ pub async fn run(
     listening(listener.local_addr().unwrap_or(cfg.listen));
     {
         let mut dra = app.dra.write();
-        dra.capacity_weight = cfg.dra_capacity_weight;
+        dra.keep_room = cfg.dra_keep_room;
         dra.keep_drivers(cfg.dra_drivers.clone());
     }
     app.dra.expect_lists();

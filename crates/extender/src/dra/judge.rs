@@ -31,14 +31,6 @@ use crate::dra::pairs::{DeviceKey, NodePairs};
 use crate::protocol::MAX_EXTENDER_PRIORITY;
 use crate::score::FRAGMENTATION_WEIGHT;
 
-/// The default of `topoalign extender --dra-capacity-weight`: above 0, the priorities
-/// keep room for the pods waiting for a node and the shapes that came lately
-/// ([`crate::dra::room`], [`crate::dra::verdict::priorities`]); 0 turns that off (pair
-/// quality, then packing). The room kept is what the waiting pods ask for, so the value
-/// itself weighs nothing any more (it did weigh a fixed penalty for using up capacity
-/// levels, which this replaces); the flag stays for compatibility.
-pub const CAPACITY_WEIGHT: f64 = 50.0;
-
 /// Devices held by allocated claims (`status.allocation.devices.results`).
 pub(crate) fn allocated_ids<'a>(
     claims: impl IntoIterator<Item = &'a ResourceClaim>,

@@ -26,7 +26,7 @@ use k8s_openapi::api::resource::v1::{
 };
 use topoalign_dra::{DRIVER_NAME, alloc::DEFAULT_BUDGET, alloc::DeviceId};
 
-use crate::dra::judge::{CAPACITY_WEIGHT, allocated_ids};
+use crate::dra::judge::allocated_ids;
 use crate::dra::verdict::ObjKey;
 use table::NodeTable;
 
@@ -147,8 +147,9 @@ pub struct DraState {
     rev: u64,
     /// Devices the allocator's search may try per claim.
     pub budget: u64,
-    /// Above 0: room is kept for the pods waiting for a node ([`CAPACITY_WEIGHT`]).
-    pub capacity_weight: f64,
+    /// Whether room is kept for the pods waiting for a node (`--dra-keep-room`,
+    /// [`crate::dra::room`]).
+    pub keep_room: bool,
 }
 
 impl Default for DraState {
@@ -169,7 +170,7 @@ impl Default for DraState {
             drivers: None,
             rev: 0,
             budget: DEFAULT_BUDGET,
-            capacity_weight: CAPACITY_WEIGHT,
+            keep_room: true,
         }
     }
 }

@@ -29,7 +29,7 @@ pub(crate) fn bare_app() -> Arc<App> {
     ));
     {
         let mut st = app.dra.write();
-        st.capacity_weight = 0.0;
+        st.keep_room = false;
         for c in device_classes() {
             st.apply_class(&c);
         }
@@ -137,7 +137,7 @@ async fn claims_pods_are_judged_on_slices_over_http() {
                  "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "pairs-8"}]},
     }))
     .unwrap();
-    app.dra.write().capacity_weight = topoalign_extender::CAPACITY_WEIGHT;
+    app.dra.write().keep_room = true;
     let both = ["mi", "gb"];
     let free = priorities(addr, args_on("pairs-2", &both)).await;
     assert_eq!((free[0].1, free[1].1), (10, 8), "{free:?}");
@@ -156,7 +156,7 @@ async fn claims_pods_are_judged_on_slices_over_http() {
     // by name, gb first (9 for mi: as good, after it by name).
     let after = priorities(addr, args_on("pairs-2", &both)).await;
     assert_eq!((after[0].1, after[1].1), (9, 10), "{after:?}");
-    app.dra.write().capacity_weight = 0.0;
+    app.dra.write().keep_room = false;
 
     // A template not in the watch cache: every node neutral, nothing filtered.
     let (_, body) = http(addr, "POST", "/filter", args("unknown")).await;
@@ -235,7 +235,7 @@ async fn gpu_and_nic_claims_of_other_drivers_are_judged_over_http() {
     ));
     {
         let mut st = app.dra.write();
-        st.capacity_weight = 0.0;
+        st.keep_room = false;
         for (from, node) in [
             ("gb-new", "aligned"),
             ("gb-new", "crossed"),
