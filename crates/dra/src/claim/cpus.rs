@@ -27,9 +27,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use k8s_openapi::api::resource::v1::{
-    CELDeviceSelector, CapacityRequirements, Device, DeviceAttribute, DeviceCapacity, DeviceClass,
-    DeviceClassSpec, DeviceRequest, DeviceSelector, ExactDeviceRequest, ResourcePool,
-    ResourceSlice, ResourceSliceSpec,
+    CapacityRequirements, Device, DeviceAttribute, DeviceCapacity, DeviceClass, DeviceRequest,
+    ExactDeviceRequest, ResourcePool, ResourceSlice, ResourceSliceSpec,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -237,22 +236,10 @@ pub fn pairs_fit_one_numa_node(topo: &Topology, pairs: u32) -> bool {
     })
 }
 
-/// The DeviceClass dra-driver-cpu's chart installs, named `name`.
+/// The DeviceClass dra-driver-cpu's chart installs, named `name`: every device of the
+/// driver.
 pub fn cpu_device_class(name: &str) -> DeviceClass {
-    DeviceClass {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            ..Default::default()
-        },
-        spec: Some(DeviceClassSpec {
-            selectors: Some(vec![DeviceSelector {
-                cel: Some(CELDeviceSelector {
-                    expression: format!("device.driver == \"{CPU_DRIVER}\""),
-                }),
-            }]),
-            ..Default::default()
-        }),
-    }
+    crate::claim::mixed::driver_class(name, CPU_DRIVER)
 }
 
 fn int(v: impl Into<i64>) -> DeviceAttribute {

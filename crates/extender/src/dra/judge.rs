@@ -35,16 +35,7 @@ use crate::score::FRAGMENTATION_WEIGHT;
 pub(crate) fn allocated_ids<'a>(
     claims: impl IntoIterator<Item = &'a ResourceClaim>,
 ) -> BTreeSet<DeviceId> {
-    claims
-        .into_iter()
-        .filter_map(|c| c.status.as_ref()?.allocation.as_ref()?.devices.as_ref())
-        .flat_map(|d| d.results.iter().flatten())
-        .map(|r| DeviceId {
-            driver: r.driver.clone(),
-            pool: r.pool.clone(),
-            device: r.device.clone(),
-        })
-        .collect()
+    topoalign_dra::claim::held_devices(claims)
 }
 
 /// What an allocation on a node would reach and cost, before it is weighed against the
