@@ -239,7 +239,7 @@ pub fn pairs_fit_one_numa_node(topo: &Topology, pairs: u32) -> bool {
 /// The DeviceClass dra-driver-cpu's chart installs, named `name`: every device of the
 /// driver.
 pub fn cpu_device_class(name: &str) -> DeviceClass {
-    crate::claim::mixed::driver_class(name, CPU_DRIVER)
+    crate::publish::driver_class(name, CPU_DRIVER)
 }
 
 fn int(v: impl Into<i64>) -> DeviceAttribute {

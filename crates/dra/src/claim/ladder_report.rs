@@ -14,9 +14,9 @@ use crate::DraError;
 use crate::alloc::{DeviceId, NodeDevices, first_fit};
 use crate::claim::cpus::CPU_DRIVER;
 use crate::claim::ladder::Rung;
-use crate::claim::mixed::driver_class;
 use crate::foreign::devices::{DeviceRole, ForeignDevice, pooled_devices_of};
 use crate::foreign::slice_topology;
+use crate::publish::driver_class;
 
 /// What the report is run on.
 #[derive(Debug, Clone, Copy)]

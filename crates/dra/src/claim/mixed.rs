@@ -10,11 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::resource::v1::{
-    CELDeviceSelector, DeviceClaim, DeviceClass, DeviceClassSpec, DeviceSelector,
-    ResourceClaimSpec, ResourceSlice,
-};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::resource::v1::{DeviceClaim, DeviceClass, ResourceClaimSpec, ResourceSlice};
 use serde::Serialize;
 use topoalign_plan::{NicCount, Planner, Request, Usage};
 use topoalign_topology::{Bdf, Topology};
@@ -25,6 +21,7 @@ use crate::foreign::devices::{
 };
 use crate::foreign::topology_of;
 use crate::limits::MAX_REQUESTS_PER_CLAIM;
+use crate::publish::driver_class;
 use crate::{DraError, attr};
 
 /// Which drivers and classes to combine.
@@ -138,24 +135,6 @@ pub fn stand_in_classes(spec: &MixedSpec) -> Vec<DeviceClass> {
         driver_class(&spec.gpu_class, &spec.gpu_driver),
         driver_class(&spec.nic_class, &spec.nic_driver),
     ]
-}
-
-/// A DeviceClass named `name` that selects every device of `driver`.
-pub(crate) fn driver_class(name: &str, driver: &str) -> DeviceClass {
-    DeviceClass {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            ..Default::default()
-        },
-        spec: Some(DeviceClassSpec {
-            selectors: Some(vec![DeviceSelector {
-                cel: Some(CELDeviceSelector {
-                    expression: format!("device.driver == \"{driver}\""),
-                }),
-            }]),
-            ..Default::default()
-        }),
-    }
 }
 
 /// How many GPUs can get K NICs each with the same value of `attribute`.

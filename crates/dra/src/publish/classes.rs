@@ -183,6 +183,24 @@ pub fn class_for_resource(resource: &str, classes: &[DeviceClass]) -> Option<Str
         .and_then(|c| c.metadata.name.clone())
 }
 
+/// A DeviceClass named `name` that selects every device of `driver`.
+pub(crate) fn driver_class(name: &str, driver: &str) -> DeviceClass {
+    DeviceClass {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            ..Default::default()
+        },
+        spec: Some(DeviceClassSpec {
+            selectors: Some(vec![DeviceSelector {
+                cel: Some(CELDeviceSelector {
+                    expression: format!("device.driver == \"{driver}\""),
+                }),
+            }]),
+            ..Default::default()
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,6 +19,7 @@ pub(crate) mod names;
 mod rails;
 mod slices;
 
+pub(crate) use classes::driver_class;
 pub use classes::{
     CLASS_GPU, CLASS_MIG, CLASS_MIG_PAIR, CLASS_NIC, CLASS_PAIR, ExtendedResources,
     class_for_resource, device_classes, device_classes_with, mig_device_classes,
