@@ -348,6 +348,43 @@ def cmd_stream(a):
     json.dump(out, sys.stdout)
 
 
+def claim_pod(ns, label, name, labels, claims, sched, node=None):
+    """A pause pod asking `claims` (PodResourceClaims), scheduled by `sched` onto `node`,
+    else onto a node labelled `label`."""
+    spec = {"schedulerName": sched, "terminationGracePeriodSeconds": 0, "resourceClaims": claims,
+            "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                            "resources": {"claims": [{"name": c["name"]} for c in claims]}}]}
+    spec["nodeSelector"] = {"kubernetes.io/hostname": node} if node else {label: "true"}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels},
+            "spec": spec}
+
+
+def delete_pods(api, pods, claims_url, names, claims):
+    """Deletes the pods `names` and waits until their generated `claims` are gone (the
+    resourceclaim controller deletes them and frees their devices)."""
+    t = time.time()
+    for n in names:
+        api.call("DELETE", f"{pods}/{n}", {"gracePeriodSeconds": 0}, ok=(200, 202, 404))
+    claims = set(c for c in claims if c)
+
+    def gone():
+        claims.intersection_update(c["metadata"]["name"] for c in api.call("GET", claims_url)["items"])
+        return not claims
+
+    if claims and not poll(gone, t + 60):
+        raise RuntimeError(f"generated claims not deleted 60 s after their pods: {sorted(claims)[:5]}")
+
+
+def delete_all(api, pods, claims_url):
+    """Deletes every pod and claim of a pass and waits until they are gone."""
+    t = time.time()
+    api.call("DELETE", pods + api.q(gracePeriodSeconds=0))
+    poll(lambda: not api.call("GET", pods)["items"], t + 60)
+    api.call("DELETE", claims_url)
+    if not poll(lambda: not api.call("GET", claims_url)["items"], t + 90):
+        raise RuntimeError("claims of the pass still exist 90 s after deleting them")
+
+
 class Pass:
     def __init__(self, a):
         self.a = a
@@ -370,12 +407,7 @@ class Pass:
         self.created = {}  # pod name -> time.time() when its POST returned
 
     def pod(self, name, labels, claims, sched, node=None):
-        spec = {"schedulerName": sched, "terminationGracePeriodSeconds": 0, "resourceClaims": claims,
-                "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                                "resources": {"claims": [{"name": c["name"]} for c in claims]}}]}
-        spec["nodeSelector"] = {"kubernetes.io/hostname": node} if node else {self.label: "true"}
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": self.a.ns, "labels": labels},
-                "spec": spec}
+        return claim_pod(self.a.ns, self.label, name, labels, claims, sched, node)
 
     def occupy(self):
         """Per node, seeded: some GPUs and NICs held by one allocated claim."""
@@ -479,26 +511,12 @@ class Pass:
 
     def delete(self, names, claims):
         t = time.time()
-        for n in names:
-            self.api.call("DELETE", f"{self.pods}/{n}", {"gracePeriodSeconds": 0}, ok=(200, 202, 404))
-        # the resourceclaim controller deletes the generated claims and frees their devices
-        claims = set(c for c in claims if c)
-
-        def gone():
-            claims.intersection_update(c["metadata"]["name"] for c in self.api.call("GET", self.claims)["items"])
-            return not claims
-
-        if claims and not poll(gone, t + 60):
-            raise RuntimeError(f"generated claims not deleted 60 s after their pods: {sorted(claims)[:5]}")
+        delete_pods(self.api, self.pods, self.claims, names, claims)
         self.timing["delete_s"] += time.time() - t
 
     def teardown(self):
         t = time.time()
-        self.api.call("DELETE", self.pods + self.api.q(gracePeriodSeconds=0))
-        poll(lambda: not self.api.call("GET", self.pods)["items"], t + 60)
-        self.api.call("DELETE", self.claims)
-        if not poll(lambda: not self.api.call("GET", self.claims)["items"], t + 90):
-            raise RuntimeError("claims of the pass still exist 90 s after deleting them")
+        delete_all(self.api, self.pods, self.claims)
         self.timing["teardown_s"] += time.time() - t
 
     def run(self):

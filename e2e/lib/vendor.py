@@ -269,12 +269,7 @@ class VendorPass:
         self.why = collections.Counter()
 
     def pod(self, name, labels, claims, sched, node=None):
-        spec = {"schedulerName": sched, "terminationGracePeriodSeconds": 0, "resourceClaims": claims,
-                "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
-                                "resources": {"claims": [{"name": c["name"]} for c in claims]}}]}
-        spec["nodeSelector"] = {"kubernetes.io/hostname": node} if node else {self.label: "true"}
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": self.a.ns, "labels": labels},
-                "spec": spec}
+        return placement_dra.claim_pod(self.a.ns, self.label, name, labels, claims, sched, node)
 
     def occupy(self):
         """Per node, seeded: up to half its GPUs held, each with a NIC on its root where
@@ -385,24 +380,11 @@ class VendorPass:
         self.records.append(rec)
 
     def delete(self, names):
-        claims = {self.claim_of_pod.get(n) for n in names} - {None}
-        for n in names:
-            self.api.call("DELETE", f"{self.pods}/{n}", {"gracePeriodSeconds": 0}, ok=(200, 202, 404))
-
-        def gone():
-            claims.intersection_update(c["metadata"]["name"] for c in self.api.call("GET", self.claims)["items"])
-            return not claims
-
-        if claims and not poll(gone, time.time() + 60):
-            raise RuntimeError(f"generated claims not deleted 60 s after their pods: {sorted(claims)[:5]}")
+        claims = [self.claim_of_pod.get(n) for n in names]
+        placement_dra.delete_pods(self.api, self.pods, self.claims, names, claims)
 
     def teardown(self):
-        t = time.time()
-        self.api.call("DELETE", self.pods + self.api.q(gracePeriodSeconds=0))
-        poll(lambda: not self.api.call("GET", self.pods)["items"], t + 60)
-        self.api.call("DELETE", self.claims)
-        if not poll(lambda: not self.api.call("GET", self.claims)["items"], t + 90):
-            raise RuntimeError("claims of the pass still exist 90 s after deleting them")
+        placement_dra.delete_all(self.api, self.pods, self.claims)
 
     def template(self, s):
         return f"dra-pairs-{s['pairs']}" if self.own else f"vendor-{s['family']}-{s['pairs']}"
