@@ -39,7 +39,6 @@ import argparse
 import collections
 import json
 import os
-import random
 import subprocess
 import sys
 import time
@@ -58,7 +57,7 @@ LAYOUTS = ["full", "half", "sriov"]
 # over every ordering of the node's free GPUs (8 pairs on 7 free GPUs: more than 20 million
 # devices tried in topoalign's model, the Filter's 10 s in kube-scheduler).
 SIZES, WEIGHTS = [1, 2, 4], [4, 3, 2]
-FAMILIES, FAMILY_WEIGHTS = ["dranet", "sriov"], [3, 1]
+FAMILIES = ["dranet", "sriov"]  # 3 in 4 on dranet's NICs, 1 in 4 on SR-IOV VFs
 GPU_DRIVER, DRANET, SRIOV = "gpu.nvidia.com", "dra.net", "sriovnetwork.k8snetworkplumbingwg.io"
 GDR_CLASSES = ("PIX", "PXB")
 STD = "resource.kubernetes.io"
@@ -215,9 +214,16 @@ def cmd_setup(a):
 
 
 def cmd_stream(a):
-    rng = random.Random(a.seed)
-    json.dump([{"index": i, "pairs": rng.choices(SIZES, WEIGHTS)[0], "family": rng.choices(FAMILIES, FAMILY_WEIGHTS)[0]}
-               for i in range(a.count)], sys.stdout)
+    # The project's generator, drawn as crates/extender/tests/it/replay/vendor.rs draws it
+    # (a seed here is the same seed in the offline replay).
+    rng = placement_dra.Pcg64.derive(a.seed, "vendor-stream")
+    table = [k for k, w in zip(SIZES, WEIGHTS) for _ in range(w)]
+    out = []
+    for i in range(a.count):
+        pairs = table[rng.below(len(table))]
+        family = FAMILIES[1] if rng.below(4) == 3 else FAMILIES[0]
+        out.append({"index": i, "pairs": pairs, "family": family})
+    json.dump(out, sys.stdout)
 
 
 def cmd_cleanup(a):
@@ -277,16 +283,16 @@ class VendorPass:
         names = []
         for name in sorted(self.nodes):
             n = self.nodes[name]
-            rng = random.Random(f"{self.a.seed}-{name}")
+            rng = placement_dra.Pcg64.derive(self.a.seed, name)
             reqs = []
             if self.own:
-                gpus = rng.sample(n["gpus"], rng.randint(0, len(n["gpus"]) // 2))
+                gpus = rng.sample(n["gpus"], rng.below(len(n["gpus"]) // 2 + 1))
                 for i, b in enumerate(gpus):
                     reqs.append({"name": f"gpu{i}", "exactly": {"deviceClassName": "gpu.topoalign.dev", "selectors": [
                         {"cel": {"expression": f'device.attributes["{STD}"].pciBusID == "{b}"'}}]}})
             else:
                 gpus = [d for d, v in n["devices"].items() if v["role"] == "gpu"]
-                taken = rng.sample(sorted(gpus), rng.randint(0, len(gpus) // 2))
+                taken = rng.sample(sorted(gpus), rng.below(len(gpus) // 2 + 1))
                 near_held = set()
                 for i, g in enumerate(taken):
                     gb = n["devices"][g]["bdf"]
@@ -307,7 +313,7 @@ class VendorPass:
                 # take over; an SR-IOV VF publishes its NUMA node only as the compat key, which
                 # no GPU driver writes, so there a GPU without its VF could only fall back).
                 lone = sorted(d for d, v in n["devices"].items() if v["role"] == "nic" and d not in near_held)
-                for j, d in enumerate(rng.sample(lone, min(len(lone), rng.randint(0, 2)))):
+                for j, d in enumerate(rng.sample(lone, rng.below(3))):
                     reqs.append({"name": f"lone{j}", "exactly": {"deviceClassName": "dranet.net", "selectors": [
                         {"cel": {"expression": f'device.attributes["dra.net"].pciAddress == "{n["devices"][d]["bdf"]}"'}}]}})
             if not reqs:

@@ -28,11 +28,13 @@ pub(crate) struct Node {
     pub(crate) name: String,
     pub(crate) slices: Vec<ResourceSlice>,
     pub(crate) devs: BTreeMap<DeviceId, Dev>,
+    /// (GPU, NIC) device names of the pairs with GPUDirect RDMA by the truth (vendor).
+    pub(crate) gdr: BTreeSet<(String, String)>,
 }
 
 impl Node {
     /// The node's plain GPUs (`gpu`) or NICs, in name order (the script's order).
-    fn of_role(&self, gpu: bool) -> Vec<DeviceId> {
+    pub(crate) fn of_role(&self, gpu: bool) -> Vec<DeviceId> {
         self.devs
             .iter()
             .filter(|(_, d)| matches!((d, gpu), (Dev::Gpu(_), true) | (Dev::Nic(_), false)))
@@ -44,7 +46,25 @@ impl Node {
 pub(crate) struct Cluster {
     pub(crate) nodes: Vec<Node>,
     pub(crate) classes: Vec<DeviceClass>,
-    pub(crate) mixed: bool,
+    pub(crate) kind: Kind,
+}
+
+/// Which scenario's cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// topoalign's driver (`placement-dra`).
+    Own,
+    /// Seed 001's cluster of NVIDIA's GPU driver and dranet (`placement-dra`, mixed).
+    Mixed,
+    /// The `vendor` scenario ([`super::vendor`]).
+    Vendor,
+}
+
+impl Cluster {
+    /// Whether the pods claim other drivers' devices (judged as foreign claims).
+    pub(crate) fn foreign(&self) -> bool {
+        self.kind != Kind::Own
+    }
 }
 
 fn str_attr(d: &k8s_openapi::api::resource::v1::Device, name: &str) -> Option<String> {
@@ -55,7 +75,7 @@ fn int_attr(d: &k8s_openapi::api::resource::v1::Device, name: &str) -> Option<i6
     d.attributes.as_ref()?.get(name)?.int
 }
 
-fn node_of(name: String, slices: Vec<ResourceSlice>) -> Node {
+pub(crate) fn node_of(name: String, slices: Vec<ResourceSlice>) -> Node {
     let mut devs = BTreeMap::new();
     for s in &slices {
         for d in s.spec.devices.iter().flatten() {
@@ -69,6 +89,7 @@ fn node_of(name: String, slices: Vec<ResourceSlice>) -> Node {
                 .unwrap_or(-1);
             let dev = match (s.spec.driver.as_str(), str_attr(d, "type").as_deref()) {
                 ("dra.net", _) if int_attr(d, "dra.net/numaNode").is_some() => Dev::Nic(numa),
+                (super::vendor::SRIOV, _) => Dev::Nic(numa),
                 (_, Some("gpu")) => Dev::Gpu(numa),
                 (_, Some("nic")) => Dev::Nic(numa),
                 (_, Some("pair")) => Dev::Pair(int_attr(d, "rank").unwrap()),
@@ -77,7 +98,12 @@ fn node_of(name: String, slices: Vec<ResourceSlice>) -> Node {
             devs.insert(id, dev);
         }
     }
-    Node { name, slices, devs }
+    Node {
+        name,
+        slices,
+        devs,
+        gdr: BTreeSet::new(),
+    }
 }
 
 /// topoalign's nodes, as `placement-dra` sets them up.
@@ -96,7 +122,7 @@ pub(crate) fn topoalign_cluster(count: usize) -> Cluster {
     Cluster {
         nodes,
         classes: device_classes(),
-        mixed: false,
+        kind: Kind::Own,
     }
 }
 
@@ -170,13 +196,13 @@ pub(crate) fn mixed_cluster(count: usize) -> Cluster {
     Cluster {
         nodes,
         classes,
-        mixed: true,
+        kind: Kind::Mixed,
     }
 }
 
 /// `k` of `from` (all when fewer), by a partial Fisher–Yates shuffle: the script's
 /// `Pcg64.sample`.
-fn sample(rng: &mut Rng, from: &[DeviceId], k: usize) -> Vec<DeviceId> {
+pub(crate) fn sample(rng: &mut Rng, from: &[DeviceId], k: usize) -> Vec<DeviceId> {
     let mut v = from.to_vec();
     for i in 0..k.min(v.len()) {
         let j = i + rng.below(v.len() - i);
@@ -192,21 +218,32 @@ fn sample(rng: &mut Rng, from: &[DeviceId], k: usize) -> Vec<DeviceId> {
 pub(crate) struct PodShape {
     pub(crate) size: u32,
     pub(crate) pxb: bool,
+    /// On SR-IOV VFs (vendor), else dranet's NICs.
+    pub(crate) sriov: bool,
 }
 
 /// The seed's pod stream (the script's `stream` and `stream-mixed`).
-pub(crate) fn stream(mixed: bool, seed: u64, pods: usize) -> Vec<PodShape> {
+pub(crate) fn stream(c: &Cluster, seed: u64, pods: usize) -> Vec<PodShape> {
+    if c.kind == Kind::Vendor {
+        return super::vendor::vendor_stream(seed, pods);
+    }
+    let mixed = c.kind == Kind::Mixed;
     let mut rng = Rng::derive(seed, "stream");
     (0..pods)
         .map(|_| {
             if mixed {
                 let size = if rng.below(4) < 3 { 1 } else { 2 };
-                return PodShape { size, pxb: false };
+                return PodShape {
+                    size,
+                    pxb: false,
+                    sriov: false,
+                };
             }
             let size = [1, 1, 1, 1, 2, 2, 2, 4, 4, 8][rng.below(10)];
             PodShape {
                 size,
                 pxb: size <= 2 && rng.next_f64() < 1.0 / 6.0,
+                sriov: false,
             }
         })
         .collect()
@@ -214,8 +251,11 @@ pub(crate) fn stream(mixed: bool, seed: u64, pods: usize) -> Vec<PodShape> {
 
 /// The claim of a pod of `shape` (`topoalign claims --pairs K [--max-class PXB]`, or
 /// seed 001's claim without its matchAttribute).
-pub(crate) fn claim(mixed: bool, shape: PodShape) -> ResourceClaimSpec {
-    if mixed {
+pub(crate) fn claim(c: &Cluster, shape: PodShape) -> ResourceClaimSpec {
+    if c.kind == Kind::Vendor {
+        return super::vendor::vendor_claim(shape);
+    }
+    if c.kind == Kind::Mixed {
         return serde_json::from_value(json!({"devices": {"requests": [
             {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": shape.size}},
             {"name": "nic", "exactly": {"deviceClassName": "dranet.net", "count": shape.size}}]}}))
@@ -230,6 +270,9 @@ pub(crate) fn claim(mixed: bool, shape: PodShape) -> ResourceClaimSpec {
 /// script's `occupy`: up to half the GPUs, and up to two NICs, or up to half on the
 /// mixed nodes). A node holding nothing has no occupancy pod.
 pub(crate) fn occupancy(c: &Cluster, seed: u64) -> Vec<BTreeSet<DeviceId>> {
+    if c.kind == Kind::Vendor {
+        return super::vendor::vendor_occupancy(c, seed);
+    }
     c.nodes
         .iter()
         .map(|n| {
@@ -237,7 +280,11 @@ pub(crate) fn occupancy(c: &Cluster, seed: u64) -> Vec<BTreeSet<DeviceId>> {
             let (gpus, nics) = (n.of_role(true), n.of_role(false));
             let g = rng.below(gpus.len() / 2 + 1);
             let mut devs: BTreeSet<DeviceId> = sample(&mut rng, &gpus, g).into_iter().collect();
-            let k = rng.below(if c.mixed { nics.len() / 2 + 1 } else { 3 });
+            let k = rng.below(if c.kind == Kind::Mixed {
+                nics.len() / 2 + 1
+            } else {
+                3
+            });
             devs.extend(sample(&mut rng, &nics, k));
             devs
         })

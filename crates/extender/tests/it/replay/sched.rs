@@ -27,7 +27,8 @@ use topoalign_extender::{DraNode, DraVerdict, Need, Waiting, allocate, claim_nee
 use topoalign_extender::{judge_foreign, judge_with_budget};
 use topoalign_rng::Rng;
 
-use super::cluster::{Cluster, Dev, PodShape, claim, occupancy, stream};
+use super::cluster::{Cluster, Dev, Kind, PodShape, claim, occupancy, stream};
+use super::vendor::gdr_on_every_gpu;
 
 const BUDGET: u64 = 200_000;
 /// The extender's weight in the scenario's scheduler configuration
@@ -79,6 +80,8 @@ pub(crate) struct Counts {
     pub(crate) rank_sum: i64,
     /// Pods given a GPU with no NIC of the pod on its NUMA node (mixed).
     pub(crate) cross: usize,
+    /// Pods with GPUDirect RDMA on every GPU (vendor).
+    pub(crate) gdr_pods: usize,
     /// Pods unschedulable by size: 1, 2, 4, 8 (pairs, or GPUs); PXB-or-better ones.
     pub(crate) by_size: [usize; 5],
 }
@@ -89,6 +92,7 @@ impl Counts {
         self.pairs += o.pairs;
         self.rank_sum += o.rank_sum;
         self.cross += o.cross;
+        self.gdr_pods += o.gdr_pods;
         for (a, b) in self.by_size.iter_mut().zip(o.by_size) {
             *a += b;
         }
@@ -133,7 +137,7 @@ pub(crate) fn pass(c: &Cluster, seed: u64, load: Load, policy: Policy) -> (Count
     let mut trace = Trace::new();
     // (node, devices, batch) of the pods running.
     let mut live: Vec<(usize, BTreeSet<DeviceId>, usize)> = Vec::new();
-    let shapes = stream(c.mixed, seed, load.pods);
+    let shapes = stream(c, seed, load.pods);
     // Tools for comparing the model with the real scheduler (unset in the tests):
     // REPLAY_FOLLOW=result.json (a pass's result from the scenario, with `placed`) follows
     // the real scheduler's choices and prints where the model would have chosen otherwise;
@@ -156,14 +160,14 @@ pub(crate) fn pass(c: &Cluster, seed: u64, load: Load, policy: Policy) -> (Count
     // unschedulable ones deleted at the end of their batch), as the extender's watch of
     // waiting pods sees them go.
     let mut gone: Vec<Need> = Vec::new();
-    let need = |s: &PodShape| claim_need(&[claim(c.mixed, *s)], c.mixed);
+    let need = |s: &PodShape| claim_need(&[claim(c, *s)], c.foreign());
     for (b, chunk) in shapes.chunks(load.batch).enumerate() {
         // The devices of the pods placed in this batch, last first.
         let mut recent: Vec<BTreeSet<DeviceId>> = Vec::new();
         let mut turned_away: Vec<Need> = Vec::new();
         for (j, shape) in chunk.iter().enumerate() {
             let index = b * load.batch + j;
-            let spec = [claim(c.mixed, *shape)];
+            let spec = [claim(c, *shape)];
             let feasible: Vec<(usize, BTreeSet<DeviceId>)> = (0..c.nodes.len())
                 .filter_map(|i| {
                     let n = &c.nodes[i];
@@ -277,6 +281,7 @@ fn count(c: &Cluster, at: usize, devs: &BTreeSet<DeviceId>, out: &mut Counts) {
         }
     }
     out.cross += usize::from(gpu_numa.iter().any(|g| !nic_numa.contains(g)));
+    out.gdr_pods += usize::from(c.kind == Kind::Vendor && gdr_on_every_gpu(n, devs));
 }
 
 /// The root of Go's `container/heap` built by `heap.Init` over `total` with `less(i, j)`
@@ -380,7 +385,7 @@ fn extender_choice(
     pods_on: &[usize],
     pick: &mut Rng,
 ) -> Option<usize> {
-    let judge_node = if c.mixed {
+    let judge_node = if c.foreign() {
         judge_foreign
     } else {
         judge_with_budget
@@ -401,7 +406,7 @@ fn extender_choice(
         .map(|(i, _)| c.nodes[*i].name.as_str())
         .collect();
     let refs: Vec<Option<&DraNode>> = verdicts.iter().map(Some).collect();
-    let scores = priorities(&names, &refs, c.mixed, ask.waiting);
+    let scores = priorities(&names, &refs, c.foreign(), ask.waiting);
     if std::env::var("REPLAY_DEBUG").is_ok() {
         eprintln!(
             "  waiting {:?}",
