@@ -507,6 +507,13 @@ impl Plan {
                     if !pass {
                         continue;
                     }
+                    // A device taken whole for a request without capacity requests: a
+                    // candidate as it is (no consumption to work out, the common case).
+                    if !c.multi && a.capacity.is_empty() {
+                        eligible.push(i);
+                        takes.push(Vec::new());
+                        continue;
+                    }
                     // What the device gives this alternative: a device that cannot serve
                     // its capacity requests (or taken whole, more than it holds) is no
                     // candidate; a shared one is checked against its other shares as the
