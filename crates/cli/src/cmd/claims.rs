@@ -17,6 +17,7 @@ use topoalign_dra::claim::{claim_object, claim_table};
 use topoalign_dra::claim::{claim_spec, mig_claim_spec, mixed_claim, pairs_fit_one_numa_node};
 use topoalign_dra::explain::{SimulatedNode, explain_mixed, own_request};
 use topoalign_dra::{alloc::DeviceId, claim::ClaimArgs, explain::Explanation, foreign::SliceFile};
+use topoalign_probes::KubeArgs;
 use topoalign_topology::Topology;
 
 use crate::cmd::cluster;
@@ -28,11 +29,20 @@ use crate::source::{TopologyArgs, load};
 /// Arguments.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  topoalign claims --pairs 4 --max-class PXB\n  topoalign claims --pairs 2 --profile mi300x-8 --explain -o table\n  topoalign claims --pairs 4 --gpu-class gpu.nvidia.com --nic-class dranet.net\n  topoalign claims --pairs 2 --gpu-class gpu.nvidia.com --nic-class dranet.net --cpus 16\n  topoalign claims --pairs 2 --gpu-class gpu.amd.com --nic-class sriov-rdma --nic-driver sriovnetwork.k8snetworkplumbingwg.io --fallback\n  topoalign claims --pairs 1 --gpu-class gpu.nvidia.com --from-slices slices.yaml --explain -o table\n  topoalign claims --pairs 1 --from-slices slices.yaml --node n1 --profile gb300-4\n  topoalign claims --mig 1g.10gb --count 7\n  topoalign claims --mig 3g.40gb --count 2 --with-nic\n  topoalign claims --pairs 4 --cpus 32 --profile dgx-h100 --explain -o table\n  topoalign claims --pairs 2 --cpus 16 --cpu-mode individual\n\nWith --gpu-class/--nic-class (other drivers' GPUs and NICs) the claim names no device or node:\neach GPU with its own NIC(s), same pcieRoot, else same NUMA node (with --fallback, else\nwhatever is free). With the nodes' slices it says per node what the stock allocator gives each\npair (on stderr, or in the output with --explain): several files, `-` for stdin\n(`kubectl get resourceslices,deviceclasses -o yaml | topoalign claims --pairs 2 --from-slices -`),\nor the live cluster (--kubeconfig FILE).\n\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
+    after_help = "Examples:\n  topoalign claims --pairs 4 --max-class PXB\n  topoalign claims --pairs 2 --profile mi300x-8 --explain -o table\n  topoalign claims --pairs 4 --gpu-class gpu.nvidia.com --nic-class dranet.net\n  topoalign claims --pairs 2 --gpu-class gpu.nvidia.com --nic-class dranet.net --cpus 16\n  topoalign claims --pairs 2 --gpu-class gpu.amd.com --nic-class sriov-rdma --nic-driver sriovnetwork.k8snetworkplumbingwg.io --fallback\n  topoalign claims --pairs 1 --gpu-class gpu.nvidia.com --from-slices slices.yaml --explain -o table\n  topoalign claims --pairs 1 --from-slices slices.yaml --node n1 --profile gb300-4\n  topoalign claims --mig 1g.10gb --count 7\n  topoalign claims --mig 3g.40gb --count 2 --with-nic\n  topoalign claims --pairs 4 --cpus 32 --profile dgx-h100 --explain -o table\n  topoalign claims --pairs 2 --cpus 16 --cpu-mode individual\n\nWith --gpu-class/--nic-class (other drivers' GPUs and NICs) the claim names no device or node:\neach GPU with its own NIC(s), same pcieRoot, else same NUMA node (with --fallback, else\nwhatever is free). With the nodes' slices it says per node what the stock allocator gives each\npair (on stderr, or in the output with --explain): several files, `-` for stdin\n(`kubectl get resourceslices,deviceclasses -o yaml | topoalign claims --pairs 2 --from-slices -`),\nor the live cluster (--kubeconfig FILE).\n\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`.",
+    // The shared `--kubeconfig`, said as `claims` reads it, listed after --from-slices
+    // (the 13th flag of ClaimArgs; the test below keeps the place).
+    mut_arg("kubeconfig", |a| a
+        .display_order(12)
+        .help("Read other drivers' ResourceSlices, DeviceClasses and allocated claims from the live cluster (this kubeconfig; `-` for in-cluster, $KUBECONFIG, ~/.kube/config), as --from-slices would")
+        .conflicts_with_all(["from_slices", "ladder"]))
 )]
 pub(crate) struct Args {
     #[command(flatten)]
     claim: ClaimArgs,
+    /// The live cluster (`--kubeconfig`, the API client flag every command shares).
+    #[command(flatten)]
+    kube: KubeArgs,
     #[command(flatten)]
     topology: TopologyArgs,
     /// With --explain: devices already in use (YAML/JSON `{gpus: [BDF…], nics: [BDF…]}`).
@@ -62,7 +72,7 @@ enum Extra {
 
 fn body(args: &Args) -> anyhow::Result<ExitCode> {
     let c = &args.claim;
-    let (claim, extra) = match (c.foreign(), &c.node) {
+    let (claim, extra) = match (c.foreign(args.kube.kubeconfig.is_some()), &c.node) {
         (true, Some(_)) => from_slices(args)?,
         (true, None) => template(args)?,
         (false, _) => own(args)?,
@@ -139,7 +149,7 @@ fn own(args: &Args) -> anyhow::Result<Claim> {
 /// when neither is given.
 fn slices(args: &Args) -> anyhow::Result<Option<(SliceFile, BTreeSet<DeviceId>)>> {
     let c = &args.claim;
-    if let Some(k) = &c.kubeconfig {
+    if let Some(k) = &args.kube.kubeconfig {
         let r = cluster::read_live(cluster::config_path(k), false)?;
         let held = held_devices(&r.claims);
         return Ok(Some((r.file, held)));
@@ -249,4 +259,24 @@ fn from_slices(args: &Args) -> anyhow::Result<Claim> {
         args.budget,
     )?;
     Ok((mixed.spec, Extra::Explanation(e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: super::Args,
+    }
+
+    #[test]
+    fn kubeconfig_is_listed_with_the_other_slice_sources() {
+        let help = Cli::command().render_long_help().to_string();
+        let at = |flag: &str| help.find(flag).unwrap_or_else(|| panic!("{flag}: {help}"));
+        assert!(at("--from-slices") < at("--kubeconfig"), "{help}");
+        assert!(at("--kubeconfig") < at("--node <NODE>"), "{help}");
+        assert!(help.contains("live cluster (this kubeconfig; `-` for in-cluster"));
+    }
 }
