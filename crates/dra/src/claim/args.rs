@@ -272,7 +272,8 @@ impl ClaimArgs {
     }
 
     /// The claim on two foreign drivers' slices of `--node`; classes not named come from
-    /// `classes` (the DeviceClasses saved with the slices), else [`class_for`]'s defaults.
+    /// `classes` (the DeviceClasses saved with the slices), else the defaults of the
+    /// driver's own class names.
     pub fn mixed_spec(&self, classes: &[DeviceClass]) -> MixedSpec {
         let [(gpu_driver, gpu_class), (nic_driver, nic_class)] = self.drivers(classes);
         MixedSpec {

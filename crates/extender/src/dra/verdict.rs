@@ -159,11 +159,11 @@ impl Standing {
 /// The priorities of a pod's candidates (`names`, in order) from their DRA verdicts,
 /// weighed against each other and the pods `waiting`.
 ///
-/// - First the room the waiting pods need ([`Room::unplaced_of`]): a candidate that leaves
+/// - First the room the waiting pods need (`Room::unplaced_of`): a candidate that leaves
 ///   fewer of them without a node goes first (a whole node kept while an 8-pair pod
 ///   waits, a half for a 4-pair pod; nothing kept while nothing waits).
 /// - Then, while every candidate still leaves room for the shapes that came lately
-///   ([`Waiting::lately`], after the waiting pods), pair quality ([`dra_points`]), then
+///   ([`Waiting::lately`], after the waiting pods), pair quality (`dra_points`), then
 ///   packing (the node left with the fewest pairs first). When some candidate does not
 ///   (the cluster runs full for those shapes: where the pod goes decides whether the next
 ///   one like them finds a node), quality is not weighed: the candidates go by name, as
@@ -173,7 +173,7 @@ impl Standing {
 ///   small pods over the nodes the large ones need; weighing the shapes that came lately
 ///   like the waiting pods turned away more pods than packing by name).
 /// - Claims of other drivers (`foreign`) go by the class band the stock allocator gives
-///   first ([`FOREIGN_BANDS`]): the extender cannot change the devices, only the node.
+///   first (`FOREIGN_BANDS`): the extender cannot change the devices, only the node.
 ///
 /// The best candidate scores 10 (the top of its band for claims of other drivers: 10, 8
 /// or 4), alone, so that the scheduler, which adds its own smaller scores to the
