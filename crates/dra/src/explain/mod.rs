@@ -11,6 +11,7 @@
 
 mod all;
 mod claim;
+mod claims;
 mod cpus;
 mod node;
 mod pod;
@@ -22,6 +23,7 @@ pub use all::{
     explain_all,
 };
 pub use claim::{Explanation, explain, mark_usage, resolve_with};
+pub use claims::{ClaimExtra, ClaimsOutput};
 pub use cpus::CpuShare;
 pub use node::{SimulatedNode, explain_mixed, own_request};
 pub use pod::{
