@@ -1,7 +1,7 @@
 //! The one atomic file writer of topoalign.
 //!
 //! Every file the project writes that matters (KubeletConfiguration and its backups, drawings
-//! and charts, CDI specs, checkpoints) goes through [`write`] or [`write_with`]:
+//! and charts, CDI specs, checkpoints) goes through [`write()`] or [`write_with`]:
 //!
 //! 1. the target is resolved through symlinks, so a link into a config-management tree keeps
 //!    pointing at the (replaced) real file;

@@ -3,7 +3,6 @@
 //! A thin binary: it parses arguments, calls the libraries and formats their results.
 
 mod cmd;
-mod mig_view;
 mod output;
 mod source;
 

@@ -58,6 +58,27 @@ pub enum DraError {
     /// The planner could not answer (used by the mixed-driver claim writer).
     #[error("planner: {0}")]
     Plan(String),
+    /// No node of the slices read has devices of both drivers of a ladder template.
+    #[error(
+        "no node has devices of both {gpu_driver} and {nic_driver} in the slices read (drivers seen: {seen})"
+    )]
+    NoLadderNode {
+        /// The GPU driver.
+        gpu_driver: String,
+        /// The NIC driver.
+        nic_driver: String,
+        /// The drivers of the slices read (`none`).
+        seen: String,
+    },
+    /// A node's ladder report failed.
+    #[error("node {node}")]
+    LadderNode {
+        /// The node.
+        node: String,
+        /// Why.
+        #[source]
+        source: Box<DraError>,
+    },
 }
 
 /// Why an allocation handed to the kubelet plugin cannot be prepared on this node. Each

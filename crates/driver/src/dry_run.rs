@@ -2,7 +2,7 @@
 //! the DeviceClasses it ships, then the node's ResourceSlices at generation 1, exactly as
 //! the slice controller computes them (without the owner reference to the Node, which needs a
 //! cluster), and with `--write-domain-labels` the Node patch of its domain labels
-//! ([`domain_labels`]), as on a node that carries no domain label yet.
+//! ([`domain_labels`](crate::dry_run::domain_labels)), as on a node that carries no domain label yet.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -16,6 +16,7 @@
 //!   (Topograph v1 and older, GPU Feature Discovery), by domain [`Level`].
 //! - `domain_labels`: the operator's domain file ([`parse_domain_file`]) and a node's
 //!   domain labels where nobody wrote them ([`domain_labels_with`]).
+//! - `rails_report`: what `topoalign rails` reports for a node ([`RailsReport`]).
 //! - `document`: the files above (and the gang crate's job descriptions) read as YAML or
 //!   JSON with the path of the first bad field ([`parse_document`]).
 
@@ -28,6 +29,7 @@ mod neighbour_rules;
 mod neighbour_switch;
 mod nic_rails;
 mod rail_file;
+mod rails_report;
 
 pub use document::{DocumentError, field_path, parse_document};
 pub use domain_keys::{KeyError, Level, LevelError};
@@ -38,3 +40,4 @@ pub use leaf::{LeafDecision, derive_leaf};
 pub use neighbour_switch::{SwitchUnknown, neighbour_switch};
 pub use nic_rails::{NicRails, nic_rails, nic_rails_with};
 pub use rail_file::{NicKey, RailKind, RailSource, parse_rail_source};
+pub use rails_report::{NicRow, RailsReport};

@@ -17,11 +17,11 @@ pub enum Action {
     /// Set the Topology Manager and CPU manager settings in one validated, atomic write.
     ///
     /// Every other field, and the file's order, is preserved (YAML comments too). The old
-    /// content is saved as FILE.bak.<UTC timestamp> first; a symlinked file is replaced at
+    /// content is saved as `FILE.bak.<UTC timestamp>` first; a symlinked file is replaced at
     /// its target. Invalid results are refused and the file is left untouched.
     Set(SetArgs),
     /// Restore the newest FILE.bak.* (or --backup PATH), backing up the current file first
-    /// as FILE.bak.<UTC>.pre-rollback. A second rollback refuses to restore that copy
+    /// as `FILE.bak.<UTC>.pre-rollback`. A second rollback refuses to restore that copy
     /// (which would undo the first) unless --force or --backup names it.
     Rollback(RollbackArgs),
 }

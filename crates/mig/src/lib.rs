@@ -11,10 +11,12 @@
 //! - `capacity`: whether a mix fits on N GPUs, exactly, in constant time.
 //! - `configs`: every valid single-GPU layout and the planner's menu.
 //! - `planner`: [`plan`] a request (one node or a fleet).
-//! - `pods`: the pod form, each pod's mix on one node ([`pods::plan_pods`]).
-//! - [`device_plugin`]: a node's MIG devices from GFD labels and allocatable resources,
-//!   a pod's MIG set, whether it fits now or ever ([`device_plugin::NodeMig`]).
-//! - `export`: `nvidia-smi mig` commands and mig-parted configs.
+//! - `pods`: the pod form, each pod's mix on one node ([`plan_pods`]).
+//! - `device_plugin`: a node's MIG devices from GFD labels and allocatable resources,
+//!   a pod's MIG set, whether it fits now or ever ([`NodeMig`]).
+//! - `export`: `nvidia-smi mig` commands and mig-parted configs; `table`: a plan as
+//!   `topoalign mig plan` prints it ([`GeometryPlan::table`]); `args`: that command's
+//!   flags (the `clap` feature).
 //! - `nrt_source`: a node's MIG state from its Node and its NodeResourceTopology
 //!   ([`node_mig_with_nrt`]).
 //! - `read_state`: a host's MIG state from saved `nvidia-smi` output (`read_list`,
@@ -27,6 +29,8 @@
 //! - `order`: topoalign's dynamic-MIG device order ([`packing_starts`]), shared by the
 //!   DRA driver and `simulate --mig`.
 
+#[cfg(feature = "clap")]
+mod args;
 mod capacity;
 mod clique;
 mod configs;
@@ -48,6 +52,7 @@ mod read_query;
 mod read_state;
 mod read_table;
 mod synth;
+mod table;
 
 #[cfg(test)]
 mod brute;
@@ -56,6 +61,8 @@ mod exhaustive;
 #[cfg(test)]
 mod read_state_tests;
 
+#[cfg(feature = "clap")]
+pub use args::{MigFormat, PlanArgs};
 pub use clique::{NodeClique, node_clique};
 pub use device_plugin::{
     DevicePluginError, Ever, MigRequest, NodeMig, Strategy, profile_of_resource,

@@ -13,7 +13,8 @@
 //!   the live tool (`mig_live`), a planned mix, dynamic MIG on the GPUs in MIG mode
 //!   (`mig_modes`, which also warns of pending mode changes), or a built-in profile's
 //!   geometry; joined to the topology, with each instance's `/dev/nvidia-caps` nodes
-//!   ([`attach_caps`]).
+//!   ([`attach_caps`]); `mig_view`: the flags that pick one for the commands that draw
+//!   a topology, and the overlay they draw ([`MigViewFlags`]).
 //! * `follow`: what both agents follow after start ([`Follower`]): the NICs' neighbours
 //!   read again and the rails resolved again on them, one policy.
 //! * `node`: the node's labels now and the keys a field manager owns (from
@@ -24,6 +25,7 @@ mod follow;
 mod mig_live;
 mod mig_modes;
 mod mig_source;
+mod mig_view;
 mod node;
 
 pub use facts::{
@@ -34,4 +36,5 @@ pub use follow::{Follower, REREAD_COMPONENT, Reread};
 pub use mig_live::LiveError;
 pub use mig_modes::{ModeError, ModeSource};
 pub use mig_source::{MigSource, MigSourceError, attach_caps};
+pub use mig_view::MigViewFlags;
 pub use node::{ManagedLabels, apply_labels, label_patch, owned_labels, read_node_labels};

@@ -9,7 +9,7 @@
 //! Other paths answer 404, other methods 405 (axum's routing).
 //!
 //! The rest of the process kit they are all assembled from: `kit`, the server all of
-//! them run on (timeouts, connection cap, bounded shutdown); [`process`], the API client
+//! them run on (timeouts, connection cap, bounded shutdown); `process`, the API client
 //! from a kubeconfig, the SIGTERM/SIGINT shutdown future and the tokio runtime;
 //! `logging`, the log format and the one log subscriber; `args` (the `clap` feature),
 //! the flags every process takes, defined once ([`ProcessArgs`]: `--kubeconfig`,

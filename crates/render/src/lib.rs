@@ -11,6 +11,7 @@
 //! - `chart`: generic stacked horizontal bar and line charts as SVG.
 //! - `mig`: MIG instances laid over a topology ([`MigOverlay`]), shown under their parent
 //!   GPU by the summary, the matrix and the drawings.
+//! - `rails`: a node's NICs, rails and leaf ([`rails_table`]).
 //!
 //! Everything here is pure: functions take a model and return a `String`.
 
@@ -19,6 +20,7 @@ mod dot;
 mod format;
 mod matrix;
 mod mig;
+mod rails;
 mod scene;
 mod summary;
 mod svg;
@@ -28,6 +30,7 @@ pub use chart::{lines, stack, stacked_bars};
 pub use format::{DrawFormat, Format, MatrixFormat};
 pub use matrix::{MatrixStyle, render as render_matrix, render_with_mig as render_matrix_with_mig};
 pub use mig::{ClosestNic, MigGpuView, MigInstanceView, MigOverlay, MigRow};
+pub use rails::rails_table;
 pub use summary::{render as render_summary, render_with_mig as render_summary_with_mig};
 pub use svg::{render as render_svg, render_with_mig as render_svg_with_mig};
 pub use table::{Table, terminal_width, wrap};

@@ -63,10 +63,10 @@ pub struct TmArgs {
     /// `{gpus: [BDF...], nics: [BDF...], cpus: "0-7"}`.
     #[arg(long, value_name = "FILE")]
     pub used: Option<PathBuf>,
-    /// Map a resource name: NAME=gpus|gpus:<vendor>|vfs|vfs:<N>|pfs (repeatable).
+    /// Map a resource name: `NAME=gpus|gpus:<vendor>|vfs|vfs:<N>|pfs` (repeatable).
     #[arg(long = "resource", value_name = "NAME=KIND")]
     pub resources: Vec<String>,
-    /// A plugin's preferred-allocation behaviour: NAME=unsorted[:SEED]|lowest-address.
+    /// A plugin's preferred-allocation behaviour: `NAME=unsorted[:SEED]|lowest-address`.
     #[arg(long = "allocator", value_name = "NAME=ALLOCATOR")]
     pub allocators: Vec<String>,
     /// Seed for Go's random iteration orders (default: the case file's, else 0).

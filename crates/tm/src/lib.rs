@@ -18,7 +18,7 @@
 //!   the kubelet's Go code;
 //! - [`LeanPod`] is the admission without its explanation, for callers judging one pod
 //!   on many node states (equal to the full one's [`Brief`]);
-//! - [`matrix`] mirrors seed 000's policy table, computed by simulation.
+//! - `matrix` mirrors seed 000's policy table, computed by simulation.
 
 mod addresses;
 mod admission;

@@ -123,7 +123,7 @@ pub mod class {
     /// Display controller, 3D (most data-centre GPUs).
     pub const DISPLAY_3D: u32 = 0x030200;
     /// Processing accelerator: `lspci` shows AMD Instinct MI300X as
-    /// "Processing accelerators [1200]" rather than a display controller.
+    /// "Processing accelerators \[1200\]" rather than a display controller.
     pub const PROCESSING_ACCEL: u32 = 0x120000;
 
     /// True for display controllers (`0x03xxxx`), the GPU family.

@@ -8,31 +8,38 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use k8s_openapi::api::resource::v1::{ResourceClaimSpec, ResourceSlice};
+use k8s_openapi::api::resource::v1::ResourceClaimSpec;
 use topoalign_discover::Source;
-use topoalign_dra::claim::{
-    LadderInput, NodeLadder, held_devices, ladder_claim, ladder_nodes, ladder_report,
-};
-use topoalign_dra::claim::{claim_object, claim_table};
+use topoalign_dra::claim::{LadderInput, claim_object, held_devices, ladder_claim, ladder_reports};
 use topoalign_dra::claim::{claim_spec, mig_claim_spec, mixed_claim, pairs_fit_one_numa_node};
-use topoalign_dra::explain::{SimulatedNode, explain_mixed, own_request};
-use topoalign_dra::{alloc::DeviceId, claim::ClaimArgs, explain::Explanation, foreign::SliceFile};
+use topoalign_dra::explain::{ClaimExtra, ClaimsOutput, SimulatedNode, explain_mixed, own_request};
+use topoalign_dra::{alloc::DeviceId, claim::ClaimArgs, foreign::SliceFile};
+use topoalign_probes::KubeArgs;
 use topoalign_topology::Topology;
 
 use crate::cmd::cluster;
 
 use crate::cmd::plan::read_usage;
-use crate::output::{Format, print_structured, write_stdout};
+use crate::output::{Format, exit, print};
 use crate::source::{TopologyArgs, load};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  topoalign claims --pairs 4 --max-class PXB\n  topoalign claims --pairs 2 --profile mi300x-8 --explain -o table\n  topoalign claims --pairs 4 --gpu-class gpu.nvidia.com --nic-class dranet.net\n  topoalign claims --pairs 2 --gpu-class gpu.nvidia.com --nic-class dranet.net --cpus 16\n  topoalign claims --pairs 2 --gpu-class gpu.amd.com --nic-class sriov-rdma --nic-driver sriovnetwork.k8snetworkplumbingwg.io --fallback\n  topoalign claims --pairs 1 --gpu-class gpu.nvidia.com --from-slices slices.yaml --explain -o table\n  topoalign claims --pairs 1 --from-slices slices.yaml --node n1 --profile gb300-4\n  topoalign claims --mig 1g.10gb --count 7\n  topoalign claims --mig 3g.40gb --count 2 --with-nic\n  topoalign claims --pairs 4 --cpus 32 --profile dgx-h100 --explain -o table\n  topoalign claims --pairs 2 --cpus 16 --cpu-mode individual\n\nWith --gpu-class/--nic-class (other drivers' GPUs and NICs) the claim names no device or node:\neach GPU with its own NIC(s), same pcieRoot, else same NUMA node (with --fallback, else\nwhatever is free). With the nodes' slices it says per node what the stock allocator gives each\npair (on stderr, or in the output with --explain): several files, `-` for stdin\n(`kubectl get resourceslices,deviceclasses -o yaml | topoalign claims --pairs 2 --from-slices -`),\nor the live cluster (--kubeconfig FILE).\n\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`."
+    after_help = "Examples:\n  topoalign claims --pairs 4 --max-class PXB\n  topoalign claims --pairs 2 --profile mi300x-8 --explain -o table\n  topoalign claims --pairs 4 --gpu-class gpu.nvidia.com --nic-class dranet.net\n  topoalign claims --pairs 2 --gpu-class gpu.nvidia.com --nic-class dranet.net --cpus 16\n  topoalign claims --pairs 2 --gpu-class gpu.amd.com --nic-class sriov-rdma --nic-driver sriovnetwork.k8snetworkplumbingwg.io --fallback\n  topoalign claims --pairs 1 --gpu-class gpu.nvidia.com --from-slices slices.yaml --explain -o table\n  topoalign claims --pairs 1 --from-slices slices.yaml --node n1 --profile gb300-4\n  topoalign claims --mig 1g.10gb --count 7\n  topoalign claims --mig 3g.40gb --count 2 --with-nic\n  topoalign claims --pairs 4 --cpus 32 --profile dgx-h100 --explain -o table\n  topoalign claims --pairs 2 --cpus 16 --cpu-mode individual\n\nWith --gpu-class/--nic-class (other drivers' GPUs and NICs) the claim names no device or node:\neach GPU with its own NIC(s), same pcieRoot, else same NUMA node (with --fallback, else\nwhatever is free). With the nodes' slices it says per node what the stock allocator gives each\npair (on stderr, or in the output with --explain): several files, `-` for stdin\n(`kubectl get resourceslices,deviceclasses -o yaml | topoalign claims --pairs 2 --from-slices -`),\nor the live cluster (--kubeconfig FILE).\n\nErrors go to stderr only: stdout is meant for `| kubectl apply -f -`.",
+    // The shared `--kubeconfig`, said as `claims` reads it, listed after --from-slices
+    // (the 13th flag of ClaimArgs; the test below keeps the place).
+    mut_arg("kubeconfig", |a| a
+        .display_order(12)
+        .help("Read other drivers' ResourceSlices, DeviceClasses and allocated claims from the live cluster (this kubeconfig; `-` for in-cluster, $KUBECONFIG, ~/.kube/config), as --from-slices would")
+        .conflicts_with_all(["from_slices", "ladder"]))
 )]
 pub(crate) struct Args {
     #[command(flatten)]
     claim: ClaimArgs,
+    /// The live cluster (`--kubeconfig`, the API client flag every command shares).
+    #[command(flatten)]
+    kube: KubeArgs,
     #[command(flatten)]
     topology: TopologyArgs,
     /// With --explain: devices already in use (YAML/JSON `{gpus: [BDF…], nics: [BDF…]}`).
@@ -50,69 +57,30 @@ pub(crate) struct Args {
 /// Runs the command. Errors go to stderr only, whatever the format: stdout is a manifest
 /// meant for `| kubectl apply -f -`, and an `error:` document there would be applied.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    body(&args)
-}
-
-/// What beside the claim is printed.
-enum Extra {
-    None,
-    Explanation(Explanation),
-    Nodes(Vec<NodeLadder>),
-}
-
-fn body(args: &Args) -> anyhow::Result<ExitCode> {
+    let args = &args;
     let c = &args.claim;
-    let (claim, extra) = match (c.foreign(), &c.node) {
+    let (claim, extra) = match (c.foreign(args.kube.kubeconfig.is_some()), &c.node) {
         (true, Some(_)) => from_slices(args)?,
         (true, None) => template(args)?,
         (false, _) => own(args)?,
     };
     let object = claim_object(&claim, &c.object_name(), c.namespace.as_deref(), c.claim)?;
-    match (&extra, args.output) {
-        (Extra::Explanation(e), Format::Table) => {
-            write_stdout(&format!("{}\n{}", claim_table(&object), e.text()))?
-        }
-        (Extra::Explanation(e), f) => {
-            print_structured(&serde_json::json!({"claim": object, "explanation": e}), f)?;
-        }
-        (Extra::Nodes(n), _) if !c.explain => {
-            for node in n {
-                eprint!("{}", node.text());
-            }
-            print_claim(&object, args.output)?;
-        }
-        (Extra::Nodes(n), Format::Table) => {
-            let text: String = n.iter().map(NodeLadder::text).collect();
-            write_stdout(&format!("{}\n{text}", claim_table(&object)))?
-        }
-        (Extra::Nodes(n), f) => {
-            print_structured(&serde_json::json!({"claim": object, "nodes": n}), f)?;
-        }
-        (Extra::None, f) => print_claim(&object, f)?,
-    }
-    Ok(match extra {
-        Extra::Explanation(e) => crate::output::exit(e.as_good),
-        Extra::Nodes(n) if c.explain => crate::output::exit(
-            n.iter()
-                .all(|x| x.fits && x.worst.is_some_and(|w| x.best_worst.is_none_or(|b| w <= b))),
-        ),
-        _ => ExitCode::SUCCESS,
-    })
+    let out = ClaimsOutput {
+        object,
+        extra,
+        explain: c.explain,
+    };
+    eprint!("{}", out.stderr_text());
+    print(&out.document()?, args.output, || out.table())?;
+    Ok(exit(out.ok()))
 }
 
-fn print_claim(object: &serde_json::Value, f: Format) -> anyhow::Result<()> {
-    match f {
-        Format::Table => write_stdout(&claim_table(object)),
-        f => print_structured(object, f),
-    }
-}
-
-type Claim = (ResourceClaimSpec, Extra);
+type Claim = (ResourceClaimSpec, ClaimExtra);
 
 /// The claim on this project's driver, explained on the topology's simulated slices.
 fn own(args: &Args) -> anyhow::Result<Claim> {
     if let Some(mig) = args.claim.mig_spec()? {
-        return Ok((mig_claim_spec(&mig)?, Extra::None));
+        return Ok((mig_claim_spec(&mig)?, ClaimExtra::None));
     }
     let mut spec = args.claim.spec()?;
     // The topology, when one is given or the allocator's pick is explained on it.
@@ -125,21 +93,21 @@ fn own(args: &Args) -> anyhow::Result<Claim> {
     spec.cpus = args.claim.cpus.claim(fits)?;
     let claim = claim_spec(&spec)?;
     let Some(topo) = topo.filter(|_| args.claim.explain) else {
-        return Ok((claim, Extra::None));
+        return Ok((claim, ClaimExtra::None));
     };
     let node = args.claim.node.as_deref().unwrap_or("node");
     let node = SimulatedNode::with_cpus(&topo.topology, node, spec.cpus.as_ref())?;
     let usage = read_usage(args.used.as_deref())?;
     let req = own_request(&spec);
     let e = node.explain(&claim, &req, &topo.topology, &usage, args.budget)?;
-    Ok((claim, Extra::Explanation(e)))
+    Ok((claim, ClaimExtra::Explanation(e)))
 }
 
 /// Other drivers' slices and the devices held, from files or the live cluster; `None`
 /// when neither is given.
 fn slices(args: &Args) -> anyhow::Result<Option<(SliceFile, BTreeSet<DeviceId>)>> {
     let c = &args.claim;
-    if let Some(k) = &c.kubeconfig {
+    if let Some(k) = &args.kube.kubeconfig {
         let r = cluster::read_live(cluster::config_path(k), false)?;
         let held = held_devices(&r.claims);
         return Ok(Some((r.file, held)));
@@ -169,11 +137,8 @@ fn template(args: &Args) -> anyhow::Result<Claim> {
     let classes = read.as_ref().map_or(&[][..], |(f, _)| &f.classes[..]);
     let (spec, [gpu_driver, nic_driver]) = args.claim.ladder_spec(classes)?;
     let claim = ladder_claim(&spec)?;
-    if spec.pairs > 4 {
-        eprintln!(
-            "note: {} pairs: on a node with fewer free GPUs or aligned NICs the stock allocator tries every ordering of them before it gives up (more than 20 million devices for 8 pairs on 7 free GPUs, past kube-scheduler's 10 s Filter timeout); keep ladders to a few pairs or claim whole nodes",
-            spec.pairs
-        );
+    if let Some(note) = spec.cost_note() {
+        eprintln!("note: {note}");
     }
     let Some((file, held)) = read else {
         if args.claim.explain {
@@ -181,7 +146,7 @@ fn template(args: &Args) -> anyhow::Result<Claim> {
                 "--explain with --gpu-class/--nic-class needs the nodes' slices: --from-slices FILE or --kubeconfig FILE"
             );
         }
-        return Ok((claim, Extra::None));
+        return Ok((claim, ClaimExtra::None));
     };
     let topo = node_topology(args)?;
     let input = LadderInput {
@@ -195,25 +160,8 @@ fn template(args: &Args) -> anyhow::Result<Claim> {
         topology: topo.as_ref(),
         budget: args.budget,
     };
-    let nodes = ladder_nodes(&file.slices, &gpu_driver, &nic_driver);
-    anyhow::ensure!(
-        !nodes.is_empty(),
-        "no node has devices of both {gpu_driver} and {nic_driver} in the slices read (drivers seen: {})",
-        drivers_seen(&file.slices)
-    );
-    let reports = nodes
-        .iter()
-        .map(|n| ladder_report(&input, n).with_context(|| format!("node {n}")))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    Ok((claim, Extra::Nodes(reports)))
-}
-
-fn drivers_seen(slices: &[ResourceSlice]) -> String {
-    let d: BTreeSet<&str> = slices.iter().map(|s| s.spec.driver.as_str()).collect();
-    if d.is_empty() {
-        return "none".into();
-    }
-    d.into_iter().collect::<Vec<_>>().join(", ")
+    let reports = ladder_reports(&input)?;
+    Ok((claim, ClaimExtra::Nodes(reports)))
 }
 
 /// The claim on two foreign drivers' slices of `--node`.
@@ -236,7 +184,7 @@ fn from_slices(args: &Args) -> anyhow::Result<Claim> {
     }
     eprintln!("note: {}", mixed.strategy.text());
     if !args.claim.explain {
-        return Ok((mixed.spec, Extra::None));
+        return Ok((mixed.spec, ClaimExtra::None));
     }
     let usage = read_usage(args.used.as_deref())?;
     let _ = held;
@@ -248,5 +196,25 @@ fn from_slices(args: &Args) -> anyhow::Result<Claim> {
         &usage,
         args.budget,
     )?;
-    Ok((mixed.spec, Extra::Explanation(e)))
+    Ok((mixed.spec, ClaimExtra::Explanation(e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: super::Args,
+    }
+
+    #[test]
+    fn kubeconfig_is_listed_with_the_other_slice_sources() {
+        let help = Cli::command().render_long_help().to_string();
+        let at = |flag: &str| help.find(flag).unwrap_or_else(|| panic!("{flag}: {help}"));
+        assert!(at("--from-slices") < at("--kubeconfig"), "{help}");
+        assert!(at("--kubeconfig") < at("--node <NODE>"), "{help}");
+        assert!(help.contains("live cluster (this kubeconfig; `-` for in-cluster"));
+    }
 }

@@ -6,10 +6,10 @@
 use std::process::ExitCode;
 
 use topoalign_discover::Source;
+use topoalign_node_facts::MigViewFlags;
 
-use crate::mig_view::{MigArgs, overlay};
 use crate::output::{Format, print_structured_with_mig, write_stdout};
-use crate::source::{TopologyArgs, load};
+use crate::source::{TopologyArgs, load, mig_overlay};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -22,7 +22,7 @@ pub(crate) struct Args {
     pub topology: TopologyArgs,
     /// MIG instances to show under their GPU (default: a built-in profile's own geometry).
     #[command(flatten)]
-    pub mig: MigArgs,
+    pub mig: MigViewFlags,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -31,7 +31,7 @@ pub(crate) struct Args {
 /// Runs the command.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let d = load(&args.topology, Source::host())?;
-    let mig = overlay(&args.mig, args.topology.profile.as_deref(), &d.topology)?;
+    let mig = mig_overlay(&args.mig, args.topology.profile.as_deref(), &d.topology)?;
     match args.format {
         Format::Table => write_stdout(&topoalign_render::render_summary_with_mig(
             &d.topology,

@@ -6,11 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use topoalign_discover::Source;
+use topoalign_node_facts::MigViewFlags;
 use topoalign_render::DrawFormat;
 
-use crate::mig_view::{MigArgs, overlay};
 use crate::output::write_stdout;
-use crate::source::{TopologyArgs, load};
+use crate::source::{TopologyArgs, load, mig_overlay};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -24,7 +24,7 @@ pub(crate) struct Args {
     /// MIG instances to draw inside their GPU's box (default: a built-in profile's own
     /// geometry).
     #[command(flatten)]
-    pub mig: MigArgs,
+    pub mig: MigViewFlags,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = DrawFormat::Svg)]
     pub format: DrawFormat,
@@ -37,7 +37,7 @@ pub(crate) struct Args {
 /// Runs the command.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let d = load(&args.topology, Source::host())?;
-    let mig = overlay(&args.mig, args.topology.profile.as_deref(), &d.topology)?;
+    let mig = mig_overlay(&args.mig, args.topology.profile.as_deref(), &d.topology)?;
     let text = args.format.render_with_mig(&d.topology, &mig);
     match &args.out {
         Some(path) if path.is_dir() => bail!(

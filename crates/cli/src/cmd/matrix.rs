@@ -3,14 +3,14 @@
 use std::process::ExitCode;
 
 use topoalign_discover::Source;
+use topoalign_node_facts::MigViewFlags;
 use topoalign_render::MatrixFormat;
 use topoalign_render::{MatrixStyle, render_matrix_with_mig};
 use topoalign_topology::MatrixOptions;
 use topoalign_topology::PairMatrix;
 
-use crate::mig_view::{MigArgs, overlay};
 use crate::output::{print_structured_with_mig, write_stdout};
-use crate::source::{TopologyArgs, load};
+use crate::source::{TopologyArgs, load, mig_overlay};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -24,7 +24,7 @@ pub(crate) struct Args {
     /// MIG instances to add as rows (`MIG0`, …: the parent GPU's classes; default: a
     /// built-in profile's own geometry).
     #[command(flatten)]
-    pub mig: MigArgs,
+    pub mig: MigViewFlags,
     /// Also list SR-IOV virtual functions as NIC columns.
     #[arg(long)]
     pub vfs: bool,
@@ -47,7 +47,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         include_non_rdma: args.all_nics,
     };
     let m = PairMatrix::build(&d.topology, opts);
-    let mig = overlay(&args.mig, args.topology.profile.as_deref(), &d.topology)?;
+    let mig = mig_overlay(&args.mig, args.topology.profile.as_deref(), &d.topology)?;
     let rows = mig.matrix_rows(&d.topology, &m);
     let style = match args.aligned {
         true => MatrixStyle::Aligned,

@@ -55,7 +55,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Action::Show { name, output } => {
             let topo = lookup(&name)?;
-            let mig = crate::mig_view::overlay(&Default::default(), Some(&name), &topo)?;
+            let mig = crate::source::mig_overlay(&Default::default(), Some(&name), &topo)?;
             match output {
                 Format::Table => crate::output::write_stdout(
                     &topoalign_render::render_summary_with_mig(&topo, &mig),

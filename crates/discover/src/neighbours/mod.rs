@@ -1,4 +1,4 @@
-//! What a node's NICs are cabled to ([`Neighbours`]): LLDP neighbours from lldpd
+//! What a node's NICs are cabled to ([`Neighbours`](topoalign_topology::Neighbours)): LLDP neighbours from lldpd
 //! (`lldp`), InfiniBand ports from sysfs and their switches from a saved `ibnetdiscover`
 //! (`ib`), matched to the topology's NICs by network interface and by RDMA device.
 //!

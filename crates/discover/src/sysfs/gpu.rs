@@ -1,5 +1,5 @@
 //! GPU details: DRM nodes (`/sys/class/drm/{cardN,renderDN}/device`), the NVIDIA driver's
-//! `/proc/driver/nvidia/gpus/<BDF>/information` (read in [`super::nvproc`]), and amdgpu's
+//! `/proc/driver/nvidia/gpus/<BDF>/information` (read in [`nvproc`](crate::sysfs::nvproc)), and amdgpu's
 //! `product_name` and `mem_info_vram_total` in the PCI device directory.
 
 use std::collections::BTreeMap;

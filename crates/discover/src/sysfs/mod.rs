@@ -1,4 +1,4 @@
-//! The sysfs walker: builds a [`Topology`] from what Linux exposes under a root directory
+//! The sysfs walker: builds a [`Topology`](topoalign_topology::Topology) from what Linux exposes under a root directory
 //! (`/` on a live host, a copied or generated tree in tests).
 //!
 //! Read: `/sys/bus/pci/devices/*` (resolved into `/sys/devices/pciDDDD:BB/…` chains),
@@ -9,8 +9,9 @@
 //! are errors.
 //!
 //! The GPU fabric: AMD xGMI comes from the KFD io_links; NVIDIA NVLink is not in sysfs, so
-//! it is read from saved `nvidia-smi` output inside the tree when present ([`nvml`]) and is
-//! otherwise [`FabricKnowledge::Unknown`] — never "none". Nothing here runs a program.
+//! it is read from saved `nvidia-smi` output inside the tree when present ([`nvml`](crate::sysfs::nvml)) and is
+//! otherwise
+//! [`FabricKnowledge::Unknown`](topoalign_topology::FabricKnowledge::Unknown) — never "none". Nothing here runs a program.
 
 /// Public as a namespace of the config-space layout it reads (the tree writer builds the same).
 pub mod config;

@@ -5,8 +5,8 @@
 //!
 //! | file under the root | command that writes it |
 //! |---|---|
-//! | [`TOPO_FILE`] | `nvidia-smi topo -m` |
-//! | [`MEMORY_FILE`] | `nvidia-smi --query-gpu=pci.bus_id,memory.total --format=csv` |
+//! | [`TOPO_FILE`](crate::sysfs::nvml::TOPO_FILE) | `nvidia-smi topo -m` |
+//! | [`MEMORY_FILE`](crate::sysfs::nvml::MEMORY_FILE) | `nvidia-smi --query-gpu=pci.bus_id,memory.total --format=csv` |
 //!
 //! Both are optional. Like every other file of the tree, one that is unreadable or does
 //! not match the tree (a GPU it names is missing) becomes a warning naming the file and

@@ -20,7 +20,7 @@
 //!
 //! Nothing here is fatal: a field that does not parse is left unknown with a warning
 //! naming the file and the field, and every NVIDIA GPU left without a device number gets
-//! a warning naming the GPU and the file that should have given it ([`check_minors`]).
+//! a warning naming the GPU and the file that should have given it ([`check_minors`](crate::sysfs::nvproc::check_minors)).
 
 use std::collections::BTreeMap;
 use std::path::Path;

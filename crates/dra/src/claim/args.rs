@@ -1,6 +1,8 @@
 //! `topoalign claims`' claim flags (the `clap` feature): one clap struct the CLI flattens,
 //! turned into a [`ClaimSpec`] (this driver's claim) or a [`MixedSpec`] (a claim for two
-//! foreign drivers' slices) here.
+//! foreign drivers' slices) here. The live cluster's `--kubeconfig` is not here: it is the
+//! one API client flag every command shares (`topoalign_probes::KubeArgs`), flattened
+//! beside these by the CLI.
 
 use std::path::PathBuf;
 
@@ -73,11 +75,6 @@ pub struct ClaimArgs {
     /// the node-independent template and what it gets on every node.
     #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with = "ladder")]
     pub from_slices: Vec<PathBuf>,
-    /// Read other drivers' ResourceSlices, DeviceClasses and allocated claims from the
-    /// live cluster (this kubeconfig; `-` for in-cluster, $KUBECONFIG, ~/.kube/config),
-    /// as --from-slices would.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["from_slices", "ladder"])]
-    pub kubeconfig: Option<PathBuf>,
     /// The node whose slices are read (with --from-slices or --kubeconfig: a claim pinned
     /// for that node), or the node name used for the simulated slices (with --explain).
     #[arg(long)]
@@ -244,8 +241,9 @@ impl ClaimArgs {
     }
 
     /// Whether the claim is for other drivers' devices: GPU or NIC classes or drivers
-    /// named, or slices given (no MIG, no own-driver ladder).
-    pub fn foreign(&self) -> bool {
+    /// named, or slices given (files, or the live cluster when `live`: `--kubeconfig`);
+    /// no MIG, no own-driver ladder.
+    pub fn foreign(&self, live: bool) -> bool {
         self.mig.is_none()
             && !self.ladder
             && (self.gpu_class.is_some()
@@ -253,7 +251,7 @@ impl ClaimArgs {
                 || self.gpu_driver.is_some()
                 || self.nic_driver.is_some()
                 || !self.from_slices.is_empty()
-                || self.kubeconfig.is_some())
+                || live)
     }
 
     /// The GPU and NIC drivers and classes: a flag, else what the other names (a class
@@ -274,7 +272,8 @@ impl ClaimArgs {
     }
 
     /// The claim on two foreign drivers' slices of `--node`; classes not named come from
-    /// `classes` (the DeviceClasses saved with the slices), else [`class_for`]'s defaults.
+    /// `classes` (the DeviceClasses saved with the slices), else the defaults of the
+    /// driver's own class names.
     pub fn mixed_spec(&self, classes: &[DeviceClass]) -> MixedSpec {
         let [(gpu_driver, gpu_class), (nic_driver, nic_class)] = self.drivers(classes);
         MixedSpec {
@@ -318,7 +317,9 @@ mod tests {
     use super::*;
 
     fn parse_args(argv: &[&str]) -> Result<ClaimArgs, clap::Error> {
-        let cmd = ClaimArgs::augment_args(clap::Command::new("claims"));
+        // The CLI's shared `--kubeconfig`, which the MIG flags conflict with.
+        let kubeconfig = clap::Arg::new("kubeconfig").long("kubeconfig");
+        let cmd = ClaimArgs::augment_args(clap::Command::new("claims").arg(kubeconfig));
         ClaimArgs::from_arg_matches(&cmd.try_get_matches_from(argv)?)
     }
 

@@ -134,6 +134,17 @@ pub struct LadderSpec {
 }
 
 impl LadderSpec {
+    /// A warning for a template of more than 4 pairs, which a node that cannot hold it
+    /// makes the stock allocator search for long.
+    pub fn cost_note(&self) -> Option<String> {
+        (self.pairs > 4).then(|| format!(
+            "{} pairs: on a node with fewer free GPUs or aligned NICs the stock allocator tries every ordering of them before it gives up (more than 20 million devices for 8 pairs on 7 free GPUs, past kube-scheduler's 10 s Filter timeout); keep ladders to a few pairs or claim whole nodes",
+            self.pairs
+        ))
+    }
+}
+
+impl LadderSpec {
     /// N pairs of `gpu_class` and `nic_class`, one NIC each, the standard rungs, no
     /// fallback.
     pub fn new(pairs: u32, gpu_class: &str, nic_class: &str) -> LadderSpec {

@@ -176,6 +176,33 @@ impl NodeLadder {
     }
 }
 
+/// The report of every node with devices of both drivers ([`ladder_nodes`]), in name
+/// order; an error when there is none.
+pub fn ladder_reports(input: &LadderInput<'_>) -> Result<Vec<NodeLadder>, DraError> {
+    let (gpu_driver, nic_driver) = (input.gpu.0, input.nic.0);
+    let nodes = ladder_nodes(input.slices, gpu_driver, nic_driver);
+    if nodes.is_empty() {
+        let seen: BTreeSet<&str> = input
+            .slices
+            .iter()
+            .map(|s| s.spec.driver.as_str())
+            .collect();
+        let seen = seen.into_iter().collect::<Vec<_>>().join(", ");
+        return Err(DraError::NoLadderNode {
+            gpu_driver: gpu_driver.to_string(),
+            nic_driver: nic_driver.to_string(),
+            seen: if seen.is_empty() { "none".into() } else { seen },
+        });
+    }
+    let report = |node: &String| {
+        ladder_report(input, node).map_err(|e| DraError::LadderNode {
+            node: node.clone(),
+            source: Box::new(e),
+        })
+    };
+    nodes.iter().map(report).collect()
+}
+
 /// The nodes with devices of both drivers, in name order.
 pub fn ladder_nodes(slices: &[ResourceSlice], gpu_driver: &str, nic_driver: &str) -> Vec<String> {
     let of = |driver: &str| -> BTreeSet<String> {

@@ -1,7 +1,8 @@
 //! Why a claim landed where it did: the stock allocator's pick beside the planner's optimum
 //! for one claim ([`explain`]), for a pod's claims on its node ([`explain_pod`]), for a
 //! mixed-driver claim on a node simulated from its slices ([`explain_mixed`]), for every
-//! allocated pod of a cluster ([`explain_all`]), and the CPUs shared with them.
+//! allocated pod of a cluster ([`explain_all`]), and the CPUs shared with them; each in
+//! words or as the tables `topoalign explain` prints.
 //!
 //! [`explain`]: crate::explain::explain
 //! [`explain_pod`]: crate::explain::explain_pod
@@ -10,9 +11,11 @@
 
 mod all;
 mod claim;
+mod claims;
 mod cpus;
 mod node;
 mod pod;
+mod tables;
 mod text;
 
 pub use all::{
@@ -20,8 +23,10 @@ pub use all::{
     explain_all,
 };
 pub use claim::{Explanation, explain, mark_usage, resolve_with};
+pub use claims::{ClaimExtra, ClaimsOutput};
 pub use cpus::CpuShare;
 pub use node::{SimulatedNode, explain_mixed, own_request};
 pub use pod::{
     ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,
 };
+pub use tables::{agent_node_facts, parse_pod_key};

@@ -137,7 +137,7 @@ impl DraShared {
 
     /// Holds, for the pod of `uid`, the devices the stock allocator gives its `claims`
     /// on `node` ([`DraState::assume`]), until the claims' allocation is seen or
-    /// [`ASSUME_FOR`] after `now`. Nothing is held when the allocator gives none.
+    /// `ASSUME_FOR` after `now`. Nothing is held when the allocator gives none.
     pub fn assume(&self, uid: &str, claims: &Resolved, node: &str, now: Instant) {
         if uid.is_empty() {
             return;

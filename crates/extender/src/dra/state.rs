@@ -148,7 +148,7 @@ pub struct DraState {
     /// Devices the allocator's search may try per claim.
     pub budget: u64,
     /// Whether room is kept for the pods waiting for a node (`--dra-keep-room`,
-    /// [`crate::dra::room`]).
+    /// `dra::room`).
     pub keep_room: bool,
 }
 

@@ -120,7 +120,7 @@ struct Standing {
     /// Pairs the node has left after the pod (packing: the fullest node first).
     left: usize,
     /// A claim of other drivers: packed even when the cluster runs full (see
-    /// [`priorities`]).
+    /// `priorities`).
     foreign: bool,
 }
 
@@ -163,11 +163,11 @@ impl Standing {
 /// The priorities of a pod's candidates (`names`, in order) from their DRA verdicts,
 /// weighed against each other and the pods `waiting`.
 ///
-/// - First the room the waiting pods need ([`Room::unplaced_of`]): a candidate that leaves
+/// - First the room the waiting pods need (`Room::unplaced_of`): a candidate that leaves
 ///   fewer of them without a node goes first (a whole node kept while an 8-pair pod
 ///   waits, a half for a 4-pair pod; nothing kept while nothing waits).
 /// - Then, while every candidate still leaves room for the shapes that came lately
-///   ([`Waiting::lately`], after the waiting pods), pair quality ([`dra_points`]), then
+///   ([`Waiting::lately`], after the waiting pods), pair quality (`dra_points`), then
 ///   packing (the node left with the fewest pairs first). When some candidate does not
 ///   (the cluster runs full for those shapes: where the pod goes decides whether the next
 ///   one like them finds a node), quality is not weighed: the candidates go by name, as
@@ -177,7 +177,7 @@ impl Standing {
 ///   small pods over the nodes the large ones need; weighing the shapes that came lately
 ///   like the waiting pods turned away more pods than packing by name).
 /// - Claims of other drivers (`foreign`) go by the class band the stock allocator gives
-///   first ([`FOREIGN_BANDS`]): the extender cannot change the devices, only the node.
+///   first (`FOREIGN_BANDS`): the extender cannot change the devices, only the node.
 ///   Within a band they are packed (after the room for waiting pods) even when the
 ///   cluster runs full: on the `vendor` stream replayed offline (40 seeds,
 ///   `crates/extender/tests/it/replay.rs`) packing left 104 pods unschedulable against

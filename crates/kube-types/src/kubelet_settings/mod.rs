@@ -1,6 +1,6 @@
 //! The KubeletConfiguration's topology settings as the kubelet reads them: the field
-//! names ([`keys`]), the Topology Manager's policy, scope and options, the CPU and memory
-//! manager policies, and [`Settings`], all of them decoded from a file with the kubelet's
+//! names ([`keys`](crate::kubelet_settings::keys)), the Topology Manager's policy, scope and options, the CPU and memory
+//! manager policies, and [`Settings`](crate::kubelet_settings::Settings), all of them decoded from a file with the kubelet's
 //! defaults. The Topology Manager simulation (`topoalign-tm`) runs on these; the
 //! KubeletConfiguration editor (`topoalign-kubelet`), the lint and the node agent read and
 //! write them without it.
