@@ -61,6 +61,10 @@ impl Pointer {
         let mut s = String::with_capacity(self.0.len() + token.len() + 3);
         s.push_str(&self.0);
         s.push('/');
+        if !token.contains(['~', '/']) {
+            s.push_str(token);
+            return Pointer(s);
+        }
         for c in token.chars() {
             match c {
                 '~' => s.push_str("~0"),

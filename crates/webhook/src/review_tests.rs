@@ -151,3 +151,40 @@ fn bodies_with_nothing_to_answer_to_are_errors_with_a_reason() {
         assert!(e.to_string().contains("admission.k8s.io/v1"), "{e}");
     }
 }
+
+/// The response written field by field is the document serde would write for the same
+/// fields, in the same order, with strings that need escaping and the patch decoding back
+/// to its bytes.
+#[test]
+fn the_response_is_the_document_serde_would_write() {
+    use base64::Engine as _;
+    let patch = br#"[{"op":"add","path":"/a~1b","value":"q\"uote"}]"#;
+    let warnings = vec![
+        "topoalign: \"quoted\" \\ and\nnewline".to_string(),
+        "second ✓".to_string(),
+    ];
+    let uid = "uid-\"1\"\t";
+    for (p, w) in [
+        (Some(&patch[..]), &warnings[..]),
+        (Some(&patch[..]), &[][..]),
+        (None, &warnings[..]),
+        (None, &[][..]),
+    ] {
+        let body = response("admission.k8s.io/v1beta1", uid, p, w);
+        let text = std::str::from_utf8(&body).unwrap();
+        let mut want = serde_json::json!({
+            "apiVersion": "admission.k8s.io/v1beta1",
+            "kind": "AdmissionReview",
+            "response": {"uid": uid, "allowed": true}
+        });
+        if let Some(p) = p {
+            want["response"]["patchType"] = "JSONPatch".into();
+            want["response"]["patch"] = base64::engine::general_purpose::STANDARD.encode(p).into();
+        }
+        if !w.is_empty() {
+            want["response"]["warnings"] = serde_json::json!(w);
+        }
+        // Same text as serde's writer (fields in this order), so the same document.
+        assert_eq!(text, serde_json::to_string(&want).unwrap());
+    }
+}
