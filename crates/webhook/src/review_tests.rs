@@ -159,7 +159,7 @@ fn bodies_with_nothing_to_answer_to_are_errors_with_a_reason() {
 fn the_response_is_the_document_serde_would_write() {
     use base64::Engine as _;
     let patch = br#"[{"op":"add","path":"/a~1b","value":"q\"uote"}]"#;
-    let warnings = vec![
+    let warnings = [
         "topoalign: \"quoted\" \\ and\nnewline".to_string(),
         "second ✓".to_string(),
     ];
