@@ -10,6 +10,9 @@ use crate::dra::room::{Room, Supply, Waiting};
 use crate::protocol::MAX_EXTENDER_PRIORITY;
 use crate::score::NEUTRAL_SCORE;
 
+/// The hasher of the priorities' maps (keys are addresses and small tuples made here).
+type Fast = foldhash::fast::FixedState;
+
 /// `(namespace, name)` of a claim or template.
 pub(crate) type ObjKey = (String, String);
 
@@ -207,33 +210,43 @@ pub fn priorities<N: AsRef<str>>(
         .collect();
     let before = |f: &DraFit| (f.capacity_before, f.good_before);
     let after = |f: &DraFit| (f.capacity_after, f.good_after);
-    let room = Room::of(fits.iter().map(|(_, f)| before(f)));
+    // The room is weighed only when something waits or came lately.
+    let weigh = !(waiting.is_empty() && waiting.lately.is_empty());
+    let room = if weigh {
+        Room::of(fits.iter().map(|(_, f)| before(f)))
+    } else {
+        Room::default()
+    };
     // Nodes of one kind with the same devices held share one verdict (one `Arc`, by
     // address here): each distinct verdict is weighed once. Nodes going the same way
-    // (supply before, after) leave the same pods without one.
+    // (supply before, after) leave the same pods without one. (Maps keyed by addresses
+    // and small tuples, with foldhash: SipHash and growth were half of a warm call.)
     let addr = |f: &DraFit| f as *const DraFit as usize;
-    let mut unplaced: HashMap<(Supply, Supply), (usize, usize)> = HashMap::new();
-    let mut distinct: HashMap<usize, Standing> = HashMap::new();
+    let mut unplaced: HashMap<(Supply, Supply), (usize, usize), Fast> = HashMap::default();
+    let mut distinct: HashMap<usize, Standing, Fast> =
+        HashMap::with_capacity_and_hasher(fits.len(), Fast::default());
     for (_, f) in &fits {
         if distinct.contains_key(&addr(f)) {
             continue;
         }
-        let u = if waiting.is_empty() && waiting.lately.is_empty() {
-            (0, 0)
-        } else {
+        let u = if weigh {
             *unplaced.entry((before(f), after(f))).or_insert_with(|| {
                 let (u, rest) = room.with(before(f), after(f)).unplaced_of(waiting.needs());
                 (u, rest.unplaced_of(&waiting.lately).0)
             })
+        } else {
+            (0, 0)
         };
         distinct.insert(addr(f), Standing::of(f, u, foreign));
     }
     let full = distinct.values().any(|s| s.lately > 0);
-    // The steps down the order: the distinct standings, sorted, numbered within their
-    // band.
-    let keys: BTreeSet<(usize, usize, i64, usize)> =
+    // The steps down the order: the distinct standings' keys, sorted and deduplicated,
+    // numbered within their band.
+    let mut keys: Vec<(usize, usize, i64, usize)> =
         distinct.values().map(|s| s.key(full)).collect();
-    let mut steps: HashMap<(usize, usize, i64, usize), i64> = HashMap::new();
+    keys.sort_unstable();
+    keys.dedup();
+    let mut steps: Vec<i64> = Vec::with_capacity(keys.len());
     let (mut band, mut step) = (usize::MAX, 0i64);
     for k in &keys {
         if k.0 != band {
@@ -241,23 +254,27 @@ pub fn priorities<N: AsRef<str>>(
         } else {
             step += 1;
         }
-        steps.insert(*k, step);
+        steps.push(step);
     }
     let bands: &[(i64, i64)] = if foreign {
         &FOREIGN_BANDS
     } else {
         &[(MAX_EXTENDER_PRIORITY, 1)]
     };
-    // Per distinct verdict: its score below the top, and whether it has the best standing.
+    // A distinct verdict's score below the top, its band's top, and whether it has the
+    // best standing.
     let best = keys.first().copied();
-    let scored: HashMap<usize, (i64, i64, bool)> = distinct
-        .iter()
-        .map(|(a, s)| {
-            let (hi, lo) = bands[s.band.min(bands.len() - 1)];
-            let step = steps.get(&s.key(full)).copied().unwrap_or(0);
-            (*a, (hi, (hi - 1 - step).max(lo), Some(s.key(full)) == best))
-        })
-        .collect();
+    let scored = |s: &Standing| -> (i64, i64, bool) {
+        let (hi, lo) = bands[s.band.min(bands.len() - 1)];
+        let key = s.key(full);
+        let step = keys
+            .binary_search(&key)
+            .ok()
+            .and_then(|i| steps.get(i))
+            .copied()
+            .unwrap_or(0);
+        (hi, (hi - 1 - step).max(lo), Some(key) == best)
+    };
     let name = |i: usize| names.get(i).map_or("", |n| n.as_ref());
     let mut scores: Vec<i64> = verdicts
         .iter()
@@ -268,7 +285,7 @@ pub fn priorities<N: AsRef<str>>(
         .collect();
     let mut top: Option<(usize, i64)> = None;
     for (i, f) in &fits {
-        let Some((hi, below, is_best)) = scored.get(&addr(f)).copied() else {
+        let Some((hi, below, is_best)) = distinct.get(&addr(f)).map(scored) else {
             continue;
         };
         scores[*i] = below;
