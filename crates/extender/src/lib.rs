@@ -42,7 +42,9 @@ mod turns;
 #[cfg(feature = "clap")]
 pub use args::{DecideArgs, ExtenderProcess, NodesArgs, ServeArgs};
 pub use dra::foreign::judge_foreign;
-pub use dra::judge::{DraFit, DraVerdict, allocate, judge as judge_claims, judge_with_budget};
+pub use dra::judge::{
+    DraFit, DraVerdict, Held, Holding, allocate, judge as judge_claims, judge_with_budget,
+};
 pub use dra::room::{Need, RECENT, WAITING_LIMIT, Waiting, claim_need};
 pub use dra::shared::DraShared;
 pub use dra::state::DraState;

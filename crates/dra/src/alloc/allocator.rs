@@ -47,6 +47,19 @@ pub struct DeviceId {
     pub device: String,
 }
 
+/// A share of a device that allows multiple allocations which an allocated claim holds:
+/// one `consumedCapacity` entry of its allocation result (capacity name → quantity, as
+/// written: [`NodeDevices::consume_capacity`] refuses one that is no quantity).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Share {
+    /// The shared device.
+    pub device: DeviceId,
+    /// The capacity's name (`dra.cpu/cpu`).
+    pub capacity: String,
+    /// The amount held, as written in the claim (`4`, `1500m`).
+    pub quantity: String,
+}
+
 /// The node's devices as the allocator sees them.
 #[derive(Debug, Clone)]
 pub struct NodeDevices {
@@ -293,6 +306,12 @@ impl SharedHeld {
     /// True when other claims hold nothing shared.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Adds what `other` holds (of the same node's devices): a claim searched after
+    /// another of the same pod sees that one's shares held.
+    pub fn extend(&mut self, other: &SharedHeld) {
+        self.0.extend_from_slice(&other.0);
     }
 }
 
@@ -700,6 +719,19 @@ impl<'a> Search<'a> {
             .collect()
     }
 
+    /// What the chosen devices that allow multiple allocations took of their capacities.
+    fn shares_taken(&self) -> SharedHeld {
+        let mut out = Vec::new();
+        for &(ri, ai, dev, place) in &self.chosen {
+            if !self.node.devices[dev].multi {
+                continue;
+            }
+            let take = &self.plan.reqs[ri][ai].takes[place];
+            out.extend((take.iter().enumerate()).map(|(i, m)| (dev, i, *m)));
+        }
+        SharedHeld(out)
+    }
+
     /// Fills request `ri` with alternative `ai` from its `k`-th device on.
     fn fill(&mut self, ri: usize, ai: Option<usize>, k: usize) -> Option<bool> {
         let plan = self.plan;
@@ -803,6 +835,10 @@ pub struct Found {
     pub steps: u64,
     /// True when the search stopped at the budget without an answer.
     pub gave_up: bool,
+    /// What the solution takes of shared devices (devices that allow multiple
+    /// allocations), for the searches of the pod's next claims
+    /// ([`SharedHeld::extend`]); empty without a solution.
+    pub shares: SharedHeld,
 }
 
 /// A claim worked out once against one node's devices, for a caller that asks it of the
@@ -854,8 +890,19 @@ impl ClaimSearch {
     /// [`NodeDevices::mark_in_use`] of the devices `in_use` marks: on the first selector
     /// that cannot be evaluated on a free device.
     pub fn try_search(&self, in_use: &[bool], budget: u64) -> Result<Found, DraError> {
+        self.try_search_held(in_use, &SharedHeld::default(), budget)
+    }
+
+    /// [`ClaimSearch::try_search`] with what other claims hold of the node's shared
+    /// devices ([`ClaimSearch::search_held`]).
+    pub fn try_search_held(
+        &self,
+        in_use: &[bool],
+        held: &SharedHeld,
+        budget: u64,
+    ) -> Result<Found, DraError> {
         self.plan.first_error(in_use)?;
-        Ok(self.search(in_use, budget))
+        Ok(self.search_held(in_use, held, budget))
     }
 
     /// The devices the claim was prepared against.
@@ -881,6 +928,11 @@ impl ClaimSearch {
             devices: (found == Some(true)).then(|| s.chosen.iter().map(|c| c.2).collect()),
             steps: s.steps,
             gave_up: found.is_none(),
+            shares: if found == Some(true) {
+                s.shares_taken()
+            } else {
+                SharedHeld::default()
+            },
         }
     }
 }

@@ -17,7 +17,8 @@ pub(crate) mod cel;
 
 pub use allocated::AllocatedDevice;
 pub use allocator::{
-    ClaimSearch, DEFAULT_BUDGET, DeviceId, Found, NodeDevices, Outcome, SharedHeld, first_fit,
+    ClaimSearch, DEFAULT_BUDGET, DeviceId, Found, NodeDevices, Outcome, Share, SharedHeld,
+    first_fit,
 };
 pub use capacity::milli_text;
 pub use cel::Selector;

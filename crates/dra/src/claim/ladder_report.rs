@@ -119,6 +119,33 @@ fn with_stand_ins(
     out
 }
 
+/// The shares of devices that allow multiple allocations allocated claims hold: every
+/// `consumedCapacity` entry of `status.allocation.devices.results`, quantities as
+/// written (checked where they are used: [`crate::alloc::NodeDevices::consume_capacity`]).
+pub fn held_shares<'a>(
+    claims: impl IntoIterator<Item = &'a k8s_openapi::api::resource::v1::ResourceClaim>,
+) -> Vec<crate::alloc::Share> {
+    let results = claims
+        .into_iter()
+        .filter_map(|c| c.status.as_ref()?.allocation.as_ref()?.devices.as_ref())
+        .flat_map(|d| d.results.iter().flatten());
+    let mut out = Vec::new();
+    for r in results {
+        for (capacity, q) in r.consumed_capacity.iter().flatten() {
+            out.push(crate::alloc::Share {
+                device: DeviceId {
+                    driver: r.driver.clone(),
+                    pool: r.pool.clone(),
+                    device: r.device.clone(),
+                },
+                capacity: capacity.clone(),
+                quantity: q.0.clone(),
+            });
+        }
+    }
+    out
+}
+
 /// The devices allocated claims hold (`status.allocation.devices.results`).
 pub fn held_devices<'a>(
     claims: impl IntoIterator<Item = &'a k8s_openapi::api::resource::v1::ResourceClaim>,

@@ -21,7 +21,8 @@ pub use cpus::{
 };
 pub use ladder::{LadderSpec, Rung, ladder_claim};
 pub use ladder_report::{
-    LadderInput, LadderPair, NodeLadder, held_devices, ladder_nodes, ladder_report, ladder_reports,
+    LadderInput, LadderPair, NodeLadder, held_devices, held_shares, ladder_nodes, ladder_report,
+    ladder_reports,
 };
 pub use mig::{MigClaimSpec, mig_claim_spec};
 pub use mixed::{MixedClaim, MixedSpec, MixedStrategy, mixed_claim, stand_in_classes};

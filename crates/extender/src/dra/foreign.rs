@@ -29,7 +29,7 @@ use topoalign_dra::foreign::{DeviceRole, ForeignDevice, node_devices, slice_topo
 use topoalign_dra::{DRIVER_NAME, DraError, alloc::DeviceId};
 use topoalign_topology::{Bdf, Classifier};
 
-use crate::dra::judge::{DraFit, DraVerdict, allocate};
+use crate::dra::judge::{DraFit, DraVerdict, Held, allocate};
 #[cfg(test)]
 use crate::dra::verdict::DraNode;
 
@@ -127,18 +127,20 @@ fn capacity(devices: &BTreeMap<DeviceId, ForeignDevice>, used: &BTreeSet<DeviceI
 /// Judges `node` for a pod's claims of other drivers: the allocator's choice on the free
 /// devices (`allocated` taken out), then the class of each GPU it gives to the nearest
 /// NIC it gives (rank 0 PIX … 4 SYS, in GPU address order).
-pub fn judge_foreign(
+pub fn judge_foreign<'a>(
     claims: &[ResourceClaimSpec],
     classes: &[DeviceClass],
     slices: &[ResourceSlice],
     node: &str,
-    allocated: &BTreeSet<DeviceId>,
+    allocated: impl Into<Held<'a>>,
     budget: u64,
 ) -> Result<DraVerdict, DraError> {
-    let chosen = match allocate(claims, classes, slices, node, allocated, budget)? {
+    let held: Held<'a> = allocated.into();
+    let chosen = match allocate(claims, classes, slices, node, held, budget)? {
         Ok(ids) => ids,
         Err(verdict) => return Ok(verdict),
     };
+    let allocated = held.devices;
     let devices = roles_on(slices, node);
     let of_role = |role: DeviceRole| -> Vec<ForeignDevice> {
         chosen

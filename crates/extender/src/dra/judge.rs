@@ -24,7 +24,7 @@ use k8s_openapi::api::resource::v1::{
 };
 use topoalign_dra::{
     DRIVER_NAME, DraError,
-    alloc::{DEFAULT_BUDGET, DeviceId, NodeDevices, first_fit},
+    alloc::{DEFAULT_BUDGET, DeviceId, NodeDevices, Share, first_fit},
 };
 
 use crate::dra::pairs::{DeviceKey, NodePairs};
@@ -36,6 +36,53 @@ pub(crate) fn allocated_ids<'a>(
     claims: impl IntoIterator<Item = &'a ResourceClaim>,
 ) -> BTreeSet<DeviceId> {
     topoalign_dra::claim::held_devices(claims)
+}
+
+/// Shares of devices that allow multiple allocations (dra-driver-cpu's CPU groups) held
+/// by allocated claims: their allocations' `consumedCapacity`.
+pub(crate) fn allocated_shares<'a>(
+    claims: impl IntoIterator<Item = &'a ResourceClaim>,
+) -> Vec<Share> {
+    topoalign_dra::claim::held_shares(claims)
+}
+
+/// What other claims hold on a node, as a judgement reads it: devices (taken whole, but
+/// for devices that allow multiple allocations) and shares of devices that allow
+/// multiple allocations. A set of devices alone converts into one with no shares.
+#[derive(Debug, Clone, Copy)]
+pub struct Held<'a> {
+    /// Devices held.
+    pub devices: &'a BTreeSet<DeviceId>,
+    /// Shares held ([`NodeDevices::consume_capacity`]: a quantity that is not one makes
+    /// the judgement an error, so the node is judged neutral).
+    pub shares: &'a [Share],
+}
+
+impl<'a> From<&'a BTreeSet<DeviceId>> for Held<'a> {
+    fn from(devices: &'a BTreeSet<DeviceId>) -> Self {
+        Held {
+            devices,
+            shares: &[],
+        }
+    }
+}
+
+impl<'a> From<&'a Holding> for Held<'a> {
+    fn from(h: &'a Holding) -> Self {
+        Held {
+            devices: &h.devices,
+            shares: &h.shares,
+        }
+    }
+}
+
+/// [`Held`], owned: what other claims hold, or what an allocation takes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Holding {
+    /// Devices.
+    pub devices: BTreeSet<DeviceId>,
+    /// Shares of devices that allow multiple allocations.
+    pub shares: Vec<Share>,
 }
 
 /// What an allocation on a node would reach and cost, before it is weighed against the
@@ -82,25 +129,45 @@ pub enum DraVerdict {
 }
 
 /// The stock allocator's choice for a pod's claims on `node` (in order; each claim's
-/// devices are taken before the next is allocated): the devices, or the verdict when
-/// some claim cannot be allocated or the search runs out of `budget`.
-pub fn allocate(
+/// devices are taken before the next is allocated) with `allocated` held by other
+/// claims: the devices, or the verdict when some claim cannot be allocated or the
+/// search runs out of `budget`.
+pub fn allocate<'a>(
     claims: &[ResourceClaimSpec],
     classes: &[DeviceClass],
     slices: &[ResourceSlice],
     node: &str,
-    allocated: &BTreeSet<DeviceId>,
+    allocated: impl Into<Held<'a>>,
     budget: u64,
 ) -> Result<Result<BTreeSet<DeviceId>, DraVerdict>, DraError> {
+    Ok(
+        allocate_holding(claims, classes, slices, node, allocated.into(), budget)?
+            .map(|h| h.devices),
+    )
+}
+
+/// [`allocate`], with the shares of devices that allow multiple allocations the
+/// allocation takes (what an allocation assumed holds).
+pub(crate) fn allocate_holding(
+    claims: &[ResourceClaimSpec],
+    classes: &[DeviceClass],
+    slices: &[ResourceSlice],
+    node: &str,
+    allocated: Held<'_>,
+    budget: u64,
+) -> Result<Result<Holding, DraVerdict>, DraError> {
     let mut free = NodeDevices::gather(slices, node)?;
-    free.mark_in_use(allocated);
-    let mut chosen = BTreeSet::new();
+    free.mark_in_use(allocated.devices);
+    for s in allocated.shares {
+        free.consume_capacity(&s.device, &s.capacity, &s.quantity)?;
+    }
+    let mut chosen = Holding::default();
     for (i, claim) in claims.iter().enumerate() {
         let out = first_fit(claim, classes, &free, budget)?;
         let Some(devices) = out.allocation else {
             return Ok(Err(unallocated(i, out.gave_up, budget)));
         };
-        let ids: BTreeSet<DeviceId> = devices
+        let ids: Vec<DeviceId> = devices
             .iter()
             .map(|d| DeviceId {
                 driver: d.driver.clone(),
@@ -108,8 +175,20 @@ pub fn allocate(
                 device: d.device.clone(),
             })
             .collect();
+        // The next claims see this one's devices taken and its shares held.
+        for (id, consumed) in ids.iter().zip(&out.consumed) {
+            for (capacity, quantity) in consumed {
+                free.consume_capacity(id, capacity, quantity)?;
+                chosen.shares.push(Share {
+                    device: id.clone(),
+                    capacity: capacity.clone(),
+                    quantity: quantity.clone(),
+                });
+            }
+        }
+        let ids: BTreeSet<DeviceId> = ids.into_iter().collect();
         free.mark_in_use(&ids);
-        chosen.extend(ids);
+        chosen.devices.extend(ids);
     }
     Ok(Ok(chosen))
 }
@@ -131,25 +210,26 @@ pub(crate) fn unallocated(i: usize, gave_up: bool, budget: u64) -> DraVerdict {
 /// Judges `node` for a pod's claims (in order; each claim's devices are taken before
 /// the next is allocated), given every slice, the device classes, and the devices held
 /// by allocated claims.
-pub fn judge(
+pub fn judge<'a>(
     claims: &[ResourceClaimSpec],
     classes: &[DeviceClass],
     slices: &[ResourceSlice],
     node: &str,
-    allocated: &BTreeSet<DeviceId>,
+    allocated: impl Into<Held<'a>>,
 ) -> Result<DraVerdict, DraError> {
     judge_with_budget(claims, classes, slices, node, allocated, DEFAULT_BUDGET)
 }
 
 /// [`judge`] with the allocator's search bounded by `budget` devices tried per claim.
-pub fn judge_with_budget(
+pub fn judge_with_budget<'a>(
     claims: &[ResourceClaimSpec],
     classes: &[DeviceClass],
     slices: &[ResourceSlice],
     node: &str,
-    allocated: &BTreeSet<DeviceId>,
+    allocated: impl Into<Held<'a>>,
     budget: u64,
 ) -> Result<DraVerdict, DraError> {
+    let allocated = allocated.into();
     let chosen = match allocate(claims, classes, slices, node, allocated, budget)? {
         Ok(ids) => ids,
         Err(verdict) => return Ok(verdict),
@@ -157,7 +237,7 @@ pub fn judge_with_budget(
     let pool = NodePairs::of(slices, node);
     let whole = pool.capacity(&pool.left(std::iter::empty::<&DeviceKey>()));
     Ok(DraVerdict::Fit {
-        fit: fit_of(&pool, allocated, &chosen, whole),
+        fit: fit_of(&pool, allocated.devices, &chosen, whole),
         devices: chosen,
     })
 }

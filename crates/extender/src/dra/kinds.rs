@@ -21,7 +21,7 @@ use topoalign_dra::{
     alloc::{ClaimSearch, DeviceId, NodeDevices},
 };
 
-use crate::dra::judge::{DraVerdict, fit_of, unallocated};
+use crate::dra::judge::{DraVerdict, Held, fit_of, unallocated};
 use crate::dra::pairs::{DeviceKey, NodePairs};
 
 /// The pod's claims prepared against the devices of one node of a kind.
@@ -89,17 +89,26 @@ impl KindPlan {
     }
 
     /// [`crate::dra::judge::judge_with_budget`] of the prepared claims on `node` (of this kind) with
-    /// `allocated` held by other claims.
-    pub(crate) fn judge(
+    /// `allocated` held by other claims: their devices marked in use, their shares of
+    /// devices that allow multiple allocations held, and each claim's devices and shares
+    /// taken before the next is searched.
+    pub(crate) fn judge<'a>(
         &self,
         node: &str,
-        allocated: &BTreeSet<DeviceId>,
+        allocated: impl Into<Held<'a>>,
         budget: u64,
     ) -> Result<DraVerdict, DraError> {
-        let held: BTreeSet<DeviceId> = allocated
-            .iter()
+        let allocated: Held<'a> = allocated.into();
+        let held: BTreeSet<DeviceId> = (allocated.devices.iter())
             .map(|d| rename(d, node, &self.node))
             .collect();
+        let renamed: Vec<(DeviceId, &str, &str)> = (allocated.shares.iter())
+            .map(|s| {
+                let id = rename(&s.device, node, &self.node);
+                (id, s.capacity.as_str(), s.quantity.as_str())
+            })
+            .collect();
+        let mut shares = (self.devices).shared_held(renamed.iter().map(|(d, c, q)| (d, *c, *q)))?;
         let mut in_use = vec![false; self.devices.len()];
         for d in &held {
             if let Some(&p) = self.places.get(d) {
@@ -108,10 +117,11 @@ impl KindPlan {
         }
         let mut chosen = BTreeSet::new();
         for (i, claim) in self.claims.iter().enumerate() {
-            let found = claim.try_search(&in_use, budget)?;
+            let found = claim.try_search_held(&in_use, &shares, budget)?;
             let Some(places) = found.devices else {
                 return Ok(unallocated(i, found.gave_up, budget));
             };
+            shares.extend(&found.shares);
             for p in places {
                 if let Some(flag) = in_use.get_mut(p) {
                     *flag = true;

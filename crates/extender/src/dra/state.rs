@@ -24,9 +24,10 @@ use std::time::Instant;
 use k8s_openapi::api::resource::v1::{
     DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceClaimTemplate, ResourceSlice,
 };
-use topoalign_dra::{DRIVER_NAME, alloc::DEFAULT_BUDGET, alloc::DeviceId};
+use topoalign_dra::{DRIVER_NAME, alloc::DEFAULT_BUDGET, alloc::DeviceId, alloc::Share};
+use topoalign_kube_types::Quantity;
 
-use crate::dra::judge::allocated_ids;
+use crate::dra::judge::{allocated_ids, allocated_shares};
 use crate::dra::verdict::ObjKey;
 use table::NodeTable;
 
@@ -36,6 +37,9 @@ struct ClaimEntry {
     owners: Vec<String>,
     spec: ResourceClaimSpec,
     held: BTreeSet<DeviceId>,
+    /// The shares of devices that allow multiple allocations it holds (its
+    /// allocation's `consumedCapacity`), quantities as written.
+    shares: Vec<Share>,
 }
 
 /// One node's slices (every driver watched), and a revision bumped on every change.
@@ -113,12 +117,24 @@ fn held_fingerprint<'a>(
     h.finish()
 }
 
-/// The fingerprint of the devices held in one pool: their names in order.
-fn held_hash<'a>(devices: impl Iterator<Item = &'a DeviceId>) -> u64 {
+/// The fingerprint of what is held in one pool: the devices' names in order, then the
+/// shares (device name, capacity, quantity) sorted, whichever claims hold them.
+fn held_hash<'a>(
+    devices: impl Iterator<Item = &'a DeviceId>,
+    shares: impl Iterator<Item = &'a Share>,
+) -> u64 {
     let mut h = DefaultHasher::new();
     for d in devices {
         d.device.hash(&mut h);
     }
+    let mut shares: Vec<(&str, &str, &str)> = shares
+        .map(|s| {
+            let d = s.device.device.as_str();
+            (d, s.capacity.as_str(), s.quantity.as_str())
+        })
+        .collect();
+    shares.sort_unstable();
+    shares.hash(&mut h);
     h.finish()
 }
 
@@ -128,8 +144,13 @@ pub struct DraState {
     nodes: NodeTable,
     slice_node: HashMap<String, String>,
     claims: HashMap<ObjKey, ClaimEntry>,
-    /// Devices held by allocated claims (and allocations assumed), by (driver, pool).
-    held: HashMap<(String, String), BTreeMap<DeviceId, ObjKey>>,
+    /// Devices held by allocated claims (and allocations assumed), by (driver, pool),
+    /// with the claims that hold each (several for a device that allows multiple
+    /// allocations).
+    held: HashMap<(String, String), BTreeMap<DeviceId, BTreeSet<ObjKey>>>,
+    /// Shares of devices that allow multiple allocations held by allocated claims (and
+    /// allocations assumed), by (driver, pool), by claim.
+    shares: HashMap<(String, String), BTreeMap<ObjKey, Vec<Share>>>,
     /// Allocations assumed, by pod uid: until when ([`DraState::assume`]).
     assumed: HashMap<String, Instant>,
     /// [`held_hash`] of each pool in `held`.
@@ -159,6 +180,7 @@ impl Default for DraState {
             slice_node: HashMap::new(),
             claims: HashMap::new(),
             held: HashMap::new(),
+            shares: HashMap::new(),
             assumed: HashMap::new(),
             held_hashes: HashMap::new(),
             pool_nodes: HashMap::new(),
@@ -322,13 +344,33 @@ impl DraState {
         }
     }
 
-    /// Sets (or replaces) a claim: its spec, owners and the devices it holds. An
-    /// allocated claim settles the allocations assumed for the pods that own it or that
-    /// it is reserved for ([`DraState::assume`]): its own devices are held now.
+    /// Sets (or replaces) a claim: its spec, owners, the devices it holds and its
+    /// shares of devices that allow multiple allocations. An allocated claim settles the
+    /// allocations assumed for the pods that own it or that it is reserved for
+    /// ([`DraState::assume`]): its own devices are held now.
+    ///
+    /// A share whose quantity is not a quantity (the API server refuses one; a watch
+    /// cache should never hold it) is kept as written and logged here: the claim is
+    /// kept, and every node of that pool is judged neutral (the allocator model refuses
+    /// the share, the verdict names it) until the claim is fixed, rather than judged as
+    /// if the share were free.
     pub fn apply_claim(&mut self, c: &ResourceClaim) {
         let key = key_of(c);
         self.delete_claim(&key);
         let held = allocated_ids([c]);
+        let shares = allocated_shares([c]);
+        for s in &shares {
+            if let Err(e) = s.quantity.parse::<Quantity>() {
+                tracing::warn!(
+                    claim = %format!("{}/{}", key.0, key.1),
+                    device = %s.device.device,
+                    capacity = %s.capacity,
+                    quantity = %s.quantity,
+                    error = %e,
+                    "ResourceClaim consumedCapacity is not a quantity; nodes of its pool are judged neutral until it is fixed"
+                );
+            }
+        }
         let owners: Vec<String> = c
             .metadata
             .owner_references
@@ -351,11 +393,12 @@ impl DraState {
                 owners,
                 spec: c.spec.clone().unwrap_or_default(),
                 held,
+                shares,
             },
         );
     }
 
-    /// Holds a claim's devices and keeps it.
+    /// Holds a claim's devices and shares and keeps it.
     fn hold(&mut self, key: ObjKey, entry: ClaimEntry) {
         let mut pools = BTreeSet::new();
         for d in &entry.held {
@@ -363,7 +406,17 @@ impl DraState {
             self.held
                 .entry(pool.clone())
                 .or_default()
-                .insert(d.clone(), key.clone());
+                .entry(d.clone())
+                .or_default()
+                .insert(key.clone());
+            pools.insert(pool);
+        }
+        for s in &entry.shares {
+            let pool = (s.device.driver.clone(), s.device.pool.clone());
+            (self.shares.entry(pool.clone()).or_default())
+                .entry(key.clone())
+                .or_default()
+                .push(s.clone());
             pools.insert(pool);
         }
         for p in pools {
@@ -372,7 +425,8 @@ impl DraState {
         self.claims.insert(key, entry);
     }
 
-    /// Forgets a claim (its devices become free).
+    /// Forgets a claim (its devices and shares become free; another claim's share of a
+    /// device it shared stays held).
     pub fn delete_claim(&mut self, key: &ObjKey) {
         let Some(old) = self.claims.remove(key) else {
             return;
@@ -381,9 +435,24 @@ impl DraState {
         for d in &old.held {
             let pool = (d.driver.clone(), d.pool.clone());
             if let Some(m) = self.held.get_mut(&pool) {
-                m.remove(d);
+                if let Some(keys) = m.get_mut(d) {
+                    keys.remove(key);
+                    if keys.is_empty() {
+                        m.remove(d);
+                    }
+                }
                 if m.is_empty() {
                     self.held.remove(&pool);
+                }
+            }
+            pools.insert(pool);
+        }
+        for s in &old.shares {
+            let pool = (s.device.driver.clone(), s.device.pool.clone());
+            if let Some(m) = self.shares.get_mut(&pool) {
+                m.remove(key);
+                if m.is_empty() {
+                    self.shares.remove(&pool);
                 }
             }
             pools.insert(pool);
@@ -393,11 +462,28 @@ impl DraState {
         }
     }
 
+    /// [`held_hash`] of what claims other than `skip`'s hold in `pool` (`None`: nothing
+    /// held there at all).
+    fn pool_hash(&self, pool: &(String, String), skip: &BTreeSet<ObjKey>) -> Option<u64> {
+        let devices = self.held.get(pool);
+        let shares = self.shares.get(pool);
+        if devices.is_none() && shares.is_none() {
+            return None;
+        }
+        let devices = (devices.into_iter().flatten())
+            .filter(|(_, keys)| keys.iter().any(|k| !skip.contains(k)))
+            .map(|(d, _)| d);
+        let shares = (shares.into_iter().flatten())
+            .filter(|(k, _)| !skip.contains(*k))
+            .flat_map(|(_, v)| v);
+        Some(held_hash(devices, shares))
+    }
+
     /// Recomputes one pool's [`held_hash`] and its nodes' fingerprints.
     fn rehash_held(&mut self, pool: (String, String)) {
-        match self.held.get(&pool) {
-            Some(m) => {
-                self.held_hashes.insert(pool.clone(), held_hash(m.keys()));
+        match self.pool_hash(&pool, &BTreeSet::new()) {
+            Some(h) => {
+                self.held_hashes.insert(pool.clone(), h);
             }
             None => {
                 self.held_hashes.remove(&pool);

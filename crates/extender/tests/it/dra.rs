@@ -322,3 +322,76 @@ async fn gpu_and_nic_claims_of_other_drivers_are_judged_over_http() {
     tx.send(()).unwrap();
     server.await.unwrap().unwrap();
 }
+
+/// A claim of dra-driver-cpu's CPUs held by another pod: allocated `cpus` CPUs of
+/// `node`'s grouped CPU device of NUMA node `numa`.
+fn cpu_share_claim(name: &str, node: &str, numa: u32, cpus: usize) -> ResourceClaim {
+    serde_json::from_value(json!({
+        "metadata": {"namespace": "ns", "name": name},
+        "spec": {},
+        "status": {"allocation": {"devices": {"results": [{
+            "request": "cpus", "driver": "dra.cpu", "pool": node,
+            "device": format!("cpudevnuma{numa:03}"),
+            "consumedCapacity": {"dra.cpu/cpu": cpus.to_string()},
+        }]}}},
+    }))
+    .unwrap()
+}
+
+/// Pods asking CPUs beside their pairs (`claims --cpus`) through the HTTP filter: a
+/// node whose CPU groups other pods' claims have used up is filtered, and passes again
+/// once a share is released.
+#[tokio::test]
+async fn cpu_groups_used_up_by_other_claims_filter_the_node_over_http() {
+    use topoalign_dra::claim::{CpuClaim, CpuMode, CpuRelease, cpu_device_class, cpu_slices};
+    let app = bare_app();
+    let topo = topoalign_profiles::get("dgx-h100").unwrap();
+    let per_group = |numa: usize| topo.numa[numa].cpus.len();
+    {
+        let mut st = app.dra.write();
+        st.apply_class(&cpu_device_class("dra.cpu"));
+        for node in ["a", "b"] {
+            for s in resource_slices(&topo, node, &PublishOptions::default()).unwrap() {
+                st.apply_slice(&s);
+            }
+            for s in cpu_slices(&topo, node, CpuMode::Grouped, CpuRelease::Main).unwrap() {
+                st.apply_slice(&s);
+            }
+        }
+        let mut spec = ClaimSpec::pairs(2);
+        spec.cpus = Some(CpuClaim::new(16));
+        let mut t = claim_template(&spec).unwrap();
+        t.metadata.name = Some("cpus-16".into());
+        t.metadata.namespace = Some("ns".into());
+        st.apply_template(&t);
+        // Node a: NUMA 0's CPUs all taken, NUMA 1's all but 8 (fewer than 16).
+        st.apply_claim(&cpu_share_claim("full0", "a", 0, per_group(0)));
+        st.apply_claim(&cpu_share_claim("most1", "a", 1, per_group(1) - 8));
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(serve(listener, app.clone(), async move {
+        let _ = rx.await;
+    }));
+    let filter = || async {
+        let (code, body) = http(addr, "POST", "/filter", args_on("cpus-16", &["a", "b"])).await;
+        assert_eq!(code, 200, "{body}");
+        serde_json::from_str::<Value>(&body).unwrap()
+    };
+    let r = filter().await;
+    assert_eq!(r["NodeNames"], json!(["b"]), "{r}");
+    assert!(
+        r["FailedNodes"]["a"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be allocated"),
+        "{r}"
+    );
+    // NUMA 1's big share released: 16 CPUs fit there, beside NUMA 1's pairs.
+    app.dra.write().delete_claim(&("ns".into(), "most1".into()));
+    let r = filter().await;
+    assert_eq!(r["NodeNames"], json!(["a", "b"]), "{r}");
+    tx.send(()).unwrap();
+    server.await.unwrap().unwrap();
+}

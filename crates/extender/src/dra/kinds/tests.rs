@@ -14,7 +14,7 @@ use topoalign_dra::{
 use topoalign_rng::Rng;
 
 use super::*;
-use crate::dra::judge::judge_with_budget;
+use crate::dra::judge::{Held, judge_with_budget};
 
 const PROFILES: [&str; 3] = ["mi300x-8", "gb300-4", "dgx-h100"];
 /// Names of one kind, some the start of another's.
@@ -159,4 +159,90 @@ fn pools_are_renamed_only_where_they_start_with_the_node() {
     assert_eq!(rename_pool("n1-extra", "n1", "b"), "b-extra");
     assert_eq!(rename_pool("shared", "n1", "b"), "shared");
     assert_eq!(rename_pool("n1", "n1", "n1"), "n1");
+}
+
+/// Claims with CPUs of dra-driver-cpu's grouped devices beside the pairs, with other
+/// claims' shares of the CPU groups held (some no quantity): the plan judges as the
+/// plain way, and the shares decide some verdicts (a pod's later claim also sees its
+/// earlier claims' shares).
+#[test]
+fn a_kinds_plan_holds_other_claims_cpu_shares_as_the_plain_way() {
+    use topoalign_dra::alloc::Share;
+    use topoalign_dra::claim::{
+        CPU_DRIVER, CpuClaim, CpuMode, CpuRelease, CpuShape, cpu_device_class, cpu_slices,
+    };
+    let topo = topoalign_profiles::get("dgx-h100").unwrap();
+    let node_slices = |node: &str| {
+        let mut sl = slices("dgx-h100", node, &BTreeSet::new());
+        sl.extend(cpu_slices(&topo, node, CpuMode::Grouped, CpuRelease::Main).unwrap());
+        sl
+    };
+    let mut classes = device_classes();
+    classes.push(cpu_device_class("dra.cpu"));
+    let per_group = topo.numa[0].cpus.len() as u32;
+    let mut rng = Rng::new(33);
+    let (mut fits, mut rejects, mut errors, mut decided_by_shares) = (0, 0, 0, 0);
+    for round in 0..60 {
+        let claims: Vec<ResourceClaimSpec> = (0..1 + rng.below(2))
+            .map(|_| {
+                let pairs = 1 + rng.below(4) as u32;
+                let mut c = ClaimSpec::pairs(pairs);
+                c.cpus = Some(CpuClaim {
+                    shape: [CpuShape::PerGpu, CpuShape::OneNode][rng.below(2)],
+                    ..CpuClaim::new(pairs * (1 + rng.below(per_group as usize / 2) as u32))
+                });
+                claim_spec(&c).unwrap()
+            })
+            .collect();
+        let first = NAMES[rng.below(NAMES.len())];
+        let plan = KindPlan::new(&claims, &classes, &node_slices(first), first)
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        for node in NAMES {
+            let sl = node_slices(node);
+            let mut shares: Vec<Share> = Vec::new();
+            for numa in 0..2u32 {
+                for _ in 0..rng.below(3) {
+                    let quantity = if rng.below(40) == 0 {
+                        "lots".to_string()
+                    } else {
+                        rng.below(per_group as usize / 2 + 1).to_string()
+                    };
+                    shares.push(Share {
+                        device: DeviceId {
+                            driver: CPU_DRIVER.into(),
+                            pool: node.into(),
+                            device: format!("cpudevnuma{numa:03}"),
+                        },
+                        capacity: "dra.cpu/cpu".into(),
+                        quantity,
+                    });
+                }
+            }
+            let none = BTreeSet::new();
+            let held = Held {
+                devices: &none,
+                shares: &shares,
+            };
+            let want = judge_with_budget(&claims, &classes, &sl, node, held, DEFAULT_BUDGET);
+            let got = plan.judge(node, held, DEFAULT_BUDGET);
+            assert_eq!(
+                format!("{got:?}"),
+                format!("{want:?}"),
+                "round {round}: prepared on {first}, judged on {node}, shares {shares:?}"
+            );
+            let free = judge_with_budget(&claims, &classes, &sl, node, &none, DEFAULT_BUDGET);
+            if format!("{free:?}") != format!("{want:?}") {
+                decided_by_shares += 1;
+            }
+            match want {
+                Ok(DraVerdict::Fit { .. }) => fits += 1,
+                Ok(_) => rejects += 1,
+                Err(_) => errors += 1,
+            }
+        }
+    }
+    assert!(
+        fits > 20 && rejects > 20 && errors > 0 && decided_by_shares > 20,
+        "fits {fits}, rejects {rejects}, errors {errors}, changed by shares {decided_by_shares}"
+    );
 }

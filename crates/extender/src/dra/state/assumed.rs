@@ -12,12 +12,10 @@
 //! is reserved for it is seen allocated (then that claim holds the real devices, wherever
 //! the scheduler put them), the pod is judged again, or [`ASSUME_FOR`] passes.
 
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use topoalign_dra::alloc::DeviceId;
-
 use super::{ClaimEntry, DraState};
+use crate::dra::judge::Holding;
 use crate::dra::verdict::ObjKey;
 
 /// How long an assumed allocation is held at most: far longer than a binding cycle
@@ -39,11 +37,11 @@ pub(super) fn is_assumed_key(key: &ObjKey) -> bool {
 }
 
 impl DraState {
-    /// Holds `devices` for the pod of `uid` until `until` (replacing what was assumed
-    /// for it).
-    pub fn assume(&mut self, uid: &str, devices: BTreeSet<DeviceId>, until: Instant) {
+    /// Holds `taking` (devices, and shares of devices that allow multiple allocations)
+    /// for the pod of `uid` until `until` (replacing what was assumed for it).
+    pub fn assume(&mut self, uid: &str, taking: Holding, until: Instant) {
         self.forget_assumed(uid);
-        if devices.is_empty() {
+        if taking.devices.is_empty() && taking.shares.is_empty() {
             return;
         }
         self.assumed.insert(uid.to_string(), until);
@@ -52,7 +50,8 @@ impl DraState {
             ClaimEntry {
                 owners: vec![uid.to_string()],
                 spec: Default::default(),
-                held: devices,
+                held: taking.devices,
+                shares: taking.shares,
             },
         );
     }

@@ -1,5 +1,5 @@
 //! What one node's judgement needs, gathered under the state's lock and run with none
-//! held: the devices other claims hold, the verdict cache keys, the job.
+//! held: the devices and shares other claims hold, the verdict cache keys, the job.
 
 use std::collections::BTreeSet;
 use std::collections::hash_map::DefaultHasher;
@@ -9,25 +9,30 @@ use std::sync::Arc;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use topoalign_dra::alloc::DeviceId;
 
-use super::{DraState, NodeSlices, held_fingerprint, held_hash};
+use super::{DraState, NodeSlices, held_fingerprint};
 use crate::dra::foreign::judge_foreign;
-use crate::dra::judge::{DraVerdict, allocate, judge_with_budget};
+use crate::dra::judge::{DraVerdict, Holding, allocate_holding, judge_with_budget};
 use crate::dra::kinds::KindPlans;
 use crate::dra::verdict::{DraNeutral, DraNode, ObjKey, Resolved};
 
 impl DraState {
-    /// The devices other claims hold on the node's pools (the pod's own claims' devices
-    /// are not taken from it).
-    fn taken(&self, ns: &NodeSlices, own: &BTreeSet<ObjKey>) -> BTreeSet<DeviceId> {
-        ns.pools
-            .iter()
+    /// The devices and shares other claims hold on the node's pools (the pod's own
+    /// claims' are not taken from it).
+    fn taken(&self, ns: &NodeSlices, own: &BTreeSet<ObjKey>) -> Holding {
+        let devices: BTreeSet<DeviceId> = (ns.pools.iter())
             .filter_map(|p| self.held.get(p))
             .flat_map(|m| {
                 m.iter()
-                    .filter(|(_, k)| !own.contains(*k))
+                    .filter(|(_, keys)| keys.iter().any(|k| !own.contains(k)))
                     .map(|(d, _)| d.clone())
             })
-            .collect()
+            .collect();
+        let shares = (ns.pools.iter())
+            .filter_map(|p| self.shares.get(p))
+            .flat_map(|m| m.iter().filter(|(k, _)| !own.contains(*k)))
+            .flat_map(|(_, v)| v.iter().cloned())
+            .collect();
+        Holding { devices, shares }
     }
 
     /// The pools in which the pod's own claims hold devices (usually none).
@@ -80,20 +85,14 @@ impl DraState {
         if !claims.foreign && ns.ours == 0 {
             return Keyed::Done(DraNode::Neutral(DraNeutral::NoSlices));
         }
-        // The pod's own claims' devices are not held from it: the pools where they are
-        // (rarely any) are fingerprinted without them.
+        // The pod's own claims' devices and shares are not held from it: the pools where
+        // they are (rarely any) are fingerprinted without them.
         let held = if own_pools.is_empty() {
             ns.held
         } else {
             held_fingerprint(&ns.pools, |p| {
                 if own_pools.contains(p) {
-                    self.held.get(p).map(|m| {
-                        held_hash(
-                            m.iter()
-                                .filter(|(_, k)| !claims.own.contains(*k))
-                                .map(|(d, _)| d),
-                        )
-                    })
+                    self.pool_hash(p, &claims.own)
                 } else {
                     self.held_hashes.get(p).copied()
                 }
@@ -181,7 +180,8 @@ pub(crate) struct Job {
     node: String,
     slices: Arc<Vec<ResourceSlice>>,
     classes: Arc<Vec<DeviceClass>>,
-    taken: BTreeSet<DeviceId>,
+    /// What other claims hold on the node: devices and shares.
+    taken: Holding,
     budget: u64,
 }
 
@@ -191,18 +191,18 @@ pub(crate) enum Gathered {
 }
 
 impl Job {
-    /// The devices the stock allocator gives the pod's claims on the node (`None`: it
-    /// gives none, or the search ran out).
-    pub(crate) fn allocation(&self, claims: &Resolved) -> Option<BTreeSet<DeviceId>> {
-        match allocate(
+    /// The devices and shares the stock allocator gives the pod's claims on the node
+    /// (`None`: it gives none, or the search ran out).
+    pub(crate) fn allocation(&self, claims: &Resolved) -> Option<Holding> {
+        match allocate_holding(
             &claims.specs,
             &self.classes,
             &self.slices,
             &self.node,
-            &self.taken,
+            (&self.taken).into(),
             self.budget,
         ) {
-            Ok(Ok(devices)) => Some(devices),
+            Ok(Ok(taking)) => Some(taking),
             _ => None,
         }
     }
@@ -224,19 +224,13 @@ impl Job {
         let verdict = match plan {
             Some(plan) => plan.judge(&self.node, &self.taken, self.budget),
             None => {
-                let judge = if claims.foreign {
-                    judge_foreign
+                let (specs, classes) = (&claims.specs, &self.classes);
+                let (slices, node, budget) = (&self.slices, &self.node, self.budget);
+                if claims.foreign {
+                    judge_foreign(specs, classes, slices, node, &self.taken, budget)
                 } else {
-                    judge_with_budget
-                };
-                judge(
-                    &claims.specs,
-                    &self.classes,
-                    &self.slices,
-                    &self.node,
-                    &self.taken,
-                    self.budget,
-                )
+                    judge_with_budget(specs, classes, slices, node, &self.taken, budget)
+                }
             }
         };
         match verdict {

@@ -576,3 +576,195 @@ fn cpu_claims_and_extended_pods_are_judged_on_the_calls_path() {
         );
     }
 }
+
+/// Another pod's claim `ns/name`, allocated a share of `cpus` CPUs of dgx-h100 `n1`'s
+/// grouped CPU device of NUMA node `numa` (dra-driver-cpu's `consumedCapacity`).
+fn cpu_share(name: &str, numa: u32, cpus: &str) -> ResourceClaim {
+    serde_json::from_value(json!({
+        "metadata": {"namespace": "ns", "name": name,
+                     "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "q", "uid": format!("uid-{name}")}]},
+        "spec": {},
+        "status": {"allocation": {"devices": {"results": [{
+            "request": "cpus", "driver": "dra.cpu", "pool": "n1",
+            "device": format!("cpudevnuma{numa:03}"),
+            "consumedCapacity": {"dra.cpu/cpu": cpus},
+        }]}}},
+    }))
+    .unwrap()
+}
+
+/// CPUs in `n1`'s grouped CPU device of NUMA node `numa`.
+fn group_cpus(st: &DraState, numa: u32) -> i64 {
+    let name = format!("cpudevnuma{numa:03}");
+    let d = (st.nodes["n1"].slices.iter())
+        .flat_map(|s| s.spec.devices.iter().flatten())
+        .find(|d| d.name == name)
+        .unwrap();
+    d.capacity.as_ref().unwrap()["dra.cpu/cpu"]
+        .value
+        .0
+        .parse()
+        .unwrap()
+}
+
+/// The CPU group the stock allocator gives the pod's claims on `n1` (`None`: no fit).
+fn cpu_group_given(shared: &DraShared, r: &Resolved) -> Option<String> {
+    let Gathered::Job(job) = shared.read().gather(r, "n1") else {
+        panic!("nothing to judge")
+    };
+    let taking = job.allocation(r)?;
+    let groups: Vec<String> = (taking.devices.iter())
+        .filter(|d| d.driver == "dra.cpu")
+        .map(|d| d.device.clone())
+        .collect();
+    assert_eq!(groups.len(), 1, "{taking:?}");
+    Some(groups[0].clone())
+}
+
+/// The verdict of `n1` for the pod through the call's path (verdict cache, kind plans).
+fn visit_n1(shared: &DraShared, r: &Resolved) -> DraNode {
+    let mut out = Vec::new();
+    shared.visit(r, &["n1"], None, |_, _, v| out.push(v.clone()));
+    out.remove(0)
+}
+
+/// Other claims' shares of the CPU groups count against a pod asking CPUs: a fully
+/// consumed NUMA 0 group steers its CPUs (and pairs) to NUMA 1, both consumed reject the
+/// node, and each release is seen at once (the verdict cache keys follow the shares,
+/// also when a second claim shares a group the first already holds a share of).
+#[test]
+fn cpu_shares_of_other_claims_are_held_and_released() {
+    let shared = DraShared::new();
+    cpu_state(&mut shared.write());
+    let p = pod(json!([{"name": "c", "resourceClaimName": "c"}]), json!([]));
+    let PodClaims::Judge(r) = shared.resolve(&p) else {
+        panic!()
+    };
+    let (c0, c1) = {
+        let st = shared.read();
+        (group_cpus(&st, 0), group_cpus(&st, 1))
+    };
+    assert!(matches!(visit_n1(&shared, &r), DraNode::Fit(_)));
+    assert_eq!(
+        cpu_group_given(&shared, &r).as_deref(),
+        Some("cpudevnuma000")
+    );
+
+    // NUMA 0's CPUs all taken by another pod: the pod's CPUs go to NUMA 1.
+    shared
+        .write()
+        .apply_claim(&cpu_share("full0", 0, &c0.to_string()));
+    assert!(matches!(visit_n1(&shared, &r), DraNode::Fit(_)));
+    assert_eq!(
+        cpu_group_given(&shared, &r).as_deref(),
+        Some("cpudevnuma001")
+    );
+
+    // NUMA 1 filled by two claims: the first leaves 8 CPUs (fewer than the 16 asked)...
+    shared
+        .write()
+        .apply_claim(&cpu_share("most1", 1, &(c1 - 8).to_string()));
+    let v = visit_n1(&shared, &r);
+    assert!(
+        matches!(&v, DraNode::Reject(m) if m.contains("claim 0")),
+        "{v:?}"
+    );
+    // ... released, the node fits again (the cached rejection is not reused) ...
+    shared.write().delete_claim(&("ns".into(), "most1".into()));
+    assert!(matches!(visit_n1(&shared, &r), DraNode::Fit(_)));
+    // ... a small share first, then a second claim on the same group: the devices held
+    // are the same, only the shares differ, and the verdict follows them.
+    shared.write().apply_claim(&cpu_share("some1", 1, "4"));
+    assert!(matches!(visit_n1(&shared, &r), DraNode::Fit(_)));
+    shared
+        .write()
+        .apply_claim(&cpu_share("most1", 1, &(c1 - 8).to_string()));
+    assert!(matches!(visit_n1(&shared, &r), DraNode::Reject(_)));
+    // Deleting one of the two claims sharing the group keeps the other's share: 8 CPUs
+    // left, still too few.
+    shared.write().delete_claim(&("ns".into(), "some1".into()));
+    let v = visit_n1(&shared, &r);
+    assert!(matches!(&v, DraNode::Reject(_)), "{v:?}");
+    assert_eq!(shared.read().judge_node(&r, "n1"), v);
+    // NUMA 0 released: back to it.
+    shared.write().delete_claim(&("ns".into(), "full0".into()));
+    assert!(matches!(visit_n1(&shared, &r), DraNode::Fit(_)));
+    assert_eq!(
+        cpu_group_given(&shared, &r).as_deref(),
+        Some("cpudevnuma000")
+    );
+}
+
+/// The pod's own claim, allocated with a share already (scheduled again), does not hold
+/// its share against itself; an allocation assumed for a pod holds its CPU share
+/// against the next pod.
+#[test]
+fn own_shares_are_not_held_and_assumed_shares_are() {
+    let shared = DraShared::new();
+    let spec = cpu_state(&mut shared.write());
+    let p = pod(json!([{"name": "c", "resourceClaimName": "c"}]), json!([]));
+    let PodClaims::Judge(r) = shared.resolve(&p) else {
+        panic!()
+    };
+    let (c0, c1) = {
+        let st = shared.read();
+        (group_cpus(&st, 0), group_cpus(&st, 1))
+    };
+    shared
+        .write()
+        .apply_claim(&cpu_share("full0", 0, &c0.to_string()));
+    shared
+        .write()
+        .apply_claim(&cpu_share("most1", 1, &(c1 - 16).to_string()));
+    // The pod's own claim holds 16 CPUs of NUMA 1 (allocated earlier): they are its own.
+    let mut mine = cpu_share("c", 1, "16");
+    mine.metadata.owner_references.as_mut().unwrap()[0].uid = "u1".into();
+    mine.spec = Some(spec);
+    shared.write().apply_claim(&mine);
+    assert!(matches!(visit_n1(&shared, &r), DraNode::Fit(_)));
+    // Not allocated yet: the stock allocator gives 16 CPUs of NUMA 1, assumed for pod u1
+    // until its claim is seen allocated; they are held (the assumption is not one of the
+    // pod's claims: a pod judged again forgets its own assumption first).
+    let spec = mine.spec.clone().unwrap();
+    shared
+        .write()
+        .apply_claim(&claim("ns", "c", "u1", spec, "n1", &[]));
+    assert!(matches!(visit_n1(&shared, &r), DraNode::Fit(_)));
+    shared.assume("u1", &r, "n1", std::time::Instant::now());
+    let st = shared.read();
+    assert!(st.is_assumed("u1"));
+    // Per GPU 8 CPUs, on NUMA 1's group.
+    let assumed: Vec<&Share> = (st.shares.values().flat_map(|m| m.iter()))
+        .filter(|(k, _)| assumed::is_assumed_key(k))
+        .flat_map(|(_, v)| v)
+        .collect();
+    let on_numa1: i64 = (assumed.iter())
+        .filter(|s| s.device.device == "cpudevnuma001")
+        .map(|s| s.quantity.parse::<i64>().unwrap())
+        .sum();
+    assert_eq!((assumed.len(), on_numa1), (2, 16), "{assumed:?}");
+    assert!(matches!(st.judge_node(&r, "n1"), DraNode::Reject(_)));
+}
+
+/// A share whose quantity is not one: no panic, the claim is kept, the node is judged
+/// neutral (naming the share) on both judging paths, and fixed, judged again.
+#[test]
+fn a_share_that_is_no_quantity_makes_the_node_neutral() {
+    let shared = DraShared::new();
+    cpu_state(&mut shared.write());
+    let p = pod(json!([{"name": "c", "resourceClaimName": "c"}]), json!([]));
+    let PodClaims::Judge(r) = shared.resolve(&p) else {
+        panic!()
+    };
+    shared.write().apply_claim(&cpu_share("bad", 0, "lots"));
+    assert_eq!(shared.read().claim_count(), 2);
+    for v in [visit_n1(&shared, &r), shared.read().judge_node(&r, "n1")] {
+        assert!(
+            matches!(&v, DraNode::Neutral(DraNeutral::Error(m))
+                if m.contains("dra.cpu/cpu") && m.contains("cpudevnuma000")),
+            "{v:?}"
+        );
+    }
+    shared.write().apply_claim(&cpu_share("bad", 0, "8"));
+    assert!(matches!(visit_n1(&shared, &r), DraNode::Fit(_)));
+}
