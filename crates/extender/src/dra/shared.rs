@@ -21,7 +21,8 @@ use crate::dra::verdict::{DraNeutral, DraNode, PodClaims, Resolved, shareable};
 const CACHE_LIMIT: usize = 100_000;
 
 /// Verdicts by (claims, node fingerprint), shared with the calls that read them.
-type VerdictMap = HashMap<(u64, u64), Arc<DraNode>>;
+/// (The keys are hashes already: foldhash spreads them as well as SipHash, faster.)
+type VerdictMap = HashMap<(u64, u64), Arc<DraNode>, foldhash::fast::FixedState>;
 
 /// The DRA state shared by the watchers and the handlers, its readiness, a verdict
 /// cache keyed by (claims, node fingerprint): nodes of one kind (the same slices but for
@@ -48,7 +49,7 @@ impl DraShared {
         DraShared {
             state: RwLock::new(DraState::default()),
             ready: AtomicBool::new(true),
-            cache: Mutex::new(HashMap::new()),
+            cache: Mutex::new(HashMap::default()),
             pending: Mutex::new(PendingPods::default()),
         }
     }
@@ -197,7 +198,8 @@ impl DraShared {
                     match k {
                         Keyed::Done(v) => verdicts[i] = Some(Arc::new(v)),
                         Keyed::Keys(k) => {
-                            let hit = cache.get(&k.shared).or_else(|| cache.get(&k.own));
+                            let hit = (cache.get(&k.shared))
+                                .or_else(|| cache.get(&k.own(names[i].as_ref())));
                             match hit {
                                 Some(v) => verdicts[i] = Some(v.clone()),
                                 None => misses.push((i, k)),
@@ -235,7 +237,7 @@ impl DraShared {
                 }
                 fresh.push((job.keys.shared, judged));
             } else {
-                fresh.push((job.keys.own, judged));
+                fresh.push((job.keys.own(names[*first].as_ref()), judged));
                 alone.extend(others.iter().copied());
             }
         }
@@ -258,7 +260,7 @@ impl DraShared {
                         let key = if shareable(&v) {
                             job.keys.shared
                         } else {
-                            job.keys.own
+                            job.keys.own(names[i].as_ref())
                         };
                         let v = Arc::new(v);
                         fresh.push((key, v.clone()));

@@ -101,11 +101,9 @@ impl DraState {
         let mut h = DefaultHasher::new();
         (ns.kind, self.classes_rev, self.budget, held).hash(&mut h);
         let kind = h.finish();
-        let mut h = DefaultHasher::new();
-        (kind, node, ns.rev).hash(&mut h);
         Keyed::Keys(Keys {
             shared: (claims.hash, kind),
-            own: (claims.hash, h.finish()),
+            rev: ns.rev,
         })
     }
 
@@ -160,9 +158,19 @@ pub(crate) struct Keys {
     /// Shared by the nodes of one kind with the same devices held ([`crate::dra::verdict::shareable`]
     /// verdicts).
     pub(crate) shared: (u64, u64),
-    /// The node's own (its name and slice revision too): verdicts that name what they
-    /// could not read.
-    pub(crate) own: (u64, u64),
+    /// The node's slice revision, for [`Keys::own`].
+    pub(crate) rev: u64,
+}
+
+impl Keys {
+    /// The node's own key (its name and slice revision too): verdicts that name what
+    /// they could not read. Worked out only when the shared key misses (hashing every
+    /// candidate's name was a tenth of a warm call).
+    pub(crate) fn own(&self, node: &str) -> (u64, u64) {
+        let mut h = DefaultHasher::new();
+        (self.shared.1, node, self.rev).hash(&mut h);
+        (self.shared.0, h.finish())
+    }
 }
 
 #[derive(Debug)]
