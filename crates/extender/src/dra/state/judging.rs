@@ -53,7 +53,7 @@ impl DraState {
         node: &str,
         own_pools: &BTreeSet<(String, String)>,
     ) -> Keyed {
-        self.keys_of(claims, node, self.nodes.get(node), own_pools)
+        self.keys_of(claims, self.nodes.get(node), own_pools)
     }
 
     /// [`DraState::keys`] of every node in `names`, in order: the nodes looked up all
@@ -64,18 +64,16 @@ impl DraState {
         names: &[N],
         own_pools: &BTreeSet<(String, String)>,
     ) -> Vec<Keyed> {
-        names
-            .iter()
-            .zip(self.nodes.find_many(names))
-            .map(|(n, ns)| self.keys_of(claims, n.as_ref(), ns, own_pools))
+        (self.nodes.find_many(names).into_iter())
+            .map(|ns| self.keys_of(claims, ns, own_pools))
             .collect()
     }
 
-    /// [`DraState::keys`] of `node`, whose entry is `ns`.
+    /// [`DraState::keys`] of the node whose entry is `ns` (its own key, which names it,
+    /// is [`Keys::own`]).
     fn keys_of(
         &self,
         claims: &Resolved,
-        node: &str,
         ns: Option<&NodeSlices>,
         own_pools: &BTreeSet<(String, String)>,
     ) -> Keyed {
