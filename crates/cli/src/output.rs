@@ -23,27 +23,6 @@ pub(crate) fn print_structured<T: Serialize>(value: &T, format: Format) -> anyho
     write_stdout(&text)
 }
 
-/// Prints `value` as JSON or YAML with the MIG instances appended as its `mig` list; with
-/// no instances exactly [`print_structured`]'s document.
-pub(crate) fn print_structured_with_mig<T: Serialize>(
-    value: &T,
-    mig: &[topoalign_render::MigRow],
-    format: Format,
-) -> anyhow::Result<()> {
-    if mig.is_empty() {
-        return print_structured(value, format);
-    }
-    let mut doc = serde_json::to_value(value).context("encoding the document")?;
-    let list = serde_json::to_value(mig).context("encoding the MIG instances")?;
-    match doc.as_object_mut() {
-        Some(map) => {
-            map.insert("mig".to_string(), list);
-        }
-        None => anyhow::bail!("the document is not an object: cannot add its MIG instances"),
-    }
-    print_structured(&doc, format)
-}
-
 /// Prints `docs` as one YAML stream (`---` between documents).
 pub(crate) fn print_yaml_stream<T: Serialize>(docs: &[T]) -> anyhow::Result<()> {
     let docs = docs.iter().map(serde_saphyr::to_string);

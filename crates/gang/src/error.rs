@@ -9,6 +9,15 @@ use topoalign_fabric::{DocumentError, KeyError};
 /// job into manifests.
 #[derive(Debug, Error)]
 pub enum GangError {
+    /// A job or node file that cannot be read.
+    #[error("reading {file}")]
+    Read {
+        /// The file.
+        file: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// The file is not YAML or JSON, or a field does not read.
     #[error(transparent)]
     Document(#[from] DocumentError),

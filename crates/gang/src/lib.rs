@@ -12,6 +12,7 @@
 
 mod claim;
 mod error;
+mod files;
 mod fleet;
 mod job;
 mod kai;
@@ -23,6 +24,7 @@ mod volcano;
 
 pub use claim::gang_claim_template;
 pub use error::GangError;
+pub use files::read_job;
 pub use fleet::{FleetNode, parse_nodes};
 pub use job::{DEFAULT_IMAGE, check_fits};
 pub use job::{Job, Mode, fit_fleet, parse_job};

@@ -83,6 +83,13 @@ pub struct Manifests {
     pub summary: Summary,
 }
 
+impl Manifests {
+    /// The objects as one `v1` List (`-o json`).
+    pub fn list(&self) -> serde_json::Value {
+        serde_json::json!({"apiVersion": "v1", "kind": "List", "items": self.objects})
+    }
+}
+
 fn object_name(v: &serde_json::Value) -> String {
     format!(
         "{}/{}",

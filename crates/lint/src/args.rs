@@ -83,3 +83,70 @@ mod tests {
         assert!(parse_args(&["lint"]).is_err(), "a file is required");
     }
 }
+
+/// A manifest file (or stdin) that cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("reading {what}")]
+pub struct InputError {
+    /// `manifests from stdin`, or the file.
+    pub what: String,
+    /// Why.
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl LintArgs {
+    /// Each file's name and text, in order (`-`: stdin), as one input: a pod's claim may
+    /// be in another file.
+    pub fn read_files(&self) -> Result<Vec<(&str, String)>, InputError> {
+        let read = |file: &str| {
+            let mut s = String::new();
+            let (what, r) = match file {
+                "-" => ("manifests from stdin".to_string(), {
+                    std::io::Read::read_to_string(&mut std::io::stdin(), &mut s).map(|_| ())
+                }),
+                f => (f.to_string(), std::fs::read_to_string(f).map(|t| s = t)),
+            };
+            r.map(|()| s).map_err(|source| InputError { what, source })
+        };
+        (self.files.iter())
+            .map(|f| Ok((f.as_str(), read(f)?)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod input_tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: LintArgs,
+    }
+
+    #[test]
+    fn files_are_read_in_order_and_a_missing_one_named() {
+        let dir = std::env::temp_dir().join(format!("lint-input-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a.yaml"), dir.join("b.yaml"));
+        std::fs::write(&a, "kind: Pod\n").unwrap();
+        std::fs::write(&b, "kind: ResourceClaim\n").unwrap();
+        let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+        let args = Cli::parse_from(["lint", b, a]).args;
+        let read = args.read_files().unwrap();
+        assert_eq!(
+            read,
+            [
+                (b, "kind: ResourceClaim\n".to_string()),
+                (a, "kind: Pod\n".to_string())
+            ]
+        );
+        let missing = dir.join("none.yaml");
+        let args = Cli::parse_from(["lint", a, missing.to_str().unwrap()]).args;
+        let e = args.read_files().unwrap_err();
+        assert_eq!(e.to_string(), format!("reading {}", missing.display()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -39,7 +39,7 @@ mod workloads;
 use serde_json::Value;
 
 #[cfg(feature = "clap")]
-pub use args::LintArgs;
+pub use args::{InputError, LintArgs};
 pub use finding::{Finding, LintContext, NodePolicy, Severity, TopologyManagerModel};
 pub use report::Report;
 

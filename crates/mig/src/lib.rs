@@ -62,7 +62,7 @@ mod exhaustive;
 mod read_state_tests;
 
 #[cfg(feature = "clap")]
-pub use args::{MigFormat, PlanArgs};
+pub use args::{MigFormat, PlanArgs, PlanArgsError};
 pub use clique::{NodeClique, node_clique};
 pub use device_plugin::{
     DevicePluginError, Ever, MigRequest, NodeMig, Strategy, profile_of_resource,

@@ -56,12 +56,15 @@ mod model;
 mod oracle;
 mod planner;
 mod problem;
+mod report;
 mod request;
 mod score;
 mod search;
 mod text;
 mod timing;
 mod types;
+#[cfg(feature = "clap")]
+mod usage_file;
 mod words;
 
 #[cfg(feature = "clap")]
@@ -70,8 +73,11 @@ pub use error::{Bound, PlanError};
 #[cfg(any(test, feature = "brute"))]
 pub use oracle::evaluate;
 pub use planner::{Planner, Reading};
+pub use report::{PlanReport, Refusal};
 pub use request::{GpuLinkBound, NicCount, NicRole, Request, Usage};
 pub use score::{DeviceScore, device_score};
 pub use timing::{CallTimes, PlanTiming, time_plan};
 pub use types::{CostKey, NodeMemory, Pairing, Plan, Score};
+#[cfg(feature = "clap")]
+pub use usage_file::{UsageFileError, read_usage};
 pub use words::{GPU_LINK_WORDS, LINK_LAYER_WORDS, NIC_ROLE_WORDS, UnknownWord, parse_link_layer};

@@ -16,6 +16,7 @@
 //! Everything here is pure: functions take a model and return a `String`.
 
 mod chart;
+mod documents;
 mod dot;
 mod format;
 mod matrix;
@@ -27,6 +28,7 @@ mod svg;
 mod table;
 mod text;
 pub use chart::{lines, stack, stacked_bars};
+pub use documents::{WithMig, merge_table};
 pub use format::{DrawFormat, Format, MatrixFormat};
 pub use matrix::{MatrixStyle, render as render_matrix, render_with_mig as render_matrix_with_mig};
 pub use mig::{ClosestNic, MigGpuView, MigInstanceView, MigOverlay, MigRow};

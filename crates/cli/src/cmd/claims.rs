@@ -14,12 +14,12 @@ use topoalign_dra::claim::{LadderInput, claim_object, held_devices, ladder_claim
 use topoalign_dra::claim::{claim_spec, mig_claim_spec, mixed_claim, pairs_fit_one_numa_node};
 use topoalign_dra::explain::{ClaimExtra, ClaimsOutput, SimulatedNode, explain_mixed, own_request};
 use topoalign_dra::{alloc::DeviceId, claim::ClaimArgs, foreign::SliceFile};
+use topoalign_plan::read_usage;
 use topoalign_probes::KubeArgs;
 use topoalign_topology::Topology;
 
 use crate::cmd::cluster;
 
-use crate::cmd::plan::read_usage;
 use crate::output::{Format, exit, print};
 use crate::source::{TopologyArgs, load};
 

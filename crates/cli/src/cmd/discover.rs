@@ -7,8 +7,9 @@ use std::process::ExitCode;
 
 use topoalign_discover::Source;
 use topoalign_node_facts::MigViewFlags;
+use topoalign_render::WithMig;
 
-use crate::output::{Format, print_structured_with_mig, write_stdout};
+use crate::output::{Format, print_structured, write_stdout};
 use crate::source::{TopologyArgs, load, mig_overlay};
 
 /// Arguments.
@@ -37,7 +38,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             &d.topology,
             &mig,
         ))?,
-        f => print_structured_with_mig(&d.topology, &mig.rows(&d.topology), f)?,
+        f => print_structured(
+            &WithMig {
+                value: &d.topology,
+                mig: &mig.rows(&d.topology),
+            },
+            f,
+        )?,
     }
     Ok(ExitCode::SUCCESS)
 }

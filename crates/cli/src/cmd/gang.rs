@@ -5,8 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
-use topoalign_gang::{Dialect, fit_fleet, manifests, parse_job, parse_nodes, summary_table};
+use topoalign_gang::{Dialect, manifests, read_job, summary_table};
 
 use crate::output::{Format, print_structured, print_yaml_stream, write_stdout};
 
@@ -38,24 +37,12 @@ pub(crate) struct Args {
 
 /// Runs the command.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let file = args.job.display().to_string();
-    let text = std::fs::read_to_string(&args.job).with_context(|| format!("reading {file}"))?;
-    let mut job = parse_job(&text, &file)?;
-    job.kubernetes = args.kubernetes_version;
-    if let Some(path) = &args.nodes {
-        let nodes_file = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {nodes_file}"))?;
-        fit_fleet(&mut job, &parse_nodes(&text, &nodes_file)?, &nodes_file)?;
-    }
+    let job = read_job(&args.job, args.kubernetes_version, args.nodes.as_deref())?;
     let m = manifests(&job, args.dialect)?;
     match args.output {
         Format::Table => write_stdout(&summary_table(&m.summary))?,
         Format::Yaml => print_yaml_stream(&m.objects)?,
-        Format::Json => print_structured(
-            &serde_json::json!({"apiVersion": "v1", "kind": "List", "items": m.objects}),
-            Format::Json,
-        )?,
+        Format::Json => print_structured(&m.list(), Format::Json)?,
     }
     Ok(ExitCode::SUCCESS)
 }

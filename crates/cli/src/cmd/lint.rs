@@ -1,9 +1,7 @@
 //! `topoalign lint`: check Kubernetes manifests for topology-alignment problems.
 
-use std::io::Read;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use topoalign_discover::Source;
 use topoalign_kubelet::ConfigDocument;
 use topoalign_lint::LintArgs;
@@ -31,17 +29,6 @@ pub(crate) struct Args {
     output: Format,
 }
 
-fn read_input(file: &str) -> anyhow::Result<String> {
-    let mut s = String::new();
-    if file == "-" {
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .context("reading manifests from stdin")?;
-        return Ok(s);
-    }
-    std::fs::read_to_string(file).with_context(|| format!("reading {file}"))
-}
-
 /// Runs the command.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     with_errors(args.output, || {
@@ -56,11 +43,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             config.as_deref(),
             &topoalign_tm::admit_on_empty_node,
         );
-        // One input: a pod's claim may be in another file.
-        let mut texts: Vec<(&str, String)> = Vec::new();
-        for file in &args.lint.files {
-            texts.push((file.as_str(), read_input(file)?));
-        }
+        let texts = args.lint.read_files()?;
         let inputs: Vec<(&str, &str)> = texts.iter().map(|(f, t)| (*f, t.as_str())).collect();
         let findings = lint_texts(&inputs, &ctx);
         let report = Report::new(&ctx, findings);

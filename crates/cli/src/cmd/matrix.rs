@@ -4,12 +4,12 @@ use std::process::ExitCode;
 
 use topoalign_discover::Source;
 use topoalign_node_facts::MigViewFlags;
-use topoalign_render::MatrixFormat;
+use topoalign_render::{MatrixFormat, WithMig};
 use topoalign_render::{MatrixStyle, render_matrix_with_mig};
 use topoalign_topology::MatrixOptions;
 use topoalign_topology::PairMatrix;
 
-use crate::output::{print_structured_with_mig, write_stdout};
+use crate::output::{print_structured, write_stdout};
 use crate::source::{TopologyArgs, load, mig_overlay};
 
 /// Arguments.
@@ -55,7 +55,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     match args.format.structured() {
         None => write_stdout(&render_matrix_with_mig(&m, style, &rows))?,
-        Some(f) => print_structured_with_mig(&m, &rows, f)?,
+        Some(f) => print_structured(
+            &WithMig {
+                value: &m,
+                mig: &rows,
+            },
+            f,
+        )?,
     }
     Ok(ExitCode::SUCCESS)
 }

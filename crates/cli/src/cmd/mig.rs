@@ -1,14 +1,11 @@
 //! `topoalign mig plan`: the MIG geometry for a request mix on a node or a fleet, with
 //! explicit placements (`nvidia-smi mig` commands) or as a mig-parted config.
 
-use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Context;
-use topoalign_mig::{GeometryRequest, MigFormat, Model, PlanArgs, PodsFile, lookup, mig_parted};
-use topoalign_mig::{parse_mix, plan, plan_pods, resolve_pods};
+use topoalign_mig::{MigFormat, PlanArgs, mig_parted};
 
-use crate::output::{Format, exit, print, with_errors, write_stdout};
+use crate::output::{exit, print, with_errors, write_stdout};
 
 /// Arguments.
 #[derive(Debug, clap::Args)]
@@ -38,45 +35,16 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn run_plan(a: &PlanArgs) -> anyhow::Result<ExitCode> {
-    let format = match a.output {
-        MigFormat::Json => Format::Json,
-        MigFormat::Yaml => Format::Yaml,
-        MigFormat::Table | MigFormat::MigParted => Format::Table,
-    };
-    with_errors(format, || {
-        let model = lookup(&a.model).context("--model")?;
-        let p = match (&a.pods, &a.want) {
-            (Some(file), _) => plan_pods(model, a.gpus, a.nodes, &read_pods(model, file)?)?,
-            (None, want) => {
-                let want = parse_mix(model, want.as_deref().unwrap_or("")).context("--want")?;
-                plan(&GeometryRequest {
-                    model,
-                    gpus: a.gpus,
-                    nodes: a.nodes,
-                    want,
-                })?
-            }
-        };
+    with_errors(a.output.format(), || {
+        let p = a.plan()?;
         if a.output == MigFormat::MigParted {
             write_stdout(&mig_parted(&p, &a.config_name))?;
             for r in &p.reasons {
                 eprintln!("unplaced: {r}");
             }
         } else {
-            print(&p, format, || p.table())?;
+            print(&p, a.output.format(), || p.table())?;
         }
         Ok(exit(p.complete()))
     })
-}
-
-/// Reads and checks a `--pods` file.
-fn read_pods(model: &Model, path: &Path) -> anyhow::Result<Vec<topoalign_mig::Pod>> {
-    let what = format!("--pods {}", path.display());
-    let doc = topoalign_kube_types::read_document(path).with_context(|| what.clone())?;
-    let file: PodsFile = serde_json::from_value(doc).with_context(|| {
-        format!(
-            "{what}: expected {{pods: [{{name: NAME, replicas: N, want: {{PROFILE: COUNT}}}}]}}"
-        )
-    })?;
-    resolve_pods(model, &file).with_context(|| what.clone())
 }

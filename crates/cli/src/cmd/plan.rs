@@ -3,13 +3,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use topoalign_discover::Source;
-use topoalign_plan::RequestArgs;
-use topoalign_plan::{PlanError, Planner, Usage};
-use topoalign_plan::{PlanTiming, time_plan};
+use topoalign_plan::{PlanError, PlanReport, Planner, Refusal, RequestArgs};
+use topoalign_plan::{read_usage, time_plan};
 
-use crate::output::{Format, print, print_structured, with_errors, write_stdout};
+use crate::output::{Format, print, with_errors};
 use crate::source::{TopologyArgs, load};
 
 /// Arguments.
@@ -40,37 +38,22 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         let req = args.request.request()?;
         let usage = read_usage(args.used.as_deref())?;
         let topo = load(&args.topology, Source::host())?.topology;
-        let timing = args
-            .time_iterations
-            .map(|n| time_plan(&topo, &req, &usage, usize::from(n)));
+        let timing = (args.time_iterations).map(|n| time_plan(&topo, &req, &usage, n.into()));
         // Every output names the machine it describes.
         match Planner::new(&topo).plan(&req, &usage) {
             Ok(plan) => {
-                let mut value = serde_json::to_value(&plan).context("encoding the plan")?;
-                if let Some(o) = value.as_object_mut() {
-                    o.insert("machine".into(), topo.name.clone().into());
-                    if let Some(t) = &timing {
-                        o.insert("timing".into(), serde_json::to_value(t)?);
-                    }
-                }
-                print(&value, args.output, || {
-                    let table = format!("Machine:    {}\n{}", topo.name, plan.table(&topo));
-                    with_timing(table, timing.as_ref())
-                })
-                .map(|()| ExitCode::SUCCESS)
+                let r = PlanReport {
+                    plan: &plan,
+                    machine: &topo.name,
+                    timing: timing.as_ref(),
+                };
+                print(&r, args.output, || r.table(&topo))?;
+                Ok(ExitCode::SUCCESS)
             }
             Err(e @ PlanError::Unsatisfiable { .. }) => {
-                let message = format!("on `{}`: {e}", topo.name);
-                if args.output != Format::Table {
-                    let mut value = serde_json::json!({"machine": topo.name, "error": message, "unsatisfiable": true});
-                    if let (Some(t), Some(o)) = (&timing, value.as_object_mut()) {
-                        o.insert("timing".into(), serde_json::to_value(t)?);
-                    }
-                    print_structured(&value, args.output)?;
-                } else if timing.is_some() {
-                    write_stdout(&with_timing(String::new(), timing.as_ref()))?;
-                }
-                eprintln!("{message}");
+                let r = Refusal::new(&topo.name, &e, timing.as_ref());
+                print(&r, args.output, || r.table())?;
+                eprintln!("{}", r.error);
                 Ok(ExitCode::from(1))
             }
             Err(e) => Err(anyhow::Error::from(e).context(match &args.used {
@@ -78,31 +61,5 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 None => "planning".to_string(),
             })),
         }
-    })
-}
-
-/// `text` with the `--time-iterations` line after it, if any.
-fn with_timing(mut text: String, timing: Option<&PlanTiming>) -> String {
-    if let Some(t) = timing {
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(&t.text());
-        text.push('\n');
-    }
-    text
-}
-
-/// Reads a `--used` file (JSON or YAML) naming the devices already taken; none means an
-/// empty node. Shared by `plan` and `claims --explain`.
-pub(crate) fn read_usage(path: Option<&std::path::Path>) -> anyhow::Result<Usage> {
-    let Some(p) = path else {
-        return Ok(Usage::empty());
-    };
-    serde_json::from_value(topoalign_kube_types::read_document(p)?).with_context(|| {
-        format!(
-            "usage file {}: expected {{gpus: [BDF…], nics: [BDF…], cpus: \"cpu list\", memory: {{node: bytes}}}}",
-            p.display()
-        )
     })
 }

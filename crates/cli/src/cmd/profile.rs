@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use topoalign_profiles::lookup;
 use topoalign_profiles::{catalog, catalog_table};
+use topoalign_render::WithMig;
 
 use crate::output::{Format, print};
 
@@ -60,7 +61,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Format::Table => crate::output::write_stdout(
                     &topoalign_render::render_summary_with_mig(&topo, &mig),
                 )?,
-                f => crate::output::print_structured_with_mig(&topo, &mig.rows(&topo), f)?,
+                f => crate::output::print_structured(
+                    &WithMig {
+                        value: &topo,
+                        mig: &mig.rows(&topo),
+                    },
+                    f,
+                )?,
             }
         }
         Action::Write { name, dir } => {

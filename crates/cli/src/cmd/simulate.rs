@@ -34,22 +34,12 @@ pub(crate) fn run(a: Args) -> anyhow::Result<ExitCode> {
     with_errors(a.output, || {
         if let Some(spec) = a.sim.mig_spec() {
             let report = simulate_mig(&spec?)?;
-            if let Some(path) = &a.svg {
-                topoalign_atomic::write(path, report.svg().as_bytes())
-                    .map_err(|e| anyhow::anyhow!("writing the SVG chart: {e}"))?;
-            }
-            print(&report, a.output, || report.table())?;
-            return Ok(ExitCode::SUCCESS);
+            return finish(&a, &report, || report.svg(), || report.table());
         }
         if let Some(options) = a.sim.gang_options() {
             let config = options?.config(topoalign_profiles::get, &topoalign_profiles::NAMES)?;
             let report = simulate_gangs(&config)?;
-            if let Some(path) = &a.svg {
-                topoalign_atomic::write(path, report.svg().as_bytes())
-                    .map_err(|e| anyhow::anyhow!("writing the SVG chart: {e}"))?;
-            }
-            print(&report, a.output, || report.table())?;
-            return Ok(ExitCode::SUCCESS);
+            return finish(&a, &report, || report.svg(), || report.table());
         }
         let options = a.sim.options()?;
         let config = options.config(topoalign_profiles::get, &topoalign_profiles::NAMES)?;
@@ -67,12 +57,22 @@ pub(crate) fn run(a: Args) -> anyhow::Result<ExitCode> {
             bar.set_position(done);
         })?;
         bar.finish_and_clear();
-        if let Some(path) = &a.svg {
-            let svg = topoalign_fleet::report_svg(&report);
-            topoalign_atomic::write(path, svg.as_bytes())
-                .map_err(|e| anyhow::anyhow!("writing the SVG chart: {e}"))?;
-        }
-        print(&report, a.output, || report.table())?;
-        Ok(ExitCode::SUCCESS)
+        let svg = || topoalign_fleet::report_svg(&report);
+        finish(&a, &report, svg, || report.table())
     })
+}
+
+/// Writes the chart to `--svg` (atomically) when asked, then prints the report.
+fn finish<R: serde::Serialize>(
+    a: &Args,
+    report: &R,
+    svg: impl FnOnce() -> String,
+    table: impl FnOnce() -> String,
+) -> anyhow::Result<ExitCode> {
+    if let Some(path) = &a.svg {
+        topoalign_atomic::write(path, svg().as_bytes())
+            .map_err(|e| anyhow::anyhow!("writing the SVG chart: {e}"))?;
+    }
+    print(report, a.output, table)?;
+    Ok(ExitCode::SUCCESS)
 }

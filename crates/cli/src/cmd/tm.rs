@@ -55,7 +55,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("reading {}", input.display()))?;
             let results =
                 topoalign_tm::run_cases(&text).with_context(|| input.display().to_string())?;
-            print(&results, *output, || merge_table(&results))?;
+            print(&results, *output, || {
+                topoalign_render::merge_table(&results)
+            })?;
             Ok(ExitCode::SUCCESS)
         });
     }
@@ -88,27 +90,4 @@ fn run_matrix_cmd(args: &Args) -> anyhow::Result<ExitCode> {
     let run = run_matrix(&topo.topology, &args.tm.matrix_spec(), args.tm.vfs_per_pf)?;
     print(&run, args.output, || run.text())?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// The merge results as a table: one row per case, the refusal in place of a hint.
-fn merge_table(results: &[topoalign_tm::MergeResult]) -> String {
-    let mut t = topoalign_render::Table::new(&["ID", "AFFINITY", "PREFERRED", "ADMIT", "ERROR"]);
-    for r in results {
-        let affinity = match &r.affinity {
-            None => "nil".to_string(),
-            Some(ids) => {
-                let ids: Vec<String> = ids.iter().map(u32::to_string).collect();
-                format!("{{{}}}", ids.join(","))
-            }
-        };
-        let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
-        t.row(vec![
-            r.id.clone(),
-            affinity,
-            yes_no(r.preferred),
-            yes_no(r.admit),
-            r.error.clone().unwrap_or_else(|| "-".to_string()),
-        ]);
-    }
-    t.render(0)
 }
