@@ -63,13 +63,14 @@ pub use offline::{
 pub use plugin::effective::Effective;
 pub use plugin::judge::{Decision, Judged, NeutralReason, RejectKind, Rejection, Seen, Verdict};
 pub use plugin::node::{NodeEntry, NodeInfo, NodeTopology, Source};
-pub use plugin::nodeinfo::{Interner, from_node_labels, from_nrt};
+pub use plugin::nodeinfo::{Interner, TopologySourceError, from_node_labels, from_nrt};
 pub use plugin::podreq::{PodError, PodRequest, pod_request};
 pub use plugin::shared::{CacheStats, Decider, FilterOutcome, PrioritizeOutcome};
 pub use plugin::state::{ClusterState, NodeView};
 pub use plugin::synth::{SynthNode, synth_nodes};
 pub use protocol::{
-    ExtenderArgs, ExtenderFilterResult, FilterWriter, HostPriority, PriorityWriter, parse_args,
+    ArgsError, ExtenderArgs, ExtenderFilterResult, FilterWriter, HostPriority, MissingNodeName,
+    PriorityWriter, parse_args,
 };
 pub use runtime::{RunError, ServeConfig, run};
 pub use server::{App, WARM_ROUND, serve};

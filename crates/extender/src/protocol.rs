@@ -31,17 +31,15 @@ pub struct NodeList {
 impl NodeList {
     /// The names of the nodes, in order; an item without `metadata.name` is an error
     /// naming its index.
-    pub fn names(&self) -> Result<Vec<String>, String> {
+    pub fn names(&self) -> Result<Vec<String>, MissingNodeName> {
         self.items
             .iter()
             .enumerate()
-            .map(|(i, n)| {
+            .map(|(index, n)| {
                 n.pointer("/metadata/name")
                     .and_then(Value::as_str)
                     .map(str::to_string)
-                    .ok_or_else(|| {
-                        format!("Nodes.items[{i}].metadata.name: missing (expected a string)")
-                    })
+                    .ok_or(MissingNodeName { index })
             })
             .collect()
     }
@@ -128,8 +126,16 @@ pub enum ArgsError {
     #[error("`NodeNames` and `Nodes` are both missing (expected one candidate list)")]
     NoNodes,
     /// A malformed `Nodes` list.
-    #[error("{0}")]
-    Nodes(String),
+    #[error(transparent)]
+    Nodes(#[from] MissingNodeName),
+}
+
+/// A `Nodes` item without `metadata.name`, by its index.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Nodes.items[{index}].metadata.name: missing (expected a string)")]
+pub struct MissingNodeName {
+    /// The item's index in `Nodes.items`.
+    pub index: usize,
 }
 
 /// A candidate node name, borrowed from the request body when it has no escapes.
@@ -192,9 +198,8 @@ struct ItemMeta {
 impl RawNodeList<'_> {
     /// The names of the nodes, in order; an item without `metadata.name` is an error
     /// naming its index.
-    pub fn names(&self) -> Result<Vec<String>, String> {
-        let missing =
-            |i: usize| format!("Nodes.items[{i}].metadata.name: missing (expected a string)");
+    pub fn names(&self) -> Result<Vec<String>, MissingNodeName> {
+        let missing = |index: usize| MissingNodeName { index };
         self.items
             .iter()
             .enumerate()
@@ -267,7 +272,7 @@ pub fn parse_args(body: &[u8]) -> Result<(Value, Candidates<'_>), ArgsError> {
     let candidates = match (args.node_names, nodes) {
         (Some(names), _) => Candidates::Names(names),
         (None, Some(list)) => {
-            let names = list.names().map_err(ArgsError::Nodes)?;
+            let names = list.names()?;
             Candidates::Nodes(
                 names.into_iter().map(|n| Name(Cow::Owned(n))).collect(),
                 list,

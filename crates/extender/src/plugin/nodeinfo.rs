@@ -14,6 +14,20 @@ use topoalign_topology::{CpuSet, NodeUsage, Topology};
 
 use crate::plugin::node::{NodeEntry, NodeInfo, NodeTopology, Source, hash_of};
 
+/// Why a node's declared topology cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TopologySourceError {
+    /// The profile label names no built-in profile.
+    #[error("label `{label}`: unknown profile `{0}` (expected one of {names})", label = PROFILE_LABEL, names = topoalign_profiles::NAMES.join(", "))]
+    UnknownProfile(String),
+    /// The topology annotation is not a topology's JSON.
+    #[error("annotation `{TOPOLOGY_ANNOTATION}`: not a topology: {0}")]
+    NotATopology(#[source] serde_json::Error),
+    /// The topology annotation is a topology the model refuses.
+    #[error("annotation `{TOPOLOGY_ANNOTATION}`: invalid topology: {0}")]
+    Invalid(#[source] topoalign_topology::ModelError),
+}
+
 /// Topologies by source key, parsed once and shared by every node reporting the same.
 #[derive(Debug, Default)]
 pub struct Interner {
@@ -22,35 +36,30 @@ pub struct Interner {
 
 impl Interner {
     /// The built-in profile `name`, or why not.
-    pub fn profile(&mut self, name: &str) -> Result<Arc<NodeTopology>, String> {
+    pub fn profile(&mut self, name: &str) -> Result<Arc<NodeTopology>, TopologySourceError> {
         let key = format!("profile:{name}");
         let id = hash_of(&key);
         if let Some(t) = self.by_key.get(&id) {
             return Ok(t.clone());
         }
-        let topo = topoalign_profiles::get(name).ok_or_else(|| {
-            format!(
-                "label `{PROFILE_LABEL}`: unknown profile `{name}` (expected one of {})",
-                topoalign_profiles::NAMES.join(", ")
-            )
-        })?;
+        let topo = topoalign_profiles::get(name)
+            .ok_or_else(|| TopologySourceError::UnknownProfile(name.to_string()))?;
         let t = Arc::new(NodeTopology::new(key, topo));
         self.by_key.insert(id, t.clone());
         Ok(t)
     }
 
     /// A topology from its compact JSON, or why not.
-    pub fn json(&mut self, text: &str) -> Result<Arc<NodeTopology>, String> {
+    pub fn json(&mut self, text: &str) -> Result<Arc<NodeTopology>, TopologySourceError> {
         let key = format!("nrt:{:016x}", hash_of(text));
         let id = hash_of(&key);
         if let Some(t) = self.by_key.get(&id) {
             return Ok(t.clone());
         }
-        let mut topo: Topology = serde_json::from_str(text)
-            .map_err(|e| format!("annotation `{TOPOLOGY_ANNOTATION}`: not a topology: {e}"))?;
+        let mut topo: Topology =
+            serde_json::from_str(text).map_err(TopologySourceError::NotATopology)?;
         topo.canonicalize();
-        topo.validate()
-            .map_err(|e| format!("annotation `{TOPOLOGY_ANNOTATION}`: invalid topology: {e}"))?;
+        topo.validate().map_err(TopologySourceError::Invalid)?;
         let t = Arc::new(NodeTopology::new(key, topo));
         self.by_key.insert(id, t.clone());
         Ok(t)
@@ -258,7 +267,7 @@ pub fn from_node_labels(node: &Value, interner: &mut Interner) -> Option<NodeEnt
     let profile = labels.get(PROFILE_LABEL)?;
     let annotations = str_map(node, "annotations");
     let entry = (|| {
-        let topology = interner.profile(profile)?;
+        let topology = interner.profile(profile).map_err(|e| e.to_string())?;
         let used = usage(
             annotations.get(USED_ANNOTATION).copied(),
             &topology.topology,
@@ -322,7 +331,7 @@ pub fn from_nrt(nrt: &Value, interner: &mut Interner) -> NodeEntry {
         let text = annotations.get(TOPOLOGY_ANNOTATION).ok_or_else(|| {
             format!("NodeResourceTopology: annotation `{TOPOLOGY_ANNOTATION}` missing (not written by topoalign's agent)")
         })?;
-        let topology = interner.json(text)?;
+        let topology = interner.json(text).map_err(|e| e.to_string())?;
         let mut used = usage(
             annotations.get(USED_ANNOTATION).copied(),
             &topology.topology,

@@ -114,7 +114,7 @@ impl SynthNode {
     pub fn entry(&self, interner: &mut Interner) -> NodeEntry {
         let topology = match interner.profile(&self.profile) {
             Ok(t) => t,
-            Err(why) => return NodeEntry::Broken(why),
+            Err(why) => return NodeEntry::Broken(why.to_string()),
         };
         let settings = Settings {
             topology_manager_policy: self.policy,
