@@ -19,9 +19,7 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::resource::v1::{
-    DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceSlice,
-};
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaimSpec, ResourceSlice};
 use topoalign_dra::{
     DRIVER_NAME, DraError,
     alloc::{DEFAULT_BUDGET, DeviceId, NodeDevices, Share, first_fit},
@@ -30,21 +28,6 @@ use topoalign_dra::{
 use crate::dra::pairs::{DeviceKey, NodePairs};
 use crate::protocol::MAX_EXTENDER_PRIORITY;
 use crate::score::FRAGMENTATION_WEIGHT;
-
-/// Devices held by allocated claims (`status.allocation.devices.results`).
-pub(crate) fn allocated_ids<'a>(
-    claims: impl IntoIterator<Item = &'a ResourceClaim>,
-) -> BTreeSet<DeviceId> {
-    topoalign_dra::claim::held_devices(claims)
-}
-
-/// Shares of devices that allow multiple allocations (dra-driver-cpu's CPU groups) held
-/// by allocated claims: their allocations' `consumedCapacity`.
-pub(crate) fn allocated_shares<'a>(
-    claims: impl IntoIterator<Item = &'a ResourceClaim>,
-) -> Vec<Share> {
-    topoalign_dra::claim::held_shares(claims)
-}
 
 /// What other claims hold on a node, as a judgement reads it: devices (taken whole, but
 /// for devices that allow multiple allocations) and shares of devices that allow

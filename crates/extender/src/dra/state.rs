@@ -24,10 +24,10 @@ use std::time::Instant;
 use k8s_openapi::api::resource::v1::{
     DeviceClass, ResourceClaim, ResourceClaimSpec, ResourceClaimTemplate, ResourceSlice,
 };
+use topoalign_dra::claim::{held_devices, held_shares};
 use topoalign_dra::{DRIVER_NAME, alloc::DEFAULT_BUDGET, alloc::DeviceId, alloc::Share};
 use topoalign_kube_types::Quantity;
 
-use crate::dra::judge::{allocated_ids, allocated_shares};
 use crate::dra::verdict::ObjKey;
 use table::NodeTable;
 
@@ -357,8 +357,8 @@ impl DraState {
     pub fn apply_claim(&mut self, c: &ResourceClaim) {
         let key = key_of(c);
         self.delete_claim(&key);
-        let held = allocated_ids([c]);
-        let shares = allocated_shares([c]);
+        let held = held_devices([c]);
+        let shares = held_shares([c]);
         for s in &shares {
             if let Err(e) = s.quantity.parse::<Quantity>() {
                 tracing::warn!(

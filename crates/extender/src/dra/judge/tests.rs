@@ -109,15 +109,16 @@ fn a_required_pair_class_drops_nodes_that_cannot_reach_it() {
 
 #[test]
 fn allocated_claims_name_their_devices() {
-    let claim: ResourceClaim = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "c"},
-        "spec": {},
-        "status": {"allocation": {"devices": {"results": [
-            {"request": "pairs", "driver": DRIVER_NAME, "pool": "n1", "device": "pair-a"}
-        ]}}}
-    }))
-    .unwrap();
-    let ids = allocated_ids([&claim]);
+    let claim: k8s_openapi::api::resource::v1::ResourceClaim =
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "c"},
+            "spec": {},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": "pairs", "driver": DRIVER_NAME, "pool": "n1", "device": "pair-a"}
+            ]}}}
+        }))
+        .unwrap();
+    let ids = topoalign_dra::claim::held_devices([&claim]);
     assert_eq!(ids.len(), 1);
     assert_eq!(ids.iter().next().unwrap().device, "pair-a");
 }
