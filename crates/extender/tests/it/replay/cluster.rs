@@ -171,33 +171,54 @@ pub(crate) fn mixed_cluster(count: usize) -> Cluster {
             }
             let slices = [("gpu.nvidia.com", gpus), ("dra.net", nics)]
                 .into_iter()
-                .map(|(driver, devices)| {
-                    serde_json::from_value(json!({
-                        "metadata": {"name": format!("{name}-{driver}")},
-                        "spec": {"driver": driver, "nodeName": name, "devices": devices,
-                                 "pool": {"name": name, "generation": 1, "resourceSliceCount": 1}}}))
-                    .unwrap()
-                })
+                .map(|(driver, devices)| foreign_slice(&name, driver, driver, devices))
                 .collect();
             node_of(name, slices)
         })
         .collect();
-    let classes = [
-        ("gpu.nvidia.com", "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"),
-        ("dranet.net", "device.driver == \"dra.net\" && device.attributes[\"dra.net\"].rdma == true"),
-    ]
-    .into_iter()
-    .map(|(name, cel)| {
-        serde_json::from_value(json!({"metadata": {"name": name},
-            "spec": {"selectors": [{"cel": {"expression": cel}}]}}))
-        .unwrap()
-    })
-    .collect();
+    let classes = [NVIDIA_GPU_CLASS, DRANET_CLASS]
+        .into_iter()
+        .map(|(name, cel)| cel_class(name, cel))
+        .collect();
     Cluster {
         nodes,
         classes,
         kind: Kind::Mixed,
     }
+}
+
+/// NVIDIA's GPUs, as the scenarios' DeviceClass selects them: (name, CEL).
+pub(crate) const NVIDIA_GPU_CLASS: (&str, &str) = (
+    "gpu.nvidia.com",
+    "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
+);
+
+/// dranet's RDMA NICs, as the scenarios' DeviceClass selects them: (name, CEL).
+pub(crate) const DRANET_CLASS: (&str, &str) = (
+    "dranet.net",
+    "device.driver == \"dra.net\" && device.attributes[\"dra.net\"].rdma == true",
+);
+
+/// A DeviceClass selecting by one CEL expression.
+pub(crate) fn cel_class(name: &str, cel: &str) -> DeviceClass {
+    serde_json::from_value(json!({"metadata": {"name": name},
+        "spec": {"selectors": [{"cel": {"expression": cel}}]}}))
+    .unwrap()
+}
+
+/// The one slice of `driver`'s pool on `node` (the pool named after the node), named
+/// `{node}-{suffix}`.
+pub(crate) fn foreign_slice(
+    node: &str,
+    driver: &str,
+    suffix: &str,
+    devices: Vec<Value>,
+) -> ResourceSlice {
+    serde_json::from_value(json!({
+        "metadata": {"name": format!("{node}-{suffix}")},
+        "spec": {"driver": driver, "nodeName": node, "devices": devices,
+                 "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}}}))
+    .unwrap()
 }
 
 /// `k` of `from` (all when fewer), by a partial Fisher–Yates shuffle: the script's

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::resource::v1::{ResourceClaimSpec, ResourceSlice};
+use k8s_openapi::api::resource::v1::ResourceClaimSpec;
 use serde_json::{Value, json};
 use topoalign_dra::{
     alloc::DeviceId,
@@ -17,7 +17,10 @@ use topoalign_dra::{
 use topoalign_rng::Rng;
 use topoalign_topology::Classifier;
 
-use super::cluster::{Cluster, Dev, Kind, PodShape, node_of, sample};
+use super::cluster::{
+    Cluster, DRANET_CLASS, Dev, Kind, NVIDIA_GPU_CLASS, PodShape, cel_class, foreign_slice,
+    node_of, sample,
+};
 
 /// The SR-IOV DRA driver's name.
 pub(crate) const SRIOV: &str = "sriovnetwork.k8snetworkplumbingwg.io";
@@ -35,41 +38,17 @@ struct Place {
 
 /// The DeviceClasses the script creates.
 fn classes() -> Vec<k8s_openapi::api::resource::v1::DeviceClass> {
+    let sriov = format!(
+        "device.driver == \"{SRIOV}\" && device.attributes[\"{SRIOV}\"].rdmaCapable == true"
+    );
     [
-        (
-            GPU_DRIVER,
-            format!(
-                "device.driver == '{GPU_DRIVER}' && device.attributes['{GPU_DRIVER}'].type == 'gpu'"
-            ),
-        ),
-        (
-            "dranet.net",
-            format!(
-                "device.driver == \"{DRANET}\" && device.attributes[\"{DRANET}\"].rdma == true"
-            ),
-        ),
-        (
-            "sriov-rdma",
-            format!(
-                "device.driver == \"{SRIOV}\" && device.attributes[\"{SRIOV}\"].rdmaCapable == true"
-            ),
-        ),
+        NVIDIA_GPU_CLASS,
+        DRANET_CLASS,
+        ("sriov-rdma", sriov.as_str()),
     ]
     .into_iter()
-    .map(|(name, cel)| {
-        serde_json::from_value(json!({"metadata": {"name": name},
-            "spec": {"selectors": [{"cel": {"expression": cel}}]}}))
-        .unwrap()
-    })
+    .map(|(name, cel)| cel_class(name, cel))
     .collect()
-}
-
-fn slice(node: &str, driver: &str, suffix: &str, devices: Vec<Value>) -> ResourceSlice {
-    serde_json::from_value(json!({
-        "metadata": {"name": format!("{node}-{suffix}")},
-        "spec": {"driver": driver, "nodeName": node, "devices": devices,
-                 "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}}}))
-    .unwrap()
 }
 
 fn dashed(bdf: &str) -> String {
@@ -151,8 +130,8 @@ pub(crate) fn vendor_cluster(count: usize) -> Cluster {
                 (DRANET, devs)
             };
             let slices = vec![
-                slice(&name, GPU_DRIVER, "gpu", gpu_devs),
-                slice(&name, driver, "nic", nic_devs),
+                foreign_slice(&name, GPU_DRIVER, "gpu", gpu_devs),
+                foreign_slice(&name, driver, "nic", nic_devs),
             ];
             let mut node = node_of(name, slices);
             for g in 0..gpus.len() {
