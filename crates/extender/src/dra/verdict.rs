@@ -151,11 +151,12 @@ impl Standing {
         }
     }
 
-    /// The order, best first: band, waiting pods left without a node, then (unless the
-    /// cluster runs full for the shapes that came lately, `full`, and the claim is
-    /// topoalign's) pair quality and packing; candidates equal on it go by name.
-    fn key(&self, full: bool) -> (usize, usize, i64, usize) {
-        if full && !self.foreign {
+    /// The order, best first: band, waiting pods left without a node, then (unless
+    /// `by_name`: the cluster runs full for the shapes that came lately and the pod is a
+    /// small one of topoalign's claims) pair quality and packing; candidates equal on it
+    /// go by name.
+    fn key(&self, by_name: bool) -> (usize, usize, i64, usize) {
+        if by_name && !self.foreign {
             (self.band, self.unplaced, 0, 0)
         } else {
             (self.band, self.unplaced, self.quality, self.left)
@@ -173,12 +174,17 @@ impl Standing {
 ///   ([`Waiting::lately`], after the waiting pods), pair quality (`dra_points`), then
 ///   packing (the node left with the fewest pairs first). When some candidate does not
 ///   (the cluster runs full for those shapes: where the pod goes decides whether the next
-///   one like them finds a node), quality is not weighed: the candidates go by name, as
+///   one like them finds a node), a small pod (fewer pairs than half the largest
+///   candidate node has in all) does not weigh quality: the candidates go by name, as
 ///   the stock scheduler's tie-break takes nodes in its filter's order, packing the nodes
-///   it has started (measured on the `placement-dra` stream replayed offline,
-///   `crates/extender/tests/it/replay.rs`: steering for quality on a full cluster spreads
-///   small pods over the nodes the large ones need; weighing the shapes that came lately
-///   like the waiting pods turned away more pods than packing by name).
+///   it has started; a pod of half a node or more still goes by quality (it has few
+///   candidates, and its many pairs weigh most in what the cluster gets). Measured on
+///   the `placement-dra` stream replayed offline (`crates/extender/tests/it/replay.rs`,
+///   seeds 11–50, cluster full): quality for every pod turned away more pods than stock;
+///   weighing the shapes that came lately like the waiting pods turned away more than by
+///   name; by name for every pod gave 585 unschedulable against stock's 616 and mean
+///   rank 0.572 against 0.583; by name for small pods only 582 and 0.561 (lighter load:
+///   265 and 0.407 → 262 and 0.339, stock 287 and 0.525).
 /// - Claims of other drivers (`foreign`) go by the class band the stock allocator gives
 ///   first (`FOREIGN_BANDS`): the extender cannot change the devices, only the node.
 ///   Within a band they are packed (after the room for waiting pods) even when the
@@ -239,11 +245,20 @@ pub fn priorities<N: AsRef<str>>(
         };
         distinct.insert(addr(f), Standing::of(f, u, foreign));
     }
+    // Full for the shapes that came lately: a small pod goes by name; a pod of half the
+    // largest candidate or more still by quality.
     let full = distinct.values().any(|s| s.lately > 0);
+    let whole = fits
+        .iter()
+        .map(|(_, f)| f.capacity_whole)
+        .max()
+        .unwrap_or(0);
+    let pairs = fits.first().map_or(0, |(_, f)| f.ranks.len());
+    let by_name = full && pairs * 2 < whole;
     // The steps down the order: the distinct standings' keys, sorted and deduplicated,
     // numbered within their band.
     let mut keys: Vec<(usize, usize, i64, usize)> =
-        distinct.values().map(|s| s.key(full)).collect();
+        distinct.values().map(|s| s.key(by_name)).collect();
     keys.sort_unstable();
     keys.dedup();
     let mut steps: Vec<i64> = Vec::with_capacity(keys.len());
@@ -266,7 +281,7 @@ pub fn priorities<N: AsRef<str>>(
     let best = keys.first().copied();
     let scored = |s: &Standing| -> (i64, i64, bool) {
         let (hi, lo) = bands[s.band.min(bands.len() - 1)];
-        let key = s.key(full);
+        let key = s.key(by_name);
         let step = keys
             .binary_search(&key)
             .ok()
@@ -387,7 +402,7 @@ mod tests {
     }
 
     #[test]
-    fn a_cluster_full_for_the_shapes_that_came_lately_is_packed_by_name() {
+    fn on_a_cluster_full_for_the_shapes_that_came_lately_small_pods_go_by_name() {
         // Lately an 8-pair pod came; neither node can hold one after this pod: quality
         // is not weighed, the first by name goes first (the stock tie-break).
         let nodes = [fit(&[3], 6, 5), fit(&[0], 6, 5)];
@@ -402,6 +417,12 @@ mod tests {
         let spare = [fit(&[3], 8, 7), fit(&[0], 8, 7), fit(&[0], 8, 7)];
         assert_eq!(scores(&spare, false, &w), [8, 10, 9]);
         assert_eq!(scores(&nodes, false, &Waiting::none()), [8, 10]);
+        // A pod of half a node (4 of 8 pairs) still goes by quality when full.
+        let half = [fit(&[3; 4], 6, 2), fit(&[0; 4], 6, 2)];
+        assert_eq!(scores(&half, false, &w), [8, 10]);
+        // One pair less than half: by name again.
+        let under = [fit(&[3; 3], 6, 3), fit(&[0; 3], 6, 3)];
+        assert_eq!(scores(&under, false, &w), [10, 9]);
     }
 
     #[test]
