@@ -13,14 +13,13 @@ use topoalign_discover::Source;
 use topoalign_dra::claim::{LadderInput, claim_object, held_devices, ladder_claim, ladder_reports};
 use topoalign_dra::claim::{claim_spec, mig_claim_spec, mixed_claim, pairs_fit_one_numa_node};
 use topoalign_dra::explain::{ClaimExtra, ClaimsOutput, SimulatedNode, explain_mixed, own_request};
-use topoalign_dra::{alloc::DeviceId, claim::ClaimArgs, foreign::SliceFile};
+use topoalign_dra::foreign::{SliceFile, read_slice_files};
+use topoalign_dra::{alloc::DeviceId, claim::ClaimArgs};
 use topoalign_plan::read_usage;
-use topoalign_probes::KubeArgs;
+use topoalign_probes::{KubeArgs, read_cluster};
 use topoalign_topology::Topology;
 
-use crate::cmd::cluster;
-
-use crate::output::{Format, exit, print};
+use crate::output::{Format, exit, print, read_error};
 use crate::source::{TopologyArgs, load};
 
 /// Arguments.
@@ -108,17 +107,18 @@ fn own(args: &Args) -> anyhow::Result<Claim> {
 fn slices(args: &Args) -> anyhow::Result<Option<(SliceFile, BTreeSet<DeviceId>)>> {
     let c = &args.claim;
     if let Some(k) = &args.kube.kubeconfig {
-        let r = cluster::read_live(cluster::config_path(k), false)?;
+        // `-`: the default chain (in-cluster, $KUBECONFIG, ~/.kube/config).
+        let k = (k.as_os_str() != "-").then_some(k.as_path());
+        let r = read_cluster(k, false).map_err(read_error)?;
         let held = held_devices(&r.claims);
-        return Ok(Some((r.file, held)));
+        let (slices, classes) = (r.slices, r.classes);
+        return Ok(Some((SliceFile { slices, classes }, held)));
     }
     if c.from_slices.is_empty() {
         return Ok(None);
     }
-    Ok(Some((
-        cluster::read_files(&c.from_slices)?,
-        BTreeSet::new(),
-    )))
+    let file = read_slice_files(&c.from_slices, &mut std::io::stdin().lock())?;
+    Ok(Some((file, BTreeSet::new())))
 }
 
 /// The node's own topology, when given: it lets the planner see switches and NUMA nodes
