@@ -36,6 +36,7 @@ pub use kit::{
 pub use logging::LogFormat;
 pub use logging::{COMMAND_FILTER, install_command_logging};
 pub use process::{ClientError, Threads, kube_client, kube_config, runtime, shutdown_signals};
+pub use process::{Serving, Signalled, StartError, say_stopping, serving};
 
 use std::future::Future;
 use std::sync::Arc;
