@@ -35,7 +35,7 @@ pub enum VmCommandError {
         path: PathBuf,
         /// What is wrong in it.
         #[source]
-        source: VmError,
+        source: Box<VmError>,
     },
     /// The domain cannot be rewritten.
     #[error("rewriting --domain {}", path.display())]
@@ -44,11 +44,11 @@ pub enum VmCommandError {
         path: PathBuf,
         /// Why.
         #[source]
-        source: VmError,
+        source: Box<VmError>,
     },
     /// The stand-in devices cannot be built.
     #[error("building stand-ins")]
-    StandIns(#[source] VmError),
+    StandIns(#[source] Box<VmError>),
     /// `--draw-guest` with nothing moved.
     #[error("--draw-guest: no device was moved, so there is no guest PCIe tree to draw")]
     NothingToDraw,
@@ -108,7 +108,7 @@ impl VmArgs {
                 VmCommandError::Input {
                     flag: "--vmi",
                     path: p.clone(),
-                    source,
+                    source: Box::new(source),
                 }
             })?),
             None => None,
@@ -131,21 +131,22 @@ impl VmArgs {
                 .map_err(|source| VmCommandError::Input {
                     flag: "--capabilities",
                     path: c.clone(),
-                    source,
+                    source: Box::new(source),
                 })?;
         }
         let opts = self.options.with_vmi(inputs.vmi.as_ref());
         let mut rw = crate::rewrite(&inputs.domain_xml, &view, opts).map_err(|source| {
             VmCommandError::Rewrite {
                 path: self.domain.clone(),
-                source,
+                source: Box::new(source),
             }
         })?;
         if let Some(v) = &inputs.vmi {
             rw.label_with(v);
         }
         let xml = match self.stand_ins {
-            true => crate::stand_ins(&rw.xml, &view).map_err(VmCommandError::StandIns)?,
+            true => crate::stand_ins(&rw.xml, &view)
+                .map_err(|e| VmCommandError::StandIns(Box::new(e)))?,
             false => rw.xml.clone(),
         };
         if let Some(path) = &self.draw_guest {
