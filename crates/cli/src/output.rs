@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use serde::Serialize;
 
+use topoalign_probes::ReadError;
 pub(crate) use topoalign_render::Format;
 
 /// Prints `value` as JSON or YAML to stdout (the table form is each command's own).
@@ -79,6 +80,16 @@ pub(crate) fn error_text(e: &anyhow::Error) -> String {
         }
     }
     line
+}
+
+/// A live read's error as the one line it always printed: what was read and the API's
+/// word, or the server not reached; kube's own causes, which [`ReadError`] keeps as
+/// sources, are not walked.
+pub(crate) fn read_error(e: ReadError) -> anyhow::Error {
+    match e {
+        ReadError::Api { .. } | ReadError::Unreachable { .. } => anyhow::anyhow!("{e}"),
+        e => e.into(),
+    }
 }
 
 /// Prints each warning on stderr.

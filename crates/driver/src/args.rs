@@ -356,6 +356,13 @@ mod tests {
         let args = with(&["--write-domain-labels", "--domains", d.to_str().unwrap()]).unwrap();
         let start = args.start_on(topo.clone()).unwrap();
         assert!(start.config.write_domain_labels);
+        // The dry run ends with the Node patch of the labels; without the flag, no patch.
+        let (objects, _) = crate::dry_run::of_start(&start, "n1").unwrap();
+        let (bare, notes) = crate::dry_run::of_start(&plain, "n1").unwrap();
+        let node =
+            |o: &crate::dry_run::DriverObject| matches!(o, crate::dry_run::DriverObject::Node(_));
+        assert!(objects.last().is_some_and(node) && !bare.iter().any(node));
+        assert_eq!((objects.len(), notes.len()), (bare.len() + 1, 0));
         let facts = start.facts;
         let (labels, file) = facts.operator.unwrap();
         assert_eq!(file, d.display().to_string());

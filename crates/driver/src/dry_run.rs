@@ -15,6 +15,7 @@ use topoalign_node_facts::NodeFacts;
 use topoalign_topology::Topology;
 
 use crate::error::DriverError;
+use crate::start::Start;
 
 /// One object the driver creates.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -68,6 +69,28 @@ pub fn objects(
         .map(DriverObject::DeviceClass)
         .chain(slices.into_iter().map(DriverObject::ResourceSlice))
         .collect())
+}
+
+/// Every object the driver started as `start` would create on node `node_name`
+/// ([`objects`]), then with `--write-domain-labels` the Node patch of its domain labels
+/// ([`domain_labels`]); and the notes on the labels not written.
+pub fn of_start(
+    start: &Start,
+    node_name: &str,
+) -> Result<(Vec<DriverObject>, Vec<String>), DriverError> {
+    let options = &start.config.options;
+    let mut objects = objects(
+        &start.topology,
+        node_name,
+        options,
+        start.facts.rails.as_ref(),
+    )?;
+    if !start.config.write_domain_labels {
+        return Ok((objects, Vec::new()));
+    }
+    let (patch, labels) = domain_labels(node_name, &start.facts);
+    objects.extend(patch);
+    Ok((objects, labels.notes))
 }
 
 /// The objects as one `v1` List (the `-o json` form).

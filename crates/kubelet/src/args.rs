@@ -2,8 +2,10 @@
 //! once: `set`'s settings are [`ChangeRequest`] itself.
 
 use std::path::PathBuf;
+use std::time::SystemTime;
 
-use crate::{ChangeRequest, DEFAULT_CPU_MANAGER_STATE, RollbackOptions};
+use crate::{Applied, ChangeRequest, ConfigError, DEFAULT_CPU_MANAGER_STATE, RollbackOptions};
+use crate::{SetReport, apply_set, cpu_state_warning, plan_set};
 
 /// The `kubelet-config` subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -71,6 +73,38 @@ pub struct SetArgs {
     pub dry_run: bool,
 }
 
+impl SetArgs {
+    /// `kubelet-config set`: plans the change, then (unless it changes nothing or this is
+    /// a dry run) writes it at `now`; the report, with what was written. `warn` gets
+    /// each batch of warnings when it is known: the plan's, then the write's (or, not
+    /// writing, the CPU manager checkpoint's).
+    pub fn run(
+        &self,
+        now: SystemTime,
+        warn: &mut dyn FnMut(&[String]),
+    ) -> Result<(SetReport, Option<Applied>), ConfigError> {
+        if self.request.is_empty() {
+            return Err(ConfigError::NothingToSet);
+        }
+        let plan = plan_set(&self.file, &self.request)?;
+        warn(&plan.warnings);
+        let state = self.remove_cpu_manager_state.as_deref();
+        if plan.is_noop() || self.dry_run {
+            let (from, to) = &plan.cpu_policy;
+            warn(&Vec::from_iter(cpu_state_warning(
+                from,
+                to,
+                state.is_some(),
+            )));
+            return Ok((SetReport::planned(&self.file, &plan), None));
+        }
+        let applied = apply_set(&plan, state, now, None)?;
+        warn(&applied.warnings);
+        let report = SetReport::written(&self.file, &plan, &applied);
+        Ok((report, Some(applied)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -136,6 +170,49 @@ mod tests {
         assert_eq!(
             o.cpu_state,
             Some(std::path::Path::new(DEFAULT_CPU_MANAGER_STATE))
+        );
+    }
+
+    fn set(argv: &[&str]) -> SetArgs {
+        let Action::Set(a) = Cli::try_parse_from(argv).unwrap().action else {
+            panic!("not set");
+        };
+        a
+    }
+
+    #[test]
+    fn set_runs_dry_writes_and_refuses_nothing_to_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("k.yaml");
+        let text = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n";
+        std::fs::write(&file, text).unwrap();
+        let f = file.to_str().unwrap();
+        let mut said = Vec::new();
+        let mut warn = |w: &[String]| said.push(w.to_vec());
+        let e = set(&["kc", "set", f]).run(SystemTime::now(), &mut warn);
+        assert!(matches!(e, Err(ConfigError::NothingToSet)), "{e:?}");
+        let policy = ["--topology-manager-policy", "restricted"];
+        let dry = set(&[&["kc", "set", f, "--dry-run"][..], &policy].concat());
+        let (report, applied) = dry.run(SystemTime::now(), &mut warn).unwrap();
+        assert!(!report.written && applied.is_none());
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            text,
+            "a dry run writes nothing"
+        );
+        let (report, applied) = set(&[&["kc", "set", f][..], &policy].concat())
+            .run(SystemTime::now(), &mut warn)
+            .unwrap();
+        assert!(report.written && applied.is_some());
+        assert!(
+            std::fs::read_to_string(&file)
+                .unwrap()
+                .contains("restricted")
+        );
+        assert_eq!(
+            said.len(),
+            4,
+            "plan and checkpoint, plan and write: {said:?}"
         );
     }
 }

@@ -5,6 +5,11 @@ use std::path::PathBuf;
 /// Why a KubeletConfiguration file could not be read, changed or written.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// `set` without a setting to change.
+    #[error(
+        "nothing to set: give --topology-manager-policy, --topology-manager-scope, --topology-manager-option, --cpu-manager-policy or --reserved-cpus"
+    )]
+    NothingToSet,
     /// The file could not be read or written.
     #[error("{action} {path}: {error}")]
     Io {

@@ -43,7 +43,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use crate::logging::{LogFormat, install};
-use crate::process::{ClientError, Threads, kube_client, kube_config, runtime};
+use crate::process::{ClientError, Serving, StartError, Threads, kube_client, kube_config};
+use crate::process::{runtime, serving};
 
 /// A process's defaults: what its flags say when they are not given.
 pub trait ProcessDefaults {
@@ -112,6 +113,11 @@ impl<D: ProcessDefaults + Send + Sync + Clone + 'static> ProcessArgs<D> {
     /// The process's runtime, with its threads.
     pub fn runtime(&self) -> std::io::Result<tokio::runtime::Runtime> {
         runtime(D::THREADS)
+    }
+
+    /// The process started to serve ([`serving`]): its runtime, the signal handlers.
+    pub fn serving(&self) -> Result<Serving, StartError> {
+        serving(D::THREADS)
     }
 
     /// The API client of `--kubeconfig`.

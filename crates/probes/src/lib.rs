@@ -11,12 +11,15 @@
 //! The rest of the process kit they are all assembled from: `kit`, the server all of
 //! them run on (timeouts, connection cap, bounded shutdown); `process`, the API client
 //! from a kubeconfig, the SIGTERM/SIGINT shutdown future and the tokio runtime;
-//! `logging`, the log format and the one log subscriber; `args` (the `clap` feature),
+//! `logging`, the log format and the one log subscriber; `cluster`, one-shot reads of
+//! the live cluster (lists and gets whose errors name what and the server, for commands
+//! that look at a cluster once); `args` (the `clap` feature),
 //! the flags every process takes, defined once ([`ProcessArgs`]: `--kubeconfig`,
 //! `--listen`, `--log-format`, `--log-filter`), each process saying its own defaults.
 
 #[cfg(feature = "clap")]
 mod args;
+mod cluster;
 mod interval;
 mod kit;
 mod logging;
@@ -24,6 +27,7 @@ mod process;
 
 #[cfg(feature = "clap")]
 pub use args::{KubeArgs, ProcessArgs, ProcessDefaults};
+pub use cluster::{ClusterObjects, ClusterReader, PodDevices, ReadError, read_cluster};
 pub use interval::{IntervalError, parse_interval};
 pub use kit::{
     BodyError, ConnStats, Handshake, Limits, Plain, Stopped, read_body, serve_with,
@@ -32,6 +36,7 @@ pub use kit::{
 pub use logging::LogFormat;
 pub use logging::{COMMAND_FILTER, install_command_logging};
 pub use process::{ClientError, Threads, kube_client, kube_config, runtime, shutdown_signals};
+pub use process::{Serving, Signalled, StartError, say_stopping, serving};
 
 use std::future::Future;
 use std::sync::Arc;

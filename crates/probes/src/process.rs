@@ -1,10 +1,13 @@
 //! The parts every long-running topoalign process (the DRA driver, the node agent, the
 //! scheduler extender) is assembled from, defined once: the Kubernetes API client from a
 //! kubeconfig (or the in-cluster/`$KUBECONFIG`/`~/.kube/config` inference), the
-//! SIGTERM/SIGINT shutdown future, and the tokio runtime.
+//! SIGTERM/SIGINT shutdown future, the tokio runtime, and a serving process's start (its
+//! runtime with the signal handlers installed, [`serving`]) and stop line
+//! ([`say_stopping`]).
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -63,6 +66,47 @@ pub fn shutdown_signals() -> std::io::Result<impl Future<Output = &'static str> 
     })
 }
 
+/// The name of the first SIGTERM/SIGINT, once it comes ([`shutdown_signals`]).
+pub type Signalled = Pin<Box<dyn Future<Output = &'static str> + Send>>;
+
+/// A serving process once started: its runtime, the SIGTERM/SIGINT handlers installed.
+pub struct Serving {
+    /// The runtime to serve on.
+    pub runtime: tokio::runtime::Runtime,
+    /// The first signal's name.
+    pub signalled: Signalled,
+}
+
+/// Why a serving process could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// No runtime.
+    #[error("starting the async runtime")]
+    Runtime(#[source] std::io::Error),
+    /// No signal handlers.
+    #[error("installing the SIGTERM/SIGINT handlers")]
+    Signals(#[source] std::io::Error),
+}
+
+/// Starts a serving process: a runtime with `threads`, then the SIGTERM/SIGINT handlers.
+pub fn serving(threads: Threads) -> Result<Serving, StartError> {
+    let runtime = runtime(threads).map_err(StartError::Runtime)?;
+    let signalled = {
+        let _in_runtime = runtime.enter();
+        shutdown_signals().map_err(StartError::Signals)?
+    };
+    Ok(Serving {
+        runtime,
+        signalled: Box::pin(signalled),
+    })
+}
+
+/// The stop future of the process `process`: resolves when `signalled` does, having said
+/// `topoalign PROCESS: SIGTERM, stopping` on stderr.
+pub async fn say_stopping(process: &'static str, signalled: Signalled) {
+    eprintln!("topoalign {process}: {}, stopping", signalled.await);
+}
+
 /// The threads of a process's runtime.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Threads {
@@ -108,6 +152,22 @@ mod tests {
                 .starts_with("reading kubeconfig /nonexistent/kubeconfig: "),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_serving_process_has_its_runtime_and_waits_for_a_signal() {
+        let s = serving(Threads::Fixed {
+            workers: 1,
+            blocking: 1,
+        })
+        .unwrap();
+        let stop = say_stopping("test", s.signalled);
+        let waited = s.runtime.block_on(async {
+            tokio::time::timeout(std::time::Duration::from_millis(20), stop).await
+        });
+        assert!(waited.is_err(), "stopped without a signal");
+        let stop = say_stopping("test", Box::pin(async { "SIGTERM" }));
+        s.runtime.block_on(stop);
     }
 
     #[test]

@@ -9,11 +9,15 @@
 //! PCIe switch for devices that share a host switch (so a GPU and its NIC are PIX in the
 //! guest too). Nothing else in the domain changes.
 //!
-//! The core does no I/O: callers pass the XML text and a [`HostView`].
+//! The core does no I/O: callers pass the XML text and a [`HostView`]. The `clap`
+//! feature adds `topoalign vm`'s flags and the command's file reads and writes
+//! (`VmArgs::read_inputs`, `VmArgs::rewrite_on`).
 
 #[cfg(feature = "clap")]
 mod args;
 mod check;
+#[cfg(feature = "clap")]
+mod command;
 mod domain;
 mod error;
 mod explain;
@@ -31,6 +35,8 @@ use topoalign_topology::Bdf;
 
 #[cfg(feature = "clap")]
 pub use args::VmArgs;
+#[cfg(feature = "clap")]
+pub use command::{VmCommandError, VmInputs, VmOutput};
 pub use domain::{Domain, PciAddress};
 pub use error::VmError;
 pub use host::{HostDevice, HostNode, HostView, Role};

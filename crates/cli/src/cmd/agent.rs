@@ -8,7 +8,7 @@ use anyhow::Context;
 use topoalign_agent::{AgentArgs, run_once, run_serving};
 use topoalign_discover::Source;
 use topoalign_kubelet::ConfigDocument;
-use topoalign_probes::shutdown_signals;
+use topoalign_probes::{Serving, say_stopping};
 
 use crate::output::{Format, print, with_errors};
 use crate::source::{TopologyArgs, load};
@@ -45,30 +45,20 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         let cfg = args
             .agent
             .config(topo, settings.unwrap_or_default(), node_env)?;
-        let rt = args
-            .agent
-            .process
-            .runtime()
-            .context("starting the async runtime")?;
+        let process = &args.agent.process;
         if args.agent.once {
+            let rt = process.runtime().context("starting the async runtime")?;
             let out = rt.block_on(run_once(&cfg))?;
             print(&out, format, || out.table())?;
             return Ok(ExitCode::SUCCESS);
         }
-        rt.block_on(async {
-            let signalled = shutdown_signals().context("installing the SIGTERM/SIGINT handlers")?;
-            let client = args.agent.process.client().await?;
-            eprintln!(
-                "topoalign agent for node {} reading {}",
-                cfg.node,
-                cfg.socket.display()
-            );
-            let addr = args.agent.process.listen;
-            let stop = async move {
-                eprintln!("topoalign agent: {}, stopping", signalled.await);
-            };
-            run_serving(cfg, client, addr, stop).await?;
-            Ok::<_, anyhow::Error>(())
+        let Serving { runtime, signalled } = process.serving()?;
+        runtime.block_on(async {
+            let client = process.client().await?;
+            let (node, socket) = (&cfg.node, cfg.socket.display());
+            eprintln!("topoalign agent for node {node} reading {socket}");
+            let stop = say_stopping("agent", signalled);
+            anyhow::Ok(run_serving(cfg, client, process.listen, stop).await?)
         })?;
         Ok(ExitCode::SUCCESS)
     })

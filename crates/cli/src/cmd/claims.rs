@@ -7,20 +7,14 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
-use k8s_openapi::api::resource::v1::ResourceClaimSpec;
 use topoalign_discover::Source;
-use topoalign_dra::claim::{LadderInput, claim_object, held_devices, ladder_claim, ladder_reports};
-use topoalign_dra::claim::{claim_spec, mig_claim_spec, mixed_claim, pairs_fit_one_numa_node};
-use topoalign_dra::explain::{ClaimExtra, ClaimsOutput, SimulatedNode, explain_mixed, own_request};
-use topoalign_dra::{alloc::DeviceId, claim::ClaimArgs, foreign::SliceFile};
-use topoalign_plan::read_usage;
-use topoalign_probes::KubeArgs;
+use topoalign_dra::claim::{ClaimArgs, held_devices};
+use topoalign_dra::explain::{ClaimReads, ClaimsOptions, ReadFailure, claims_output};
+use topoalign_dra::{alloc::DeviceId, foreign::SliceFile, foreign::read_slice_files};
+use topoalign_probes::{KubeArgs, read_cluster};
 use topoalign_topology::Topology;
 
-use crate::cmd::cluster;
-
-use crate::output::{Format, exit, print};
+use crate::output::{Format, exit, print, read_error};
 use crate::source::{TopologyArgs, load};
 
 /// Arguments.
@@ -57,146 +51,52 @@ pub(crate) struct Args {
 /// Runs the command. Errors go to stderr only, whatever the format: stdout is a manifest
 /// meant for `| kubectl apply -f -`, and an `error:` document there would be applied.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let args = &args;
-    let c = &args.claim;
-    let (claim, extra) = match (c.foreign(args.kube.kubeconfig.is_some()), &c.node) {
-        (true, Some(_)) => from_slices(args)?,
-        (true, None) => template(args)?,
-        (false, _) => own(args)?,
+    let opts = ClaimsOptions {
+        live: args.kube.kubeconfig.is_some(),
+        used: args.used.as_deref(),
+        budget: args.budget,
     };
-    let object = claim_object(&claim, &c.object_name(), c.namespace.as_deref(), c.claim)?;
-    let out = ClaimsOutput {
-        object,
-        extra,
-        explain: c.explain,
-    };
+    let out = claims_output(&args.claim, opts, &mut Reads(&args))?;
     eprint!("{}", out.stderr_text());
     print(&out.document()?, args.output, || out.table())?;
     Ok(exit(out.ok()))
 }
 
-type Claim = (ResourceClaimSpec, ClaimExtra);
+/// What `claims` reads: the topology of the source flags, other drivers' slices from the
+/// live cluster or saved files; notes go to stderr.
+struct Reads<'a>(&'a Args);
 
-/// The claim on this project's driver, explained on the topology's simulated slices.
-fn own(args: &Args) -> anyhow::Result<Claim> {
-    if let Some(mig) = args.claim.mig_spec()? {
-        return Ok((mig_claim_spec(&mig)?, ClaimExtra::None));
+impl ClaimReads for Reads<'_> {
+    fn topology(&mut self, or_host: bool) -> Result<Option<Topology>, ReadFailure> {
+        let t = &self.0.topology;
+        let source = match (t.given(), or_host) {
+            (Some(source), _) => source,
+            (None, true) => Source::host(),
+            (None, false) => return Ok(None),
+        };
+        Ok(Some(load(t, source)?.topology))
     }
-    let mut spec = args.claim.spec()?;
-    // The topology, when one is given or the allocator's pick is explained on it.
-    let topo = match (args.claim.explain, args.topology.given()) {
-        (true, _) => Some(load(&args.topology, Source::host())?),
-        (false, Some(source)) => Some(load(&args.topology, source)?),
-        (false, None) => None,
-    };
-    let fits = (topo.as_ref()).map(|t| pairs_fit_one_numa_node(&t.topology, spec.pairs));
-    spec.cpus = args.claim.cpus.claim(fits)?;
-    let claim = claim_spec(&spec)?;
-    let Some(topo) = topo.filter(|_| args.claim.explain) else {
-        return Ok((claim, ClaimExtra::None));
-    };
-    let node = args.claim.node.as_deref().unwrap_or("node");
-    let node = SimulatedNode::with_cpus(&topo.topology, node, spec.cpus.as_ref())?;
-    let usage = read_usage(args.used.as_deref())?;
-    let req = own_request(&spec);
-    let e = node.explain(&claim, &req, &topo.topology, &usage, args.budget)?;
-    Ok((claim, ClaimExtra::Explanation(e)))
-}
 
-/// Other drivers' slices and the devices held, from files or the live cluster; `None`
-/// when neither is given.
-fn slices(args: &Args) -> anyhow::Result<Option<(SliceFile, BTreeSet<DeviceId>)>> {
-    let c = &args.claim;
-    if let Some(k) = &args.kube.kubeconfig {
-        let r = cluster::read_live(cluster::config_path(k), false)?;
-        let held = held_devices(&r.claims);
-        return Ok(Some((r.file, held)));
+    fn slices(&mut self) -> Result<Option<(SliceFile, BTreeSet<DeviceId>)>, ReadFailure> {
+        if let Some(k) = &self.0.kube.kubeconfig {
+            // `-`: the default chain (in-cluster, $KUBECONFIG, ~/.kube/config).
+            let k = (k.as_os_str() != "-").then_some(k.as_path());
+            let r = read_cluster(k, false).map_err(read_error)?;
+            let held = held_devices(&r.claims);
+            let (slices, classes) = (r.slices, r.classes);
+            return Ok(Some((SliceFile { slices, classes }, held)));
+        }
+        let paths = &self.0.claim.from_slices;
+        if paths.is_empty() {
+            return Ok(None);
+        }
+        let file = read_slice_files(paths, &mut std::io::stdin().lock())?;
+        Ok(Some((file, BTreeSet::new())))
     }
-    if c.from_slices.is_empty() {
-        return Ok(None);
-    }
-    Ok(Some((
-        cluster::read_files(&c.from_slices)?,
-        BTreeSet::new(),
-    )))
-}
 
-/// The node's own topology, when given: it lets the planner see switches and NUMA nodes
-/// the drivers do not publish.
-fn node_topology(args: &Args) -> anyhow::Result<Option<Topology>> {
-    Ok(match args.topology.given() {
-        Some(source) => Some(load(&args.topology, source)?.topology),
-        None => None,
-    })
-}
-
-/// The node-independent template for other drivers, and what it gets on each node.
-fn template(args: &Args) -> anyhow::Result<Claim> {
-    args.claim.spec()?;
-    let read = slices(args)?;
-    let classes = read.as_ref().map_or(&[][..], |(f, _)| &f.classes[..]);
-    let (spec, [gpu_driver, nic_driver]) = args.claim.ladder_spec(classes)?;
-    let claim = ladder_claim(&spec)?;
-    if let Some(note) = spec.cost_note() {
+    fn note(&mut self, note: &str) {
         eprintln!("note: {note}");
     }
-    let Some((file, held)) = read else {
-        if args.claim.explain {
-            anyhow::bail!(
-                "--explain with --gpu-class/--nic-class needs the nodes' slices: --from-slices FILE or --kubeconfig FILE"
-            );
-        }
-        return Ok((claim, ClaimExtra::None));
-    };
-    let topo = node_topology(args)?;
-    let input = LadderInput {
-        claim: &claim,
-        gpu: (&gpu_driver, &spec.gpu_class),
-        nic: (&nic_driver, &spec.nic_class),
-        slices: &file.slices,
-        classes: &file.classes,
-        cpu_class: spec.cpus.as_ref().map(|c| c.class.as_str()),
-        in_use: &held,
-        topology: topo.as_ref(),
-        budget: args.budget,
-    };
-    let reports = ladder_reports(&input)?;
-    Ok((claim, ClaimExtra::Nodes(reports)))
-}
-
-/// The claim on two foreign drivers' slices of `--node`.
-fn from_slices(args: &Args) -> anyhow::Result<Claim> {
-    args.claim.spec()?;
-    anyhow::ensure!(
-        args.claim.cpus.cpus.is_none(),
-        "--cpus with --node (a claim pinned to one node's slices): not supported; leave out --node for the node-independent template, which takes --cpus"
-    );
-    let Some((file, held)) = slices(args)? else {
-        anyhow::bail!("--node needs the slices: --from-slices FILE or --kubeconfig FILE");
-    };
-    let slices = file.slices;
-    let mspec = args.claim.mixed_spec(&file.classes);
-    let node_topo = node_topology(args)?;
-    let mixed = mixed_claim(&slices, &mspec, node_topo.as_ref())
-        .with_context(|| format!("writing a claim for node {}", mspec.node))?;
-    for n in &mixed.notes {
-        eprintln!("note: {n}");
-    }
-    eprintln!("note: {}", mixed.strategy.text());
-    if !args.claim.explain {
-        return Ok((mixed.spec, ClaimExtra::None));
-    }
-    let usage = read_usage(args.used.as_deref())?;
-    let _ = held;
-    let e = explain_mixed(
-        &mixed,
-        &slices,
-        &mspec,
-        node_topo.as_ref(),
-        &usage,
-        args.budget,
-    )?;
-    Ok((mixed.spec, ClaimExtra::Explanation(e)))
 }
 
 #[cfg(test)]

@@ -48,19 +48,10 @@ fn dry(args: &Args) -> anyhow::Result<ExitCode> {
     let d = load(&args.topology, args.source())?;
     let start = args.start_on(d.topology)?;
     crate::output::warn(&start.warnings);
-    let mut objects = dry_run::objects(
-        &start.topology,
-        &args.node_name,
-        &start.config.options,
-        start.facts.rails.as_ref(),
-    )
-    .with_context(|| format!("node {:?}", args.node_name))?;
-    if start.config.write_domain_labels {
-        let (patch, labels) = dry_run::domain_labels(&args.node_name, &start.facts);
-        objects.extend(patch);
-        for n in &labels.notes {
-            eprintln!("note: {n}");
-        }
+    let (objects, notes) = dry_run::of_start(&start, &args.node_name)
+        .with_context(|| format!("node {:?}", args.node_name))?;
+    for n in &notes {
+        eprintln!("note: {n}");
     }
     match args.format {
         Format::Yaml => print_yaml_stream(&objects)?,

@@ -6,17 +6,12 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, anyhow, bail};
-use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
-use kube::Api;
-use kube::api::ListParams;
 use topoalign_dra::explain::{ClusterInput, explain_all};
 use topoalign_dra::explain::{PodExplanation, PodInput, agent_node_facts, claim_refs};
 use topoalign_dra::explain::{explain_pod, parse_pod_key};
-use topoalign_probes::KubeArgs;
+use topoalign_probes::{ClusterReader, KubeArgs, read_cluster};
 
-use crate::cmd::cluster::{self, api_error};
-use crate::output::{Format, exit, print, with_errors};
+use crate::output::{Format, exit, print, read_error, with_errors};
 use crate::source::{TopologyArgs, load};
 
 /// Arguments.
@@ -104,12 +99,12 @@ fn run_all(a: &AllArgs) -> anyhow::Result<ExitCode> {
             Some(source) => Some(load(&a.topology, source)?.topology),
             None => None,
         };
-        let live = cluster::read_live(a.kube.kubeconfig.as_deref(), true)?;
+        let live = read_cluster(a.kube.kubeconfig.as_deref(), true).map_err(read_error)?;
         let out = explain_all(&ClusterInput {
             pods: &live.pods,
             claims: &live.claims,
-            slices: &live.file.slices,
-            classes: &live.file.classes,
+            slices: &live.slices,
+            classes: &live.classes,
             topology: topo.as_ref(),
         });
         print(&out, a.output, || out.table())?;
@@ -124,56 +119,19 @@ fn parse_target(target: &str) -> anyhow::Result<(&str, &str)> {
 }
 
 async fn read_and_explain(kube: &KubeArgs, ns: &str, name: &str) -> anyhow::Result<PodExplanation> {
-    let config = kube.config().await?;
-    let server = config.cluster_url.to_string();
-    let client = kube::Client::try_from(config).context("building the API client")?;
-    let key = format!("{ns}/{name}");
-    let pod = Api::<Pod>::namespaced(client.clone(), ns)
-        .get_opt(name)
-        .await
-        .map_err(|e| api_error(e, &format!("pod {key}"), &server))?
-        .ok_or_else(|| anyhow!("pod {key} not found"))?;
-    let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
+    let r = ClusterReader::connect(kube.kubeconfig.as_deref()).await;
+    let r = r.map_err(read_error)?;
+    let pod = r.pod(ns, name).await.map_err(read_error)?;
     let refs = claim_refs(&pod)?;
-    let (mut claims, mut slices, mut others, mut classes) = (vec![], vec![], vec![], vec![]);
-    let mut node_facts = Vec::new();
-    // Not scheduled: nothing more to read, the library says so.
-    if let Some(node) = node {
-        let claims_api = Api::<ResourceClaim>::namespaced(client.clone(), ns);
-        for r in &refs {
-            let what = format!("ResourceClaim {ns}/{} of pod {key}", r.claim);
-            let c = (claims_api.get_opt(&r.claim).await)
-                .map_err(|e| api_error(e, &what, &server))?
-                .ok_or_else(|| anyhow!("{what} not found"))?;
-            claims.push(c);
-        }
-        let server = server.as_str();
-        let err = |what: String| move |e| api_error(e, &what, server);
-        if refs.is_empty() {
-            let n = Api::<Node>::all(client.clone()).get_opt(&node).await;
-            node_facts = agent_node_facts(n.map_err(err(format!("node {node}")))?.as_ref());
-        } else {
-            let all = ListParams::default();
-            let by_node = ListParams::default().fields(&format!("spec.nodeName={node}"));
-            let s = Api::<ResourceSlice>::all(client.clone())
-                .list(&by_node)
-                .await;
-            slices = s
-                .map_err(err(format!("ResourceSlices of node {node}")))?
-                .items;
-            let o = Api::<ResourceClaim>::all(client.clone()).list(&all).await;
-            others = o.map_err(err("ResourceClaims".into()))?.items;
-            let c = Api::<DeviceClass>::all(client.clone()).list(&all).await;
-            classes = c.map_err(err("DeviceClasses".into()))?.items;
-        }
-    }
+    let names: Vec<&str> = refs.iter().map(|r| r.claim.as_str()).collect();
+    let read = r.pod_devices(&pod, &names).await.map_err(read_error)?;
     Ok(explain_pod(&PodInput {
         pod: &pod,
-        claims: &claims,
-        slices: &slices,
-        others: &others,
-        classes: &classes,
-        node_facts: &node_facts,
+        claims: &read.claims,
+        slices: &read.slices,
+        others: &read.others,
+        classes: &read.classes,
+        node_facts: &agent_node_facts(read.node.as_ref()),
         topology: None,
     })?)
 }

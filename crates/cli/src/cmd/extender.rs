@@ -11,7 +11,7 @@ use topoalign_extender::synth_nodes;
 use topoalign_extender::{DecideArgs, NodesArgs, ServeArgs};
 use topoalign_extender::{decide_on_manifests, decide_table, node_items, node_list, node_table};
 use topoalign_kube_types::read_document;
-use topoalign_probes::shutdown_signals;
+use topoalign_probes::{Serving, say_stopping};
 
 use crate::output::{print, with_errors};
 
@@ -73,14 +73,11 @@ fn decide(a: &DecideArgs) -> anyhow::Result<ExitCode> {
 
 fn serve_cmd(a: ServeArgs) -> anyhow::Result<ExitCode> {
     let cfg = a.config()?;
-    let rt = a.process.runtime().context("starting the async runtime")?;
-    let drained = rt.block_on(async {
-        let signalled = shutdown_signals().context("installing the SIGTERM/SIGINT handlers")?;
+    let Serving { runtime, signalled } = a.process.serving()?;
+    let drained = runtime.block_on(async {
         let client = a.process.client().await?;
         let listening = |addr| eprintln!("topoalign extender listening on {addr}");
-        let stop = async move {
-            eprintln!("topoalign extender: {}, stopping", signalled.await);
-        };
+        let stop = say_stopping("extender", signalled);
         anyhow::Ok(serve(client, cfg, stop, listening).await?)
     })?;
     if !drained {

@@ -4,8 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
-use topoalign_kubelet::{Action, SetArgs};
-use topoalign_kubelet::{SetReport, ShowReport, apply_set, cpu_state_warning, plan_set, rollback};
+use topoalign_kubelet::{Action, ShowReport, rollback};
 
 use crate::output::{Format, exit, print, warn, with_errors};
 
@@ -24,7 +23,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let f = args.output;
     with_errors(f, || match args.action {
         Action::Show { file } => show(file, f),
-        Action::Set(a) => set(a, f),
+        Action::Set(a) => {
+            let (report, applied) = a.run(SystemTime::now(), &mut |w| warn(w))?;
+            print(&report, f, || report.text(applied.as_ref()))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Action::Rollback(a) => {
             let done = rollback(&a.file, a.options(), SystemTime::now(), None)?;
             warn(&done.warnings);
@@ -42,32 +45,4 @@ fn show(file: PathBuf, f: Format) -> anyhow::Result<ExitCode> {
     }
     warn(&report.warnings);
     Ok(exit(report.errors.is_empty()))
-}
-
-fn set(a: SetArgs, f: Format) -> anyhow::Result<ExitCode> {
-    let request = a.request;
-    if request.is_empty() {
-        anyhow::bail!(
-            "nothing to set: give --topology-manager-policy, --topology-manager-scope, --topology-manager-option, --cpu-manager-policy or --reserved-cpus"
-        );
-    }
-    let plan = plan_set(&a.file, &request)?;
-    warn(&plan.warnings);
-    let state = a.remove_cpu_manager_state.as_deref();
-    if plan.is_noop() || a.dry_run {
-        let (from, to) = &plan.cpu_policy;
-        warn(&Vec::from_iter(cpu_state_warning(
-            from,
-            to,
-            state.is_some(),
-        )));
-        let report = SetReport::planned(&a.file, &plan);
-        print(&report, f, || report.text(None))?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let applied = apply_set(&plan, state, SystemTime::now(), None)?;
-    warn(&applied.warnings);
-    let report = SetReport::written(&a.file, &plan, &applied);
-    print(&report, f, || report.text(Some(&applied)))?;
-    Ok(ExitCode::SUCCESS)
 }

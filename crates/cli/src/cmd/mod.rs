@@ -2,7 +2,6 @@
 
 pub(crate) mod agent;
 pub(crate) mod claims;
-pub(crate) mod cluster;
 pub(crate) mod demo;
 pub(crate) mod discover;
 pub(crate) mod draw;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use topoalign_kube_types::read_document;
-use topoalign_probes::shutdown_signals;
+use topoalign_probes::{Serving, say_stopping};
 use topoalign_webhook::{ConfigArgs, NetworkFeeds, Outcome, ReviewArgs, WebhookArgs};
 use topoalign_webhook::{decision_table, names_table, review_manifest};
 
@@ -78,15 +78,10 @@ fn config(a: &ConfigArgs) -> anyhow::Result<ExitCode> {
 
 fn serve(a: &WebhookArgs) -> anyhow::Result<ExitCode> {
     let cfg = a.config()?;
-    let rt = a.process.runtime().context("starting the async runtime")?;
-    let stopped = rt.block_on(async {
-        let signalled = shutdown_signals().context("installing the SIGTERM/SIGINT handlers")?;
-        let listening = |addr| eprintln!("topoalign webhook listening on https://{addr}");
-        let stop = async move {
-            eprintln!("topoalign webhook: {}, stopping", signalled.await);
-        };
-        anyhow::Ok(topoalign_webhook::run(cfg, stop, listening).await?)
-    })?;
+    let Serving { runtime, signalled } = a.process.serving()?;
+    let listening = |addr| eprintln!("topoalign webhook listening on https://{addr}");
+    let stop = say_stopping("webhook", signalled);
+    let stopped = runtime.block_on(topoalign_webhook::run(cfg, stop, listening))?;
     if stopped.cut_off > 0 {
         eprintln!(
             "warning: {} connections still open after the shutdown grace; closed",

@@ -14,7 +14,7 @@ pub(crate) mod spec;
 mod text;
 
 #[cfg(feature = "clap")]
-pub use args::ClaimArgs;
+pub use args::{ClaimArgs, MaxClassError};
 pub use cpus::{
     CPU_CAPACITY, CPU_CLASS, CPU_DRIVER, CpuClaim, CpuMode, CpuRelease, CpuShape, cpu_device_class,
     cpu_slices, pairs_fit_one_numa_node,

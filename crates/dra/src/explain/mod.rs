@@ -2,7 +2,8 @@
 //! for one claim ([`explain`]), for a pod's claims on its node ([`explain_pod`]), for a
 //! mixed-driver claim on a node simulated from its slices ([`explain_mixed`]), for every
 //! allocated pod of a cluster ([`explain_all`]), and the CPUs shared with them; each in
-//! words or as the tables `topoalign explain` prints.
+//! words or as the tables `topoalign explain` prints; and `topoalign claims` as one call
+//! (`claims_output`, the `clap` feature), the claim with its explanation.
 //!
 //! [`explain`]: crate::explain::explain
 //! [`explain_pod`]: crate::explain::explain_pod
@@ -12,6 +13,8 @@
 mod all;
 mod claim;
 mod claims;
+#[cfg(feature = "clap")]
+mod command;
 mod cpus;
 mod node;
 mod pod;
@@ -24,8 +27,10 @@ pub use all::{
 };
 pub use claim::{Explanation, explain, mark_usage, resolve_with};
 pub use claims::{ClaimExtra, ClaimsOutput};
+#[cfg(feature = "clap")]
+pub use command::{ClaimReads, ClaimsError, ClaimsOptions, ReadFailure, claims_output};
 pub use cpus::CpuShare;
-pub use node::{SimulatedNode, explain_mixed, own_request};
+pub use node::{ExplainError, SimulatedNode, explain_mixed, own_request};
 pub use pod::{
     ClaimReport, Kind, PairReport, Pairs, PodExplanation, PodInput, claim_refs, explain_pod,
 };

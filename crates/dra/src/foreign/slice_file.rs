@@ -4,6 +4,9 @@
 //! a `resource.k8s.io/v1` ResourceSlice or DeviceClass, and errors name the file and the
 //! object's position.
 
+use std::io::Read;
+use std::path::PathBuf;
+
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
 use serde_json::Value;
 use thiserror::Error;
@@ -64,6 +67,21 @@ pub enum SliceFileError {
         /// The file that disagrees.
         second: String,
     },
+    /// `-` (stdin) named twice among the files.
+    #[error("--from-slices: `-` (stdin) given twice")]
+    StdinTwice,
+    /// Standard input cannot be read.
+    #[error("reading slices from stdin")]
+    Stdin(#[source] std::io::Error),
+    /// A file cannot be read.
+    #[error("reading {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// What a slices file holds.
@@ -122,6 +140,36 @@ impl SliceFile {
         }
         Ok(())
     }
+}
+
+/// Reads and merges the saved files `paths` ([`SliceFile::merge`]); `-` is `stdin`, at
+/// most once, named `stdin` in errors.
+pub fn read_slice_files(
+    paths: &[PathBuf],
+    stdin: &mut dyn Read,
+) -> Result<SliceFile, SliceFileError> {
+    let mut all = SliceFile::default();
+    let mut seen = Vec::new();
+    if paths.iter().filter(|p| p.as_os_str() == "-").count() > 1 {
+        return Err(SliceFileError::StdinTwice);
+    }
+    for p in paths {
+        let (text, name) = if p.as_os_str() == "-" {
+            let mut t = String::new();
+            stdin
+                .read_to_string(&mut t)
+                .map_err(SliceFileError::Stdin)?;
+            (t, "stdin".to_string())
+        } else {
+            let t = std::fs::read_to_string(p).map_err(|source| SliceFileError::Read {
+                path: p.clone(),
+                source,
+            })?;
+            (t, p.display().to_string())
+        };
+        all.merge(parse_slice_file(&text, &name)?, &name, &mut seen)?;
+    }
+    Ok(all)
 }
 
 /// Parses `text` (the content of `file`): a YAML stream, a `kind: *List`, a JSON object
@@ -295,5 +343,45 @@ mod tests {
         );
         let e = parse_slices(&format!("[{class}]"), "only-classes.yaml").unwrap_err();
         assert_eq!(e.to_string(), "only-classes.yaml: no ResourceSlice found");
+    }
+
+    #[test]
+    fn files_and_stdin_are_read_and_merged_and_each_is_named() {
+        let fixture = |f: &str| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/vendor")
+                .join(f)
+        };
+        let gpu = fixture("nvidia-v05-dranet-h100.yaml");
+        let alone = read_slice_files(std::slice::from_ref(&gpu), &mut &b""[..]).unwrap();
+        let mut stdin = SLICE.as_bytes();
+        let paths = [
+            gpu.clone(),
+            PathBuf::from("-"),
+            gpu,
+            fixture("dra-cpu.yaml"),
+        ];
+        let all = read_slice_files(&paths, &mut stdin).unwrap();
+        assert!(
+            all.slices.len() > alone.slices.len() + 1,
+            "stdin's and the CPU file's"
+        );
+        assert_eq!(
+            all.classes.len(),
+            alone.classes.len(),
+            "a file's classes kept once"
+        );
+        let twice = [PathBuf::from("-"), PathBuf::from("-")];
+        let e = read_slice_files(&twice, &mut &b""[..]).unwrap_err();
+        assert!(matches!(e, SliceFileError::StdinTwice), "{e:?}");
+        let e = read_slice_files(&[PathBuf::from("-")], &mut &b""[..]).unwrap_err();
+        assert_eq!(e.to_string(), "stdin: no ResourceSlice found");
+        let gone = PathBuf::from("/nonexistent/gone.yaml");
+        let e = read_slice_files(&[gone], &mut &b""[..]).unwrap_err();
+        assert_eq!(e.to_string(), "reading /nonexistent/gone.yaml");
+        assert!(
+            std::error::Error::source(&e).is_some(),
+            "the io error is kept"
+        );
     }
 }
