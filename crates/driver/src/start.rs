@@ -14,8 +14,6 @@ use topoalign_kubelet_plugin::{FaultPoint, PluginConfig};
 use topoalign_node_facts::{Follower, NodeFacts};
 use topoalign_topology::Topology;
 
-use crate::error::DriverError;
-
 /// Everything `topoalign driver` was told.
 #[derive(Debug, Clone)]
 pub struct DriverConfig {
@@ -72,7 +70,8 @@ impl Start {
 
     /// Checks that the node's slices can be built (the node name, the API limits), as
     /// every publishing round builds them; how many there are.
-    pub(crate) fn check(&self) -> Result<usize, DriverError> {
+    #[cfg(feature = "clap")]
+    pub(crate) fn check(&self) -> Result<usize, crate::error::DriverError> {
         let slices = topoalign_dra::publish::slices_for(
             &self.inventory(),
             &self.config.node_name,
