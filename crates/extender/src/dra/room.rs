@@ -2,7 +2,7 @@
 //! ([`crate::dra::pending`]) each need so many pairs on one node. A placement that takes
 //! the room one of them needs leaves it unschedulable when its turn comes; the candidates
 //! are weighed first by how many of the waiting pods would still find a node after the
-//! pod goes there ([`Room::unplaced_of`]), then by pair quality, then packed (the node left
+//! pod goes there ([`Room::place`]), then by pair quality, then packed (the node left
 //! with the least room first), and the scheduler is given one clear first choice
 //! ([`crate::dra::verdict::priorities`]).
 //!
@@ -160,29 +160,38 @@ pub fn claim_need(specs: &[ResourceClaimSpec], foreign: bool) -> Need {
 pub(crate) type Supply = (usize, usize);
 
 /// Nodes by what each can still give: how many nodes have room for so many pairs, so many
-/// of them PXB or better.
+/// of them PXB or better, sorted by supply (a few distinct supplies per call: a sorted
+/// vector clones with one allocation, where a map allocated per entry).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Room(BTreeMap<Supply, usize>);
+pub(crate) struct Room(Vec<(Supply, usize)>);
 
 impl Room {
     /// The room of nodes with these supplies.
     pub(crate) fn of(supplies: impl IntoIterator<Item = Supply>) -> Room {
-        let mut r = Room::default();
-        for s in supplies {
-            r.add(s);
+        let mut all: Vec<Supply> = supplies.into_iter().collect();
+        all.sort_unstable();
+        let mut r: Vec<(Supply, usize)> = Vec::new();
+        for s in all {
+            match r.last_mut() {
+                Some((last, n)) if *last == s => *n += 1,
+                _ => r.push((s, 1)),
+            }
         }
-        r
+        Room(r)
     }
 
     fn add(&mut self, s: Supply) {
-        *self.0.entry(s).or_default() += 1;
+        match self.0.binary_search_by_key(&s, |(k, _)| *k) {
+            Ok(i) => self.0[i].1 += 1,
+            Err(i) => self.0.insert(i, (s, 1)),
+        }
     }
 
     fn remove(&mut self, s: Supply) {
-        if let Some(n) = self.0.get_mut(&s) {
-            *n -= 1;
-            if *n == 0 {
-                self.0.remove(&s);
+        if let Ok(i) = self.0.binary_search_by_key(&s, |(k, _)| *k) {
+            self.0[i].1 -= 1;
+            if self.0[i].1 == 0 {
+                self.0.remove(i);
             }
         }
     }
@@ -201,29 +210,28 @@ impl Room {
     /// steers them); a pod takes good pairs first, as the allocator does.
     #[cfg(test)]
     pub(crate) fn unplaced(&self, waiting: &Waiting) -> usize {
-        self.unplaced_of(waiting.needs()).0
+        self.clone().place(waiting.needs()).0
     }
 
     /// How many of `needs` find no node (as [`Waiting::needs`] are placed: in order, each
     /// on the node with the least room that holds it), and the room left.
-    pub(crate) fn unplaced_of(&self, needs: &[Need]) -> (usize, Room) {
-        let mut room = self.clone();
+    pub(crate) fn place(mut self, needs: &[Need]) -> (usize, Room) {
         let mut unplaced = 0;
         for need in needs {
             let s = need.pairs;
-            let fits = room
-                .0
-                .range((s, 0)..)
+            let from = self.0.partition_point(|((cap, _), _)| *cap < s);
+            let fits = self.0[from..]
+                .iter()
                 .map(|(k, _)| *k)
                 .find(|(_, good)| !need.good || *good >= s);
             let Some((cap, good)) = fits else {
                 unplaced += 1;
                 continue;
             };
-            room.remove((cap, good));
-            room.add((cap - s, good - good.min(s)));
+            self.remove((cap, good));
+            self.add((cap - s, good - good.min(s)));
         }
-        (unplaced, room)
+        (unplaced, self)
     }
 }
 

@@ -167,7 +167,7 @@ impl Standing {
 /// The priorities of a pod's candidates (`names`, in order) from their DRA verdicts,
 /// weighed against each other and the pods `waiting`.
 ///
-/// - First the room the waiting pods need (`Room::unplaced_of`): a candidate that leaves
+/// - First the room the waiting pods need (`Room::place`): a candidate that leaves
 ///   fewer of them without a node goes first (a whole node kept while an 8-pair pod
 ///   waits, a half for a 4-pair pod; nothing kept while nothing waits).
 /// - Then, while every candidate still leaves room for the shapes that came lately
@@ -237,8 +237,8 @@ pub fn priorities<N: AsRef<str>>(
         }
         let u = if weigh {
             *unplaced.entry((before(f), after(f))).or_insert_with(|| {
-                let (u, rest) = room.with(before(f), after(f)).unplaced_of(waiting.needs());
-                (u, rest.unplaced_of(&waiting.lately).0)
+                let (u, rest) = room.with(before(f), after(f)).place(waiting.needs());
+                (u, rest.place(&waiting.lately).0)
             })
         } else {
             (0, 0)
