@@ -252,9 +252,18 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValu
 
 /// Decodes and checks a filter/prioritize body: the pod and the candidate list.
 pub fn parse_args(body: &[u8]) -> Result<(Value, Candidates<'_>), ArgsError> {
-    let mut de = serde_json::Deserializer::from_slice(body);
-    let args: WireArgs<'_> = serde_path_to_error::deserialize(&mut de).map_err(args_error)?;
-    de.end().map_err(|e| ArgsError::Json(e.to_string()))?;
+    // Plain serde first: tracking the path costs a wrapper per element of a 20,000-name
+    // list. Only a body that fails is read again with the path, for an error that names
+    // the field (the same error as one tracked read gives).
+    let args: WireArgs<'_> = match serde_json::from_slice(body) {
+        Ok(args) => args,
+        Err(_) => {
+            let mut de = serde_json::Deserializer::from_slice(body);
+            let args = serde_path_to_error::deserialize(&mut de).map_err(args_error)?;
+            de.end().map_err(|e| ArgsError::Json(e.to_string()))?;
+            args
+        }
+    };
     let pod: Value = match args.pod {
         Some(raw) if raw.get().starts_with('{') => {
             serde_json::from_str(raw.get()).map_err(|e| ArgsError::Json(format!("Pod: {e}")))?
