@@ -1,15 +1,15 @@
 //! topoalign's kube-scheduler extender: send each GPU+NIC pod to the node that can align it.
 //!
-//! Two wings judge the two kinds of pods:
+//! Three wings judge what comes to the scheduler (the two pod wings with the same file
+//! roles: state, watch, judge, shared):
 //! - `plugin`: device-plugin pods, judged on NodeResourceTopology objects or node labels
 //!   by predicting the kubelet's Topology Manager ([`Decider`] over a [`ClusterState`]);
 //! - `dra`: pods with ResourceClaims of known DeviceClasses, judged on ResourceSlices
-//!   ([`DraShared`] over a [`DraState`]).
-//!
-//! A third wing, `kueue`, answers Kueue's admission checks of `controllerName`
-//! `topoalign.dev/gang-admission` (`--kueue-admission-check`): a gang is admitted only
-//! into a domain that can hold all its pods' claims, judged on the DRA wing's state
-//! ([`review`], [`judge_gang`]).
+//!   ([`DraShared`] over a [`DraState`]);
+//! - `kueue`: gangs, answering Kueue's admission checks of `controllerName`
+//!   `topoalign.dev/gang-admission` (`--kueue-admission-check`): a gang is admitted only
+//!   into a domain that can hold all its pods' claims, judged on the DRA wing's state
+//!   ([`review`], [`judge_gang`]).
 //!
 //! [`judge_all`] is the one entry point that judges a pod on candidate nodes, whichever
 //! wing it takes; the HTTP verbs ([`serve`]) and the offline decision
