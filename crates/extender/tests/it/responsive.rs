@@ -209,14 +209,23 @@ async fn calls_past_the_in_flight_cap_get_an_answer() {
     let (st, names) = cluster();
     let limits = CallLimits {
         max_in_flight: 1,
-        queue_wait: Duration::from_millis(200),
+        queue_wait: Duration::from_millis(50),
         budget: Duration::from_secs(2),
         ..CallLimits::default()
     };
     let (addr, app, stop) = start(st, limits).await;
     let heavy = args(&heavy_pod(10_000), &names);
     let busy = tokio::spawn(async move { timed(addr, "/filter", heavy).await });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The next call goes once the heavy one holds the only slot (the gauge says so), not
+    // after a fixed sleep a fast build outruns.
+    let t0 = Instant::now();
+    while app.metrics.in_flight.get() < 1 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the heavy call never started"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
     let (code, text, t) = timed(addr, "/filter", args(&ordinary_pod(), &names)).await;
     assert_eq!(code, 503, "{text}");
     assert!(text.contains("--max-in-flight"), "{text}");
