@@ -30,6 +30,7 @@ mod dra;
 mod gate;
 mod judge;
 mod kueue;
+mod list_memo;
 mod metrics;
 mod offline;
 mod plugin;

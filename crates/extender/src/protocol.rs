@@ -359,9 +359,19 @@ impl<'c, 'a> FilterWriter<'c, 'a> {
     /// A writer answering `candidates`.
     pub fn new(candidates: &'c Candidates<'a>) -> Self {
         let n = candidates.names().len();
+        // A name list's answer is written in place from its start (its passed names are
+        // most of it): `finish` then only appends the failed nodes.
+        let passed = match candidates {
+            Candidates::Names(_) => {
+                let mut out = Vec::with_capacity(n * 16 + 96);
+                out.extend_from_slice(NAMES_HEAD);
+                out
+            }
+            Candidates::Nodes(..) => Vec::new(),
+        };
         FilterWriter {
             candidates,
-            passed: Vec::with_capacity(n * 16),
+            passed,
             passed_items: Vec::new(),
             failed: Vec::new(),
             unresolvable: Vec::new(),
@@ -372,7 +382,9 @@ impl<'c, 'a> FilterWriter<'c, 'a> {
     pub fn pass(&mut self, index: usize, name: &str) {
         match self.candidates {
             Candidates::Names(_) => {
-                self.passed.push(b',');
+                if self.passed.len() > NAMES_HEAD.len() {
+                    self.passed.push(b',');
+                }
                 push_json_str(&mut self.passed, name);
             }
             Candidates::Nodes(..) => self.passed_items.push(index),
@@ -402,14 +414,17 @@ impl<'c, 'a> FilterWriter<'c, 'a> {
 
     /// The answer's bytes.
     pub fn finish(self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(
-            self.passed.len() + self.failed.len() + self.unresolvable.len() + 96,
-        );
-        out.extend_from_slice(b"{\"Nodes\":");
-        match self.candidates {
-            Candidates::Names(_) => out.extend_from_slice(b"null"),
+        let tail = self.failed.len() + self.unresolvable.len() + 96;
+        let mut out = match self.candidates {
+            Candidates::Names(_) => {
+                let mut out = self.passed;
+                out.reserve(tail);
+                out.push(b']');
+                out
+            }
             Candidates::Nodes(_, list) => {
-                out.push(b'{');
+                let mut out = Vec::with_capacity(tail);
+                out.extend_from_slice(b"{\"Nodes\":{");
                 if let Some(m) = &list.metadata {
                     out.extend_from_slice(b"\"metadata\":");
                     out.extend_from_slice(m.get().as_bytes());
@@ -424,14 +439,10 @@ impl<'c, 'a> FilterWriter<'c, 'a> {
                         out.extend_from_slice(item.get().as_bytes());
                     }
                 }
-                out.extend_from_slice(b"]}");
+                out.extend_from_slice(b"]},\"NodeNames\":null");
+                out
             }
-        }
-        out.extend_from_slice(b",\"NodeNames\":");
-        match self.candidates {
-            Candidates::Names(_) => list_body(&mut out, b'[', &self.passed, b']'),
-            Candidates::Nodes(..) => out.extend_from_slice(b"null"),
-        }
+        };
         out.extend_from_slice(b",\"FailedNodes\":");
         list_body(&mut out, b'{', &self.failed, b'}');
         out.extend_from_slice(b",\"FailedAndUnresolvableNodes\":");
@@ -440,6 +451,9 @@ impl<'c, 'a> FilterWriter<'c, 'a> {
         out
     }
 }
+
+/// The start of a filter answer to a name list, up to its first passed name.
+const NAMES_HEAD: &[u8] = b"{\"Nodes\":null,\"NodeNames\":[";
 
 /// `open`, the comma-led entries without their first comma, `close`.
 fn list_body(out: &mut Vec<u8>, open: u8, entries: &[u8], close: u8) {

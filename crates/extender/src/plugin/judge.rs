@@ -41,6 +41,14 @@ pub enum RejectKind {
 }
 
 impl RejectKind {
+    /// Every kind, in the order of their discriminants.
+    pub const ALL: [RejectKind; 4] = [
+        RejectKind::TopologyManager,
+        RejectKind::PairClass,
+        RejectKind::Placement,
+        RejectKind::Mig,
+    ];
+
     /// A short label for metrics.
     pub fn label(self) -> &'static str {
         match self {

@@ -177,8 +177,8 @@ impl Decider {
             .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         let shape = guard.as_ref().and_then(|c| c.peek(req));
         let mut seen: KeyMap<()> = KeyMap::default();
-        for n in names {
-            let Some(slot) = state.slot(n.as_ref()) else {
+        for &slot in state.slots_of(names).iter() {
+            let Some(slot) = slot else {
                 continue;
             };
             let Some(hot) = state.hot(slot) else {
@@ -306,7 +306,8 @@ impl Decider {
             shape.note_cost(fresh.spent_ns, fresh.verdicts.len());
         }
         let mut shape = guard.as_mut().map(|c| c.shape(req));
-        for (i, n) in names.iter().enumerate() {
+        let slots = state.slots_of(names);
+        for (i, (n, &slot)) in names.iter().zip(slots.iter()).enumerate() {
             let name = n.as_ref();
             match mig_of(i) {
                 Some(MigSeen::Reject(j)) => {
@@ -319,7 +320,7 @@ impl Decider {
                 }
                 None => {}
             }
-            let Some(slot) = state.slot(name) else {
+            let Some(slot) = slot else {
                 f(i, name, Seen::Unknown);
                 continue;
             };

@@ -15,6 +15,7 @@ use topoalign_mig::NodeMig;
 use topoalign_plan::Request;
 use topoalign_tm::{Pod, ResourceMap};
 
+use crate::list_memo::ListMemo;
 use crate::plugin::effective::{Effective, effective};
 use crate::plugin::keys::KeyHasher;
 use crate::plugin::node::{Assumed, NodeEntry, Source};
@@ -67,6 +68,9 @@ pub struct ClusterState {
     changed: Vec<String>,
     resources: Arc<ResourceMap>,
     mig: HashMap<String, NodeMig>,
+    /// Nodes added or removed so far: the slots of kept candidate lists hold while it stays.
+    name_changes: u64,
+    lists: ListMemo,
     /// Agent data older than this is stale (neutral score, never filtered).
     pub stale_after: Duration,
     /// An assumed allocation on an agent-reported node expires after this.
@@ -91,6 +95,8 @@ impl ClusterState {
             changed: Vec::new(),
             resources: Arc::new(ResourceMap::default()),
             mig: HashMap::new(),
+            name_changes: 0,
+            lists: ListMemo::default(),
             stale_after,
             assume_ttl,
         }
@@ -146,6 +152,7 @@ impl ClusterState {
             return;
         };
         self.index.remove(name, slot, &self.hot);
+        self.name_changes += 1;
         self.slots[slot as usize] = None;
         self.hot[slot as usize] = Hot {
             state_key: 0,
@@ -184,6 +191,7 @@ impl ClusterState {
                     }
                 };
                 let (at, len) = self.index.insert(name, slot, &self.hot);
+                self.name_changes += 1;
                 self.hot[slot as usize].name_at = at;
                 self.hot[slot as usize].name_len = len;
                 slot
@@ -199,6 +207,14 @@ impl ClusterState {
     /// The slot of a node, by name.
     pub fn slot(&self, name: &str) -> Option<Slot> {
         self.index.get(name, &self.hot)
+    }
+
+    /// The slot of every name of a candidate list, in order (the answer for a list asked
+    /// lately is kept: [`ListMemo`]).
+    pub(crate) fn slots_of<N: AsRef<str>>(&self, names: &[N]) -> Arc<[Option<Slot>]> {
+        self.lists.positions(self.name_changes, names, || {
+            names.iter().map(|n| self.slot(n.as_ref())).collect()
+        })
     }
 
     /// The dense per-node data of a slot.
@@ -431,5 +447,44 @@ impl NameIndex {
         }
         self.arena = arena;
         self.garbage = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn broken(st: &mut ClusterState, name: &str) {
+        st.upsert_node(name, NodeEntry::Broken(format!("{name} has no data")));
+    }
+
+    fn expected(st: &ClusterState, names: &[String]) -> Vec<Option<Slot>> {
+        names.iter().map(|n| st.slot(n)).collect()
+    }
+
+    /// A candidate list's kept slots follow nodes removed, added (a freed slot taken by
+    /// another name) and added again.
+    #[test]
+    fn kept_slots_of_a_list_follow_nodes_added_and_removed() {
+        let mut st = ClusterState::default();
+        let names: Vec<String> = (0..400).map(|i| format!("node-{i:03}")).collect();
+        for n in &names {
+            broken(&mut st, n);
+        }
+        let first = st.slots_of(&names);
+        assert_eq!(&*first, expected(&st, &names).as_slice());
+        assert!(first.iter().all(Option::is_some));
+        st.remove_node("node-007");
+        broken(&mut st, "other");
+        let after = st.slots_of(&names);
+        assert_eq!(after[7], None);
+        assert_eq!(&*after, expected(&st, &names).as_slice());
+        broken(&mut st, "node-007");
+        let again = st.slots_of(&names);
+        assert!(again[7].is_some());
+        assert_eq!(&*again, expected(&st, &names).as_slice());
+        // A report for a known node keeps its slot: the kept answer stands.
+        broken(&mut st, "node-100");
+        assert!(Arc::ptr_eq(&again, &st.slots_of(&names)));
     }
 }

@@ -12,6 +12,7 @@ use hashbrown::HashTable;
 use std::collections::hash_map::RandomState;
 
 use super::NodeSlices;
+use crate::list_memo::ListMemo;
 
 /// One node's entry: its name and slices (a free position's are empty).
 #[derive(Debug, Clone, Default)]
@@ -29,6 +30,10 @@ pub(super) struct NodeTable<S = RandomState> {
     /// (name hash, position) of every entry.
     index: HashTable<(u64, u32)>,
     hasher: S,
+    /// Names added or removed so far: the positions of kept candidate lists hold while
+    /// it stays.
+    name_changes: u64,
+    lists: ListMemo,
 }
 
 impl<S: BuildHasher> NodeTable<S> {
@@ -81,6 +86,7 @@ impl<S: BuildHasher> NodeTable<S> {
                     }
                 };
                 self.index.insert_unique(hash, (hash, at), |&(h, _)| h);
+                self.name_changes += 1;
                 at
             }
         };
@@ -98,6 +104,7 @@ impl<S: BuildHasher> NodeTable<S> {
             let ((_, at), _) = found.remove();
             self.entries[at as usize] = Entry::default();
             self.free.push(at);
+            self.name_changes += 1;
         }
     }
 
@@ -112,10 +119,20 @@ impl<S: BuildHasher> NodeTable<S> {
         self.get(name).is_some()
     }
 
-    /// [`NodeTable::get`] of every name, in order, in three passes (hashes, positions,
+    /// [`NodeTable::get`] of every name, in order: the positions of a list asked lately
+    /// kept ([`ListMemo`]), else found by [`NodeTable::positions`].
+    pub(super) fn find_many<N: AsRef<str>>(&self, names: &[N]) -> Vec<Option<&NodeSlices>> {
+        let positions = (self.lists).positions(self.name_changes, names, || self.positions(names));
+        positions
+            .iter()
+            .map(|at| at.and_then(|at| self.entry(at)).map(|e| &e.slices))
+            .collect()
+    }
+
+    /// The position of every name, in order, found in three passes (hashes, positions,
     /// entries checked by name) so that the reads of one pass overlap: the same answers
     /// as one lookup after another.
-    pub(super) fn find_many<N: AsRef<str>>(&self, names: &[N]) -> Vec<Option<&NodeSlices>> {
+    fn positions<N: AsRef<str>>(&self, names: &[N]) -> Vec<Option<u32>> {
         // Each name's first byte read in a loop short enough that the reads overlap: the
         // names are then in the cache for the hash pass, whose loop is long.
         let touched = names.iter().fold(0u8, |acc, n| {
@@ -140,11 +157,10 @@ impl<S: BuildHasher> NodeTable<S> {
                 let n = n.as_ref();
                 let e = self.entry(at?)?;
                 if &*e.name == n {
-                    Some(&e.slices)
+                    at
                 } else {
                     // Another name with this hash: the lookup that reads the names.
-                    let at = self.position(hash, n)?;
-                    self.entry(at).map(|e| &e.slices)
+                    self.position(hash, n)
                 }
             })
             .collect()

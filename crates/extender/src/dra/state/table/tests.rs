@@ -59,6 +59,7 @@ fn against_map<S: BuildHasher>(mut table: NodeTable<S>, seed: u64) {
     let mut rng = Rng::new(seed);
     let mut model: BTreeMap<String, u64> = BTreeMap::new();
     let name = |rng: &mut Rng| format!("n{}", rng.below(300));
+    let every: Vec<String> = (0..300).map(|i| format!("n{i}")).collect();
     for step in 0..3000u64 {
         match rng.below(4) {
             0 | 1 => {
@@ -95,6 +96,13 @@ fn against_map<S: BuildHasher>(mut table: NodeTable<S>, seed: u64) {
         let want: Vec<Option<u64>> = asked.iter().map(|n| model.get(n).copied()).collect();
         assert_eq!(many, want, "step {step}: find_many");
         assert_eq!(one, want, "step {step}: get");
+        // Every name, a list long enough to be kept between steps: its kept positions
+        // must follow the table's adds and removes.
+        let all: Vec<Option<u64>> = (table.find_many(&every).into_iter())
+            .map(|ns| ns.map(|ns| ns.rev))
+            .collect();
+        let want: Vec<Option<u64>> = every.iter().map(|n| model.get(n).copied()).collect();
+        assert_eq!(all, want, "step {step}: find_many of every name");
     }
 }
 

@@ -1,0 +1,209 @@
+//! The positions of the candidate lists asked lately, kept for both wings' name tables.
+//!
+//! The scheduler asks about one candidate list call after call: filter, then prioritize,
+//! pod after pod, while the cluster's nodes stay the same. Looking each of 20,000 names up
+//! in a hash table reads memory at random (a third of a warm device-plugin call at that
+//! size, in perf); checking that a list is one kept reads the names in order. A table
+//! keeps its answers for the last [`KEPT`] long lists, tagged with its own count of name
+//! changes (a node added or removed), and a kept answer is used only while that count is
+//! unchanged: a node's position never moves while it exists.
+
+use std::sync::{Arc, Mutex};
+
+/// Lists kept per table.
+pub(crate) const KEPT: usize = 4;
+
+/// Lists shorter than this are looked up name by name: checking them costs about as much
+/// as the lookups, and keeping them would push the long lists out.
+pub(crate) const SHORTEST: usize = 256;
+
+/// A position in a name table (a slot, an entry's index).
+pub(crate) type Position = u32;
+
+/// One list's answer: the names in order (one arena, each name's end) and their positions.
+#[derive(Debug)]
+struct Kept {
+    changes: u64,
+    arena: String,
+    ends: Vec<u32>,
+    positions: Arc<[Option<Position>]>,
+}
+
+impl Kept {
+    /// Whether `names` is this list, name for name.
+    fn is<N: AsRef<str>>(&self, names: &[N]) -> bool {
+        if names.len() != self.ends.len() {
+            return false;
+        }
+        let mut at = 0usize;
+        names.iter().zip(&self.ends).all(|(n, &end)| {
+            let end = end as usize;
+            let same = self.arena.get(at..end) == Some(n.as_ref());
+            at = end;
+            same
+        })
+    }
+}
+
+/// The kept lists of one name table (see the module's doc). A copy of the table starts
+/// with none kept.
+#[derive(Debug, Default)]
+pub(crate) struct ListMemo {
+    kept: Mutex<Vec<Arc<Kept>>>,
+}
+
+impl Clone for ListMemo {
+    fn clone(&self) -> Self {
+        ListMemo::default()
+    }
+}
+
+impl ListMemo {
+    /// The position of every name of `names`, in order: a kept answer when the table's
+    /// name changes count is still `changes`, else what `look_all` finds (kept when the
+    /// list is long).
+    pub(crate) fn positions<N: AsRef<str>>(
+        &self,
+        changes: u64,
+        names: &[N],
+        look_all: impl FnOnce() -> Vec<Option<Position>>,
+    ) -> Arc<[Option<Position>]> {
+        if names.len() < SHORTEST {
+            return look_all().into();
+        }
+        // The kept lists are checked with the lock released: a check reads every name.
+        let kept: Vec<Arc<Kept>> = self.lock().clone();
+        if let Some(k) = kept.iter().find(|k| k.changes == changes && k.is(names)) {
+            let positions = Arc::clone(&k.positions);
+            let mut kept = self.lock();
+            if let Some(i) = kept.iter().position(|x| Arc::ptr_eq(x, k)) {
+                let hit = kept.remove(i);
+                kept.insert(0, hit);
+            }
+            return positions;
+        }
+        let positions: Arc<[Option<Position>]> = look_all().into();
+        let mut arena = String::with_capacity(names.iter().map(|n| n.as_ref().len()).sum());
+        let mut ends = Vec::with_capacity(names.len());
+        for n in names {
+            arena.push_str(n.as_ref());
+            ends.push(u32::try_from(arena.len()).unwrap_or(u32::MAX));
+        }
+        if arena.len() < u32::MAX as usize {
+            let mut kept = self.lock();
+            kept.retain(|k| k.changes == changes);
+            kept.insert(
+                0,
+                Arc::new(Kept {
+                    changes,
+                    arena,
+                    ends,
+                    positions: Arc::clone(&positions),
+                }),
+            );
+            kept.truncate(KEPT);
+        }
+        positions
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Kept>>> {
+        self.kept.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Lists kept (for tests).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(n: usize, prefix: &str) -> Vec<String> {
+        (0..n).map(|i| format!("{prefix}-{i:05}")).collect()
+    }
+
+    /// A table of `known` asked for `asked`: position = index in the list of known names.
+    fn looker<'a>(
+        known: &'a [String],
+        asked: &'a [impl AsRef<str>],
+    ) -> impl FnOnce() -> Vec<Option<Position>> + 'a {
+        move || {
+            asked
+                .iter()
+                .map(|n| {
+                    (known.iter().position(|k| k == n.as_ref()))
+                        .and_then(|p| Position::try_from(p).ok())
+                })
+                .collect()
+        }
+    }
+
+    #[test]
+    fn a_kept_list_is_answered_without_lookups_while_names_do_not_change() {
+        let known = names(300, "node");
+        let memo = ListMemo::default();
+        let asked: Vec<&str> = known.iter().rev().map(String::as_str).collect();
+        let first = memo.positions(7, &asked, looker(&known, &asked));
+        assert_eq!(first[0], Some(299));
+        let mut looked = 0;
+        let again = memo.positions(7, &asked, || {
+            looked += 1;
+            vec![None; asked.len()]
+        });
+        assert_eq!(looked, 0);
+        assert_eq!(again, first);
+        // The table's names changed: looked up again.
+        let after = memo.positions(8, &asked, || {
+            looked += 1;
+            vec![None; asked.len()]
+        });
+        assert_eq!(looked, 1);
+        assert!(after.iter().all(Option::is_none));
+    }
+
+    #[test]
+    fn a_list_differing_in_one_name_or_in_length_is_looked_up() {
+        let known = names(300, "node");
+        let memo = ListMemo::default();
+        let _ = memo.positions(1, &known, looker(&known, &known));
+        let mut other = known.clone();
+        other[150] = "node-99999".to_string();
+        let got = memo.positions(1, &other, looker(&known, &other));
+        assert_eq!(got[150], None);
+        assert_eq!(got[149], Some(149));
+        // Same bytes, split differently between two names: not the same list.
+        let mut split = known.clone();
+        split[0] = "node-0000".to_string();
+        split[1] = "0node-00001".to_string();
+        let got = memo.positions(1, &split, looker(&known, &split));
+        assert_eq!((got[0], got[1]), (None, None));
+        let shorter = &known[..299];
+        assert_eq!(
+            memo.positions(1, shorter, looker(&known, shorter)).len(),
+            299
+        );
+    }
+
+    #[test]
+    fn short_lists_are_not_kept_and_at_most_kept_lists_are() {
+        let known = names(300, "node");
+        let memo = ListMemo::default();
+        let _ = memo.positions(
+            1,
+            &known[..SHORTEST - 1],
+            looker(&known, &known[..SHORTEST - 1]),
+        );
+        assert_eq!(memo.len(), 0);
+        for k in 0..KEPT + 2 {
+            let _ = memo.positions(1, &known[k..], looker(&known, &known[k..]));
+        }
+        assert_eq!(memo.len(), KEPT);
+        // Lists of an older name count are dropped when a new one is kept.
+        let _ = memo.positions(2, &known, looker(&known, &known));
+        assert_eq!(memo.len(), 1);
+        assert_eq!(memo.clone().len(), 0);
+    }
+}
