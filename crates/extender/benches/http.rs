@@ -4,7 +4,10 @@
 //! the same with the verdict cache disabled (peer) and a trivial handler (`/healthz`,
 //! the HTTP floor). Both wings: a device-plugin pod (2 GPUs + 2 VFs) on 20,000 synthetic
 //! nodes, and a DRA pod (a claim of 2 pairs) on 20,000 nodes publishing the driver's
-//! slices with random occupancy, weighed against 64 pods waiting for a node. Criterion
+//! slices with random occupancy, weighed against 64 pods waiting for a node. Each pod's
+//! candidate list comes in its own order (the scheduler's parallel filter lists nodes as
+//! they pass): [`ORDERS`] permutations taken in turn, filter and prioritize of one pod
+//! sharing one, so that no call finds the list of the call before. Criterion
 //! measures the median round trip of each in the same run. Also reports the resident
 //! memory per node of each wing's state and of one pod shape's verdicts (RSS deltas).
 
@@ -33,6 +36,24 @@ mod common;
 use common::{add_waiting, dra_cluster, dra_pod};
 
 const NODES: usize = 20_000;
+
+/// Candidate orders taken in turn, one per pod (more than the extender keeps).
+const ORDERS: usize = 8;
+
+/// The call bodies of `pod` on `names` in [`ORDERS`] orders (the first as given).
+fn bodies(pod: &serde_json::Value, names: &[&str]) -> Vec<Bytes> {
+    let mut rng = topoalign_rng::Rng::new(5);
+    let mut order: Vec<&str> = names.to_vec();
+    (0..ORDERS)
+        .map(|k| {
+            if k > 0 {
+                rng.shuffle(&mut order);
+            }
+            let body = json!({"Pod": pod, "Nodes": null, "NodeNames": order});
+            Bytes::from(serde_json::to_vec(&body).expect("json"))
+        })
+        .collect()
+}
 
 fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")
@@ -106,16 +127,21 @@ fn report(name: &str, mut v: Vec<Duration>) {
     );
 }
 
+/// Filter + prioritize of one pod after another (each with the next of `bodies`), up to
+/// `count` pods or `budget`: the filter and prioritize latencies.
 async fn load(
     addr: SocketAddr,
-    body: &Bytes,
+    bodies: &[Bytes],
     count: usize,
     budget: Duration,
 ) -> (Vec<Duration>, Vec<Duration>) {
     let mut send = connect(addr).await;
     let (mut f, mut p) = (Vec::new(), Vec::new());
     let t0 = Instant::now();
-    while f.len() < count && t0.elapsed() < budget {
+    for body in bodies.iter().cycle() {
+        if f.len() >= count || t0.elapsed() >= budget {
+            break;
+        }
         f.push(call(&mut send, "POST", "/filter", body).await);
         p.push(call(&mut send, "POST", "/prioritize", body).await);
     }
@@ -146,17 +172,13 @@ fn main() {
     let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
     let pod = json!({"metadata": {"name": "p", "namespace": "bench", "uid": "u"},
         "spec": {"containers": [{"name": "m", "resources": {"limits": {"amd.com/gpu": 2, "nvidia.com/sriov-rdma-vf": 2}}}]}});
-    let body = Bytes::from(
-        serde_json::to_vec(&json!({"Pod": pod, "Nodes": null, "NodeNames": names})).expect("json"),
-    );
+    let body = bodies(&pod, &names);
     let state = Arc::new(RwLock::new(st));
     let rss_plugin = rss_bytes();
     let (dra, dra_names, kinds) = dra_cluster(NODES);
     let rss_dra = rss_bytes();
-    let dra_body = Bytes::from(
-        serde_json::to_vec(&json!({"Pod": dra_pod(), "Nodes": null, "NodeNames": dra_names}))
-            .expect("json"),
-    );
+    let dra_names: Vec<&str> = dra_names.iter().map(String::as_str).collect();
+    let dra_body = bodies(&dra_pod(), &dra_names);
     let (cached, plain) = rt.block_on(async {
         (
             start(state.clone(), &dra, 1 << 20).await,
@@ -166,29 +188,35 @@ fn main() {
     let rss_apps = rss_bytes();
     println!(
         "\nextender over HTTP on 127.0.0.1, one pod (2 GPU + 2 VF) x {NODES} candidate nodes, body {} KiB",
-        body.len() / 1024
+        body[0].len() / 1024
     );
-    let (cold, _) = rt.block_on(load(cached, &body, 1, Duration::from_secs(60)));
+    let (cold, _) = rt.block_on(load(cached, &body[..1], 1, Duration::from_secs(60)));
     report("filter, cache cold (first call)", cold);
     let rss_cache = rss_bytes();
     let (f, p) = rt.block_on(load(cached, &body, 500, Duration::from_secs(20)));
     report("filter, cache warm", f);
     report("prioritize, cache warm", p);
+    let (f, p) = rt.block_on(load(cached, &body[..1], 200, Duration::from_secs(10)));
+    report("filter, warm, one order for every pod", f);
+    report("prioritize, warm, one order for every pod", p);
     let (f, p) = rt.block_on(load(plain, &body, 5, Duration::from_secs(20)));
     report("filter, cache disabled (peer)", f);
     report("prioritize, cache disabled (peer)", p);
     println!(
         "\nDRA pod (a claim of 2 pairs) x {NODES} nodes ({kinds} distinct (profile, devices held)), 64 pods waiting, body {} KiB",
-        dra_body.len() / 1024
+        dra_body[0].len() / 1024
     );
     let rss_dra_cold = rss_bytes();
-    let (f, p) = rt.block_on(load(cached, &dra_body, 1, Duration::from_secs(60)));
+    let (f, p) = rt.block_on(load(cached, &dra_body[..1], 1, Duration::from_secs(60)));
     report("DRA filter, first call of the shape", f);
     report("DRA prioritize, first call of the shape", p);
     let rss_dra_cache = rss_bytes();
     let (f, p) = rt.block_on(load(cached, &dra_body, 500, Duration::from_secs(30)));
     report("DRA filter, cache warm", f);
     report("DRA prioritize, cache warm", p);
+    let (f, p) = rt.block_on(load(cached, &dra_body[..1], 200, Duration::from_secs(10)));
+    report("DRA filter, warm, one order for every pod", f);
+    report("DRA prioritize, warm, one order for every pod", p);
     let floor: Vec<Duration> = rt.block_on(async {
         let mut s = connect(cached).await;
         let mut v = Vec::new();
@@ -216,19 +244,24 @@ fn main() {
         .warm_up_time(Duration::from_secs(1));
     let mut g = c.benchmark_group("http round trip/20000 nodes");
     let mut send = rt.block_on(connect(cached));
+    let mut turn = 0usize;
     g.bench_function("filter+prioritize, cache warm", |b| {
         b.iter(|| {
+            turn += 1;
+            let body = &body[turn % ORDERS];
             rt.block_on(async {
-                call(&mut send, "POST", "/filter", &body).await;
-                call(&mut send, "POST", "/prioritize", &body).await;
+                call(&mut send, "POST", "/filter", body).await;
+                call(&mut send, "POST", "/prioritize", body).await;
             })
         })
     });
     g.bench_function("DRA filter+prioritize, cache warm", |b| {
         b.iter(|| {
+            turn += 1;
+            let body = &dra_body[turn % ORDERS];
             rt.block_on(async {
-                call(&mut send, "POST", "/filter", &dra_body).await;
-                call(&mut send, "POST", "/prioritize", &dra_body).await;
+                call(&mut send, "POST", "/filter", body).await;
+                call(&mut send, "POST", "/prioritize", body).await;
             })
         })
     });

@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use axum::body::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -414,16 +415,21 @@ impl<'c, 'a> FilterWriter<'c, 'a> {
 
     /// The answer's bytes.
     pub fn finish(self) -> Vec<u8> {
-        let tail = self.failed.len() + self.unresolvable.len() + 96;
-        let mut out = match self.candidates {
+        self.finish_parts().concat()
+    }
+
+    /// The answer in parts, in order, to be sent as one body without joining them (the
+    /// failed nodes' messages can be megabytes: joining them copied the whole answer
+    /// into a new allocation, page faults and all, on every call).
+    pub fn finish_parts(self) -> Vec<Bytes> {
+        let mut head = match self.candidates {
             Candidates::Names(_) => {
                 let mut out = self.passed;
-                out.reserve(tail);
                 out.push(b']');
                 out
             }
             Candidates::Nodes(_, list) => {
-                let mut out = Vec::with_capacity(tail);
+                let mut out = Vec::new();
                 out.extend_from_slice(b"{\"Nodes\":{");
                 if let Some(m) = &list.metadata {
                     out.extend_from_slice(b"\"metadata\":");
@@ -443,24 +449,24 @@ impl<'c, 'a> FilterWriter<'c, 'a> {
                 out
             }
         };
-        out.extend_from_slice(b",\"FailedNodes\":");
-        list_body(&mut out, b'{', &self.failed, b'}');
-        out.extend_from_slice(b",\"FailedAndUnresolvableNodes\":");
-        list_body(&mut out, b'{', &self.unresolvable, b'}');
-        out.extend_from_slice(b",\"Error\":\"\"}");
-        out
+        head.extend_from_slice(b",\"FailedNodes\":{");
+        let mut parts = vec![Bytes::from(head)];
+        // The entries are comma-led: the first comma is left out of the map.
+        let entries = |v: Vec<u8>| Bytes::from(v).slice(1..);
+        if !self.failed.is_empty() {
+            parts.push(entries(self.failed));
+        }
+        parts.push(Bytes::from_static(b"},\"FailedAndUnresolvableNodes\":{"));
+        if !self.unresolvable.is_empty() {
+            parts.push(entries(self.unresolvable));
+        }
+        parts.push(Bytes::from_static(b"},\"Error\":\"\"}"));
+        parts
     }
 }
 
 /// The start of a filter answer to a name list, up to its first passed name.
 const NAMES_HEAD: &[u8] = b"{\"Nodes\":null,\"NodeNames\":[";
-
-/// `open`, the comma-led entries without their first comma, `close`.
-fn list_body(out: &mut Vec<u8>, open: u8, entries: &[u8], close: u8) {
-    out.push(open);
-    out.extend_from_slice(entries.get(1..).unwrap_or_default());
-    out.push(close);
-}
 
 /// Writes a `HostPriorityList` while the candidates are scored.
 #[derive(Debug)]

@@ -14,8 +14,9 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use axum::Router;
+use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use tokio::net::TcpListener;
@@ -246,10 +247,6 @@ fn count(app: &App, verb: &str, code: StatusCode) {
         .inc();
 }
 
-fn json(body: Vec<u8>) -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
-}
-
 async fn filter(State(app): State<Arc<App>>, req: Request) -> Response {
     call(app, "filter", req).await
 }
@@ -391,7 +388,7 @@ fn filter_call(app: &App, body: &[u8], t0: Instant, deadline: Instant) -> Respon
         },
     );
     match judged {
-        Ok(_) => finish(app, "filter", t0, w.finish()),
+        Ok(_) => finish(app, "filter", t0, w.finish_parts()),
         Err(e) => bad_request(app, "filter", e.to_string()),
     }
 }
@@ -413,17 +410,35 @@ fn prioritize_call(app: &App, body: &[u8], t0: Instant, deadline: Instant) -> Re
         |v| w.push(v.name, v.score),
     );
     match judged {
-        Ok(_) => finish(app, "prioritize", t0, w.finish()),
+        Ok(_) => finish(app, "prioritize", t0, vec![w.finish().into()]),
         Err(e) => bad_request(app, "prioritize", e.to_string()),
     }
 }
 
-fn finish(app: &App, verb: &str, t0: Instant, body: Vec<u8>) -> Response {
+fn finish(app: &App, verb: &str, t0: Instant, parts: Vec<Bytes>) -> Response {
     count(app, verb, StatusCode::OK);
-    let resp = json(body);
+    let resp = json_parts(parts);
     app.metrics
         .latency
         .get_or_create(&label("verb", verb))
         .observe(t0.elapsed().as_secs_f64());
     resp
+}
+
+/// A JSON answer sent from its parts in order, with its length (hyper writes them as they
+/// come, no part copied into another).
+fn json_parts(parts: Vec<Bytes>) -> Response {
+    let length: usize = parts.iter().map(Bytes::len).sum();
+    let stream = futures::stream::iter(parts.into_iter().map(Ok::<_, std::convert::Infallible>));
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (header::CONTENT_LENGTH, HeaderValue::from(length)),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response()
 }

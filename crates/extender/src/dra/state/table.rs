@@ -9,7 +9,11 @@
 use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
-use std::collections::hash_map::RandomState;
+
+/// The names' hasher: seeded per process, fast on short keys (every candidate's name is
+/// hashed in a call whose list is not one kept). A poor hash costs time, never answers:
+/// every lookup checks the entry's name.
+type RandomState = foldhash::fast::RandomState;
 
 use super::NodeSlices;
 use crate::list_memo::ListMemo;
