@@ -4,9 +4,9 @@
 //! pod after pod, while the cluster's nodes stay the same. Looking each of 20,000 names up
 //! in a hash table reads memory at random (a third of a warm device-plugin call at that
 //! size, in perf); checking that a list is one kept reads the names in order. A table
-//! keeps its answers for the last [`KEPT`] long lists, tagged with its own count of name
-//! changes (a node added or removed), and a kept answer is used only while that count is
-//! unchanged: a node's position never moves while it exists.
+//! keeps its answers for the last [`KEPT`] long lists and forgets them when a name is
+//! added or removed ([`ListMemo::forget`]): a node's position never moves while it
+//! exists, so a kept answer holds until then.
 
 use std::sync::{Arc, Mutex};
 
@@ -23,7 +23,6 @@ pub(crate) type Position = u32;
 /// One list's answer: the names in order (one arena, each name's end) and their positions.
 #[derive(Debug)]
 struct Kept {
-    changes: u64,
     arena: String,
     ends: Vec<u32>,
     positions: Arc<[Option<Position>]>,
@@ -59,12 +58,18 @@ impl Clone for ListMemo {
 }
 
 impl ListMemo {
-    /// The position of every name of `names`, in order: a kept answer when the table's
-    /// name changes count is still `changes`, else what `look_all` finds (kept when the
-    /// list is long).
+    /// Forgets every kept list: the table's names changed (one added or removed).
+    pub(crate) fn forget(&mut self) {
+        self.kept
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
+    /// The position of every name of `names`, in order: a kept answer, else what
+    /// `look_all` finds (kept when the list is long).
     pub(crate) fn positions<N: AsRef<str>>(
         &self,
-        changes: u64,
         names: &[N],
         look_all: impl FnOnce() -> Vec<Option<Position>>,
     ) -> Arc<[Option<Position>]> {
@@ -73,7 +78,7 @@ impl ListMemo {
         }
         // The kept lists are checked with the lock released: a check reads every name.
         let kept: Vec<Arc<Kept>> = self.lock().clone();
-        if let Some(k) = kept.iter().find(|k| k.changes == changes && k.is(names)) {
+        if let Some(k) = kept.iter().find(|k| k.is(names)) {
             let positions = Arc::clone(&k.positions);
             let mut kept = self.lock();
             if let Some(i) = kept.iter().position(|x| Arc::ptr_eq(x, k)) {
@@ -91,11 +96,9 @@ impl ListMemo {
         }
         if arena.len() < u32::MAX as usize {
             let mut kept = self.lock();
-            kept.retain(|k| k.changes == changes);
             kept.insert(
                 0,
                 Arc::new(Kept {
-                    changes,
                     arena,
                     ends,
                     positions: Arc::clone(&positions),
@@ -146,17 +149,19 @@ mod tests {
         let known = names(300, "node");
         let memo = ListMemo::default();
         let asked: Vec<&str> = known.iter().rev().map(String::as_str).collect();
-        let first = memo.positions(7, &asked, looker(&known, &asked));
+        let mut memo = memo;
+        let first = memo.positions(&asked, looker(&known, &asked));
         assert_eq!(first[0], Some(299));
         let mut looked = 0;
-        let again = memo.positions(7, &asked, || {
+        let again = memo.positions(&asked, || {
             looked += 1;
             vec![None; asked.len()]
         });
         assert_eq!(looked, 0);
         assert_eq!(again, first);
         // The table's names changed: looked up again.
-        let after = memo.positions(8, &asked, || {
+        memo.forget();
+        let after = memo.positions(&asked, || {
             looked += 1;
             vec![None; asked.len()]
         });
@@ -168,23 +173,20 @@ mod tests {
     fn a_list_differing_in_one_name_or_in_length_is_looked_up() {
         let known = names(300, "node");
         let memo = ListMemo::default();
-        let _ = memo.positions(1, &known, looker(&known, &known));
+        let _ = memo.positions(&known, looker(&known, &known));
         let mut other = known.clone();
         other[150] = "node-99999".to_string();
-        let got = memo.positions(1, &other, looker(&known, &other));
+        let got = memo.positions(&other, looker(&known, &other));
         assert_eq!(got[150], None);
         assert_eq!(got[149], Some(149));
         // Same bytes, split differently between two names: not the same list.
         let mut split = known.clone();
         split[0] = "node-0000".to_string();
         split[1] = "0node-00001".to_string();
-        let got = memo.positions(1, &split, looker(&known, &split));
+        let got = memo.positions(&split, looker(&known, &split));
         assert_eq!((got[0], got[1]), (None, None));
         let shorter = &known[..299];
-        assert_eq!(
-            memo.positions(1, shorter, looker(&known, shorter)).len(),
-            299
-        );
+        assert_eq!(memo.positions(shorter, looker(&known, shorter)).len(), 299);
     }
 
     #[test]
@@ -192,18 +194,17 @@ mod tests {
         let known = names(300, "node");
         let memo = ListMemo::default();
         let _ = memo.positions(
-            1,
             &known[..SHORTEST - 1],
             looker(&known, &known[..SHORTEST - 1]),
         );
         assert_eq!(memo.len(), 0);
         for k in 0..KEPT + 2 {
-            let _ = memo.positions(1, &known[k..], looker(&known, &known[k..]));
+            let _ = memo.positions(&known[k..], looker(&known, &known[k..]));
         }
         assert_eq!(memo.len(), KEPT);
-        // Lists of an older name count are dropped when a new one is kept.
-        let _ = memo.positions(2, &known, looker(&known, &known));
-        assert_eq!(memo.len(), 1);
+        let mut memo = memo;
         assert_eq!(memo.clone().len(), 0);
+        memo.forget();
+        assert_eq!(memo.len(), 0);
     }
 }

@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 
 use crate::plugin::judge::{Judged, Verdict};
-use crate::plugin::keys::{KeyHasher, KeyMap};
+use crate::plugin::keys::{FastHash, KeyHasher, KeyMap};
 use crate::plugin::podreq::PodRequest;
 use crate::plugin::state::{ClusterState, NodeView, Slot};
 
@@ -36,7 +36,7 @@ pub(crate) struct Shape {
     /// Verdicts by value (foldhash: a shape's first call interns one verdict per node
     /// state, 20,000 at scale, serially after the parallel judging; SipHash was a
     /// twentieth of that call).
-    interned: HashMap<Verdict, u32, foldhash::fast::RandomState>,
+    interned: HashMap<Verdict, u32, FastHash>,
     by_key: KeyMap<u32>,
     by_slot: Vec<(u64, u32)>,
     /// The cache clock when last used.

@@ -21,7 +21,7 @@ use topoalign_tm::{Brief, LeanPod, LeanState, Prepared, ResourceMap, SimError};
 use topoalign_topology::{Bdf, CpuSet, NodeUsage};
 
 use crate::plugin::effective::Effective;
-use crate::plugin::keys::KeyMap;
+use crate::plugin::keys::{FastHash, KeyMap};
 use crate::plugin::podreq::PodRequest;
 use crate::plugin::state::ClusterState;
 use crate::protocol::push_json_str;
@@ -372,9 +372,6 @@ type AdmissionKey = (u64, u64, Vec<Bdf>, Vec<Bdf>, CpuSet);
 /// Admissions judged in one call, by [`AdmissionKey`] (hashed with a fast seeded hasher:
 /// these keys are hashed thousands of times a call).
 type Admissions = HashMap<AdmissionKey, Option<Rc<Brief>>, FastHash>;
-
-/// The hasher of a call's memo keys.
-type FastHash = foldhash::fast::RandomState;
 
 /// The planner's answers in one call (one pod), by topology and the part of the node's
 /// usage the planner reads ([`Reading`]): the score of its plan (`None`: only known to

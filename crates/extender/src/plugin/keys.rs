@@ -1,4 +1,5 @@
-//! Maps keyed by 64-bit hashes (node state keys, pod request hashes), hashed as they are.
+//! Maps keyed by 64-bit hashes (node state keys, pod request hashes), hashed as they are,
+//! and the fast seeded hasher of the wing's other process-internal maps.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -26,6 +27,10 @@ impl Hasher for KeyHasher {
 
 /// A map keyed by a 64-bit hash.
 pub(crate) type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
+
+/// The hasher of maps hashed thousands of times a call (a call's memos, a shape's
+/// verdicts, node names): foldhash, seeded per process.
+pub(crate) type FastHash = foldhash::fast::RandomState;
 
 #[cfg(test)]
 mod tests {

@@ -16,7 +16,7 @@ use topoalign_tm::{Pod, ResourceMap};
 
 use crate::list_memo::ListMemo;
 use crate::plugin::effective::{Effective, effective};
-use crate::plugin::keys::KeyHasher;
+use crate::plugin::keys::{FastHash, KeyHasher};
 use crate::plugin::node::{Assumed, NodeEntry, Source};
 
 /// One node's entry in the state.
@@ -51,7 +51,7 @@ struct NameIndex {
     /// Seeded per process (foldhash: a name is hashed for every candidate of a call,
     /// 20,000 at scale; SipHash was a tenth of a warm call). Names are checked against the
     /// arena, and names sharing a hash kept apart, so a poor hash costs time, never answers.
-    hasher: foldhash::fast::RandomState,
+    hasher: FastHash,
     by_hash: HashMap<u64, Slot, BuildHasherDefault<KeyHasher>>,
     /// Names whose hash another name already holds (practically never).
     collided: HashMap<String, Slot>,
@@ -70,8 +70,7 @@ pub struct ClusterState {
     changed: Vec<String>,
     resources: Arc<ResourceMap>,
     mig: HashMap<String, NodeMig>,
-    /// Nodes added or removed so far: the slots of kept candidate lists hold while it stays.
-    name_changes: u64,
+    /// The slots of candidate lists asked lately, forgotten when a node is added or removed.
     lists: ListMemo,
     /// Agent data older than this is stale (neutral score, never filtered).
     pub stale_after: Duration,
@@ -97,7 +96,6 @@ impl ClusterState {
             changed: Vec::new(),
             resources: Arc::new(ResourceMap::default()),
             mig: HashMap::new(),
-            name_changes: 0,
             lists: ListMemo::default(),
             stale_after,
             assume_ttl,
@@ -154,7 +152,7 @@ impl ClusterState {
             return;
         };
         self.index.remove(name, slot, &self.hot);
-        self.name_changes += 1;
+        self.lists.forget();
         self.slots[slot as usize] = None;
         self.hot[slot as usize] = Hot {
             state_key: 0,
@@ -193,7 +191,7 @@ impl ClusterState {
                     }
                 };
                 let (at, len) = self.index.insert(name, slot, &self.hot);
-                self.name_changes += 1;
+                self.lists.forget();
                 self.hot[slot as usize].name_at = at;
                 self.hot[slot as usize].name_len = len;
                 slot
@@ -214,7 +212,7 @@ impl ClusterState {
     /// The slot of every name of a candidate list, in order (the answer for a list asked
     /// lately is kept: [`ListMemo`]).
     pub(crate) fn slots_of<N: AsRef<str>>(&self, names: &[N]) -> Arc<[Option<Slot>]> {
-        self.lists.positions(self.name_changes, names, || {
+        self.lists.positions(names, || {
             names.iter().map(|n| self.slot(n.as_ref())).collect()
         })
     }

@@ -34,9 +34,8 @@ pub(super) struct NodeTable<S = RandomState> {
     /// (name hash, position) of every entry.
     index: HashTable<(u64, u32)>,
     hasher: S,
-    /// Names added or removed so far: the positions of kept candidate lists hold while
-    /// it stays.
-    name_changes: u64,
+    /// The positions of candidate lists asked lately, forgotten when a name is added or
+    /// removed.
     lists: ListMemo,
 }
 
@@ -90,7 +89,7 @@ impl<S: BuildHasher> NodeTable<S> {
                     }
                 };
                 self.index.insert_unique(hash, (hash, at), |&(h, _)| h);
-                self.name_changes += 1;
+                self.lists.forget();
                 at
             }
         };
@@ -108,7 +107,7 @@ impl<S: BuildHasher> NodeTable<S> {
             let ((_, at), _) = found.remove();
             self.entries[at as usize] = Entry::default();
             self.free.push(at);
-            self.name_changes += 1;
+            self.lists.forget();
         }
     }
 
@@ -126,7 +125,7 @@ impl<S: BuildHasher> NodeTable<S> {
     /// [`NodeTable::get`] of every name, in order: the positions of a list asked lately
     /// kept ([`ListMemo`]), else found by [`NodeTable::positions`].
     pub(super) fn find_many<N: AsRef<str>>(&self, names: &[N]) -> Vec<Option<&NodeSlices>> {
-        let positions = (self.lists).positions(self.name_changes, names, || self.positions(names));
+        let positions = self.lists.positions(names, || self.positions(names));
         positions
             .iter()
             .map(|at| at.and_then(|at| self.entry(at)).map(|e| &e.slices))
