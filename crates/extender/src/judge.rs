@@ -19,7 +19,7 @@ use crate::dra::verdict::{DraNode, PodClaims, priorities};
 use crate::metrics::{Metrics, label};
 use crate::plugin::judge::{Judged, RejectKind, Seen, Verdict};
 use crate::plugin::podreq::{PodError, PodRequest, pod_request};
-use crate::plugin::shared::{CacheStats, Decider, Fresh};
+use crate::plugin::shared::{CacheStats, Decider, Fresh, Pending};
 use crate::plugin::state::ClusterState;
 use crate::score::NEUTRAL_SCORE;
 use crate::turns::Turns;
@@ -179,27 +179,39 @@ fn judge_plugin<N: AsRef<str>>(
     mut f: impl FnMut(NodeVerdict<'_>),
 ) {
     let now = SystemTime::now();
-    let fresh = judge_within(judges, verb, req, names, now, deadline);
     let mut tally = Tally::default();
     let mut failed = 0usize;
-    let stats = {
+    let mut each = |index: usize, name: &str, seen: Seen<'_>| {
+        if verb != Verb::Explain {
+            tally.note(verb, &req.key, name, &seen);
+        }
+        if seen.rejection().is_some() {
+            failed += 1;
+        }
+        f(NodeVerdict {
+            index,
+            name,
+            ruling: Ruling::Plugin(seen),
+            score: seen.score(),
+        });
+    };
+    // A warm call is visited under the lock that finds its verdicts cached; any other
+    // judges what it has to with no lock held, then visits.
+    let first = {
         let state = judges.state.read().unwrap_or_else(|p| p.into_inner());
         judges
             .decider
-            .visit_judged(&state, req, names, now, &fresh, |index, name, seen| {
-                if verb != Verb::Explain {
-                    tally.note(verb, &req.key, name, &seen);
-                }
-                if seen.rejection().is_some() {
-                    failed += 1;
-                }
-                f(NodeVerdict {
-                    index,
-                    name,
-                    ruling: Ruling::Plugin(seen),
-                    score: seen.score(),
-                });
-            })
+            .visit_cached(&state, req, names, now, &mut each)
+    };
+    let stats = match first {
+        Ok(stats) => stats,
+        Err(pending) => {
+            let fresh = judge_within(judges, verb, req, &pending, deadline);
+            let state = judges.state.read().unwrap_or_else(|p| p.into_inner());
+            judges
+                .decider
+                .visit_judged(&state, req, names, now, &fresh, &mut each)
+        }
     };
     if let Some(m) = judges.metrics {
         tally.record(m, verb, &req.key, stats);
@@ -209,27 +221,22 @@ fn judge_plugin<N: AsRef<str>>(
     }
 }
 
-/// Judges the candidates a call has to: under the state's read lock only to find and
-/// share them, then with no lock held until `deadline`. Logs and counts a budget spent.
-fn judge_within<N: AsRef<str>>(
+/// Judges the node states a call has to (found under the state's read lock and shared)
+/// with no lock held, until `deadline`. Logs and counts a budget spent.
+fn judge_within(
     judges: &Judges<'_>,
     verb: Verb,
     req: &PodRequest,
-    names: &[N],
-    now: SystemTime,
+    pending: &Pending,
     deadline: Option<Instant>,
 ) -> Fresh {
-    let pending = {
-        let state = judges.state.read().unwrap_or_else(|p| p.into_inner());
-        judges.decider.pending(&state, req, names, now)
-    };
     // Only a call with states to judge waits for a turn; one still waiting when its
     // budget is spent judges nothing.
     let fresh = match judges.turns.filter(|_| !pending.is_empty()) {
-        None => judges.decider.judge_pending(req, &pending, deadline),
+        None => judges.decider.judge_pending(req, pending, deadline),
         Some(turns) => match turns.take(deadline) {
-            Some(_turn) => judges.decider.judge_pending(req, &pending, deadline),
-            None => Fresh::none_of(&pending),
+            Some(_turn) => judges.decider.judge_pending(req, pending, deadline),
+            None => Fresh::none_of(pending),
         },
     };
     if fresh.skipped > 0

@@ -11,8 +11,9 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 
+use crate::FastHash;
 use crate::plugin::judge::{Judged, Verdict};
-use crate::plugin::keys::{FastHash, KeyHasher, KeyMap};
+use crate::plugin::keys::{KeyHasher, KeyMap};
 use crate::plugin::podreq::PodRequest;
 use crate::plugin::state::{ClusterState, NodeView, Slot};
 
@@ -68,18 +69,31 @@ impl Shape {
     /// The verdict of a node in `slot` whose state key is `key`, when recorded (the
     /// slot's record is updated for the next lookup).
     pub(crate) fn get(&mut self, slot: Slot, key: u64) -> Option<&Judged> {
+        let v = self.index(slot, key)?;
+        self.judged(v)
+    }
+
+    /// Where the verdict of a node in `slot` whose state key is `key` is held, for
+    /// [`Shape::judged`], when recorded (the slot's record is updated for the next
+    /// lookup).
+    pub(crate) fn index(&mut self, slot: Slot, key: u64) -> Option<u32> {
         let i = slot as usize;
         if let Some(&(k, v)) = self.by_slot.get(i)
             && k == key
             && (v as usize) < self.distinct.len()
         {
-            return Some(&self.distinct[v as usize]);
+            return Some(v);
         }
         let v = *self.by_key.get(&key)?;
         if self.by_slot.len() <= i {
             self.by_slot.resize(i + 1, (0, NONE));
         }
         self.by_slot[i] = (key, v);
+        Some(v)
+    }
+
+    /// The verdict [`Shape::index`] said is held at `v`.
+    pub(crate) fn judged(&self, v: u32) -> Option<&Judged> {
         self.distinct.get(v as usize)
     }
 
@@ -191,6 +205,11 @@ impl VerdictCache {
     /// The shape of `req` when held (not marked as used).
     pub(crate) fn peek(&self, req: &PodRequest) -> Option<&Shape> {
         self.shapes.get(&req.hash)
+    }
+
+    /// The shape of `req` when held, to look verdicts up (not marked as used).
+    pub(crate) fn peek_mut(&mut self, req: &PodRequest) -> Option<&mut Shape> {
+        self.shapes.get_mut(&req.hash)
     }
 
     /// The shape of `req`, created empty when new, marked as just used.

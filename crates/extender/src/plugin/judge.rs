@@ -20,8 +20,9 @@ use topoalign_tm::{Brief, LeanPod, LeanState, Prepared, ResourceMap, SimError};
 
 use topoalign_topology::{Bdf, CpuSet, NodeUsage};
 
+use crate::FastHash;
 use crate::plugin::effective::Effective;
-use crate::plugin::keys::{FastHash, KeyMap};
+use crate::plugin::keys::KeyMap;
 use crate::plugin::podreq::PodRequest;
 use crate::plugin::state::ClusterState;
 use crate::protocol::push_json_str;

@@ -28,10 +28,6 @@ impl Hasher for KeyHasher {
 /// A map keyed by a 64-bit hash.
 pub(crate) type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
 
-/// The hasher of maps hashed thousands of times a call (a call's memos, a shape's
-/// verdicts, node names): foldhash, seeded per process.
-pub(crate) type FastHash = foldhash::fast::RandomState;
-
 #[cfg(test)]
 mod tests {
     use super::*;

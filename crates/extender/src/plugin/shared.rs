@@ -142,19 +142,23 @@ impl Decider {
     /// Calls `f(index, name, seen)` for every candidate in order: the verdict from the
     /// cache, or judged now (and cached), or why the node is not judged. Nothing is
     /// copied per node: the verdict is borrowed for the call. No lock is held while a
-    /// node is judged (`pending`, `judge_pending`,
-    /// `visit_judged` in turn, with no budget).
+    /// node is judged (`visit_cached`, else `judge_pending` of what it left and
+    /// `visit_judged`, with no budget).
     pub fn visit<N: AsRef<str>>(
         &self,
         state: &ClusterState,
         req: &PodRequest,
         names: &[N],
         now: SystemTime,
-        f: impl FnMut(usize, &str, Seen<'_>),
+        mut f: impl FnMut(usize, &str, Seen<'_>),
     ) -> CacheStats {
-        let pending = self.pending(state, req, names, now);
-        let fresh = self.judge_pending(req, &pending, None);
-        self.visit_judged(state, req, names, now, &fresh, f)
+        match self.visit_cached(state, req, names, now, &mut f) {
+            Ok(stats) => stats,
+            Err(pending) => {
+                let fresh = self.judge_pending(req, &pending, None);
+                self.visit_judged(state, req, names, now, &fresh, f)
+            }
+        }
     }
 
     /// The candidates a call still has to judge: one per distinct node state with no
@@ -506,5 +510,6 @@ impl Decider {
     }
 }
 
+mod cached;
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,6 @@
 //! [`crate::plugin::node::NodeInfo`] and pod bindings, tests and benchmarks build them directly.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::hash::{BuildHasher, BuildHasherDefault};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -15,8 +14,8 @@ use topoalign_plan::Request;
 use topoalign_tm::{Pod, ResourceMap};
 
 use crate::list_memo::ListMemo;
+use crate::name_index::NameIndex;
 use crate::plugin::effective::{Effective, effective};
-use crate::plugin::keys::{FastHash, KeyHasher};
 use crate::plugin::node::{Assumed, NodeEntry, Source};
 
 /// One node's entry in the state.
@@ -45,24 +44,20 @@ pub struct Hot {
     name_len: u32,
 }
 
-/// The node name index: name → slot, names kept in one arena.
+/// The node names: name → slot ([`NameIndex`]), the names kept in one arena (where each
+/// is, in its slot's [`Hot`]).
 #[derive(Debug, Clone, Default)]
-struct NameIndex {
-    /// Seeded per process (foldhash: a name is hashed for every candidate of a call,
-    /// 20,000 at scale; SipHash was a tenth of a warm call). Names are checked against the
-    /// arena, and names sharing a hash kept apart, so a poor hash costs time, never answers.
-    hasher: FastHash,
-    by_hash: HashMap<u64, Slot, BuildHasherDefault<KeyHasher>>,
-    /// Names whose hash another name already holds (practically never).
-    collided: HashMap<String, Slot>,
+struct Names {
+    index: NameIndex,
     arena: String,
+    /// Bytes of the arena held by names of removed nodes.
     garbage: usize,
 }
 
 /// The whole cluster as the decisions see it.
 #[derive(Debug, Clone)]
 pub struct ClusterState {
-    index: NameIndex,
+    names: Names,
     slots: Vec<Option<(String, NodeView)>>,
     hot: Vec<Hot>,
     free: Vec<Slot>,
@@ -88,7 +83,7 @@ impl ClusterState {
     /// An empty state.
     pub fn new(stale_after: Duration, assume_ttl: Duration) -> Self {
         ClusterState {
-            index: NameIndex::default(),
+            names: Names::default(),
             slots: Vec::new(),
             hot: Vec::new(),
             free: Vec::new(),
@@ -151,7 +146,7 @@ impl ClusterState {
         let Some(slot) = self.slot(name) else {
             return;
         };
-        self.index.remove(name, slot, &self.hot);
+        self.names.remove(name, &self.hot);
         self.lists.forget();
         self.slots[slot as usize] = None;
         self.hot[slot as usize] = Hot {
@@ -162,8 +157,8 @@ impl ClusterState {
             name_len: 0,
         };
         self.free.push(slot);
-        if self.index.garbage > 4096 && self.index.garbage > self.index.arena.len() / 2 {
-            self.index.compact(&self.slots, &mut self.hot);
+        if self.names.garbage > 4096 && self.names.garbage > self.names.arena.len() / 2 {
+            self.names.compact(&self.slots, &mut self.hot);
         }
     }
 
@@ -190,7 +185,7 @@ impl ClusterState {
                         Slot::try_from(self.slots.len() - 1).unwrap_or(Slot::MAX)
                     }
                 };
-                let (at, len) = self.index.insert(name, slot, &self.hot);
+                let (at, len) = self.names.insert(name, slot);
                 self.lists.forget();
                 self.hot[slot as usize].name_at = at;
                 self.hot[slot as usize].name_len = len;
@@ -206,14 +201,18 @@ impl ClusterState {
 
     /// The slot of a node, by name.
     pub fn slot(&self, name: &str) -> Option<Slot> {
-        self.index.get(name, &self.hot)
+        self.names
+            .index
+            .find(name, |slot| self.names.name_of(&self.hot, slot))
     }
 
     /// The slot of every name of a candidate list, in order (the answer for a list asked
     /// lately is kept: [`ListMemo`]).
     pub(crate) fn slots_of<N: AsRef<str>>(&self, names: &[N]) -> Arc<[Option<Slot>]> {
         self.lists.positions(names, || {
-            names.iter().map(|n| self.slot(n.as_ref())).collect()
+            self.names
+                .index
+                .find_many(names, |slot| self.names.name_of(&self.hot, slot))
         })
     }
 
@@ -384,56 +383,32 @@ impl ClusterState {
     }
 }
 
-impl NameIndex {
-    fn hash(&self, name: &str) -> u64 {
-        self.hasher.hash_one(name)
+/// The name in `slot`: its place in `arena` held by `hot`.
+fn name_in<'a>(arena: &'a str, hot: &[Hot], slot: Slot) -> Option<&'a str> {
+    let h = hot.get(slot as usize)?;
+    arena.get(h.name_at as usize..(h.name_at as usize + h.name_len as usize))
+}
+
+impl Names {
+    /// The name in `slot` (its place in the arena held by `hot`).
+    fn name_of<'a>(&'a self, hot: &[Hot], slot: Slot) -> Option<&'a str> {
+        name_in(&self.arena, hot, slot)
     }
 
-    fn name_of<'a>(&'a self, hot: &[Hot], slot: Slot) -> &'a str {
-        hot.get(slot as usize)
-            .and_then(|h| {
-                self.arena
-                    .get(h.name_at as usize..(h.name_at as usize + h.name_len as usize))
-            })
-            .unwrap_or("")
-    }
-
-    fn get(&self, name: &str, hot: &[Hot]) -> Option<Slot> {
-        if !self.collided.is_empty()
-            && let Some(s) = self.collided.get(name)
-        {
-            return Some(*s);
-        }
-        let slot = *self.by_hash.get(&self.hash(name))?;
-        (self.name_of(hot, slot) == name).then_some(slot)
-    }
-
-    /// Indexes a new name; returns where the arena holds it.
-    fn insert(&mut self, name: &str, slot: Slot, hot: &[Hot]) -> (u32, u32) {
+    /// Indexes a new name in `slot`; returns where the arena holds it.
+    fn insert(&mut self, name: &str, slot: Slot) -> (u32, u32) {
         let at = u32::try_from(self.arena.len()).unwrap_or(u32::MAX);
         let len = u32::try_from(name.len()).unwrap_or(u32::MAX);
         self.arena.push_str(name);
-        let h = self.hash(name);
-        match self.by_hash.get(&h) {
-            Some(&other) if self.name_of(hot, other) != name => {
-                self.collided.insert(name.to_string(), slot);
-            }
-            _ => {
-                self.by_hash.insert(h, slot);
-            }
-        }
+        self.index.insert(name, slot);
         (at, len)
     }
 
-    fn remove(&mut self, name: &str, slot: Slot, hot: &[Hot]) {
+    /// Forgets a name (its bytes stay in the arena until compacted).
+    fn remove(&mut self, name: &str, hot: &[Hot]) {
         self.garbage += name.len();
-        if self.collided.remove(name).is_none() {
-            let h = self.hash(name);
-            if self.by_hash.get(&h) == Some(&slot) {
-                self.by_hash.remove(&h);
-            }
-        }
-        let _ = hot;
+        let arena = &self.arena;
+        let _ = self.index.remove(name, |slot| name_in(arena, hot, slot));
     }
 
     /// Rewrites the arena without the names of removed nodes.

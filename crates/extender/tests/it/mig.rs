@@ -141,6 +141,13 @@ fn single_strategy_nodes_hold_nvidia_gpu_as_instances() {
         .collect();
     let (f, _) = d.filter(&st, &req, &cands, SystemTime::now());
     assert_eq!(f.passed, [true, false, true], "{f:?}");
+    // Asked again, the call is answered in one pass from the cache: the same answer.
+    let (again, stats) = d.filter(&st, &req, &cands, SystemTime::now());
+    assert_eq!(stats.misses, 0);
+    assert_eq!(
+        (&again.passed, &again.failed, &again.unresolvable),
+        (&f.passed, &f.failed, &f.unresolvable)
+    );
     let m = f
         .failed
         .get("s4")

@@ -1,22 +1,15 @@
 //! The state's nodes by name, laid out for the cold call's key pass: the entries sit in
 //! one vector (a node's numbers in one place, not behind a map's scattered keys) and the
-//! index holds each name's hash beside its entry's position, so that a call can look up
-//! its thousands of candidates in passes whose memory reads do not wait on each other
-//! ([`NodeTable::find_many`]): every name's hash, then every position, then every entry.
-//! A lookup is always checked against the entry's name; two names with one hash are
-//! both kept and found by name.
+//! [`NameIndex`] holds each name's hash beside its entry's position, so that a call can
+//! look up its thousands of candidates in passes whose memory reads do not wait on each
+//! other ([`NodeTable::find_many`]).
 
 use std::hash::BuildHasher;
 
-use hashbrown::HashTable;
-
-/// The names' hasher: seeded per process, fast on short keys (every candidate's name is
-/// hashed in a call whose list is not one kept). A poor hash costs time, never answers:
-/// every lookup checks the entry's name.
-type RandomState = foldhash::fast::RandomState;
-
 use super::NodeSlices;
+use crate::FastHash;
 use crate::list_memo::ListMemo;
+use crate::name_index::NameIndex;
 
 /// One node's entry: its name and slices (a free position's are empty).
 #[derive(Debug, Clone, Default)]
@@ -27,51 +20,56 @@ struct Entry {
 
 /// Nodes by name (see the module's doc).
 #[derive(Debug, Clone, Default)]
-pub(super) struct NodeTable<S = RandomState> {
+pub(super) struct NodeTable<S = FastHash> {
     /// The entries by position, the free ones (listed in `free`) empty.
     entries: Vec<Entry>,
     free: Vec<u32>,
-    /// (name hash, position) of every entry.
-    index: HashTable<(u64, u32)>,
-    hasher: S,
+    index: NameIndex<S>,
     /// The positions of candidate lists asked lately, forgotten when a name is added or
     /// removed.
     lists: ListMemo,
 }
 
+/// The name of the entry at `at` in `entries` (for the index's checks).
+fn name_in(entries: &[Entry], at: u32) -> Option<&str> {
+    entries.get(at as usize).map(|e| &*e.name)
+}
+
 impl<S: BuildHasher> NodeTable<S> {
-    fn hash(&self, name: &str) -> u64 {
-        self.hasher.hash_one(name)
+    /// An empty table whose index hashes with `hasher`.
+    #[cfg(test)]
+    pub(super) fn with_hasher(hasher: S) -> Self {
+        NodeTable {
+            entries: Vec::new(),
+            free: Vec::new(),
+            index: NameIndex::with_hasher(hasher),
+            lists: ListMemo::default(),
+        }
     }
 
     fn entry(&self, at: u32) -> Option<&Entry> {
         self.entries.get(at as usize)
     }
 
-    fn position(&self, hash: u64, name: &str) -> Option<u32> {
-        self.index
-            .find(hash, |&(h, at)| {
-                h == hash && self.entry(at).is_some_and(|e| &*e.name == name)
-            })
-            .map(|&(_, at)| at)
+    fn position(&self, name: &str) -> Option<u32> {
+        self.index.find(name, |at| name_in(&self.entries, at))
     }
 
     /// The node's slices.
     pub(super) fn get(&self, name: &str) -> Option<&NodeSlices> {
-        let at = self.position(self.hash(name), name)?;
+        let at = self.position(name)?;
         self.entry(at).map(|e| &e.slices)
     }
 
     /// The node's slices, to change.
     pub(super) fn get_mut(&mut self, name: &str) -> Option<&mut NodeSlices> {
-        let at = self.position(self.hash(name), name)?;
+        let at = self.position(name)?;
         self.entries.get_mut(at as usize).map(|e| &mut e.slices)
     }
 
     /// The node's slices, an empty entry added when the node has none.
     pub(super) fn get_or_default(&mut self, name: &str) -> &mut NodeSlices {
-        let hash = self.hash(name);
-        let at = match self.position(hash, name) {
+        let at = match self.position(name) {
             Some(at) => at,
             None => {
                 let entry = Entry {
@@ -88,7 +86,7 @@ impl<S: BuildHasher> NodeTable<S> {
                         u32::try_from(self.entries.len() - 1).unwrap_or(u32::MAX)
                     }
                 };
-                self.index.insert_unique(hash, (hash, at), |&(h, _)| h);
+                self.index.insert(name, at);
                 self.lists.forget();
                 at
             }
@@ -98,13 +96,8 @@ impl<S: BuildHasher> NodeTable<S> {
 
     /// Forgets the node.
     pub(super) fn remove(&mut self, name: &str) {
-        let hash = self.hash(name);
         let entries = &self.entries;
-        let found = self.index.find_entry(hash, |&(h, at)| {
-            h == hash && entries.get(at as usize).is_some_and(|e| &*e.name == name)
-        });
-        if let Ok(found) = found {
-            let ((_, at), _) = found.remove();
+        if let Some(at) = self.index.remove(name, |at| name_in(entries, at)) {
             self.entries[at as usize] = Entry::default();
             self.free.push(at);
             self.lists.forget();
@@ -123,49 +116,14 @@ impl<S: BuildHasher> NodeTable<S> {
     }
 
     /// [`NodeTable::get`] of every name, in order: the positions of a list asked lately
-    /// kept ([`ListMemo`]), else found by [`NodeTable::positions`].
+    /// kept ([`ListMemo`]), else found by [`NameIndex::find_many`].
     pub(super) fn find_many<N: AsRef<str>>(&self, names: &[N]) -> Vec<Option<&NodeSlices>> {
-        let positions = self.lists.positions(names, || self.positions(names));
+        let positions = self.lists.positions(names, || {
+            self.index.find_many(names, |at| name_in(&self.entries, at))
+        });
         positions
             .iter()
             .map(|at| at.and_then(|at| self.entry(at)).map(|e| &e.slices))
-            .collect()
-    }
-
-    /// The position of every name, in order, found in three passes (hashes, positions,
-    /// entries checked by name) so that the reads of one pass overlap: the same answers
-    /// as one lookup after another.
-    fn positions<N: AsRef<str>>(&self, names: &[N]) -> Vec<Option<u32>> {
-        // Each name's first byte read in a loop short enough that the reads overlap: the
-        // names are then in the cache for the hash pass, whose loop is long.
-        let touched = names.iter().fold(0u8, |acc, n| {
-            acc ^ n.as_ref().as_bytes().first().copied().unwrap_or(0)
-        });
-        std::hint::black_box(touched);
-        let hashes: Vec<u64> = names.iter().map(|n| self.hash(n.as_ref())).collect();
-        // The first entry of each hash, its name not read yet.
-        let first: Vec<Option<u32>> = hashes
-            .iter()
-            .map(|&hash| {
-                self.index
-                    .find(hash, |&(h, _)| h == hash)
-                    .map(|&(_, at)| at)
-            })
-            .collect();
-        names
-            .iter()
-            .zip(first)
-            .zip(hashes)
-            .map(|((n, at), hash)| {
-                let n = n.as_ref();
-                let e = self.entry(at?)?;
-                if &*e.name == n {
-                    at
-                } else {
-                    // Another name with this hash: the lookup that reads the names.
-                    self.position(hash, n)
-                }
-            })
             .collect()
     }
 }

@@ -145,6 +145,87 @@ fn the_shared_judgement_equals_each_node_judged_alone() {
     }
 }
 
+/// A warm call (every verdict cached) is answered in one pass: the same decisions as the
+/// call that judged, for judged, broken, stale and unknown nodes, in any order; a call
+/// with a state not yet judged goes the long way.
+#[test]
+fn a_warm_call_in_one_pass_says_what_the_judging_call_said() {
+    let now = SystemTime::now();
+    for seed in 0..4u64 {
+        let mut rng = Rng::new(100 + seed);
+        let (mut st, mut names) = cluster(&mut rng, 120);
+        for (i, n) in names.clone().iter().enumerate() {
+            let Some(NodeView::Known(e)) = st.slot(n).and_then(|s| st.view(s)) else {
+                continue;
+            };
+            let mut info = e.info.clone();
+            match i % 7 {
+                0 => st.upsert_node(n, NodeEntry::Broken(format!("bad report {i}"))),
+                1 => {
+                    info.reported_at = Some(now - std::time::Duration::from_secs(3600));
+                    st.upsert_node(n, NodeEntry::Known(info));
+                }
+                2 => {
+                    info.reported_at = Some(now);
+                    st.upsert_node(n, NodeEntry::Known(info));
+                }
+                _ => {}
+            }
+        }
+        names.push("nobody".to_string());
+        names.push("nobody-else".to_string());
+        let d = Decider::new(ResourceMap::default(), 1 << 20);
+        let req = pod(&mut rng);
+        // Half the list first: the shape is then held, but not every state of the whole.
+        let (half, stats) = d.decide(&st, &req, &names[..60], now);
+        assert!(stats.misses > 0, "seed {seed}: the first call judges");
+        let (first, stats) = d.decide(&st, &req, &names, now);
+        assert!(
+            stats.misses > 0,
+            "seed {seed}: the second call judges the rest"
+        );
+        assert_eq!(half, first[..60], "seed {seed}");
+        let (warm, stats) = d.decide(&st, &req, &names, now);
+        assert_eq!(warm, first, "seed {seed}");
+        assert_eq!(stats.misses, 0, "seed {seed}");
+        assert!(stats.hits > 50, "seed {seed}: {stats:?}");
+        let kinds: std::collections::BTreeSet<String> = warm
+            .iter()
+            .map(|d| format!("{d:?}").chars().take(16).collect())
+            .collect();
+        assert!(kinds.len() >= 4, "seed {seed}: {kinds:?}");
+        // Another order: the same decision for each name.
+        let mut order: Vec<usize> = (0..names.len()).collect();
+        rng.shuffle(&mut order);
+        let shuffled: Vec<String> = order.iter().map(|&i| names[i].clone()).collect();
+        let (again, stats) = d.decide(&st, &req, &shuffled, now);
+        assert_eq!(stats.misses, 0, "seed {seed}");
+        for (k, &i) in order.iter().enumerate() {
+            assert_eq!(again[k], first[i], "seed {seed}, {}", names[i]);
+        }
+        // A node freed: its new state judged (or found: another node may be in it).
+        let changed = names
+            .iter()
+            .find(|n| {
+                matches!(st.slot(n).and_then(|s| st.view(s)), Some(NodeView::Known(e))
+                    if e.info.reported_at.is_none() && !e.info.used.gpus.is_empty())
+            })
+            .cloned();
+        if let Some(n) = changed {
+            let Some(NodeView::Known(e)) = st.slot(&n).and_then(|s| st.view(s)) else {
+                unreachable!()
+            };
+            let mut info = e.info.clone();
+            info.used.gpus.clear();
+            info.used.nics.clear();
+            st.upsert_node(&n, NodeEntry::Known(info));
+            let (after, _) = d.decide(&st, &req, &names, now);
+            let fresh = Decider::new(ResourceMap::default(), 1 << 20);
+            assert_eq!(after, fresh.decide(&st, &req, &names, now).0, "seed {seed}");
+        }
+    }
+}
+
 #[test]
 fn many_node_states_are_judged_on_several_threads_when_cores_allow() {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);

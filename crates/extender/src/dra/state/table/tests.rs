@@ -119,10 +119,7 @@ fn table_answers_as_a_map() {
 #[test]
 fn table_tells_names_of_one_hash_apart() {
     for bits in [0, 1, 3, 6] {
-        let table = NodeTable {
-            hasher: Few { bits },
-            ..NodeTable::default()
-        };
+        let table = NodeTable::with_hasher(Few { bits });
         against_map(table, u64::from(bits));
     }
 }
