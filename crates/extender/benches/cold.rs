@@ -66,7 +66,7 @@ fn call(d: &Decider, st: &ClusterState, req: &PodRequest, body: &[u8], now: Syst
             None => f.pass(i, name),
         }
     });
-    let mut p = PriorityWriter::new(names.len());
+    let mut p = PriorityWriter::new(names);
     d.visit(st, req, names, now, |_, name, seen| {
         p.push(name, seen.score())
     });

@@ -67,7 +67,7 @@ fn bench(c: &mut Criterion) {
                     None => f.pass(i, name),
                 },
             );
-            let mut p = PriorityWriter::new(names.len());
+            let mut p = PriorityWriter::new(&names);
             cached.visit(&state, &req, candidates.names(), now, |_, name, seen| {
                 p.push(name, seen.score())
             });

@@ -357,19 +357,64 @@ pub struct FilterWriter<'c, 'a> {
     candidates: &'c Candidates<'a>,
     passed: Vec<u8>,
     passed_items: Vec<usize>,
-    failed: Vec<u8>,
-    unresolvable: Vec<u8>,
+    failed: Entries,
+    unresolvable: Entries,
+}
+
+/// Bytes of one part of a failed-nodes map (see [`Entries`]).
+const ENTRIES_PART: usize = 256 * 1024;
+
+/// A failed-nodes map's entries, comma-led, in parts of about [`ENTRIES_PART`] bytes: the
+/// messages of 20,000 nodes are megabytes, and one growing vector copied them again at
+/// every doubling.
+#[derive(Debug, Default)]
+struct Entries {
+    done: Vec<Bytes>,
+    open: Vec<u8>,
+}
+
+impl Entries {
+    /// Adds `"name":message_json`.
+    fn push(&mut self, name: &str, message_json: &[u8]) {
+        let len = name.len() + message_json.len() + 4;
+        if self.open.len() + len > self.open.capacity() {
+            if !self.open.is_empty() {
+                self.done.push(Bytes::from(std::mem::take(&mut self.open)));
+            }
+            self.open.reserve(ENTRIES_PART.max(len));
+        }
+        self.open.push(b',');
+        push_json_str(&mut self.open, name);
+        self.open.push(b':');
+        self.open.extend_from_slice(message_json);
+    }
+
+    /// The entries in order, the first one's comma left out.
+    fn into_parts(self) -> impl Iterator<Item = Bytes> {
+        let open = (!self.open.is_empty()).then(|| Bytes::from(self.open));
+        self.done
+            .into_iter()
+            .chain(open)
+            .enumerate()
+            .map(|(i, b)| if i == 0 { b.slice(1..) } else { b })
+    }
+}
+
+/// Bytes of `names` written as JSON strings with a separator each (when no name needs
+/// escapes).
+fn names_len<N: AsRef<str>>(names: &[N]) -> usize {
+    names.iter().map(|n| n.as_ref().len() + 3).sum()
 }
 
 impl<'c, 'a> FilterWriter<'c, 'a> {
     /// A writer answering `candidates`.
     pub fn new(candidates: &'c Candidates<'a>) -> Self {
-        let n = candidates.names().len();
         // A name list's answer is written in place from its start (its passed names are
         // most of it): `finish` then only appends the failed nodes.
         let passed = match candidates {
             Candidates::Names(_) => {
-                let mut out = Vec::with_capacity(n * 16 + 96);
+                let names = candidates.names();
+                let mut out = Vec::with_capacity(NAMES_HEAD.len() + names_len(names) + 2);
                 out.extend_from_slice(NAMES_HEAD);
                 out
             }
@@ -379,8 +424,8 @@ impl<'c, 'a> FilterWriter<'c, 'a> {
             candidates,
             passed,
             passed_items: Vec::new(),
-            failed: Vec::new(),
-            unresolvable: Vec::new(),
+            failed: Entries::default(),
+            unresolvable: Entries::default(),
         }
     }
 
@@ -412,10 +457,7 @@ impl<'c, 'a> FilterWriter<'c, 'a> {
         } else {
             &mut self.failed
         };
-        out.push(b',');
-        push_json_str(out, name);
-        out.push(b':');
-        out.extend_from_slice(message_json);
+        out.push(name, message_json);
     }
 
     /// The answer's bytes.
@@ -456,15 +498,9 @@ impl<'c, 'a> FilterWriter<'c, 'a> {
         };
         head.extend_from_slice(b",\"FailedNodes\":{");
         let mut parts = vec![Bytes::from(head)];
-        // The entries are comma-led: the first comma is left out of the map.
-        let entries = |v: Vec<u8>| Bytes::from(v).slice(1..);
-        if !self.failed.is_empty() {
-            parts.push(entries(self.failed));
-        }
+        parts.extend(self.failed.into_parts());
         parts.push(Bytes::from_static(b"},\"FailedAndUnresolvableNodes\":{"));
-        if !self.unresolvable.is_empty() {
-            parts.push(entries(self.unresolvable));
-        }
+        parts.extend(self.unresolvable.into_parts());
         parts.push(Bytes::from_static(b"},\"Error\":\"\"}"));
         parts
     }
@@ -480,9 +516,11 @@ pub struct PriorityWriter {
 }
 
 impl PriorityWriter {
-    /// A writer for about `n` hosts.
-    pub fn new(n: usize) -> Self {
-        let mut out = Vec::with_capacity(n * 32 + 2);
+    /// A writer for the scores of `hosts` (sized for them: a 20,000-host answer grown
+    /// from a guess was copied again at each doubling).
+    pub fn new<N: AsRef<str>>(hosts: &[N]) -> Self {
+        // `{"Host":,"Score":}` and a score of up to 3 digits, beside each name.
+        let mut out = Vec::with_capacity(names_len(hosts) + hosts.len() * 21 + 2);
         out.push(b'[');
         PriorityWriter { out }
     }
@@ -572,7 +610,7 @@ mod tests {
             serde_json::json!([{"metadata":{"name":"y"},"spec":{}}])
         );
         assert_eq!(got["NodeNames"], Value::Null);
-        let mut p = PriorityWriter::new(2);
+        let mut p = PriorityWriter::new(&["a", "b\\", "c"]);
         p.push("a", 10);
         p.push("b\\", 0);
         p.push("c", 7);
@@ -584,7 +622,39 @@ mod tests {
                 score: s
             })
         );
-        assert_eq!(PriorityWriter::new(0).finish(), b"[]");
+        assert_eq!(PriorityWriter::new::<&str>(&[]).finish(), b"[]");
+    }
+
+    /// Megabytes of failed nodes, written in several parts: one map, every entry once.
+    #[test]
+    fn a_long_failed_map_in_parts_is_one_map() {
+        let names: Vec<String> = (0..20_000).map(|i| format!("node-{i:05}")).collect();
+        let body = serde_json::to_vec(&serde_json::json!({"Pod": {}, "NodeNames": names})).unwrap();
+        let (_, c) = parse_args(&body).unwrap();
+        let mut w = FilterWriter::new(&c);
+        for (i, n) in names.iter().enumerate() {
+            match i % 3 {
+                0 => w.pass(i, n),
+                1 => w.fail(
+                    n,
+                    &format!("no room on {n}: {}", "x".repeat(i % 200)),
+                    false,
+                ),
+                _ => w.fail(n, "never \"here\"", true),
+            }
+        }
+        let parts = w.finish_parts();
+        assert!(parts.len() > 6, "{} parts", parts.len());
+        let got: ExtenderFilterResult = serde_json::from_slice(&parts.concat()).unwrap();
+        let failed = got.failed_nodes.unwrap_or_default();
+        let never = got.failed_and_unresolvable_nodes.unwrap_or_default();
+        assert_eq!(got.node_names.map(|n| n.len()), Some(6667));
+        assert_eq!((failed.len(), never.len()), (6667, 6666));
+        assert_eq!(
+            failed["node-19999"],
+            format!("no room on node-19999: {}", "x".repeat(199))
+        );
+        assert_eq!(never["node-00002"], "never \"here\"");
     }
 
     #[test]

@@ -400,7 +400,7 @@ fn prioritize_call(app: &App, body: &[u8], t0: Instant, deadline: Instant) -> Re
         Err(e) => return bad_request(app, "prioritize", e.to_string()),
     };
     let names = candidates.names();
-    let mut w = PriorityWriter::new(names.len());
+    let mut w = PriorityWriter::new(names);
     let judged = judge_all(
         &app.judges(),
         Verb::Prioritize,
