@@ -6,11 +6,11 @@
 //! nodes, and a DRA pod (a claim of 2 pairs) on 20,000 nodes publishing the driver's
 //! slices with random occupancy, weighed against 64 pods waiting for a node. Each pod's
 //! candidate list comes in its own order (the scheduler's parallel filter lists nodes as
-//! they pass): [`ORDERS`] permutations taken in turn, filter and prioritize of one pod
-//! sharing one, so that no call finds the list of the call before. The first call of a
-//! new pod shape is measured for the process's first call and for 72 shapes met by a
-//! running extender. Criterion
-//! measures the median round trip of each in the same run. Also reports the resident
+//! they pass): [`ORDERS`] permutations taken in turn, so that no call finds the list of
+//! the call before; prioritize is asked, as the scheduler asks it, on the candidates the
+//! filter passed, in their order. The first call of a new pod shape is measured for the
+//! process's first call and for 72 shapes met by a running extender. Criterion measures
+//! the median round trip of each in the same run. Also reports the resident
 //! memory per node of each wing's state and of one pod shape's verdicts (RSS deltas).
 
 // A measurement harness: a failure to bind or connect on loopback must abort the run.
@@ -55,6 +55,36 @@ fn bodies(pod: &serde_json::Value, names: &[&str]) -> Vec<Bytes> {
             Bytes::from(serde_json::to_vec(&body).expect("json"))
         })
         .collect()
+}
+
+/// Each of `filter` with the prioritize body the scheduler sends after it: the pod on the
+/// candidates the filter passed, in their order (asked of the server at `addr`).
+async fn with_passed(
+    addr: SocketAddr,
+    pod: &serde_json::Value,
+    filter: &[Bytes],
+) -> Vec<(Bytes, Bytes)> {
+    let mut send = connect(addr).await;
+    let mut out = Vec::new();
+    for body in filter {
+        send.ready().await.expect("connection ready");
+        let req = hyper::Request::builder()
+            .method("POST")
+            .uri("/filter")
+            .header("host", "localhost")
+            .body(Full::new(body.clone()))
+            .expect("request");
+        let resp = send.send_request(req).await.expect("response");
+        let answer = resp.into_body().collect().await.expect("body").to_bytes();
+        let answer: serde_json::Value = serde_json::from_slice(&answer).expect("filter answer");
+        let passed = &answer["NodeNames"];
+        let next = json!({"Pod": pod, "Nodes": null, "NodeNames": passed});
+        out.push((
+            body.clone(),
+            Bytes::from(serde_json::to_vec(&next).expect("json")),
+        ));
+    }
+    out
 }
 
 fn rss_bytes() -> u64 {
@@ -129,25 +159,30 @@ fn report(name: &str, mut v: Vec<Duration>) {
     );
 }
 
-/// Filter + prioritize of one pod after another (each with the next of `bodies`), up to
-/// `count` pods or `budget`: the filter and prioritize latencies.
+/// Filter + prioritize of one pod after another (each with the next (filter, prioritize)
+/// body of `bodies`), up to `count` pods or `budget`: the filter and prioritize latencies.
 async fn load(
     addr: SocketAddr,
-    bodies: &[Bytes],
+    bodies: &[(Bytes, Bytes)],
     count: usize,
     budget: Duration,
 ) -> (Vec<Duration>, Vec<Duration>) {
     let mut send = connect(addr).await;
     let (mut f, mut p) = (Vec::new(), Vec::new());
     let t0 = Instant::now();
-    for body in bodies.iter().cycle() {
+    for (filter, prioritize) in bodies.iter().cycle() {
         if f.len() >= count || t0.elapsed() >= budget {
             break;
         }
-        f.push(call(&mut send, "POST", "/filter", body).await);
-        p.push(call(&mut send, "POST", "/prioritize", body).await);
+        f.push(call(&mut send, "POST", "/filter", filter).await);
+        p.push(call(&mut send, "POST", "/prioritize", prioritize).await);
     }
     (f, p)
+}
+
+/// The first call of a shape: `body` to filter and to prioritize.
+fn both(body: &Bytes) -> [(Bytes, Bytes); 1] {
+    [(body.clone(), body.clone())]
 }
 
 fn main() {
@@ -192,9 +227,14 @@ fn main() {
         "\nextender over HTTP on 127.0.0.1, one pod (2 GPU + 2 VF) x {NODES} candidate nodes, body {} KiB",
         body[0].len() / 1024
     );
-    let (cold, _) = rt.block_on(load(cached, &body[..1], 1, Duration::from_secs(60)));
+    let (cold, _) = rt.block_on(load(cached, &both(&body[0]), 1, Duration::from_secs(60)));
     report("filter, the process's first call (cache cold)", cold);
     let rss_cache = rss_bytes();
+    let body = rt.block_on(with_passed(cached, &pod, &body));
+    println!(
+        "prioritize on the candidates the filter passed: body {} KiB",
+        body[0].1.len() / 1024
+    );
     let (f, p) = rt.block_on(load(cached, &body, 500, Duration::from_secs(20)));
     report("filter, cache warm", f);
     report("prioritize, cache warm", p);
@@ -212,7 +252,7 @@ fn main() {
                 serde_json::to_vec(&json!({"Pod": pod, "Nodes": null, "NodeNames": names}))
                     .expect("json"),
             );
-            let (f, _) = rt.block_on(load(cached, &[body], 1, Duration::from_secs(60)));
+            let (f, _) = rt.block_on(load(cached, &both(&body), 1, Duration::from_secs(60)));
             firsts.extend(f);
         }
     }
@@ -225,10 +265,20 @@ fn main() {
         dra_body[0].len() / 1024
     );
     let rss_dra_cold = rss_bytes();
-    let (f, p) = rt.block_on(load(cached, &dra_body[..1], 1, Duration::from_secs(60)));
+    let (f, p) = rt.block_on(load(
+        cached,
+        &both(&dra_body[0]),
+        1,
+        Duration::from_secs(60),
+    ));
     report("DRA filter, first call of the shape", f);
     report("DRA prioritize, first call of the shape", p);
     let rss_dra_cache = rss_bytes();
+    let dra_body = rt.block_on(with_passed(cached, &dra_pod(), &dra_body));
+    println!(
+        "DRA prioritize on the candidates the filter passed: body {} KiB",
+        dra_body[0].1.len() / 1024
+    );
     let (f, p) = rt.block_on(load(cached, &dra_body, 500, Duration::from_secs(30)));
     report("DRA filter, cache warm", f);
     report("DRA prioritize, cache warm", p);
@@ -266,20 +316,20 @@ fn main() {
     g.bench_function("filter+prioritize, cache warm", |b| {
         b.iter(|| {
             turn += 1;
-            let body = &body[turn % ORDERS];
+            let (filter, prioritize) = &body[turn % ORDERS];
             rt.block_on(async {
-                call(&mut send, "POST", "/filter", body).await;
-                call(&mut send, "POST", "/prioritize", body).await;
+                call(&mut send, "POST", "/filter", filter).await;
+                call(&mut send, "POST", "/prioritize", prioritize).await;
             })
         })
     });
     g.bench_function("DRA filter+prioritize, cache warm", |b| {
         b.iter(|| {
             turn += 1;
-            let body = &dra_body[turn % ORDERS];
+            let (filter, prioritize) = &dra_body[turn % ORDERS];
             rt.block_on(async {
-                call(&mut send, "POST", "/filter", body).await;
-                call(&mut send, "POST", "/prioritize", body).await;
+                call(&mut send, "POST", "/filter", filter).await;
+                call(&mut send, "POST", "/prioritize", prioritize).await;
             })
         })
     });

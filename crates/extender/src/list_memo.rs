@@ -6,7 +6,9 @@
 //! size, in perf); checking that a list is one kept reads the names in order. A table
 //! keeps its answers for the last [`KEPT`] long lists and forgets them when a name is
 //! added or removed ([`ListMemo::forget`]): a node's position never moves while it
-//! exists, so a kept answer holds until then.
+//! exists, so a kept answer holds until then. The scheduler asks prioritize on the
+//! candidates its filter passed, in the filter answer's order: a list that is the last
+//! kept list with names left out is answered from it too (and not kept itself).
 
 use std::sync::{Arc, Mutex};
 
@@ -41,6 +43,34 @@ impl Kept {
             at = end;
             same
         })
+    }
+}
+
+impl Kept {
+    /// The positions of `names` when they are this list's names in its order with some
+    /// left out; `None` as soon as they cannot be.
+    fn within<N: AsRef<str>>(&self, names: &[N]) -> Option<Vec<Option<Position>>> {
+        let mut out = Vec::with_capacity(names.len());
+        let mut k = 0usize;
+        let mut at = 0usize;
+        for (i, n) in names.iter().enumerate() {
+            let n = n.as_ref();
+            loop {
+                // Fewer kept names left than asked: no way through.
+                if self.ends.len() - k < names.len() - i {
+                    return None;
+                }
+                let end = self.ends[k] as usize;
+                let same = self.arena.get(at..end) == Some(n);
+                at = end;
+                k += 1;
+                if same {
+                    out.push(*self.positions.get(k - 1)?);
+                    break;
+                }
+            }
+        }
+        Some(out)
     }
 }
 
@@ -86,6 +116,9 @@ impl ListMemo {
                 kept.insert(0, hit);
             }
             return positions;
+        }
+        if let Some(within) = kept.first().and_then(|k| k.within(names)) {
+            return within.into();
         }
         let positions: Arc<[Option<Position>]> = look_all().into();
         let mut arena = String::with_capacity(names.iter().map(|n| n.as_ref().len()).sum());
@@ -189,6 +222,37 @@ mod tests {
         assert_eq!(memo.positions(shorter, looker(&known, shorter)).len(), 299);
     }
 
+    /// The filter's list, then prioritize on the names it passed (in its order): answered
+    /// from the kept list, right for every name, and not kept itself; a list in another
+    /// order, or with a name the kept list lacks, is looked up.
+    #[test]
+    fn a_kept_list_with_names_left_out_is_answered_from_it() {
+        let known = names(3000, "node");
+        let filter: Vec<&String> = known.iter().rev().collect();
+        let memo = ListMemo::default();
+        let _ = memo.positions(&filter, looker(&known, &filter));
+        for (step, first) in [(3, 0), (2, 1), (1, 500), (7, 5)] {
+            let passed: Vec<&String> = filter.iter().copied().skip(first).step_by(step).collect();
+            let mut looked = false;
+            let got = memo.positions(&passed, || {
+                looked = true;
+                Vec::new()
+            });
+            assert!(!looked, "step {step}");
+            assert_eq!(&*got, looker(&known, &passed)().as_slice(), "step {step}");
+        }
+        assert_eq!(memo.len(), 1);
+        let mut swapped: Vec<&String> = filter.iter().copied().step_by(2).collect();
+        swapped.swap(10, 11);
+        let stranger = "node-x".to_string();
+        let mut foreign: Vec<&String> = filter.iter().copied().step_by(2).collect();
+        foreign.push(&stranger);
+        for list in [swapped, foreign] {
+            let got = memo.positions(&list, looker(&known, &list));
+            assert_eq!(&*got, looker(&known, &list)().as_slice());
+        }
+    }
+
     #[test]
     fn short_lists_are_not_kept_and_at_most_kept_lists_are() {
         let known = names(300, "node");
@@ -199,7 +263,9 @@ mod tests {
         );
         assert_eq!(memo.len(), 0);
         for k in 0..KEPT + 2 {
-            let _ = memo.positions(&known[k..], looker(&known, &known[k..]));
+            // Rotated: no list is another with names left out.
+            let rotated: Vec<&String> = known[k..].iter().chain(&known[..k]).collect();
+            let _ = memo.positions(&rotated, looker(&known, &rotated));
         }
         assert_eq!(memo.len(), KEPT);
         let mut memo = memo;
