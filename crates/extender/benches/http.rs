@@ -42,6 +42,12 @@ const NODES: usize = 20_000;
 /// Candidate orders taken in turn, one per pod (more than the extender keeps).
 const ORDERS: usize = 8;
 
+/// The call body of `pod` on the candidates `names`, in their order.
+fn body<N: serde::Serialize>(pod: &serde_json::Value, names: &N) -> Bytes {
+    let body = json!({"Pod": pod, "Nodes": null, "NodeNames": names});
+    Bytes::from(serde_json::to_vec(&body).expect("json"))
+}
+
 /// The call bodies of `pod` on `names` in [`ORDERS`] orders (the first as given).
 fn bodies(pod: &serde_json::Value, names: &[&str]) -> Vec<Bytes> {
     let mut rng = topoalign_rng::Rng::new(5);
@@ -51,8 +57,7 @@ fn bodies(pod: &serde_json::Value, names: &[&str]) -> Vec<Bytes> {
             if k > 0 {
                 rng.shuffle(&mut order);
             }
-            let body = json!({"Pod": pod, "Nodes": null, "NodeNames": order});
-            Bytes::from(serde_json::to_vec(&body).expect("json"))
+            body(pod, &order)
         })
         .collect()
 }
@@ -67,22 +72,10 @@ async fn with_passed(
     let mut send = connect(addr).await;
     let mut out = Vec::new();
     for body in filter {
-        send.ready().await.expect("connection ready");
-        let req = hyper::Request::builder()
-            .method("POST")
-            .uri("/filter")
-            .header("host", "localhost")
-            .body(Full::new(body.clone()))
-            .expect("request");
-        let resp = send.send_request(req).await.expect("response");
-        let answer = resp.into_body().collect().await.expect("body").to_bytes();
+        let (_, answer) = exchange(&mut send, "POST", "/filter", body).await;
+        let answer = answer.to_bytes();
         let answer: serde_json::Value = serde_json::from_slice(&answer).expect("filter answer");
-        let passed = &answer["NodeNames"];
-        let next = json!({"Pod": pod, "Nodes": null, "NodeNames": passed});
-        out.push((
-            body.clone(),
-            Bytes::from(serde_json::to_vec(&next).expect("json")),
-        ));
+        out.push((body.clone(), self::body(pod, &answer["NodeNames"])));
     }
     out
 }
@@ -121,12 +114,13 @@ async fn connect(addr: SocketAddr) -> SendRequest<Full<Bytes>> {
     send
 }
 
-async fn call(
+/// One request and its whole answer: the round trip's time and the answer's parts.
+async fn exchange(
     send: &mut SendRequest<Full<Bytes>>,
     method: &str,
     path: &str,
     body: &Bytes,
-) -> Duration {
+) -> (Duration, http_body_util::Collected<Bytes>) {
     let t0 = Instant::now();
     send.ready().await.expect("connection ready");
     let req = hyper::Request::builder()
@@ -138,8 +132,18 @@ async fn call(
         .expect("request");
     let resp = send.send_request(req).await.expect("response");
     assert_eq!(resp.status(), 200, "{path}");
-    let _ = resp.into_body().collect().await.expect("body");
-    t0.elapsed()
+    let answer = resp.into_body().collect().await.expect("body");
+    (t0.elapsed(), answer)
+}
+
+/// One request's round trip.
+async fn call(
+    send: &mut SendRequest<Full<Bytes>>,
+    method: &str,
+    path: &str,
+    body: &Bytes,
+) -> Duration {
+    exchange(send, method, path, body).await.0
 }
 
 fn pct(v: &mut [Duration], p: f64) -> Duration {
@@ -248,11 +252,8 @@ fn main() {
         for vfs in 0..=8 {
             let pod = json!({"metadata": {"name": "p", "namespace": "bench", "uid": "u"},
                 "spec": {"containers": [{"name": "m", "resources": {"limits": {"amd.com/gpu": gpus, "nvidia.com/sriov-rdma-vf": vfs, "memory": "1Gi"}}}]}});
-            let body = Bytes::from(
-                serde_json::to_vec(&json!({"Pod": pod, "Nodes": null, "NodeNames": names}))
-                    .expect("json"),
-            );
-            let (f, _) = rt.block_on(load(cached, &both(&body), 1, Duration::from_secs(60)));
+            let first = both(&self::body(&pod, &names));
+            let (f, _) = rt.block_on(load(cached, &first, 1, Duration::from_secs(60)));
             firsts.extend(f);
         }
     }

@@ -31,41 +31,41 @@ struct Kept {
 }
 
 impl Kept {
+    /// The kept names in order, each with its position.
+    fn entries(&self) -> impl Iterator<Item = (Option<&str>, Option<Position>)> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .zip(self.positions.iter())
+            .map(|((start, &end), &at)| (self.arena.get(start as usize..end as usize), at))
+    }
+
     /// Whether `names` is this list, name for name.
     fn is<N: AsRef<str>>(&self, names: &[N]) -> bool {
-        if names.len() != self.ends.len() {
-            return false;
-        }
-        let mut at = 0usize;
-        names.iter().zip(&self.ends).all(|(n, &end)| {
-            let end = end as usize;
-            let same = self.arena.get(at..end) == Some(n.as_ref());
-            at = end;
-            same
-        })
+        names.len() == self.ends.len()
+            && self
+                .entries()
+                .zip(names)
+                .all(|((kept, _), n)| kept == Some(n.as_ref()))
     }
-}
 
-impl Kept {
     /// The positions of `names` when they are this list's names in its order with some
     /// left out; `None` as soon as they cannot be.
     fn within<N: AsRef<str>>(&self, names: &[N]) -> Option<Vec<Option<Position>>> {
         let mut out = Vec::with_capacity(names.len());
-        let mut k = 0usize;
-        let mut at = 0usize;
+        let mut kept = self.entries();
+        let mut left = self.ends.len();
         for (i, n) in names.iter().enumerate() {
             let n = n.as_ref();
             loop {
                 // Fewer kept names left than asked: no way through.
-                if self.ends.len() - k < names.len() - i {
+                if left < names.len() - i {
                     return None;
                 }
-                let end = self.ends[k] as usize;
-                let same = self.arena.get(at..end) == Some(n);
-                at = end;
-                k += 1;
-                if same {
-                    out.push(*self.positions.get(k - 1)?);
+                let (name, at) = kept.next()?;
+                left -= 1;
+                if name == Some(n) {
+                    out.push(at);
                     break;
                 }
             }

@@ -5,7 +5,7 @@
 //! request path and off the watchers.
 //!
 //! The cache is only ever locked for lookups and inserts: judgements are made with no
-//! lock held ([`crate::plugin::shared::Decider::pending`], then `judge_pending`, then
+//! lock held (`visit_cached` finds what to judge, then `judge_pending`, then
 //! `visit_judged`), so one costly pod never stalls other calls or the watchers.
 
 use std::collections::{HashMap, HashSet};
@@ -200,11 +200,6 @@ impl VerdictCache {
                 None => break,
             }
         }
-    }
-
-    /// The shape of `req` when held (not marked as used).
-    pub(crate) fn peek(&self, req: &PodRequest) -> Option<&Shape> {
-        self.shapes.get(&req.hash)
     }
 
     /// The shape of `req` when held, to look verdicts up (not marked as used).

@@ -1,5 +1,4 @@
-//! Maps keyed by 64-bit hashes (node state keys, pod request hashes), hashed as they are,
-//! and the fast seeded hasher of the wing's other process-internal maps.
+//! Maps keyed by 64-bit hashes (node state keys, pod request hashes), hashed as they are.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

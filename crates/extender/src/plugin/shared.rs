@@ -41,7 +41,7 @@ pub struct PrioritizeOutcome {
     pub neutral: Vec<(String, NeutralReason)>,
 }
 
-/// The node states a call still has to judge ([`Decider::pending`]).
+/// The node states a call still has to judge ([`Decider::visit_cached`]).
 #[derive(Debug, Default)]
 pub(crate) struct Pending {
     nodes: Vec<(u64, Arc<Effective>)>,
@@ -159,48 +159,6 @@ impl Decider {
                 self.visit_judged(state, req, names, now, &fresh, f)
             }
         }
-    }
-
-    /// The candidates a call still has to judge: one per distinct node state with no
-    /// cached verdict for `req`, its data shared (so that the state's lock can be let go
-    /// before judging).
-    pub(crate) fn pending<N: AsRef<str>>(
-        &self,
-        state: &ClusterState,
-        req: &PodRequest,
-        names: &[N],
-        now: SystemTime,
-    ) -> Pending {
-        let mut out = Pending::default();
-        if !req.is_managed() {
-            return out;
-        }
-        let guard = self
-            .cache
-            .as_ref()
-            .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
-        let shape = guard.as_ref().and_then(|c| c.peek(req));
-        let mut seen: KeyMap<()> = KeyMap::default();
-        for &slot in state.slots_of(names).iter() {
-            let Some(slot) = slot else {
-                continue;
-            };
-            let Some(hot) = state.hot(slot) else {
-                continue;
-            };
-            if !hot.known || state.is_stale_at(hot.reported_at, now) {
-                continue;
-            }
-            if shape.is_some_and(|s| s.contains(hot.state_key))
-                || seen.insert(hot.state_key, ()).is_some()
-            {
-                continue;
-            }
-            if let Some(NodeView::Known(e)) = state.view(slot) {
-                out.nodes.push((hot.state_key, e.clone()));
-            }
-        }
-        out
     }
 
     /// Judges `pending` with no lock held, until `deadline` (the call's work budget;

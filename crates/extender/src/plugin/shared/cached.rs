@@ -1,16 +1,18 @@
-//! The warm call in one pass: when the cache holds a verdict for every candidate the
-//! call has to judge, the candidates are visited under the one lock that found them.
+//! The first pass over a call's candidates: what each gets from the cache, and the node
+//! states the call still has to judge, found together under one lock.
 //!
 //! Finding what a call has to judge and then visiting its candidates read every node's
 //! slot, dense data and cached verdict twice, in the scheduler's order (at random in
 //! memory: at 20,000 nodes that was most of a warm call, in perf). Here each is read once:
-//! the first pass notes what each candidate gets (a few bytes, in order); the second says
-//! it. A call that finds any node state without a verdict visits nothing here and goes
-//! the long way ([`Decider::pending`], judging, [`Decider::visit_judged`]).
+//! the pass notes what each candidate gets (a few bytes, in order) and which states have
+//! no verdict. A warm call (none without) is then said from the notes; any other goes on
+//! to judging and [`Decider::visit_judged`].
 
 use std::time::SystemTime;
 
+use crate::plugin::cache::Shape;
 use crate::plugin::judge::{MigSeen, Seen, mig_verdicts};
+use crate::plugin::keys::KeyMap;
 use crate::plugin::podreq::PodRequest;
 use crate::plugin::shared::{CacheStats, Decider, Fresh, Pending};
 use crate::plugin::state::{ClusterState, NodeView, Slot};
@@ -36,7 +38,9 @@ impl Decider {
     /// Calls `f(index, name, seen)` for every candidate in order when no candidate's
     /// node state lacks a cached verdict (the warm call), with the state's lock the caller
     /// holds and the cache's held throughout: `Ok` with the counts. Otherwise calls
-    /// nothing and returns the node states to judge ([`Decider::pending`]).
+    /// nothing and returns the node states to judge: one per distinct state with no
+    /// cached verdict for `req`, its data shared (so that the state's lock can be let go
+    /// before judging).
     pub(crate) fn visit_cached<N: AsRef<str>>(
         &self,
         state: &ClusterState,
@@ -48,17 +52,15 @@ impl Decider {
         if !req.is_managed() {
             return Ok(self.visit_judged(state, req, names, now, &Fresh::default(), f));
         }
-        let Some(cache) = &self.cache else {
-            return Err(self.pending(state, req, names, now));
-        };
         let mig = mig_verdicts(state, req, names);
-        let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
-        let found = cache
-            .peek_mut(req)
-            .and_then(|shape| find_all(state, names, &mig, now, |s, k| shape.index(s, k)));
-        let Some(found) = found else {
-            drop(cache);
-            return Err(self.pending(state, req, names, now));
+        let mut cache = self
+            .cache
+            .as_ref()
+            .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
+        let shape = cache.as_mut().and_then(|c| c.peek_mut(req));
+        let (found, pending) = find_all(state, names, &mig, now, shape);
+        let (Some(found), Some(cache)) = (found, cache.as_mut()) else {
+            return Err(pending);
         };
         let shape = cache.shape(req);
         let mut stats = CacheStats::default();
@@ -90,28 +92,45 @@ impl Decider {
     }
 }
 
-/// The first pass over `names`: what each candidate gets, or `None` at the first node
-/// state `index` finds no verdict for.
+/// The one pass over `names`: what each candidate gets (`None` once a node state has no
+/// verdict in `shape`), and the states without one. A candidate the MIG judgement decides
+/// needs no verdict.
 fn find_all<N: AsRef<str>>(
     state: &ClusterState,
     names: &[N],
     mig: &[Option<MigSeen>],
     now: SystemTime,
-    mut index: impl FnMut(Slot, u64) -> Option<u32>,
-) -> Option<Vec<Found>> {
+    mut shape: Option<&mut Shape>,
+) -> (Option<Vec<Found>>, Pending) {
     let slots = state.slots_of(names);
-    let mut found = Vec::with_capacity(slots.len());
+    let mut found = Some(Vec::with_capacity(slots.len()));
+    let mut pending = Pending::default();
+    let mut seen: KeyMap<()> = KeyMap::default();
     for (i, &slot) in slots.iter().enumerate() {
-        found.push(match mig.get(i).and_then(Option::as_ref) {
+        let next = match mig.get(i).and_then(Option::as_ref) {
             Some(MigSeen::Reject(_)) => Found::Mig,
             Some(MigSeen::Pass) => Found::NotManaged,
             None => match slot.and_then(|s| Some((s, state.hot(s)?))) {
                 None => Found::Unknown,
                 Some((s, hot)) if !hot.known => Found::NotKnown(s),
                 Some((_, hot)) if state.is_stale_at(hot.reported_at, now) => Found::Stale,
-                Some((s, hot)) => Found::Cached(index(s, hot.state_key)?),
+                Some((s, hot)) => match shape.as_mut().and_then(|sh| sh.index(s, hot.state_key)) {
+                    Some(v) => Found::Cached(v),
+                    None => {
+                        found = None;
+                        if seen.insert(hot.state_key, ()).is_none()
+                            && let Some(NodeView::Known(e)) = state.view(s)
+                        {
+                            pending.nodes.push((hot.state_key, e.clone()));
+                        }
+                        continue;
+                    }
+                },
             },
-        });
+        };
+        if let Some(found) = found.as_mut() {
+            found.push(next);
+        }
     }
-    Some(found)
+    (found, pending)
 }
